@@ -1,0 +1,35 @@
+"""First-Come First-Served."""
+
+from __future__ import annotations
+
+from msj_gym.core import Policy
+from msj_gym.core.jit import inline_jit
+from msj_gym.core.state import I_FREE, I_WHEAD, NEED, WNEXT
+
+
+@inline_jit
+def _fcfs(view, pdata, actions):
+    free = view.iv[I_FREE]
+    s = view.iv[I_WHEAD]
+    n = 0
+    while s != -1 and view.ji[s, NEED] <= free:
+        actions[n] = s
+        n += 1
+        free -= view.ji[s, NEED]
+        s = view.ji[s, WNEXT]
+    return n
+
+
+class FCFS(Policy):
+    """First-Come First-Served: start waiting jobs in arrival order while the oldest one fits; a job
+    that does not fit blocks every job behind it (head-of-line blocking).
+
+    Source: Anselmi & Doncel (000) Sec. 2; Grosof & Harchol-Balter (001) Sec. 2.
+    Non-preemptive; size-oblivious.
+    """
+
+    policy_id = "fcfs"
+    preemptive = False
+    size_aware = False
+    reference = "000 Sec. 2; 001 Sec. 2"
+    kernel = _fcfs

@@ -1,0 +1,21 @@
+"""msj_gym: multiserver-job scheduling simulator, baseline policies and Gymnasium environments."""
+
+from .core import Policy, SimulationError, Simulator, simulate
+from .metrics import SimulationResult
+from .workloads import JobClass, Scenario, Workload, list_scenarios, load_scenario
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "JobClass",
+    "Policy",
+    "Scenario",
+    "SimulationError",
+    "SimulationResult",
+    "Simulator",
+    "Workload",
+    "__version__",
+    "list_scenarios",
+    "load_scenario",
+    "simulate",
+]

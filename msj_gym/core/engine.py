@@ -1,0 +1,596 @@
+"""The compiled event engine: exact, event-driven, no time stepping.
+
+Two entry points drive it:
+
+* ``advance(sim)`` moves the clock to the next event instant and processes *every* event at that
+  instant (departures first, then arrivals, each in job-id order), then returns ``ST_EVENT``: the state
+  in which the policy is asked for a decision. Before touching anything it may instead return
+  ``ST_NEED_ARRIVALS`` (the arrival ring ran dry: the Python side refills it and calls again),
+  ``ST_NEED_SLOTS`` or ``ST_NEED_RECORDS`` (arrays to grow); it returns ``ST_FINISHED`` once every
+  measured job has left and ``ST_ERROR`` on a stall.
+* ``apply(sim, actions, n)`` validates and applies a decision: action ``s >= 0`` starts the job in slot
+  ``s``, action ``-s - 1`` preempts it (preempt-resume: the remaining service time is kept). It is the one
+  place where capacity, job states and preemption rights are checked.
+
+``run_batch`` alternates the two with a policy's compiled decision rule; the Gymnasium environment drives
+the same two functions one action at a time.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import literally
+
+from .jit import inline_jit, kernel_jit
+from .kernels import decide_kernel
+from .state import (
+    A_COUNT,
+    A_PREEMPT,
+    A_RESP,
+    A_WAIT,
+    A_WAITED,
+    ARRIVAL,
+    ATTAINED,
+    C_HEAD,
+    C_NEED,
+    C_NRUN,
+    C_NWAIT,
+    C_TAIL,
+    CLS,
+    CNEXT,
+    CPREV,
+    E_INVARIANT,
+    E_NO_CAPACITY,
+    E_NONE,
+    E_PREEMPT_FORBIDDEN,
+    E_PREEMPT_NOT_RUNNING,
+    E_STALL,
+    E_START_NOT_WAITING,
+    E_UNKNOWN_JOB,
+    F_BUSY_AREA,
+    F_HORIZON,
+    F_LAST,
+    F_NOW,
+    F_SYS_AREA,
+    F_WAIT_AREA,
+    F_WARM_TIME,
+    F_WIN_HI,
+    F_WIN_LO,
+    FIRST_START,
+    FREE_SLOT,
+    HEAPPOS,
+    I_DECISIONS,
+    I_DONE,
+    I_ERR,
+    I_ERR_JOB,
+    I_EVENTS,
+    I_EXHAUSTED,
+    I_FREE,
+    I_FREE_HEAD,
+    I_HEAPN,
+    I_K,
+    I_MEAS_DONE,
+    I_MEAS_HI,
+    I_MEAS_LO,
+    I_NARR,
+    I_NCHECK,
+    I_NFREE,
+    I_NGEN,
+    I_NRUN,
+    I_NSYS,
+    I_NWAIT,
+    I_PREEMPTIONS,
+    I_PREEMPTIVE,
+    I_RECORD,
+    I_SHEAD,
+    I_STAIL,
+    I_STARTS,
+    I_WHEAD,
+    I_WTAIL,
+    JOB_ID,
+    LAST_START,
+    NEED,
+    NOISE,
+    NPREEMPT,
+    R_ARRIVAL,
+    R_CLASS,
+    R_DEPARTURE,
+    R_FIRST_START,
+    R_NPREEMPT,
+    R_SERVICE,
+    REMAINING,
+    RUNNING,
+    RUNPOS,
+    SERVICE,
+    SNEXT,
+    SPREV,
+    ST_ERROR,
+    ST_EVENT,
+    ST_FINISHED,
+    ST_NEED_ARRIVALS,
+    ST_NEED_RECORDS,
+    ST_NEED_SLOTS,
+    STATE,
+    WAITING,
+    WNEXT,
+    WPREV,
+)
+
+__all__ = ["advance", "apply", "batch_runner", "check_invariants", "run_batch"]
+
+# ---------------------------------------------------------------------------------------------------
+# Departure heap: binary min-heap on (time, job id) holding slots; HEAPPOS is each slot's position.
+
+
+@inline_jit
+def _before(sim, t1, s1, t2, s2):
+    return t1 < t2 or (t1 == t2 and sim.ji[s1, JOB_ID] < sim.ji[s2, JOB_ID])
+
+
+@inline_jit
+def _heap_sift_up(sim, pos):
+    ht, hs, ji = sim.heap_t, sim.heap_s, sim.ji
+    t, s = ht[pos], hs[pos]
+    while pos > 0:
+        parent = (pos - 1) >> 1
+        if not _before(sim, t, s, ht[parent], hs[parent]):
+            break
+        ht[pos], hs[pos] = ht[parent], hs[parent]
+        ji[hs[pos], HEAPPOS] = pos
+        pos = parent
+    ht[pos], hs[pos] = t, s
+    ji[s, HEAPPOS] = pos
+    return pos
+
+
+@inline_jit
+def _heap_sift_down(sim, pos):
+    ht, hs, ji = sim.heap_t, sim.heap_s, sim.ji
+    n = sim.iv[I_HEAPN]
+    t, s = ht[pos], hs[pos]
+    while True:
+        child = 2 * pos + 1
+        if child >= n:
+            break
+        if child + 1 < n and _before(sim, ht[child + 1], hs[child + 1], ht[child], hs[child]):
+            child += 1
+        if not _before(sim, ht[child], hs[child], t, s):
+            break
+        ht[pos], hs[pos] = ht[child], hs[child]
+        ji[hs[pos], HEAPPOS] = pos
+        pos = child
+    ht[pos], hs[pos] = t, s
+    ji[s, HEAPPOS] = pos
+
+
+@inline_jit
+def _heap_push(sim, s, t):
+    n = sim.iv[I_HEAPN]
+    sim.heap_t[n] = t
+    sim.heap_s[n] = s
+    sim.iv[I_HEAPN] = n + 1
+    _heap_sift_up(sim, n)
+
+
+@inline_jit
+def _heap_remove(sim, s):
+    pos = sim.ji[s, HEAPPOS]
+    n = sim.iv[I_HEAPN] - 1
+    sim.iv[I_HEAPN] = n
+    sim.ji[s, HEAPPOS] = -1
+    if pos == n:
+        return
+    sim.heap_t[pos] = sim.heap_t[n]
+    sim.heap_s[pos] = sim.heap_s[n]
+    sim.ji[sim.heap_s[pos], HEAPPOS] = pos
+    _heap_sift_down(sim, _heap_sift_up(sim, pos))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Doubly linked lists of slots in job-id (arrival) order. A list is (head, tail) plus NEXT/PREV columns.
+
+
+@inline_jit
+def _list_insert(ji, nxt, prv, head, tail, s):
+    """Insert slot s keeping job ids increasing; returns the new (head, tail). Arrivals append in O(1);
+    a preempted job goes back to its arrival-order place, found by scanning from the head."""
+    if tail == -1:
+        ji[s, nxt] = -1
+        ji[s, prv] = -1
+        return s, s
+    jid = ji[s, JOB_ID]
+    if ji[tail, JOB_ID] < jid:
+        ji[tail, nxt] = s
+        ji[s, prv] = tail
+        ji[s, nxt] = -1
+        return head, s
+    cur = head
+    while ji[cur, JOB_ID] < jid:
+        cur = ji[cur, nxt]
+    before = ji[cur, prv]
+    ji[s, prv] = before
+    ji[s, nxt] = cur
+    ji[cur, prv] = s
+    if before == -1:
+        return s, tail
+    ji[before, nxt] = s
+    return head, tail
+
+
+@inline_jit
+def _list_remove(ji, nxt, prv, head, tail, s):
+    a, b = ji[s, prv], ji[s, nxt]
+    if a == -1:
+        head = b
+    else:
+        ji[a, nxt] = b
+    if b == -1:
+        tail = a
+    else:
+        ji[b, prv] = a
+    ji[s, nxt] = -1
+    ji[s, prv] = -1
+    return head, tail
+
+
+@inline_jit
+def _enqueue_waiting(sim, s):
+    iv, ji, ci = sim.iv, sim.ji, sim.ci
+    c = ji[s, CLS]
+    iv[I_WHEAD], iv[I_WTAIL] = _list_insert(ji, WNEXT, WPREV, iv[I_WHEAD], iv[I_WTAIL], s)
+    ci[C_HEAD, c], ci[C_TAIL, c] = _list_insert(ji, CNEXT, CPREV, ci[C_HEAD, c], ci[C_TAIL, c], s)
+    ji[s, STATE] = WAITING
+    iv[I_NWAIT] += 1
+    ci[C_NWAIT, c] += 1
+
+
+@inline_jit
+def _dequeue_waiting(sim, s):
+    iv, ji, ci = sim.iv, sim.ji, sim.ci
+    c = ji[s, CLS]
+    iv[I_WHEAD], iv[I_WTAIL] = _list_remove(ji, WNEXT, WPREV, iv[I_WHEAD], iv[I_WTAIL], s)
+    ci[C_HEAD, c], ci[C_TAIL, c] = _list_remove(ji, CNEXT, CPREV, ci[C_HEAD, c], ci[C_TAIL, c], s)
+    iv[I_NWAIT] -= 1
+    ci[C_NWAIT, c] -= 1
+
+
+@inline_jit
+def _add_running(sim, s):
+    n = sim.iv[I_NRUN]
+    sim.run_list[n] = s
+    sim.ji[s, RUNPOS] = n
+    sim.iv[I_NRUN] = n + 1
+    sim.ji[s, STATE] = RUNNING
+    sim.iv[I_FREE] -= sim.ji[s, NEED]
+    sim.ci[C_NRUN, sim.ji[s, CLS]] += 1
+
+
+@inline_jit
+def _remove_running(sim, s):
+    pos = sim.ji[s, RUNPOS]
+    last = sim.iv[I_NRUN] - 1
+    moved = sim.run_list[last]
+    sim.run_list[pos] = moved
+    sim.ji[moved, RUNPOS] = pos
+    sim.run_list[last] = -1
+    sim.ji[s, RUNPOS] = -1
+    sim.iv[I_NRUN] = last
+    sim.iv[I_FREE] += sim.ji[s, NEED]
+    sim.ci[C_NRUN, sim.ji[s, CLS]] -= 1
+
+
+# ---------------------------------------------------------------------------------------------------
+# Events
+
+
+@inline_jit
+def _integrate(sim, t):
+    iv, fv = sim.iv, sim.fv
+    lo = max(fv[F_LAST], fv[F_WIN_LO])
+    hi = min(t, fv[F_WIN_HI])
+    if hi > lo:
+        dt = hi - lo
+        fv[F_BUSY_AREA] += dt * (iv[I_K] - iv[I_FREE])
+        fv[F_SYS_AREA] += dt * iv[I_NSYS]
+        fv[F_WAIT_AREA] += dt * iv[I_NWAIT]
+    fv[F_LAST] = t
+
+
+@inline_jit
+def _arrive(sim, j, t):
+    iv, fv, ji, jf, js = sim.iv, sim.fv, sim.ji, sim.jf, sim.js
+    s = iv[I_FREE_HEAD]
+    iv[I_FREE_HEAD] = ji[s, WNEXT]
+    iv[I_NFREE] -= 1
+    r = j & (sim.ring_t.size - 1)
+    c = sim.ring_c[r]
+    ji[s, JOB_ID] = j
+    ji[s, CLS] = c
+    ji[s, NEED] = sim.ci[C_NEED, c]
+    ji[s, NPREEMPT] = 0
+    ji[s, RUNPOS] = -1
+    ji[s, HEAPPOS] = -1
+    jf[s, ARRIVAL] = t
+    jf[s, LAST_START] = np.nan
+    jf[s, FIRST_START] = np.nan
+    jf[s, ATTAINED] = 0.0
+    js[s, SERVICE] = sim.ring_s[r]
+    js[s, REMAINING] = sim.ring_s[r]
+    js[s, NOISE] = sim.ring_n[r]
+    iv[I_SHEAD], iv[I_STAIL] = _list_insert(ji, SNEXT, SPREV, iv[I_SHEAD], iv[I_STAIL], s)
+    _enqueue_waiting(sim, s)
+    iv[I_NSYS] += 1
+    iv[I_NARR] = j + 1
+    horizon_mode = fv[F_HORIZON] < np.inf
+    if horizon_mode:
+        if iv[I_MEAS_LO] < 0 and t >= fv[F_WARM_TIME]:
+            iv[I_MEAS_LO] = j
+        if iv[I_MEAS_HI] < 0 and t >= fv[F_HORIZON]:
+            iv[I_MEAS_HI] = j
+            if iv[I_MEAS_LO] < 0:
+                iv[I_MEAS_LO] = j
+    else:
+        if j == iv[I_MEAS_LO]:
+            fv[F_WIN_LO] = t
+        if j == iv[I_MEAS_HI]:
+            fv[F_WIN_HI] = t
+    key = t if horizon_mode else float(j)
+    b = iv[I_NCHECK]
+    while b < sim.ck_key.size and key >= sim.ck_key[b]:
+        sim.ck_nsys[b] = iv[I_NSYS]
+        b += 1
+    iv[I_NCHECK] = b
+
+
+@inline_jit
+def _measure(sim, s, t):
+    """Accumulate a departing measured job into its (batch, class) cell."""
+    iv, fv, ji, jf = sim.iv, sim.fv, sim.ji, sim.jf
+    j = ji[s, JOB_ID]
+    lo, hi = iv[I_MEAS_LO], iv[I_MEAS_HI]
+    nb = sim.acc_f.shape[0]
+    if fv[F_HORIZON] < np.inf:
+        span = fv[F_HORIZON] - fv[F_WARM_TIME]
+        b = int((jf[s, ARRIVAL] - fv[F_WARM_TIME]) / span * nb)
+    else:
+        b = (j - lo) * nb // (hi - lo)
+    b = min(max(b, 0), nb - 1)
+    c = ji[s, CLS]
+    response = t - jf[s, ARRIVAL]
+    waited = jf[s, FIRST_START] > jf[s, ARRIVAL] or ji[s, NPREEMPT] > 0
+    sim.acc_f[b, c, A_RESP] += response
+    sim.acc_f[b, c, A_WAIT] += max(response - sim.js[s, SERVICE], 0.0)
+    sim.acc_i[b, c, A_COUNT] += 1
+    sim.acc_i[b, c, A_WAITED] += 1 if waited else 0
+    sim.acc_i[b, c, A_PREEMPT] += ji[s, NPREEMPT]
+    if iv[I_RECORD] != 0:
+        row = j - lo
+        sim.rec[row, R_ARRIVAL] = jf[s, ARRIVAL]
+        sim.rec[row, R_FIRST_START] = jf[s, FIRST_START]
+        sim.rec[row, R_DEPARTURE] = t
+        sim.rec[row, R_SERVICE] = sim.js[s, SERVICE]
+        sim.rec[row, R_CLASS] = c
+        sim.rec[row, R_NPREEMPT] = ji[s, NPREEMPT]
+    iv[I_MEAS_DONE] += 1
+
+
+@inline_jit
+def _depart(sim, s, t):
+    iv, ji = sim.iv, sim.ji
+    _heap_remove(sim, s)
+    _remove_running(sim, s)
+    iv[I_SHEAD], iv[I_STAIL] = _list_remove(ji, SNEXT, SPREV, iv[I_SHEAD], iv[I_STAIL], s)
+    sim.jf[s, ATTAINED] += t - sim.jf[s, LAST_START]
+    sim.js[s, REMAINING] = 0.0
+    iv[I_NSYS] -= 1
+    iv[I_DONE] += 1
+    j = ji[s, JOB_ID]
+    lo, hi = iv[I_MEAS_LO], iv[I_MEAS_HI]
+    if lo >= 0 and j >= lo and (hi < 0 or j < hi):
+        _measure(sim, s, t)
+    ji[s, STATE] = FREE_SLOT
+    ji[s, WNEXT] = iv[I_FREE_HEAD]
+    iv[I_FREE_HEAD] = s
+    iv[I_NFREE] += 1
+
+
+@inline_jit
+def _finished(iv):
+    lo, hi = iv[I_MEAS_LO], iv[I_MEAS_HI]
+    return lo >= 0 and hi >= 0 and iv[I_MEAS_DONE] >= hi - lo
+
+
+@inline_jit
+def advance(sim):
+    """Process every event at the next event instant; see the module docstring for the status codes."""
+    iv, fv = sim.iv, sim.fv
+    if _finished(iv):
+        return ST_FINISHED
+    mask = sim.ring_t.size - 1
+    narr, ngen = iv[I_NARR], iv[I_NGEN]
+    if narr < ngen:
+        ta = sim.ring_t[narr & mask]
+    elif iv[I_EXHAUSTED] != 0:
+        ta = np.inf
+        if iv[I_MEAS_HI] < 0:
+            iv[I_MEAS_HI] = narr
+        if iv[I_MEAS_LO] < 0:
+            iv[I_MEAS_LO] = iv[I_MEAS_HI]
+        if _finished(iv):
+            return ST_FINISHED
+    else:
+        return ST_NEED_ARRIVALS
+    td = sim.heap_t[0] if iv[I_HEAPN] > 0 else np.inf
+    t = min(ta, td)
+    if t == np.inf:
+        if iv[I_NWAIT] > 0:
+            iv[I_ERR] = E_STALL
+            iv[I_ERR_JOB] = iv[I_NWAIT]
+            return ST_ERROR
+        return ST_FINISHED
+    if ta <= t:
+        # Every arrival at this instant must be in the ring and have a slot before anything changes.
+        q = narr
+        while q < ngen and sim.ring_t[q & mask] <= t:
+            q += 1
+        if q == ngen and iv[I_EXHAUSTED] == 0:
+            return ST_NEED_ARRIVALS
+        if q - narr > iv[I_NFREE]:
+            return ST_NEED_SLOTS
+        if iv[I_RECORD] != 0 and iv[I_MEAS_HI] < 0 and iv[I_MEAS_LO] >= 0 and q - iv[I_MEAS_LO] > sim.rec.shape[0]:
+            return ST_NEED_RECORDS
+    _integrate(sim, t)
+    fv[F_NOW] = t
+    iv[I_EVENTS] += 1
+    while iv[I_HEAPN] > 0 and sim.heap_t[0] <= t:
+        _depart(sim, sim.heap_s[0], t)
+    while narr < ngen and sim.ring_t[narr & mask] <= t:
+        _arrive(sim, narr, t)
+        narr += 1
+    return ST_EVENT
+
+
+# ---------------------------------------------------------------------------------------------------
+# Decisions
+
+
+@inline_jit
+def _start(sim, s):
+    iv, ji, jf = sim.iv, sim.ji, sim.jf
+    if s < 0 or s >= ji.shape[0]:
+        return E_UNKNOWN_JOB
+    if ji[s, STATE] != WAITING:
+        return E_START_NOT_WAITING
+    if ji[s, NEED] > iv[I_FREE]:
+        return E_NO_CAPACITY
+    now = sim.fv[F_NOW]
+    _dequeue_waiting(sim, s)
+    _add_running(sim, s)
+    jf[s, LAST_START] = now
+    if np.isnan(jf[s, FIRST_START]):
+        jf[s, FIRST_START] = now
+    _heap_push(sim, s, now + sim.js[s, REMAINING])
+    iv[I_STARTS] += 1
+    return E_NONE
+
+
+@inline_jit
+def _preempt(sim, s):
+    iv, ji, jf = sim.iv, sim.ji, sim.jf
+    if s < 0 or s >= ji.shape[0]:
+        return E_UNKNOWN_JOB
+    if iv[I_PREEMPTIVE] == 0:
+        return E_PREEMPT_FORBIDDEN
+    if ji[s, STATE] != RUNNING:
+        return E_PREEMPT_NOT_RUNNING
+    elapsed = sim.fv[F_NOW] - jf[s, LAST_START]
+    sim.js[s, REMAINING] = max(sim.js[s, REMAINING] - elapsed, 0.0)
+    jf[s, ATTAINED] += elapsed
+    _heap_remove(sim, s)
+    _remove_running(sim, s)
+    _enqueue_waiting(sim, s)
+    ji[s, NPREEMPT] += 1
+    iv[I_PREEMPTIONS] += 1
+    return E_NONE
+
+
+@inline_jit
+def apply(sim, actions, n):
+    """Apply ``actions[:n]`` in order; stop at the first invalid one and return its error code."""
+    for i in range(n):
+        a = actions[i]
+        err = _start(sim, a) if a >= 0 else _preempt(sim, -a - 1)
+        if err != E_NONE:
+            sim.iv[I_ERR] = err
+            sim.iv[I_ERR_JOB] = a if a >= 0 else -a - 1
+            return err
+    if n > 0:
+        sim.iv[I_DECISIONS] += 1
+    return E_NONE
+
+
+@kernel_jit
+def check_invariants(sim):
+    """0 if the state is consistent, else a detail code (used by tests and ``debug=True`` runs)."""
+    iv, ji, ci = sim.iv, sim.ji, sim.ci
+    k = iv[I_K]
+    busy = 0
+    for p in range(iv[I_NRUN]):
+        s = sim.run_list[p]
+        if ji[s, STATE] != RUNNING or ji[s, RUNPOS] != p:
+            return 1
+        busy += ji[s, NEED]
+        if ci[C_NEED, ji[s, CLS]] != ji[s, NEED]:
+            return 2
+    if busy != k - iv[I_FREE] or busy > k or iv[I_FREE] < 0:
+        return 3
+    if iv[I_NSYS] != iv[I_NWAIT] + iv[I_NRUN]:
+        return 4
+    if iv[I_NARR] != iv[I_DONE] + iv[I_NSYS]:
+        return 5
+    if iv[I_HEAPN] != iv[I_NRUN]:
+        return 6
+    if iv[I_NFREE] + iv[I_NSYS] != ji.shape[0]:
+        return 7
+    count = 0
+    prev = -1
+    s = iv[I_WHEAD]
+    while s != -1:
+        if ji[s, STATE] != WAITING or ji[s, JOB_ID] <= prev:
+            return 8
+        prev = ji[s, JOB_ID]
+        count += 1
+        s = ji[s, WNEXT]
+    if count != iv[I_NWAIT]:
+        return 9
+    total = 0
+    for c in range(ci.shape[1]):
+        total += ci[C_NWAIT, c]
+        if ci[C_NRUN, c] < 0 or ci[C_NWAIT, c] < 0:
+            return 10
+    if total != iv[I_NWAIT]:
+        return 11
+    count = 0
+    s = iv[I_SHEAD]
+    while s != -1:
+        count += 1
+        s = ji[s, SNEXT]
+    if count != iv[I_NSYS]:
+        return 12
+    return 0
+
+
+@kernel_jit
+def run_batch(code, sim, view, sizes, pdata, actions, debug):
+    """Run policy ``code`` until the engine needs something from Python, finishes, or fails."""
+    while True:
+        status = advance(sim)
+        if status != ST_EVENT:
+            return status
+        n = decide_kernel(literally(code), view, sizes, pdata, actions)
+        if n > 0 and apply(sim, actions, n) != E_NONE:
+            return ST_ERROR
+        if debug:
+            detail = check_invariants(sim)
+            if detail != 0:
+                sim.iv[I_ERR] = E_INVARIANT
+                sim.iv[I_ERR_JOB] = detail
+                return ST_ERROR
+
+
+_RUNNERS: dict[tuple, object] = {}
+
+
+def batch_runner(code, sim, view, sizes, pdata, actions, debug):
+    """``run_batch`` specialised for policy ``code``. The specialisation is compiled (or loaded from the
+    cache) for the literal ``code`` directly and its entry point kept, which skips numba's per-call
+    literal re-dispatch (a full type inference of the loop, seconds per call)."""
+    args = (sim, view, sizes, pdata, actions, debug)
+    key = (code, *(numba.typeof(a) for a in args))
+    runner = _RUNNERS.get(key)
+    if runner is None:
+        sig = (numba.types.literal(code), *key[1:])
+        run_batch.compile(sig)
+        runner = _RUNNERS[key] = run_batch.overloads[sig].entry_point
+    return runner(code, *args)

@@ -1,0 +1,117 @@
+"""The policy protocol: a narrow decision rule over a read-only view of the simulator state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .kernels import register_kernel
+from .state import PolicyData
+
+__all__ = ["Param", "Policy"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A declared policy parameter: its type, default and meaning (shown by ``msj-gym list``)."""
+
+    kind: type
+    default: Any
+    doc: str
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+
+
+class Policy:
+    """Base class of every scheduling policy.
+
+    Subclasses declare ``policy_id`` (kebab-case, the CLI id), ``preemptive`` (may it preempt running
+    jobs?), ``size_aware`` (does it read service times? only then is it handed :class:`Sizes`),
+    ``reference`` (paper and section), ``params`` (declared parameters) and ``kernel``: the compiled
+    decision rule (see :mod:`msj_gym.core.kernels`). ``prepare`` turns the parameters and the workload
+    into the arrays the kernel reads.
+    """
+
+    policy_id: ClassVar[str] = ""
+    preemptive: ClassVar[bool] = False
+    size_aware: ClassVar[bool] = False
+    reference: ClassVar[str] = ""
+    params_spec: ClassVar[Mapping[str, Param]] = {}
+    kernel: ClassVar[Callable[..., int] | None] = None
+    kernel_depends: ClassVar[tuple[str, ...]] = ()
+    _codes: ClassVar[dict[type, int]] = {}
+
+    def __init__(self, **params: Any) -> None:
+        unknown = set(params) - set(self.params_spec)
+        if unknown:
+            known = ", ".join(sorted(self.params_spec)) or "none"
+            raise ValueError(f"policy {self.policy_id!r}: unknown parameter(s) {sorted(unknown)}; known: {known}")
+        values = {}
+        for name, spec in self.params_spec.items():
+            values[name] = self._coerce(name, spec, params.get(name, spec.default))
+        self.param_values: dict[str, Any] = values
+
+    def _coerce(self, name: str, spec: Param, value: Any) -> Any:
+        where = f"policy {self.policy_id!r} parameter {name!r}"
+        try:
+            if spec.kind is bool and isinstance(value, str):
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError
+                v: Any = value.lower() in ("true", "1", "yes")
+            else:
+                v = spec.kind(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: expected {spec.kind.__name__}, got {value!r}") from None
+        if isinstance(v, float) and not np.isfinite(v):
+            raise ValueError(f"{where}: expected a finite number, got {value!r}")
+        if spec.choices is not None and v not in spec.choices:
+            raise ValueError(f"{where}: expected one of {list(spec.choices)}, got {value!r}")
+        if spec.minimum is not None and v < spec.minimum:
+            raise ValueError(f"{where}: expected >= {spec.minimum}, got {value!r}")
+        return v
+
+    # -------------------------------------------------------------------------------------------------
+    @classmethod
+    def kernel_code(cls) -> int:
+        """The registry code of this policy's kernel (registered on first use)."""
+        if cls.kernel is None:
+            raise TypeError(f"policy {cls.policy_id!r} has no compiled kernel")
+        code = Policy._codes.get(cls)
+        if code is None:
+            code = register_kernel(cls.kernel, size_aware=cls.size_aware, depends=cls.kernel_depends)
+            Policy._codes[cls] = code
+        return code
+
+    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+        """Arrays for the kernel. The default carries no parameters; override to add them."""
+        return PolicyData(
+            params=np.zeros(0),
+            state=np.zeros(0),
+            table=np.zeros((0, 0)),
+            uniforms=np.zeros(0),
+            iwork=np.zeros(0, dtype=np.int64),
+            fwork=np.zeros(0),
+        )
+
+    def decide(self, view: Any, sizes: Any, pdata: PolicyData, actions: np.ndarray) -> int:
+        """One decision from Python (the environment's path); the batch path calls the kernel directly."""
+        if self.kernel is None:
+            raise NotImplementedError(f"policy {self.policy_id!r} implements neither kernel nor decide")
+        if self.size_aware:
+            return int(self.kernel(view, sizes, pdata, actions))
+        return int(self.kernel(view, pdata, actions))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.policy_id,
+            "params": dict(self.param_values),
+            "preemptive": self.preemptive,
+            "size_aware": self.size_aware,
+        }
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.param_values.items())
+        return f"{type(self).__name__}({args})"

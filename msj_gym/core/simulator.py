@@ -1,0 +1,329 @@
+"""The Python face of the simulator: sets up the state, feeds arrivals in chunks, runs a policy, and
+turns the per-job arrays into a :class:`~msj_gym.metrics.SimulationResult`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..metrics.result import SimulationResult, summarise
+from . import state as S
+from .engine import advance, apply, batch_runner, check_invariants
+from .policy import Policy
+
+__all__ = ["SimulationError", "Simulator", "simulate"]
+
+
+class SimulationError(RuntimeError):
+    """A policy made an invalid decision or the run could not proceed."""
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("msj-gym")
+    except Exception:  # pragma: no cover - not installed
+        return "unknown"
+
+
+class Simulator:
+    """One seeded run of ``policy`` on ``workload``.
+
+    Measurement. In arrival-count mode (``num_arrivals``) the jobs with ids ``warmup .. num_arrivals-1``
+    are measured; in horizon mode (``horizon``) the jobs arriving in ``[warmup_time, horizon)``. The
+    arrival stream keeps running after the last measured arrival until every measured job has left, so
+    the last jobs do not see an artificially emptying system. Arrivals stop at ``max_arrivals``
+    (default: twice the measured range plus slack); a run that hits it is reported unstable. Time
+    averages (utilisation, jobs in system) are taken between the first and last measured arrival.
+
+    ``record_jobs=True`` keeps one record per measured job (see :meth:`records`), e.g. for response-time
+    distributions; the summary metrics never need it.
+
+    ``debug=True`` checks the state invariants after every event instant and raises on a violation.
+    """
+
+    def __init__(
+        self,
+        workload: Any,
+        policy: Policy,
+        *,
+        seed: int = 0,
+        num_arrivals: int | None = None,
+        warmup: int | None = None,
+        horizon: float | None = None,
+        warmup_time: float = 0.0,
+        max_arrivals: int | None = None,
+        num_batches: int = 30,
+        record_jobs: bool = False,
+        debug: bool = False,
+    ) -> None:
+        if not isinstance(policy, Policy):
+            raise TypeError(f"policy: expected a msj_gym Policy, got {type(policy).__name__}")
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
+        if horizon is None and num_arrivals is None:
+            num_arrivals = 100_000
+        if horizon is not None and num_arrivals is not None:
+            raise ValueError("give at most one of num_arrivals and horizon")
+        if num_arrivals is not None:
+            if isinstance(num_arrivals, bool) or int(num_arrivals) != num_arrivals or num_arrivals < 2:
+                raise ValueError(f"num_arrivals: expected an integer >= 2, got {num_arrivals!r}")
+            num_arrivals = int(num_arrivals)
+            if warmup is None:
+                warmup = num_arrivals // 10
+            if isinstance(warmup, bool) or int(warmup) != warmup or not 0 <= warmup < num_arrivals - 1:
+                raise ValueError(f"warmup: expected an integer in [0, {num_arrivals - 1}), got {warmup!r}")
+            warmup = int(warmup)
+        else:
+            assert horizon is not None
+            if not math.isfinite(horizon) or horizon <= 0:
+                raise ValueError(f"horizon: expected a positive finite time, got {horizon!r}")
+            if not math.isfinite(warmup_time) or not 0 <= warmup_time < horizon:
+                raise ValueError(f"warmup_time: expected a time in [0, horizon), got {warmup_time!r}")
+        if int(num_batches) < 2:
+            raise ValueError(f"num_batches: expected an integer >= 2, got {num_batches!r}")
+        self.workload = workload
+        self.policy = policy
+        self.seed = int(seed)
+        self.num_arrivals = num_arrivals
+        self.warmup = warmup
+        self.horizon = horizon
+        self.warmup_time = float(warmup_time)
+        self.num_batches = int(num_batches)
+        self.debug = bool(debug)
+        self.record_jobs = bool(record_jobs)
+        self._last_time = -np.inf
+        expected = num_arrivals if num_arrivals is not None else int(workload.arrival_rate * horizon) + 1
+        self._expected = expected
+        self.max_arrivals = int(max_arrivals) if max_arrivals is not None else 2 * expected + self.CHUNK
+        if self.max_arrivals < expected:
+            raise ValueError(f"max_arrivals: expected >= {expected}, got {max_arrivals!r}")
+        self._setup()
+
+    # ------------------------------------------------------------------------------------------------
+    CHUNK = 1 << 15  # arrivals generated per refill; fixed so that a seed gives one job stream
+
+    def _setup(self) -> None:
+        wl = self.workload
+        root = np.random.SeedSequence(self.seed)
+        self.source = wl.arrivals(root)
+        self._class_needs = wl.server_needs
+        self._generated = 0
+        n_ck = 41
+        if self.num_arrivals is not None:
+            lo, hi = self.warmup, self.num_arrivals
+            records = (hi - lo) if self.record_jobs else 0
+        else:
+            records = int(1.2 * self._expected) + 1024 if self.record_jobs else 0
+        self.sim = S.allocate(
+            wl.num_servers,
+            self._class_needs,
+            slots=1024,
+            ring=2 * self.CHUNK,
+            num_batches=self.num_batches,
+            num_checkpoints=n_ck,
+            records=records,
+        )
+        iv, fv = self.sim.iv, self.sim.fv
+        if self.num_arrivals is not None:
+            iv[S.I_MEAS_LO] = lo
+            iv[S.I_MEAS_HI] = hi
+            self.sim.ck_key[:] = np.round(np.linspace(lo, hi - 1, n_ck))
+        else:
+            fv[S.F_HORIZON] = self.horizon
+            fv[S.F_WARM_TIME] = self.warmup_time
+            fv[S.F_WIN_LO] = self.warmup_time
+            fv[S.F_WIN_HI] = self.horizon
+            self.sim.ck_key[:] = np.linspace(self.warmup_time, self.horizon, n_ck)
+        iv[S.I_PREEMPTIVE] = 1 if self.policy.preemptive else 0
+        self.capped = False
+        self._feed()
+        policy_rng = np.random.Generator(np.random.PCG64(root.spawn(4)[3]))
+        self.pdata = self.policy.prepare(wl, policy_rng)
+        self.actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
+        self._views()
+
+    def _views(self) -> None:
+        self.view = S.make_view(self.sim)
+        self.sizes = S.make_sizes(self.sim)
+
+    def _feed(self) -> None:
+        """Refill the arrival ring with the next chunk of the stream (or mark it exhausted)."""
+        sim = self.sim
+        iv = sim.iv
+        ngen, narr = int(iv[S.I_NGEN]), int(iv[S.I_NARR])
+        room = sim.ring_t.size - (ngen - narr)
+        n = min(self.CHUNK, room, self.max_arrivals - ngen)
+        if n <= 0:
+            if ngen >= self.max_arrivals:
+                iv[S.I_EXHAUSTED] = 1
+                self.capped = not getattr(self.source, "finite", False)
+            return
+        chunk = self.source.next_chunk(n)
+        m = len(chunk)
+        if m == 0:
+            iv[S.I_EXHAUSTED] = 1
+            return
+        svc = chunk.service_time
+        bad = np.flatnonzero(~np.isfinite(svc) | (svc <= 0))
+        if bad.size:
+            j = bad[0]
+            raise SimulationError(
+                f"service_time: job {ngen + j} (class {int(chunk.job_class[j])}) has invalid duration "
+                f"{svc[j]!r}; durations must be positive and finite"
+            )
+        times = chunk.arrival_time
+        if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0) or times[0] < self._last_time:
+            raise SimulationError(f"arrival_time: times must be finite and non-decreasing (jobs {ngen}..{ngen + m})")
+        self._last_time = float(times[-1])
+        pos = (ngen + np.arange(m)) & (sim.ring_t.size - 1)
+        sim.ring_t[pos] = times
+        sim.ring_c[pos] = chunk.job_class
+        sim.ring_s[pos] = svc
+        sim.ring_n[pos] = chunk.estimate_noise
+        iv[S.I_NGEN] = ngen + m
+        if m < n and getattr(self.source, "finite", False):
+            iv[S.I_EXHAUSTED] = 1
+
+    def _raise(self) -> None:
+        code, job = int(self.sim.iv[S.I_ERR]), int(self.sim.iv[S.I_ERR_JOB])
+        msg = S.ERROR_MESSAGES.get(code, "unknown error {job}").format(job=job)
+        raise SimulationError(f"policy {self.policy.policy_id!r} at t={self.sim.fv[S.F_NOW]:.6g}: {msg}")
+
+    def handle(self, status: int) -> bool:
+        """Serve an engine request (more arrivals, slots or record rows); False once the run is over.
+        Raises :class:`SimulationError` on an engine error."""
+        if status == S.ST_NEED_ARRIVALS:
+            self._feed()
+        elif status == S.ST_NEED_SLOTS:
+            self.sim = S.grow_slots(self.sim)
+            self._views()
+        elif status == S.ST_NEED_RECORDS:
+            self.sim = S.grow_records(self.sim, int(self.sim.rec.shape[0] * 1.5) + 1024)
+        elif status == S.ST_ERROR:
+            self._raise()
+        elif status == S.ST_FINISHED:
+            return False
+        return True
+
+    # ------------------------------------------------------------------------------------------------
+    def run(self) -> SimulationResult:
+        """Run to the end of the measurement and return the result."""
+        compiled = type(self.policy).kernel is not None
+        code = self.policy.kernel_code() if compiled else 0
+        while True:
+            if compiled:
+                status = batch_runner(code, self.sim, self.view, self.sizes, self.pdata, self.actions, self.debug)
+            else:
+                status = self._run_python()
+            if not self.handle(status):
+                return self.result()
+
+    def _run_python(self) -> int:
+        """The same loop as ``run_batch`` for policies that only implement ``decide`` in Python."""
+        sizes = self.sizes if self.policy.size_aware else None
+        while True:
+            status = advance(self.sim)
+            if status != S.ST_EVENT:
+                return status
+            n = self.policy.decide(self.view, sizes, self.pdata, self.actions)
+            if n > 0 and apply(self.sim, self.actions, n) != S.E_NONE:
+                return S.ST_ERROR
+            if self.debug:
+                detail = check_invariants(self.sim)
+                if detail != 0:
+                    self.sim.iv[S.I_ERR] = S.E_INVARIANT
+                    self.sim.iv[S.I_ERR_JOB] = detail
+                    return S.ST_ERROR
+
+    def records(self) -> dict[str, np.ndarray]:
+        """Per-job records of the measured jobs (needs ``record_jobs=True``), in arrival order."""
+        if not self.record_jobs:
+            raise ValueError("records: construct the Simulator with record_jobs=True")
+        iv = self.sim.iv
+        n = int(iv[S.I_MEAS_HI] - iv[S.I_MEAS_LO]) if iv[S.I_MEAS_HI] >= 0 else 0
+        rec = self.sim.rec[:n]
+        return {
+            "arrival_time": rec[:, S.R_ARRIVAL].copy(),
+            "first_start": rec[:, S.R_FIRST_START].copy(),
+            "departure_time": rec[:, S.R_DEPARTURE].copy(),
+            "service_time": rec[:, S.R_SERVICE].copy(),
+            "job_class": rec[:, S.R_CLASS].astype(np.int64),
+            "preemptions": rec[:, S.R_NPREEMPT].astype(np.int64),
+        }
+
+    def result(self) -> SimulationResult:
+        sim, wl = self.sim, self.workload
+        iv, fv = sim.iv, sim.fv
+        win_hi = min(fv[S.F_WIN_HI], fv[S.F_LAST])
+        window = max(win_hi - fv[S.F_WIN_LO], 0.0) if np.isfinite(fv[S.F_WIN_LO]) else 0.0
+        names = [c.name or f"class{i}" for i, c in enumerate(wl.classes)]
+        provenance = {
+            "workload": wl.to_dict(),
+            "scenario": getattr(wl, "meta", {}).get("scenario", getattr(wl, "name", "")),
+            "policy": self.policy.to_dict(),
+            "seed": self.seed,
+            "num_arrivals": self.num_arrivals,
+            "warmup": self.warmup,
+            "horizon": self.horizon,
+            "warmup_time": self.warmup_time if self.horizon is not None else None,
+            "max_arrivals": self.max_arrivals,
+            "msj_gym_version": _version(),
+        }
+        acc_f, acc_i = sim.acc_f, sim.acc_i
+        return summarise(
+            acc_resp=acc_f[:, :, S.A_RESP],
+            acc_wait=acc_f[:, :, S.A_WAIT],
+            acc_count=acc_i[:, :, S.A_COUNT],
+            acc_waited=acc_i[:, :, S.A_WAITED],
+            acc_preempt=acc_i[:, :, S.A_PREEMPT],
+            class_names=names,
+            class_needs=self._class_needs,
+            load_weights=np.asarray(wl.load_weights, dtype=np.float64),
+            busy_area=float(fv[S.F_BUSY_AREA]),
+            sys_area=float(fv[S.F_SYS_AREA]),
+            window=float(window),
+            num_servers=wl.num_servers,
+            offered_load=float(wl.load),
+            arrival_rate=float(wl.arrival_rate),
+            capped=self.capped,
+            checkpoints=sim.ck_nsys[: int(iv[S.I_NCHECK])],
+            simulated_time=float(fv[S.F_NOW]),
+            events=int(iv[S.I_EVENTS]),
+            provenance=provenance,
+        )
+
+
+def simulate(
+    scenario: Any,
+    policy: str | Policy,
+    *,
+    load: float | None = None,
+    arrival_rate: float | None = None,
+    num_servers: int | None = None,
+    policy_params: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> SimulationResult:
+    """One run by names: ``simulate("sf-fig2", "server-filling", load=0.9, num_arrivals=10**5, seed=1)``."""
+    from ..workloads.scenarios import Scenario, load_scenario
+    from ..workloads.workload import Workload
+
+    if isinstance(scenario, Workload) or hasattr(scenario, "arrivals"):
+        wl = scenario
+        if load is not None:
+            wl = wl.with_load(load)
+        elif arrival_rate is not None:
+            wl = wl.with_arrival_rate(arrival_rate)
+    else:
+        sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+        wl = sc.build(num_servers=num_servers, load=load, arrival_rate=arrival_rate)
+    if isinstance(policy, str):
+        from baselines import make_policy
+
+        policy = make_policy(policy, **(policy_params or {}))
+    elif policy_params:
+        raise ValueError("policy_params only apply when policy is given by id")
+    return Simulator(wl, policy, **kwargs).run()

@@ -1,0 +1,173 @@
+"""Small statistics helpers: Student-t quantiles, batch-means and replication confidence intervals,
+Jain's fairness index. Kept free of scipy so the core depends on numpy alone."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Estimate", "batch_means", "batch_ratio", "jain_index", "replication_ci", "student_t_quantile"]
+
+
+def _normal_quantile(p: float) -> float:
+    """Inverse standard normal CDF (Acklam's rational approximation, relative error < 1.2e-9, refined by
+    one Halley step on erfc)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p: expected 0 < p < 1, got {p!r}")
+    a = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02, 1.383577518672690e02,
+         -3.066479806614716e01, 2.506628277459239e00)
+    b = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02, 6.680131188771972e01,
+         -1.328068155288572e01)
+    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00, -2.549732539343734e00,
+         4.374664141464968e00, 2.938163982698783e00)
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
+    lo = 0.02425
+    if p < lo:
+        q = math.sqrt(-2.0 * math.log(p))
+        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / (
+            (((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0)
+    elif p <= 1.0 - lo:
+        q = p - 0.5
+        r = q * q
+        x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / (
+            ((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0)
+    else:
+        q = math.sqrt(-2.0 * math.log(1.0 - p))
+        x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / (
+            (((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0)
+    e = 0.5 * math.erfc(-x / math.sqrt(2.0)) - p
+    u = e * math.sqrt(2.0 * math.pi) * math.exp(x * x / 2.0)
+    return x - u / (1.0 + x * u / 2.0)
+
+
+def _t_cdf(t: float, df: float) -> float:
+    # Regularised incomplete beta by continued fraction (Lentz), enough for quantile refinement.
+    x = df / (df + t * t)
+    a, b = df / 2.0, 0.5
+    lbeta = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    front = math.exp(a * math.log(x) + b * math.log1p(-x) - lbeta) / a
+    f, c, d = 1.0, 1.0, 0.0
+    for i in range(400):
+        m = i // 2
+        if i == 0:
+            num = 1.0
+        elif i % 2 == 0:
+            num = (m * (b - m) * x) / ((a + 2.0 * m - 1.0) * (a + 2.0 * m))
+        else:
+            num = -((a + m) * (a + b + m) * x) / ((a + 2.0 * m) * (a + 2.0 * m + 1.0))
+        d = 1.0 + num * d
+        d = 1.0 / (d if abs(d) > 1e-300 else 1e-300)
+        c = 1.0 + num / (c if abs(c) > 1e-300 else 1e-300)
+        f *= c * d
+        if abs(1.0 - c * d) < 1e-14:
+            break
+    ibeta = front * (f - 1.0)
+    return 1.0 - 0.5 * ibeta if t >= 0 else 0.5 * ibeta
+
+
+def student_t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with ``df`` degrees of freedom (Newton on the exact CDF)."""
+    if df <= 0:
+        raise ValueError(f"df: expected > 0, got {df!r}")
+    x = _normal_quantile(p)
+    for _ in range(50):
+        density = math.exp(
+            math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+            - (df + 1) / 2 * math.log1p(x * x / df)
+        )
+        step = (_t_cdf(x, df) - p) / density
+        x -= step
+        if abs(step) < 1e-12 * max(1.0, abs(x)):
+            break
+    return x
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with a 95 % confidence half-width and how it was obtained."""
+
+    mean: float
+    ci95_half_width: float
+    n: int
+    method: str
+    lag1_autocorrelation: float = float("nan")
+
+    @property
+    def low(self) -> float:
+        return self.mean - self.ci95_half_width
+
+    @property
+    def high(self) -> float:
+        return self.mean + self.ci95_half_width
+
+
+def batch_means(values: np.ndarray, num_batches: int = 30) -> Estimate:
+    """Mean of ``values`` (in time order) with a batch-means 95 % CI over ``num_batches`` contiguous
+    batches. ``lag1_autocorrelation`` of the batch means tells whether the batches were long enough
+    (near 0 is good; above ~0.5 the half-width is too optimistic)."""
+    v = np.asarray(values, dtype=np.float64)
+    n = v.size
+    if n == 0:
+        return Estimate(float("nan"), float("nan"), 0, "batch-means")
+    mean = float(v.mean())
+    b = min(num_batches, n // 2)
+    if b < 2:
+        return Estimate(mean, float("inf"), n, "batch-means")
+    edges = np.linspace(0, n, b + 1).astype(np.int64)
+    sums = np.add.reduceat(v, edges[:-1])
+    bm = sums / np.diff(edges)
+    sd = float(bm.std(ddof=1))
+    hw = student_t_quantile(0.975, b - 1) * sd / math.sqrt(b)
+    centred = bm - bm.mean()
+    denom = float(centred @ centred)
+    rho1 = float(centred[1:] @ centred[:-1]) / denom if denom > 0 else 0.0
+    return Estimate(mean, hw, n, "batch-means", rho1)
+
+
+def batch_ratio(sums: np.ndarray, counts: np.ndarray) -> Estimate:
+    """Mean of per-job values from per-batch ``sums`` and ``counts`` (batches in time order, possibly
+    unequal or empty): the ratio estimator sum(Y) / sum(X) with its batch-level (linearised) variance
+    sum_b (Y_b - R X_b)^2 / (B (B - 1) Xbar^2) and a Student-t 95 % CI on B - 1 degrees of freedom."""
+    y = np.asarray(sums, dtype=np.float64)
+    x = np.asarray(counts, dtype=np.float64)
+    total = x.sum()
+    if total == 0:
+        return Estimate(float("nan"), float("nan"), 0, "batch-means")
+    r = float(y.sum() / total)
+    b = y.size
+    if b < 2:
+        return Estimate(r, float("inf"), int(total), "batch-means")
+    resid = y - r * x
+    xbar = total / b
+    var = float(resid @ resid) / (b * (b - 1) * xbar**2)
+    hw = student_t_quantile(0.975, b - 1) * math.sqrt(var)
+    nonempty = x > 0
+    bm = y[nonempty] / x[nonempty]
+    rho1 = float("nan")
+    if bm.size > 2:
+        centred = bm - bm.mean()
+        denom = float(centred @ centred)
+        rho1 = float(centred[1:] @ centred[:-1]) / denom if denom > 0 else 0.0
+    return Estimate(r, hw, int(total), "batch-means", rho1)
+
+
+def replication_ci(values: Sequence[float]) -> Estimate:
+    """Mean over independent replications with a Student-t 95 % CI."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return Estimate(float("nan"), float("nan"), 0, "replications")
+    if v.size == 1:
+        return Estimate(float(v[0]), float("inf"), 1, "replications")
+    hw = student_t_quantile(0.975, v.size - 1) * float(v.std(ddof=1)) / math.sqrt(v.size)
+    return Estimate(float(v.mean()), hw, int(v.size), "replications")
+
+
+def jain_index(values: Sequence[float]) -> float:
+    """Jain's fairness index (sum x)^2 / (m sum x^2) over the finite entries (004 App. C); 1 is fair."""
+    x = np.asarray([v for v in values if math.isfinite(v)], dtype=np.float64)
+    if x.size == 0 or not np.any(x):
+        return float("nan")
+    return float(x.sum() ** 2 / (x.size * (x**2).sum()))
