@@ -6,9 +6,25 @@ from typing import Any
 
 from msj_gym.core import Policy
 
+from .backfilling import EasyBackfilling
 from .fcfs import FCFS
+from .max_weight import MaxWeight
+from .priority import FirstFit, LeastServersFirst, MostServersFirst, MostServersFirstPreemptive
+from .server_filling import FirstFitSRPT, ServerFilling, ServerFillingGittins, ServerFillingSRPT
 
-_ALL: tuple[type[Policy], ...] = (FCFS,)
+_ALL: tuple[type[Policy], ...] = (
+    FCFS,
+    FirstFit,
+    MostServersFirst,
+    MostServersFirstPreemptive,
+    LeastServersFirst,
+    ServerFilling,
+    ServerFillingSRPT,
+    ServerFillingGittins,
+    FirstFitSRPT,
+    EasyBackfilling,
+    MaxWeight,
+)
 
 POLICIES: dict[str, type[Policy]] = {cls.policy_id: cls for cls in _ALL}
 
@@ -25,4 +41,9 @@ def list_policies() -> dict[str, type[Policy]]:
     return dict(POLICIES)
 
 
-__all__ = ["POLICIES", "make_policy", "list_policies", *(cls.__name__ for cls in _ALL)]
+def non_preemptive() -> list[str]:
+    """Ids of the policies that never preempt."""
+    return [pid for pid, cls in POLICIES.items() if not cls.preemptive]
+
+
+__all__ = ["POLICIES", "list_policies", "make_policy", "non_preemptive", *(cls.__name__ for cls in _ALL)]

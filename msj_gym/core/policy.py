@@ -96,13 +96,26 @@ class Policy:
             fwork=np.zeros(0),
         )
 
+    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
+        """Scratch the kernel needs: (int64 entries, float64 entries). Re-evaluated when the
+        simulator grows its slot arrays; scratch content does not survive a resize."""
+        return 0, 0
+
+    def with_work(self, pdata: PolicyData, num_slots: int, num_servers: int, num_classes: int) -> PolicyData:
+        """``pdata`` with scratch arrays sized for ``num_slots`` slots."""
+        n_int, n_float = self.work_sizes(num_slots, num_servers, num_classes)
+        if pdata.iwork.size >= n_int and pdata.fwork.size >= n_float:
+            return pdata
+        return pdata._replace(iwork=np.zeros(max(n_int, 1), dtype=np.int64), fwork=np.zeros(max(n_float, 1)))
+
     def decide(self, view: Any, sizes: Any, pdata: PolicyData, actions: np.ndarray) -> int:
         """One decision from Python (the environment's path); the batch path calls the kernel directly."""
-        if self.kernel is None:
+        kernel = type(self).kernel  # via the class: a numba dispatcher would bind to the instance
+        if kernel is None:
             raise NotImplementedError(f"policy {self.policy_id!r} implements neither kernel nor decide")
         if self.size_aware:
-            return int(self.kernel(view, sizes, pdata, actions))
-        return int(self.kernel(view, pdata, actions))
+            return int(kernel(view, sizes, pdata, actions))
+        return int(kernel(view, pdata, actions))
 
     def to_dict(self) -> dict[str, Any]:
         return {

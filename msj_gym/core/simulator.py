@@ -143,8 +143,13 @@ class Simulator:
         self._feed()
         policy_rng = np.random.Generator(np.random.PCG64(root.spawn(4)[3]))
         self.pdata = self.policy.prepare(wl, policy_rng)
+        self._resize_work()
         self.actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
         self._views()
+
+    def _resize_work(self) -> None:
+        wl = self.workload
+        self.pdata = self.policy.with_work(self.pdata, self.sim.ji.shape[0], wl.num_servers, wl.num_classes)
 
     def _views(self) -> None:
         self.view = S.make_view(self.sim)
@@ -201,6 +206,7 @@ class Simulator:
         elif status == S.ST_NEED_SLOTS:
             self.sim = S.grow_slots(self.sim)
             self._views()
+            self._resize_work()
         elif status == S.ST_NEED_RECORDS:
             self.sim = S.grow_records(self.sim, int(self.sim.rec.shape[0] * 1.5) + 1024)
         elif status == S.ST_ERROR:

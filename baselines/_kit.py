@@ -1,0 +1,168 @@
+"""Compiled building blocks shared by the policy kernels.
+
+* ordering: binary heaps and an in-place heapsort over parallel (key, slot) arrays; ties on the key are
+  broken by job id (arrival order), so every ordering is total and deterministic;
+* ``fill_and_diff``: the step every preemptive policy ends with: go through candidates in priority order,
+  keep those that fit in the k servers, and emit the difference to what runs now (preemptions first,
+  then starts);
+* time-dependent job quantities (attained and remaining service).
+"""
+
+from __future__ import annotations
+
+from msj_gym.core.jit import inline_jit
+from msj_gym.core.state import (
+    ATTAINED,
+    F_NOW,
+    I_K,
+    I_NRUN,
+    JOB_ID,
+    LAST_START,
+    NEED,
+    REMAINING,
+    RUNNING,
+    RUNPOS,
+    STATE,
+)
+
+PACK_GREEDY, PACK_STOP = 0, 1
+PACKINGS = ("greedy", "stop")
+
+
+@inline_jit
+def attained_now(view, s):
+    """Service received so far by the job in slot ``s``."""
+    a = view.jf[s, ATTAINED]
+    if view.ji[s, STATE] == RUNNING:
+        a += view.fv[F_NOW] - view.jf[s, LAST_START]
+    return a
+
+
+@inline_jit
+def remaining_now(view, sizes, s):
+    """Remaining service time of the job in slot ``s`` (size-aware policies only)."""
+    r = sizes.js[s, REMAINING]
+    if view.ji[s, STATE] == RUNNING:
+        r -= view.fv[F_NOW] - view.jf[s, LAST_START]
+    return max(r, 0.0)
+
+
+@inline_jit
+def _lt(view, ka, sa, kb, sb):
+    return ka < kb or (ka == kb and view.ji[sa, JOB_ID] < view.ji[sb, JOB_ID])
+
+
+@inline_jit
+def sift_down_min(view, keys, slots, pos, m):
+    k, s = keys[pos], slots[pos]
+    while True:
+        c = 2 * pos + 1
+        if c >= m:
+            break
+        if c + 1 < m and _lt(view, keys[c + 1], slots[c + 1], keys[c], slots[c]):
+            c += 1
+        if not _lt(view, keys[c], slots[c], k, s):
+            break
+        keys[pos], slots[pos] = keys[c], slots[c]
+        pos = c
+    keys[pos], slots[pos] = k, s
+
+
+@inline_jit
+def heapify_min(view, keys, slots, m):
+    for pos in range((m // 2) - 1, -1, -1):
+        sift_down_min(view, keys, slots, pos, m)
+
+
+@inline_jit
+def pop_min(view, keys, slots, m):
+    """Remove the smallest entry of a min-heap of size m; returns its slot (caller decrements m)."""
+    top = slots[0]
+    m -= 1
+    if m > 0:
+        keys[0], slots[0] = keys[m], slots[m]
+        sift_down_min(view, keys, slots, 0, m)
+    return top
+
+
+@inline_jit
+def _sift_down_max(view, keys, slots, pos, m):
+    k, s = keys[pos], slots[pos]
+    while True:
+        c = 2 * pos + 1
+        if c >= m:
+            break
+        if c + 1 < m and _lt(view, keys[c], slots[c], keys[c + 1], slots[c + 1]):
+            c += 1
+        if not _lt(view, k, s, keys[c], slots[c]):
+            break
+        keys[pos], slots[pos] = keys[c], slots[c]
+        pos = c
+    keys[pos], slots[pos] = k, s
+
+
+@inline_jit
+def sort_ascending(view, keys, slots, m):
+    """In-place heapsort of keys[:m] (and slots with them) into ascending (key, job id) order."""
+    for pos in range((m // 2) - 1, -1, -1):
+        _sift_down_max(view, keys, slots, pos, m)
+    for end in range(m - 1, 0, -1):
+        keys[0], keys[end] = keys[end], keys[0]
+        slots[0], slots[end] = slots[end], slots[0]
+        _sift_down_max(view, keys, slots, 0, end)
+
+
+@inline_jit
+def keep_smallest(view, keys, slots, m, cap, key, s):
+    """Offer (key, s) to a max-heap holding the ``cap`` smallest entries seen; returns the new size."""
+    if m < cap:
+        keys[m], slots[m] = key, s
+        pos = m
+        while pos > 0:
+            parent = (pos - 1) >> 1
+            if not _lt(view, keys[parent], slots[parent], keys[pos], slots[pos]):
+                break
+            keys[pos], keys[parent] = keys[parent], keys[pos]
+            slots[pos], slots[parent] = slots[parent], slots[pos]
+            pos = parent
+        return m + 1
+    if _lt(view, key, s, keys[0], slots[0]):
+        keys[0], slots[0] = key, s
+        _sift_down_max(view, keys, slots, 0, m)
+    return m
+
+
+@inline_jit
+def fill_and_diff(view, cand, m, packing, marks, starts, actions):
+    """Target set = the candidates ``cand[:m]`` (in priority order) that fit in the k servers, skipping
+    a job that does not fit (``PACK_GREEDY``) or stopping at it (``PACK_STOP``). Writes the actions that
+    turn the running set into the target set (preemptions, then starts) and returns their number.
+    ``marks`` needs k entries, ``starts`` k entries; both are scratch."""
+    nrun = view.iv[I_NRUN]
+    for p in range(nrun):
+        marks[p] = 0
+    cap = view.iv[I_K]
+    ns = 0
+    for i in range(m):
+        if cap == 0:
+            break
+        s = cand[i]
+        need = view.ji[s, NEED]
+        if need <= cap:
+            cap -= need
+            if view.ji[s, STATE] == RUNNING:
+                marks[view.ji[s, RUNPOS]] = 1
+            else:
+                starts[ns] = s
+                ns += 1
+        elif packing == PACK_STOP:
+            break
+    n = 0
+    for p in range(nrun):
+        if marks[p] == 0:
+            actions[n] = -view.run_list[p] - 1
+            n += 1
+    for i in range(ns):
+        actions[n] = starts[i]
+        n += 1
+    return n

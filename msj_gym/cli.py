@@ -1,0 +1,123 @@
+"""Command line: ``msj-gym simulate`` and ``msj-gym list`` (a stable contract other tooling relies on)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _policy_params(items: Sequence[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--policy-param: expected NAME=VALUE, got {item!r}")
+        params[name.strip()] = value.strip()
+    return params
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="msj-gym", description="Multiserver-job scheduling simulator.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sim = sub.add_parser("simulate", help="run one policy on one scenario and print its metrics")
+    sim.add_argument("--scenario", required=True, help="a built-in scenario name or a .toml/.json/.yaml file")
+    sim.add_argument("--policy", required=True, help="policy id (see `msj-gym list`)")
+    rate = sim.add_mutually_exclusive_group()
+    rate.add_argument("--load", type=float, help="offered load rho (default: the scenario's)")
+    rate.add_argument("--arrival-rate", type=float, help="arrival rate lambda instead of a load")
+    sim.add_argument("--k", type=int, help="number of servers (default: the scenario's)")
+    length = sim.add_mutually_exclusive_group()
+    length.add_argument("--arrivals", type=int, help="arrivals to simulate, warm-up included (default 100000)")
+    length.add_argument("--horizon", type=float, help="simulate arrivals up to this time instead")
+    sim.add_argument("--warmup", type=float, help="arrivals (or, with --horizon, time) to discard; default 10%%")
+    sim.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    sim.add_argument(
+        "--policy-param", action="append", default=[], metavar="NAME=VALUE", help="policy parameter (repeatable)"
+    )
+    sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+    sub.add_parser("list", help="list the built-in scenarios and policies")
+    return parser
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from baselines import make_policy
+
+    from .core.simulator import Simulator
+    from .workloads.scenarios import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    if args.k is not None and args.k < 1:
+        raise ValueError(f"--k: expected a positive integer, got {args.k}")
+    workload = scenario.build(num_servers=args.k, load=args.load, arrival_rate=args.arrival_rate)
+    policy = make_policy(args.policy, **_policy_params(args.policy_param))
+    kwargs: dict[str, Any] = {"seed": args.seed}
+    if args.horizon is not None:
+        kwargs["horizon"] = args.horizon
+        if args.warmup is not None:
+            kwargs["warmup_time"] = args.warmup
+        else:
+            kwargs["warmup_time"] = 0.1 * args.horizon
+    else:
+        kwargs["num_arrivals"] = args.arrivals if args.arrivals is not None else 100_000
+        if args.warmup is not None:
+            if args.warmup != int(args.warmup):
+                raise ValueError(f"--warmup: expected a whole number of arrivals, got {args.warmup}")
+            kwargs["warmup"] = int(args.warmup)
+    result = Simulator(workload, policy, **kwargs).run()
+    if args.json:
+        out = result.to_dict()
+        out["scenario"] = scenario.name
+        out["policy"] = policy.policy_id
+        print(json.dumps(out))
+    else:
+        print(f"scenario {scenario.name}  k={workload.num_servers}  load={workload.load:.4f}  "
+              f"lambda={workload.arrival_rate:.6g}  policy {policy.policy_id} {policy.param_values or ''}")
+        print(result.summary())
+    return 0
+
+
+def _list() -> int:
+    from baselines import POLICIES
+
+    from .workloads.scenarios import list_scenarios
+
+    print("scenarios:")
+    for name, sc in list_scenarios().items():
+        print(f"  {name:<14} {sc.description}")
+    print("\npolicies:")
+    for pid, cls in POLICIES.items():
+        flags = f"{'preemptive' if cls.preemptive else 'non-preemptive'}, {'size-aware' if cls.size_aware else 'size-oblivious'}"
+        print(f"  {pid:<24} {flags:<32} {cls.reference}")
+        for pname, spec in cls.params_spec.items():
+            choices = f" {list(spec.choices)}" if spec.choices else ""
+            print(f"      --policy-param {pname}=<{spec.kind.__name__}> (default {spec.default!r}){choices}: {spec.doc}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "simulate":
+            return _simulate(args)
+        return _list()
+    except ValueError as exc:
+        print(f"msj-gym: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the simulator's own errors, reported without a traceback
+        from .core.simulator import SimulationError
+
+        if isinstance(exc, SimulationError):
+            print(f"msj-gym: simulation failed: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

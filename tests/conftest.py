@@ -1,0 +1,35 @@
+"""Shared helpers. Statistical checks compare against theory with a 99 % confidence interval (fixed up
+front for every check: with a dozen checks, 95 % intervals would fail one by chance about half of the
+time)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from msj_gym.metrics.stats import student_t_quantile
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def ci99(half_width95: float, batches: int = 30) -> float:
+    """Widen a 95 % batch-means half-width (``batches`` batches) to 99 %."""
+    return half_width95 * student_t_quantile(0.995, batches - 1) / student_t_quantile(0.975, batches - 1)
+
+
+def assert_within(value: float, reference: float, half_width95: float, what: str) -> None:
+    hw = ci99(half_width95)
+    assert math.isfinite(value), f"{what}: non-finite estimate {value}"
+    assert abs(value - reference) <= hw, (
+        f"{what}: simulated {value:.5g} vs theory {reference:.5g}, |diff| {abs(value - reference):.3g} "
+        f"> 99% half-width {hw:.3g}"
+    )
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip(f"shared data folder not found at {SHARED}")
+    return SHARED
