@@ -13,9 +13,14 @@ from __future__ import annotations
 from msj_gym.core.jit import inline_jit
 from msj_gym.core.state import (
     ATTAINED,
+    CLS,
     F_NOW,
+    I_DONE,
     I_K,
+    I_NARR,
     I_NRUN,
+    I_PREEMPTIONS,
+    I_STARTS,
     JOB_ID,
     LAST_START,
     NEED,
@@ -103,7 +108,17 @@ def _sift_down_max(view, keys, slots, pos, m):
 
 @inline_jit
 def sort_ascending(view, keys, slots, m):
-    """In-place heapsort of keys[:m] (and slots with them) into ascending (key, job id) order."""
+    """In-place sort of keys[:m] (and slots with them) into ascending (key, job id) order: insertion
+    sort for short arrays, heapsort otherwise."""
+    if m <= 24:
+        for i in range(1, m):
+            k, s = keys[i], slots[i]
+            j = i - 1
+            while j >= 0 and _lt(view, k, s, keys[j], slots[j]):
+                keys[j + 1], slots[j + 1] = keys[j], slots[j]
+                j -= 1
+            keys[j + 1], slots[j + 1] = k, s
+        return
     for pos in range((m // 2) - 1, -1, -1):
         _sift_down_max(view, keys, slots, pos, m)
     for end in range(m - 1, 0, -1):
@@ -130,6 +145,44 @@ def keep_smallest(view, keys, slots, m, cap, key, s):
         keys[0], slots[0] = key, s
         _sift_down_max(view, keys, slots, 0, m)
     return m
+
+
+@inline_jit
+def bucket_by_need(view, src, m, group_of_class, ngroup, counts, dst):
+    """Stable counting sort of the slots src[:m] into dst[:m] by need group (group 0 holds the largest
+    server need): decreasing need, the order of ``src`` kept within a need."""
+    for g in range(ngroup):
+        counts[g] = 0
+    for i in range(m):
+        counts[int(group_of_class[view.ji[src[i], CLS]])] += 1
+    acc = 0
+    for g in range(ngroup):
+        c = counts[g]
+        counts[g] = acc
+        acc += c
+    for i in range(m):
+        g = int(group_of_class[view.ji[src[i], CLS]])
+        dst[counts[g]] = src[i]
+        counts[g] += 1
+
+
+@inline_jit
+def decision_still_valid(view, memo):
+    """True if nothing but arrivals happened since the kernel's last complete decision, and that
+    decision was applied in full. ``memo`` = [valid, departures, starts + preemptions expected, ...]."""
+    return (
+        memo[0] == 1.0
+        and memo[1] == view.iv[I_DONE]
+        and memo[2] == view.iv[I_STARTS] + view.iv[I_PREEMPTIONS]
+    )
+
+
+@inline_jit
+def remember_decision(view, memo, n, reusable):
+    memo[0] = 1.0 if reusable else 0.0
+    memo[1] = view.iv[I_DONE]
+    memo[2] = view.iv[I_STARTS] + view.iv[I_PREEMPTIONS] + n
+    memo[3] = view.iv[I_NARR]
 
 
 @inline_jit

@@ -112,8 +112,9 @@ class EasyBackfilling(Policy):
     size_aware = True
     reference = "001 Sec. 5.1"
     params_spec = {
-        "estimate_factor": Param(float, 0.0, "f-model overestimate: estimates uniform in [D, (1+f) D]",
-                                 minimum=0.0),
+        "estimate_factor": Param(
+            float, 0.0, "f-model overestimate: estimates uniform in [D, (1+f) D]", minimum=0.0
+        ),
     }
     kernel = _easy
     kernel_depends = ("baselines._kit",)

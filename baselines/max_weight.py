@@ -61,7 +61,11 @@ def _max_weight(view, pdata, actions):
             pick = -1
             for c in range(nclass):
                 s = cursor[c]
-                if int(gmap[c]) == g and s != -1 and (pick == -1 or view.ji[s, JOB_ID] < view.ji[cursor[pick], JOB_ID]):
+                if (
+                    int(gmap[c]) == g
+                    and s != -1
+                    and (pick == -1 or view.ji[s, JOB_ID] < view.ji[cursor[pick], JOB_ID])
+                ):
                     pick = c
             actions[n] = cursor[pick]
             n += 1

@@ -19,59 +19,140 @@ import numpy as np
 
 from msj_gym.core import Param, Policy
 from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import CLS, I_K, I_SHEAD, NEED, SNEXT, PolicyData
+from msj_gym.core.state import (
+    C_NEED,
+    C_NRUN,
+    C_NWAIT,
+    CLS,
+    FREE_SLOT,
+    I_K,
+    I_NARR,
+    I_NCLASS,
+    I_SHEAD,
+    I_STAIL,
+    I_WHEAD,
+    JOB_ID,
+    NEED,
+    RUNNING,
+    SNEXT,
+    SPREV,
+    STATE,
+    WNEXT,
+    PolicyData,
+)
 
 from ._kit import (
     PACK_GREEDY,
     PACKINGS,
     attained_now,
+    bucket_by_need,
+    decision_still_valid,
     fill_and_diff,
-    keep_smallest,
     heapify_min,
     pop_min,
     remaining_now,
-    sort_ascending,
+    remember_decision,
 )
 
 SIZE_AREA, SIZE_DURATION = 0, 1
-_PACKING = Param(str, "greedy", "how to pack when a candidate does not fit: greedy (skip it) or stop", PACKINGS)
+_PACKING = Param(
+    str, "greedy", "how to pack when a candidate does not fit: greedy (skip it) or stop", PACKINGS
+)
 
 
-# Scratch layout of every kernel here: iwork = [candidates][marks: k][starts: k], fwork = keys.
+# Layout shared by the ServerFilling kernels.
+#   params = [packing, fast path allowed, ngroup, group of each class (C), per-class extras ...]
+#   iwork  = [src: k][cand: k][marks: k][starts: k][group counts: C]; fwork = keys (k)
+#   state  = decision memo (see _kit.remember_decision) + the largest key in M
+P_PACKING, P_FAST, P_NGROUP, P_GMAP = 0, 1, 2, 3
+
+
+@inline_jit
+def _layout(view, pdata):
+    k = view.iv[I_K]
+    w = pdata.iwork
+    return w[:k], w[k : 2 * k], w[2 * k : 3 * k], w[3 * k : 4 * k], w[4 * k :]
+
+
+@inline_jit
+def _serve_m(view, pdata, src, m, cand, marks, starts, counts, actions):
+    """Serve M = src[:m] by decreasing need (stable: ties keep src's order), then diff."""
+    ngroup = int(pdata.params[P_NGROUP])
+    gmap = pdata.params[P_GMAP : P_GMAP + view.iv[I_NCLASS]]
+    bucket_by_need(view, src, m, gmap, ngroup, counts, cand)
+    return fill_and_diff(view, cand, m, int(pdata.params[P_PACKING]), marks, starts, actions)
+
+
+@inline_jit
+def _start_all_if_room(view, memo, actions):
+    """If all jobs together need at most k servers, M is every job and all of them run: start every
+    waiting job (in arrival order) and return how many; otherwise return -1."""
+    total = 0
+    for c in range(view.iv[I_NCLASS]):
+        total += (view.ci[C_NWAIT, c] + view.ci[C_NRUN, c]) * view.ci[C_NEED, c]
+    if total > view.iv[I_K]:
+        return -1
+    n = 0
+    s = view.iv[I_WHEAD]
+    while s != -1:
+        actions[n] = s
+        n += 1
+        s = view.ji[s, WNEXT]
+    remember_decision(view, memo, n, False)
+    return n
 
 
 @inline_jit
 def _server_filling(view, pdata, actions):
     k = view.iv[I_K]
-    cap = pdata.iwork.size - 2 * k
-    cand, marks, starts = pdata.iwork[:cap], pdata.iwork[cap : cap + k], pdata.iwork[cap + k :]
-    keys = pdata.fwork
+    memo = pdata.state
+    if decision_still_valid(view, memo):
+        # M was full: jobs arriving behind a full prefix cannot enter it, so nothing changes.
+        return 0
+    n = _start_all_if_room(view, memo, actions)
+    if n >= 0:
+        return n
+    src, cand, marks, starts, counts = _layout(view, pdata)
     # M: the shortest arrival-order prefix of all jobs in the system needing >= k servers in total.
     m = 0
     total = 0
     s = view.iv[I_SHEAD]
     while s != -1 and total < k:
-        need = view.ji[s, NEED]
-        cand[m] = s
-        keys[m] = -need
-        total += need
+        src[m] = s
+        total += view.ji[s, NEED]
         m += 1
         s = view.ji[s, SNEXT]
-    sort_ascending(view, keys, cand, m)
-    return fill_and_diff(view, cand, m, int(pdata.params[0]), marks, starts, actions)
+    n = _serve_m(view, pdata, src, m, cand, marks, starts, counts, actions)
+    remember_decision(view, memo, n, total >= k)
+    return n
 
 
 class _Packing(Policy):
     preemptive = True
     params_spec = {"packing": _PACKING}
     kernel_depends = ("baselines._kit",)
+    fast_path = True
+
+    def extra_params(self, workload: Any) -> list[float]:
+        return []
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
-        return base._replace(params=np.array([float(PACKINGS.index(self.param_values["packing"]))]))
+        needs = workload.server_needs
+        groups = np.unique(needs)[::-1]
+        gmap = [float(np.flatnonzero(groups == n)[0]) for n in needs]
+        head = [
+            float(PACKINGS.index(self.param_values["packing"])),
+            float(self.fast_path),
+            float(groups.size),
+        ]
+        return base._replace(
+            params=np.array(head + gmap + self.extra_params(workload)),
+            state=np.zeros(5),
+        )
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return 3 * num_servers, num_servers
+        return 4 * num_servers + num_classes, num_servers
 
 
 class ServerFilling(_Packing):
@@ -90,41 +171,125 @@ class ServerFilling(_Packing):
     kernel = _server_filling
 
 
+# The ranked variants keep every job of the system in rank order between decisions (iwork after the
+# fixed part: [order length][newest id seen][order slots: S][order ids: S]; fwork = [sort buffer: k]
+# [order keys: S]). Each decision drops the jobs that left, appends the newcomers, refreshes the keys of
+# running jobs (the only ones whose rank moves) and re-sorts by insertion: the order is nearly sorted,
+# so this costs O(jobs + displacements) with predictable branches, instead of a full sort.
+
+
 @inline_jit
-def _sf_ranked(view, pdata, keys, cand, m, marks, starts, actions):
-    """Given the k smallest (rank, slot) entries in a max-heap, keep the prefix M whose needs reach k
-    and serve M by decreasing need, ties by increasing rank (then arrival)."""
+def _order_parts(view, pdata):
     k = view.iv[I_K]
-    sort_ascending(view, keys, cand, m)
+    fixed = 4 * k + view.iv[I_NCLASS]
+    w = pdata.iwork
+    cap = (w.size - fixed - 2) // 2
+    head = w[fixed : fixed + 2]
+    slots = w[fixed + 2 : fixed + 2 + cap]
+    ids = w[fixed + 2 + cap : fixed + 2 + 2 * cap]
+    keys = pdata.fwork[k : k + cap]
+    return head, slots, ids, keys
+
+
+@inline_jit
+def _order_refresh(view, pdata):
+    """Drop departed jobs from the stored order and append newcomers; the key of every newcomer and
+    running job (whose rank moves with time) is set to NaN for the caller to recompute. Returns the
+    length of the order."""
+    head, slots, ids, keys = _order_parts(view, pdata)
+    m = 0
+    for i in range(head[0]):
+        s = slots[i]
+        state = view.ji[s, STATE]
+        if state != FREE_SLOT and view.ji[s, JOB_ID] == ids[i]:
+            if m != i:
+                slots[m], ids[m], keys[m] = s, ids[i], keys[i]
+            if state == RUNNING:
+                keys[m] = np.nan
+            m += 1
+    newest = head[1]
+    s = view.iv[I_STAIL]
+    first_new = -1
+    while s != -1 and view.ji[s, JOB_ID] >= newest:
+        first_new = s
+        s = view.ji[s, SPREV]
+    s = first_new
+    while s != -1:
+        slots[m], ids[m], keys[m] = s, view.ji[s, JOB_ID], np.nan
+        m += 1
+        s = view.ji[s, SNEXT]
+    head[0] = m
+    head[1] = view.iv[I_NARR]
+    return m
+
+
+@inline_jit
+def _order_sort_and_serve(view, pdata, m, actions):
+    """Insertion-sort the refreshed order, then serve M, the shortest rank prefix needing >= k."""
+    k = view.iv[I_K]
+    head, slots, ids, keys = _order_parts(view, pdata)
+    for i in range(1, m):
+        key, s, jid = keys[i], slots[i], ids[i]
+        j = i - 1
+        while j >= 0 and (key < keys[j] or (key == keys[j] and jid < ids[j])):
+            keys[j + 1], slots[j + 1], ids[j + 1] = keys[j], slots[j], ids[j]
+            j -= 1
+        keys[j + 1], slots[j + 1], ids[j + 1] = key, s, jid
+    src, cand, marks, starts, counts = _layout(view, pdata)
     mm = 0
     total = 0
     while mm < m and total < k:
-        total += view.ji[cand[mm], NEED]
+        src[mm] = slots[mm]
+        total += view.ji[slots[mm], NEED]
         mm += 1
-    for i in range(mm):
-        keys[i] = -view.ji[cand[i], NEED] * (k + 1.0) + i
-    sort_ascending(view, keys, cand, mm)
-    return fill_and_diff(view, cand, mm, int(pdata.params[0]), marks, starts, actions)
+    n = _serve_m(view, pdata, src, mm, cand, marks, starts, counts, actions)
+    memo = pdata.state
+    remember_decision(view, memo, n, total >= k and pdata.params[P_FAST] == 1.0)
+    memo[4] = keys[mm - 1] if mm > 0 else np.inf
+    return n
+
+
+@inline_jit
+def _srpt_key(view, sizes, s, by_duration):
+    r = remaining_now(view, sizes, s)
+    return r if by_duration else r * view.ji[s, NEED]
 
 
 @inline_jit
 def _sf_srpt(view, sizes, pdata, actions):
-    k = view.iv[I_K]
-    cap = pdata.iwork.size - 2 * k
-    cand, marks, starts = pdata.iwork[:cap], pdata.iwork[cap : cap + k], pdata.iwork[cap + k :]
-    keys = pdata.fwork
-    by_duration = pdata.params[1] == SIZE_DURATION
-    m = 0
-    s = view.iv[I_SHEAD]
-    while s != -1:
-        r = remaining_now(view, sizes, s)
-        key = r if by_duration else r * view.ji[s, NEED]
-        m = keep_smallest(view, keys, cand, m, k, key, s)
-        s = view.ji[s, SNEXT]
-    return _sf_ranked(view, pdata, keys, cand, m, marks, starts, actions)
+    memo = pdata.state
+    by_duration = pdata.params[P_GMAP + view.iv[I_NCLASS]] == SIZE_DURATION
+    if decision_still_valid(view, memo):
+        # Exact shortcut: since the last decision only jobs arrived, and running jobs only shrink; M
+        # changes only if a newcomer ranks before M's largest member.
+        newest = memo[3]
+        s = view.iv[I_STAIL]
+        unchanged = True
+        while s != -1 and view.ji[s, JOB_ID] >= newest:
+            if _srpt_key(view, sizes, s, by_duration) < memo[4]:
+                unchanged = False
+                break
+            s = view.ji[s, SPREV]
+        if unchanged:
+            memo[3] = view.iv[I_NARR]
+            return 0
+    m = _order_refresh(view, pdata)
+    n = _start_all_if_room(view, memo, actions)
+    if n >= 0:
+        return n
+    head, slots, ids, keys = _order_parts(view, pdata)
+    for i in range(m):
+        if np.isnan(keys[i]):
+            keys[i] = _srpt_key(view, sizes, slots[i], by_duration)
+    return _order_sort_and_serve(view, pdata, m, actions)
 
 
-class ServerFillingSRPT(_Packing):
+class _Ranked(_Packing):
+    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
+        return 4 * num_servers + num_classes + 2 + 2 * num_slots, num_servers + num_slots
+
+
+class ServerFillingSRPT(_Ranked):
     """ServerFilling-SRPT: order all jobs by remaining size (server need x remaining service time,
     ties: arrival order); M is the shortest prefix of that order needing >= k servers (all jobs if none);
     serve M by decreasing server need, ties by smaller remaining size; preempt the rest.
@@ -138,28 +303,27 @@ class ServerFillingSRPT(_Packing):
     reference = "000 Sec. 2; 001 Sec. 6"
     kernel = _sf_srpt
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
-        base = super().prepare(workload, rng)
-        return base._replace(params=np.append(base.params, float(SIZE_AREA)))
+    def extra_params(self, workload: Any) -> list[float]:
+        return [float(SIZE_AREA)]
 
 
 @inline_jit
 def _sf_gittins(view, pdata, actions):
-    k = view.iv[I_K]
-    cap = pdata.iwork.size - 2 * k
-    cand, marks, starts = pdata.iwork[:cap], pdata.iwork[cap : cap + k], pdata.iwork[cap + k :]
-    keys = pdata.fwork
+    nclass = view.iv[I_NCLASS]
+    m = _order_refresh(view, pdata)
+    n = _start_all_if_room(view, pdata.state, actions)
+    if n >= 0:
+        return n
+    inv_step = pdata.params[P_GMAP + nclass : P_GMAP + 2 * nclass]
     table = pdata.table
     grid = table.shape[1]
-    m = 0
-    s = view.iv[I_SHEAD]
-    while s != -1:
-        c = view.ji[s, CLS]
-        idx = int(attained_now(view, s) * pdata.params[1 + c])
-        key = table[c, min(idx, grid - 1)]
-        m = keep_smallest(view, keys, cand, m, k, key, s)
-        s = view.ji[s, SNEXT]
-    return _sf_ranked(view, pdata, keys, cand, m, marks, starts, actions)
+    head, slots, ids, keys = _order_parts(view, pdata)
+    for i in range(m):
+        if np.isnan(keys[i]):
+            s = slots[i]
+            c = view.ji[s, CLS]
+            keys[i] = table[c, min(int(attained_now(view, s) * inv_step[c]), grid - 1)]
+    return _order_sort_and_serve(view, pdata, m, actions)
 
 
 def gittins_rank_table(distribution: Any, grid: int = 512, fine: int = 8) -> tuple[np.ndarray, float]:
@@ -187,7 +351,7 @@ def gittins_rank_table(distribution: Any, grid: int = 512, fine: int = 8) -> tup
     return ranks, 1.0 / step
 
 
-class ServerFillingGittins(_Packing):
+class ServerFillingGittins(_Ranked):
     """ServerFilling-Gittins: as ServerFilling-SRPT, but jobs are ordered by their Gittins rank, which
     for a class-i job with attained service a is n_i x inf_{b > a} E[min(D_i, b) - a | D_i > a] /
     P(D_i <= b | D_i > a) (the duration rank scaled to server-time units). It knows each class's
@@ -195,8 +359,8 @@ class ServerFillingGittins(_Packing):
 
     Source: Anselmi & Doncel (000) Sec. 2. The paper writes "age (time spent in the system)"; Gittins'
     rank is defined on the service already received, which is what we use (a waiting job does not age).
-    With deterministic durations it coincides with ServerFilling-SRPT; with exponential ones every job
-    of a class has the constant rank n_i E[D_i].
+    With deterministic durations it coincides with ServerFilling-SRPT (up to the rank grid); with
+    exponential ones every job of a class has the constant rank n_i E[D_i].
     Preemptive (preempt-resume); size-oblivious (distribution-aware). Ranks are tabulated on a
     512-point age grid per class.
     """
@@ -205,15 +369,17 @@ class ServerFillingGittins(_Packing):
     size_aware = False
     reference = "000 Sec. 2"
     kernel = _sf_gittins
+    fast_path = False  # ranks of running jobs may rise with age, so every event is re-examined
+
+    def extra_params(self, workload: Any) -> list[float]:
+        self._tables = [gittins_rank_table(c.service_time) for c in workload.classes]
+        return [inv_step for _, inv_step in self._tables]
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
-        tables, inv_steps = [], []
-        for c in workload.classes:
-            ranks, inv_step = gittins_rank_table(c.service_time)
-            tables.append(c.server_need * ranks)
-            inv_steps.append(inv_step)
-        return base._replace(params=np.concatenate((base.params, inv_steps)), table=np.array(tables))
+        needs = workload.server_needs
+        table = np.array([needs[i] * ranks for i, (ranks, _) in enumerate(self._tables)])
+        return base._replace(table=table)
 
 
 @inline_jit
@@ -265,8 +431,12 @@ class FirstFitSRPT(Policy):
     size_aware = True
     reference = "000 Sec. 2"
     params_spec = {
-        "order": Param(str, "size", "rank jobs by remaining size (need x time) or remaining duration",
-                       ("size", "duration")),
+        "order": Param(
+            str,
+            "size",
+            "rank jobs by remaining size (need x time) or remaining duration",
+            ("size", "duration"),
+        ),
     }
     kernel = _ff_srpt
     kernel_depends = ("baselines._kit",)

@@ -32,7 +32,9 @@ POLICIES = ("fcfs", "server-filling", "server-filling-srpt", "first-fit")
 def run_reference(k: int, load: float, arrivals: int, seed: int) -> dict:
     out = subprocess.run(
         ["bash", str(REFERENCE), str(k), str(load), str(arrivals), str(seed)],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 

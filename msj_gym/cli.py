@@ -33,12 +33,20 @@ def _parser() -> argparse.ArgumentParser:
     rate.add_argument("--arrival-rate", type=float, help="arrival rate lambda instead of a load")
     sim.add_argument("--k", type=int, help="number of servers (default: the scenario's)")
     length = sim.add_mutually_exclusive_group()
-    length.add_argument("--arrivals", type=int, help="arrivals to simulate, warm-up included (default 100000)")
+    length.add_argument(
+        "--arrivals", type=int, help="arrivals to simulate, warm-up included (default 100000)"
+    )
     length.add_argument("--horizon", type=float, help="simulate arrivals up to this time instead")
-    sim.add_argument("--warmup", type=float, help="arrivals (or, with --horizon, time) to discard; default 10%%")
+    sim.add_argument(
+        "--warmup", type=float, help="arrivals (or, with --horizon, time) to discard; default 10%%"
+    )
     sim.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
     sim.add_argument(
-        "--policy-param", action="append", default=[], metavar="NAME=VALUE", help="policy parameter (repeatable)"
+        "--policy-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="policy parameter (repeatable)",
     )
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
@@ -77,8 +85,10 @@ def _simulate(args: argparse.Namespace) -> int:
         out["policy"] = policy.policy_id
         print(json.dumps(out))
     else:
-        print(f"scenario {scenario.name}  k={workload.num_servers}  load={workload.load:.4f}  "
-              f"lambda={workload.arrival_rate:.6g}  policy {policy.policy_id} {policy.param_values or ''}")
+        print(
+            f"scenario {scenario.name}  k={workload.num_servers}  load={workload.load:.4f}  "
+            f"lambda={workload.arrival_rate:.6g}  policy {policy.policy_id} {policy.param_values or ''}"
+        )
         print(result.summary())
     return 0
 
@@ -97,7 +107,9 @@ def _list() -> int:
         print(f"  {pid:<24} {flags:<32} {cls.reference}")
         for pname, spec in cls.params_spec.items():
             choices = f" {list(spec.choices)}" if spec.choices else ""
-            print(f"      --policy-param {pname}=<{spec.kind.__name__}> (default {spec.default!r}){choices}: {spec.doc}")
+            print(
+                f"      --policy-param {pname}=<{spec.kind.__name__}> (default {spec.default!r}){choices}: {spec.doc}"
+            )
     return 0
 
 
@@ -110,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"msj-gym: error: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:  # noqa: BLE001 - the simulator's own errors, reported without a traceback
+    except Exception as exc:
         from .core.simulator import SimulationError
 
         if isinstance(exc, SimulationError):

@@ -438,7 +438,12 @@ def advance(sim):
             return ST_NEED_ARRIVALS
         if q - narr > iv[I_NFREE]:
             return ST_NEED_SLOTS
-        if iv[I_RECORD] != 0 and iv[I_MEAS_HI] < 0 and iv[I_MEAS_LO] >= 0 and q - iv[I_MEAS_LO] > sim.rec.shape[0]:
+        if (
+            iv[I_RECORD] != 0
+            and iv[I_MEAS_HI] < 0
+            and iv[I_MEAS_LO] >= 0
+            and q - iv[I_MEAS_LO] > sim.rec.shape[0]
+        ):
             return ST_NEED_RECORDS
     _integrate(sim, t)
     fv[F_NOW] = t

@@ -48,7 +48,9 @@ class Policy:
         unknown = set(params) - set(self.params_spec)
         if unknown:
             known = ", ".join(sorted(self.params_spec)) or "none"
-            raise ValueError(f"policy {self.policy_id!r}: unknown parameter(s) {sorted(unknown)}; known: {known}")
+            raise ValueError(
+                f"policy {self.policy_id!r}: unknown parameter(s) {sorted(unknown)}; known: {known}"
+            )
         values = {}
         for name, spec in self.params_spec.items():
             values[name] = self._coerce(name, spec, params.get(name, spec.default))

@@ -182,7 +182,9 @@ class Simulator:
             )
         times = chunk.arrival_time
         if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0) or times[0] < self._last_time:
-            raise SimulationError(f"arrival_time: times must be finite and non-decreasing (jobs {ngen}..{ngen + m})")
+            raise SimulationError(
+                f"arrival_time: times must be finite and non-decreasing (jobs {ngen}..{ngen + m})"
+            )
         self._last_time = float(times[-1])
         pos = (ngen + np.arange(m)) & (sim.ring_t.size - 1)
         sim.ring_t[pos] = times
@@ -222,7 +224,9 @@ class Simulator:
         code = self.policy.kernel_code() if compiled else 0
         while True:
             if compiled:
-                status = batch_runner(code, self.sim, self.view, self.sizes, self.pdata, self.actions, self.debug)
+                status = batch_runner(
+                    code, self.sim, self.view, self.sizes, self.pdata, self.actions, self.debug
+                )
             else:
                 status = self._run_python()
             if not self.handle(status):

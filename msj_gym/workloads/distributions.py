@@ -450,12 +450,16 @@ class Empirical(Distribution):
         return {"values": self.values.tolist()}
 
 
-def distribution_from_dict(spec: Mapping[str, Any] | Distribution, *, where: str = "service_time") -> Distribution:
+def distribution_from_dict(
+    spec: Mapping[str, Any] | Distribution, *, where: str = "service_time"
+) -> Distribution:
     """Build a distribution from ``{"distribution": KIND, **params}``; errors name ``where``."""
     if isinstance(spec, Distribution):
         return spec
     if not isinstance(spec, Mapping):
-        raise ValueError(f"{where}: expected a table like {{distribution = 'exponential', mean = 1}}, got {spec!r}")
+        raise ValueError(
+            f"{where}: expected a table like {{distribution = 'exponential', mean = 1}}, got {spec!r}"
+        )
     params = dict(spec)
     kind = params.pop("distribution", None)
     if kind not in Distribution._registry:

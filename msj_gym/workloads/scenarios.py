@@ -60,7 +60,9 @@ _FUNCS: dict[str, Callable[..., Any]] = {
 }
 
 
-def evaluate_expression(expr: str | float | int, names: Mapping[str, float], *, where: str = "expression") -> Any:
+def evaluate_expression(
+    expr: str | float | int, names: Mapping[str, float], *, where: str = "expression"
+) -> Any:
     """Evaluate an arithmetic expression over ``names``; numbers pass through unchanged."""
     if isinstance(expr, bool):
         raise ValueError(f"{where}: expected a number or an arithmetic expression, got {expr!r}")
@@ -76,7 +78,11 @@ def evaluate_expression(expr: str | float | int, names: Mapping[str, float], *, 
     def ev(node: ast.AST) -> Any:
         if isinstance(node, ast.Expression):
             return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, int | float)
+            and not isinstance(node.value, bool)
+        ):
             return node.value
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
@@ -102,14 +108,25 @@ def evaluate_expression(expr: str | float | int, names: Mapping[str, float], *, 
 def _evaluate_tree(value: Any, names: Mapping[str, float], where: str) -> Any:
     if isinstance(value, Mapping):
         return {
-            k: (v if k == "distribution" else _evaluate_tree(v, names, f"{where}.{k}")) for k, v in value.items()
+            k: (v if k == "distribution" else _evaluate_tree(v, names, f"{where}.{k}"))
+            for k, v in value.items()
         }
     if isinstance(value, list):
         return [_evaluate_tree(v, names, f"{where}[{i}]") for i, v in enumerate(value)]
     return evaluate_expression(value, names, where=where)
 
 
-_KNOWN_KEYS = {"name", "description", "source", "num_servers", "load", "arrival_rate", "vars", "classes", "notes"}
+_KNOWN_KEYS = {
+    "name",
+    "description",
+    "source",
+    "num_servers",
+    "load",
+    "arrival_rate",
+    "vars",
+    "classes",
+    "notes",
+}
 _CLASS_KEYS = {"name", "server_need", "probability", "service_time"}
 
 
@@ -145,7 +162,9 @@ class Scenario:
             bad = set(c) - _CLASS_KEYS
             missing = {"server_need", "probability", "service_time"} - set(c)
             if bad:
-                raise ValueError(f"{origin}.classes[{i}]: unknown field(s) {sorted(bad)}; known: {sorted(_CLASS_KEYS)}")
+                raise ValueError(
+                    f"{origin}.classes[{i}]: unknown field(s) {sorted(bad)}; known: {sorted(_CLASS_KEYS)}"
+                )
             if missing:
                 raise ValueError(f"{origin}.classes[{i}]: missing field(s) {sorted(missing)}")
         if data.get("load") is not None and data.get("arrival_rate") is not None:
@@ -200,7 +219,11 @@ class Scenario:
         if load is not None and arrival_rate is not None:
             raise ValueError("give at most one of load and arrival_rate")
         where = f"scenario {self.name!r}"
-        k = num_servers if num_servers is not None else evaluate_expression(self.num_servers, {}, where=f"{where}.num_servers")
+        k = (
+            num_servers
+            if num_servers is not None
+            else evaluate_expression(self.num_servers, {}, where=f"{where}.num_servers")
+        )
         if isinstance(k, bool) or not isinstance(k, int | float) or int(k) != k or int(k) < 1:
             raise ValueError(f"{where}.num_servers: expected a positive integer, got {k!r}")
         names: dict[str, float] = {"k": int(k)}
@@ -260,4 +283,6 @@ def load_scenario(name_or_path: str | Path | Mapping[str, Any] | Scenario) -> Sc
         if not p.exists():
             raise ValueError(f"scenario file {text!r}: no such file")
         return Scenario.from_file(p)
-    raise ValueError(f"unknown scenario {text!r}; built-in: {', '.join(builtins)}; or give a .toml/.json/.yaml path")
+    raise ValueError(
+        f"unknown scenario {text!r}; built-in: {', '.join(builtins)}; or give a .toml/.json/.yaml path"
+    )

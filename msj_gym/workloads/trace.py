@@ -96,8 +96,13 @@ class TraceWorkload:
         return _TraceArrivals(self, seed)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "num_servers": self.num_servers, "jobs": int(self.arrival_time.size),
-                "arrival_rate": self.arrival_rate, "load": self.load}
+        return {
+            "name": self.name,
+            "num_servers": self.num_servers,
+            "jobs": int(self.arrival_time.size),
+            "arrival_rate": self.arrival_rate,
+            "load": self.load,
+        }
 
 
 class _TraceArrivals:

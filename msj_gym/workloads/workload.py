@@ -120,7 +120,9 @@ class Workload:
         else:
             lam = float(self.arrival_rate)
             if not math.isfinite(lam) or lam <= 0.0:
-                raise ValueError(f"arrival_rate: expected a positive finite number, got {self.arrival_rate!r}")
+                raise ValueError(
+                    f"arrival_rate: expected a positive finite number, got {self.arrival_rate!r}"
+                )
             self.arrival_rate = lam
             self.load = lam * demand / self.num_servers
 
@@ -149,7 +151,13 @@ class Workload:
     @property
     def class_loads(self) -> np.ndarray:
         """rho_i = lambda alpha_i E[D_i] n_i / k; they sum to ``load``."""
-        return self.arrival_rate * self.probabilities * self.mean_service_times * self.server_needs / self.num_servers
+        return (
+            self.arrival_rate
+            * self.probabilities
+            * self.mean_service_times
+            * self.server_needs
+            / self.num_servers
+        )
 
     @property
     def load_weights(self) -> np.ndarray:
@@ -161,7 +169,9 @@ class Workload:
         return Workload(self.num_servers, self.classes, load=load, name=self.name, meta=self.meta)
 
     def with_arrival_rate(self, arrival_rate: float) -> Workload:
-        return Workload(self.num_servers, self.classes, arrival_rate=arrival_rate, name=self.name, meta=self.meta)
+        return Workload(
+            self.num_servers, self.classes, arrival_rate=arrival_rate, name=self.name, meta=self.meta
+        )
 
     def arrivals(self, seed: int | np.random.SeedSequence) -> PoissonArrivals:
         return PoissonArrivals(self, seed)

@@ -8,7 +8,16 @@ from msj_gym.workloads import Scenario, evaluate_expression, list_scenarios, loa
 
 def test_builtin_scenarios_build():
     names = set(list_scenarios())
-    assert {"sf-fig2", "bs-fig1", "bs-fig2a", "bs-fig2b", "one-or-all", "four-class", "sdsc-sp2", "kit-fh2"} <= names
+    assert {
+        "sf-fig2",
+        "bs-fig1",
+        "bs-fig2a",
+        "bs-fig2b",
+        "one-or-all",
+        "four-class",
+        "sdsc-sp2",
+        "kit-fh2",
+    } <= names
     for name in names:
         wl = load_scenario(name).build()
         assert wl.load > 0 and wl.arrival_rate > 0
@@ -66,8 +75,18 @@ def _custom():
         "num_servers": 4,
         "load": 0.5,
         "classes": [
-            {"name": "a", "server_need": 1, "probability": 0.5, "service_time": {"distribution": "deterministic", "value": 2}},
-            {"name": "b", "server_need": "k/2", "probability": 0.5, "service_time": {"distribution": "exponential", "mean": 1}},
+            {
+                "name": "a",
+                "server_need": 1,
+                "probability": 0.5,
+                "service_time": {"distribution": "deterministic", "value": 2},
+            },
+            {
+                "name": "b",
+                "server_need": "k/2",
+                "probability": 0.5,
+                "service_time": {"distribution": "exponential", "mean": 1},
+            },
         ],
     }
 

@@ -32,7 +32,9 @@ def test_stream_does_not_depend_on_chunking():
 def test_service_times_depend_only_on_the_class_stream():
     # Changing another class's distribution leaves a class's draws untouched (per-class streams).
     base = _wl(load=0.5)
-    other = Workload(8, [base.classes[0], JobClass(4, Exponential(5.0), 0.25, "big")], arrival_rate=base.arrival_rate)
+    other = Workload(
+        8, [base.classes[0], JobClass(4, Exponential(5.0), 0.25, "big")], arrival_rate=base.arrival_rate
+    )
     c1, c2 = base.arrivals(3).next_chunk(2000), other.arrivals(3).next_chunk(2000)
     small = c1.job_class == 0
     assert np.array_equal(c1.job_class, c2.job_class)
