@@ -94,6 +94,7 @@ from .state import (
     NOISE,
     NPREEMPT,
     R_ARRIVAL,
+    R_ATTAINED,
     R_CLASS,
     R_DEPARTURE,
     R_FIRST_START,
@@ -372,6 +373,7 @@ def _measure(sim, s, t):
         sim.rec[row, R_SERVICE] = sim.js[s, SERVICE]
         sim.rec[row, R_CLASS] = c
         sim.rec[row, R_NPREEMPT] = ji[s, NPREEMPT]
+        sim.rec[row, R_ATTAINED] = jf[s, ATTAINED]
     iv[I_MEAS_DONE] += 1
 
 
@@ -381,7 +383,7 @@ def _depart(sim, s, t):
     _heap_remove(sim, s)
     _remove_running(sim, s)
     iv[I_SHEAD], iv[I_STAIL] = _list_remove(ji, SNEXT, SPREV, iv[I_SHEAD], iv[I_STAIL], s)
-    sim.jf[s, ATTAINED] += t - sim.jf[s, LAST_START]
+    sim.jf[s, ATTAINED] += t - sim.jf[s, LAST_START]  # before _measure, which records it
     sim.js[s, REMAINING] = 0.0
     iv[I_NSYS] -= 1
     iv[I_DONE] += 1

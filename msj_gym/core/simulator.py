@@ -263,6 +263,7 @@ class Simulator:
             "service_time": rec[:, S.R_SERVICE].copy(),
             "job_class": rec[:, S.R_CLASS].astype(np.int64),
             "preemptions": rec[:, S.R_NPREEMPT].astype(np.int64),
+            "service_received": rec[:, S.R_ATTAINED].copy(),
         }
 
     def result(self) -> SimulationResult:

@@ -37,8 +37,8 @@ N_JI = 13
 C_NEED, C_HEAD, C_TAIL, C_NWAIT, C_NRUN = range(5)
 N_CI = 5
 # --- columns of Sim.rec (optional per-job records, indexed by measured job) ----------------------
-R_ARRIVAL, R_FIRST_START, R_DEPARTURE, R_SERVICE, R_CLASS, R_NPREEMPT = range(6)
-N_REC = 6
+R_ARRIVAL, R_FIRST_START, R_DEPARTURE, R_SERVICE, R_CLASS, R_NPREEMPT, R_ATTAINED = range(7)
+N_REC = 7
 
 # --- Sim.iv slots --------------------------------------------------------------------------------
 (

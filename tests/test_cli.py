@@ -1,0 +1,115 @@
+import json
+
+import pytest
+
+from msj_gym.cli import main
+
+
+def test_simulate_json_contract(capsys):
+    code = main(
+        [
+            "simulate",
+            "--scenario",
+            "sf-fig2",
+            "--policy",
+            "server-filling",
+            "--load",
+            "0.8",
+            "--arrivals",
+            "20000",
+            "--seed",
+            "3",
+            "--json",
+        ]
+    )
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in (
+        "mean_response_time",
+        "ci95_half_width",
+        "per_class",
+        "weighted_mean_response_time",
+        "utilization",
+        "p_wait",
+        "preemptions_per_job",
+        "stable",
+    ):
+        assert key in out
+    assert set(out["per_class"]) == {"need-1", "need-8"}
+    assert out["stable"] is True and out["preemptions_per_job"] > 0
+    assert out["provenance"]["seed"] == 3 and out["provenance"]["policy"]["id"] == "server-filling"
+
+
+def test_simulate_table_with_k_params_and_file(tmp_path, capsys):
+    scenario = tmp_path / "mine.toml"
+    scenario.write_text(
+        'name = "mine"\nnum_servers = 4\nload = 0.5\n[[classes]]\nserver_need = 2\nprobability = 1\n'
+        'service_time = { distribution = "deterministic", value = 1 }\n'
+    )
+    assert (
+        main(
+            [
+                "simulate",
+                "--scenario",
+                str(scenario),
+                "--policy",
+                "easy-backfilling",
+                "--k",
+                "8",
+                "--arrivals",
+                "5000",
+                "--policy-param",
+                "estimate_factor=0.5",
+            ]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert "k=8" in text and "mean response time" in text
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "sf-fig2" in out and "server-filling-gittins" in out and "estimate_factor" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--scenario", "nope", "--policy", "fcfs"], "unknown scenario 'nope'"),
+        (["--scenario", "sf-fig2", "--policy", "nope"], "unknown policy 'nope'"),
+        (["--scenario", "sf-fig2", "--policy", "fcfs", "--load", "-1"], "load: expected a positive"),
+        (
+            ["--scenario", "four-class", "--policy", "fcfs", "--k", "4"],
+            "server_need: 5 exceeds num_servers = 4",
+        ),
+        (["--scenario", "sf-fig2", "--policy", "fcfs", "--policy-param", "x"], "expected NAME=VALUE"),
+        (["--scenario", "sf-fig2", "--policy", "fcfs", "--arrivals", "1"], "num_arrivals: expected"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(argv, message, capsys):
+    assert main(["simulate", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unstable_run_says_so(capsys):
+    assert (
+        main(
+            [
+                "simulate",
+                "--scenario",
+                "sf-fig2",
+                "--policy",
+                "fcfs",
+                "--load",
+                "1.1",
+                "--arrivals",
+                "3000",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["stable"] is False and "offered load" in out["stability_note"]
