@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -111,7 +112,7 @@ class EasyBackfilling(Policy):
     preemptive = False
     size_aware = True
     reference = "001 Sec. 5.1"
-    params_spec = {
+    params_spec: ClassVar[Mapping[str, Param]] = {
         "estimate_factor": Param(
             float, 0.0, "f-model overestimate: estimates uniform in [D, (1+f) D]", minimum=0.0
         ),

@@ -13,7 +13,8 @@ cannot fit", 000 Sec. 2). With k and all needs powers of two the two readings co
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -129,7 +130,7 @@ def _server_filling(view, pdata, actions):
 
 class _Packing(Policy):
     preemptive = True
-    params_spec = {"packing": _PACKING}
+    params_spec: ClassVar[Mapping[str, Param]] = {"packing": _PACKING}
     kernel_depends = ("baselines._kit",)
     fast_path = True
 
@@ -227,7 +228,7 @@ def _order_refresh(view, pdata):
 def _order_sort_and_serve(view, pdata, m, actions):
     """Insertion-sort the refreshed order, then serve M, the shortest rank prefix needing >= k."""
     k = view.iv[I_K]
-    head, slots, ids, keys = _order_parts(view, pdata)
+    _, slots, ids, keys = _order_parts(view, pdata)
     for i in range(1, m):
         key, s, jid = keys[i], slots[i], ids[i]
         j = i - 1
@@ -277,7 +278,7 @@ def _sf_srpt(view, sizes, pdata, actions):
     n = _start_all_if_room(view, memo, actions)
     if n >= 0:
         return n
-    head, slots, ids, keys = _order_parts(view, pdata)
+    _, slots, _, keys = _order_parts(view, pdata)
     for i in range(m):
         if np.isnan(keys[i]):
             keys[i] = _srpt_key(view, sizes, slots[i], by_duration)
@@ -317,7 +318,7 @@ def _sf_gittins(view, pdata, actions):
     inv_step = pdata.params[P_GMAP + nclass : P_GMAP + 2 * nclass]
     table = pdata.table
     grid = table.shape[1]
-    head, slots, ids, keys = _order_parts(view, pdata)
+    _, slots, _, keys = _order_parts(view, pdata)
     for i in range(m):
         if np.isnan(keys[i]):
             s = slots[i]
@@ -430,7 +431,7 @@ class FirstFitSRPT(Policy):
     preemptive = True
     size_aware = True
     reference = "000 Sec. 2"
-    params_spec = {
+    params_spec: ClassVar[Mapping[str, Param]] = {
         "order": Param(
             str,
             "size",

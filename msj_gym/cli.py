@@ -103,13 +103,13 @@ def _list() -> int:
         print(f"  {name:<14} {sc.description}")
     print("\npolicies:")
     for pid, cls in POLICIES.items():
-        flags = f"{'preemptive' if cls.preemptive else 'non-preemptive'}, {'size-aware' if cls.size_aware else 'size-oblivious'}"
+        preemption = "preemptive" if cls.preemptive else "non-preemptive"
+        flags = f"{preemption}, {'size-aware' if cls.size_aware else 'size-oblivious'}"
         print(f"  {pid:<24} {flags:<32} {cls.reference}")
         for pname, spec in cls.params_spec.items():
             choices = f" {list(spec.choices)}" if spec.choices else ""
-            print(
-                f"      --policy-param {pname}=<{spec.kind.__name__}> (default {spec.default!r}){choices}: {spec.doc}"
-            )
+            usage = f"--policy-param {pname}=<{spec.kind.__name__}>"
+            print(f"      {usage} (default {spec.default!r}){choices}: {spec.doc}")
     return 0
 
 

@@ -70,7 +70,8 @@ class SimulationResult:
         flag = "stable" if self.stable else f"UNSTABLE ({self.stability_note})"
         lines = [
             f"mean response time   {self.mean_response_time:.6g} ± {self.ci95_half_width:.3g} (95% CI)",
-            f"weighted (load)      {self.weighted_mean_response_time:.6g} ± {self.weighted_ci95_half_width:.3g}",
+            f"weighted (load)      {self.weighted_mean_response_time:.6g}"
+            f" ± {self.weighted_ci95_half_width:.3g}",
             f"mean waiting time    {self.mean_waiting_time:.6g} ± {self.waiting_ci95_half_width:.3g}",
             f"P(wait > 0)          {self.p_wait:.4f}",
             f"utilization          {self.utilization:.4f}   (offered load {self.offered_load:.4f})",

@@ -51,7 +51,7 @@ class TraceWorkload:
             idx = np.flatnonzero(bad)
             if idx.size:
                 raise ValueError(
-                    f"trace {name!r}.{label}: invalid value {arr[idx[0]]!r} for job {idx[0]} "
+                    f"trace {name!r}.{label}: invalid value {arr[idx[0]].item()!r} for job {idx[0]} "
                     f"(num_servers = {num_servers})"
                 )
         order = np.argsort(t, kind="stable")

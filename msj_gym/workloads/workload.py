@@ -1,7 +1,8 @@
 """Job classes, workloads and the seeded arrival streams that feed the simulator.
 
-Vocabulary of the papers: ``num_servers`` (k), ``server_need`` (n_i), ``service_time`` (D_i, a duration),
-``arrival_rate`` (lambda), class ``probability`` (alpha_i), ``load`` rho = lambda * sum_i alpha_i E[D_i] n_i / k.
+Vocabulary of the papers: ``num_servers`` (k), ``server_need`` (n_i), ``service_time`` (D_i, a
+duration), ``arrival_rate`` (lambda), class ``probability`` (alpha_i), ``load``
+rho = lambda * sum_i alpha_i E[D_i] n_i / k.
 """
 
 from __future__ import annotations
@@ -212,7 +213,8 @@ class PoissonArrivals:
     def next_chunk(self, n: int) -> ArrivalChunk:
         wl = self.workload
         gaps = self._gen[self.ARRIVAL_STREAM].exponential(1.0 / wl.arrival_rate, n)
-        times = self._time + np.cumsum(gaps)
+        # Accumulate from the last time (not last + cumsum): bit-identical whatever the chunk sizes.
+        times = np.cumsum(np.concatenate(([self._time], gaps)))[1:]
         if n:
             self._time = float(times[-1])
         u = self._gen[self.CLASS_STREAM].random(n)

@@ -206,9 +206,9 @@ def test_unknown_policy_and_parameters():
         make_policy("nope")
     with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['bogus'\]"):
         make_policy("server-filling", bogus=1)
-    with pytest.raises(ValueError, match="expected one of \\['greedy', 'stop'\\], got 'tight'"):
+    with pytest.raises(ValueError, match=r"expected one of \['greedy', 'stop'\], got 'tight'"):
         make_policy("server-filling", packing="tight")
-    with pytest.raises(ValueError, match="expected >= 0.0, got -1"):
+    with pytest.raises(ValueError, match=r"expected >= 0\.0, got -1"):
         make_policy("easy-backfilling", estimate_factor=-1)
 
 
