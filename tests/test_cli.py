@@ -113,3 +113,15 @@ def test_unstable_run_says_so(capsys):
     )
     out = json.loads(capsys.readouterr().out)
     assert out["stable"] is False and "offered load" in out["stability_note"]
+
+
+def test_unstable_table_leads_with_the_warning(capsys):
+    assert (
+        main(
+            ["simulate", "--scenario", "sf-fig2", "--policy", "fcfs", "--load", "0.7", "--arrivals", "30000"]
+        )
+        == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("UNSTABLE: queue keeps growing")
+    assert lines[2].endswith("<- not a steady-state value")

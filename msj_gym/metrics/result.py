@@ -67,17 +67,20 @@ class SimulationResult:
         return clean(asdict(self))
 
     def summary(self) -> str:
-        flag = "stable" if self.stable else f"UNSTABLE ({self.stability_note})"
-        lines = [
-            f"mean response time   {self.mean_response_time:.6g} ± {self.ci95_half_width:.3g} (95% CI)",
+        """A human-readable table. An unstable run leads with the warning, and its averages are marked
+        as what they are: averages over a growing queue, not steady-state values."""
+        caveat = "" if self.stable else "   <- not a steady-state value"
+        lines = [] if self.stable else [f"UNSTABLE: {self.stability_note}"]
+        lines += [
+            f"mean response time   {self.mean_response_time:.6g} ± {self.ci95_half_width:.3g} (95% CI){caveat}",
             f"weighted (load)      {self.weighted_mean_response_time:.6g}"
-            f" ± {self.weighted_ci95_half_width:.3g}",
-            f"mean waiting time    {self.mean_waiting_time:.6g} ± {self.waiting_ci95_half_width:.3g}",
+            f" ± {self.weighted_ci95_half_width:.3g}{caveat}",
+            f"mean waiting time    {self.mean_waiting_time:.6g} ± {self.waiting_ci95_half_width:.3g}{caveat}",
             f"P(wait > 0)          {self.p_wait:.4f}",
             f"utilization          {self.utilization:.4f}   (offered load {self.offered_load:.4f})",
             f"preemptions per job  {self.preemptions_per_job:.4f}",
             f"Jain fairness        {self.jain_fairness:.4f}",
-            f"measured jobs        {self.num_measured}   ({flag})",
+            f"measured jobs        {self.num_measured}   ({'stable' if self.stable else 'UNSTABLE'})",
         ]
         for name, c in self.per_class.items():
             lines.append(
