@@ -148,20 +148,24 @@ def keep_smallest(view, keys, slots, m, cap, key, s):
 
 
 @inline_jit
-def bucket_by_need(view, src, m, group_of_class, ngroup, counts, dst):
+def bucket_by_need(view, src, m, group_of_class, ngroup, counts, tmp, dst):
     """Stable counting sort of the slots src[:m] into dst[:m] by need group (group 0 holds the largest
-    server need): decreasing need, the order of ``src`` kept within a need."""
+    server need): decreasing need, the order of ``src`` kept within a need. ``tmp`` (m entries) keeps
+    each slot's group between the counting and the placing pass."""
+    ji = view.ji
     for g in range(ngroup):
         counts[g] = 0
     for i in range(m):
-        counts[int(group_of_class[view.ji[src[i], CLS]])] += 1
+        g = int(group_of_class[ji[src[i], CLS]])
+        tmp[i] = g
+        counts[g] += 1
     acc = 0
     for g in range(ngroup):
         c = counts[g]
         counts[g] = acc
         acc += c
     for i in range(m):
-        g = int(group_of_class[view.ji[src[i], CLS]])
+        g = tmp[i]
         dst[counts[g]] = src[i]
         counts[g] += 1
 
@@ -191,6 +195,7 @@ def fill_and_diff(view, cand, m, packing, marks, starts, actions):
     a job that does not fit (``PACK_GREEDY``) or stopping at it (``PACK_STOP``). Writes the actions that
     turn the running set into the target set (preemptions, then starts) and returns their number.
     ``marks`` needs k entries, ``starts`` k entries; both are scratch."""
+    ji, run_list = view.ji, view.run_list  # locals: not reloaded after every store below
     nrun = view.iv[I_NRUN]
     for p in range(nrun):
         marks[p] = 0
@@ -200,11 +205,11 @@ def fill_and_diff(view, cand, m, packing, marks, starts, actions):
         if cap == 0:
             break
         s = cand[i]
-        need = view.ji[s, NEED]
+        need = ji[s, NEED]
         if need <= cap:
             cap -= need
-            if view.ji[s, STATE] == RUNNING:
-                marks[view.ji[s, RUNPOS]] = 1
+            if ji[s, STATE] == RUNNING:
+                marks[ji[s, RUNPOS]] = 1
             else:
                 starts[ns] = s
                 ns += 1
@@ -213,7 +218,7 @@ def fill_and_diff(view, cand, m, packing, marks, starts, actions):
     n = 0
     for p in range(nrun):
         if marks[p] == 0:
-            actions[n] = -view.run_list[p] - 1
+            actions[n] = -run_list[p] - 1
             n += 1
     for i in range(ns):
         actions[n] = starts[i]

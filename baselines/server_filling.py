@@ -80,7 +80,7 @@ def _serve_m(view, pdata, src, m, cand, marks, starts, counts, actions):
     """Serve M = src[:m] by decreasing need (stable: ties keep src's order), then diff."""
     ngroup = int(pdata.params[P_NGROUP])
     gmap = pdata.params[P_GMAP : P_GMAP + view.iv[I_NCLASS]]
-    bucket_by_need(view, src, m, gmap, ngroup, counts, cand)
+    bucket_by_need(view, src, m, gmap, ngroup, counts, starts, cand)
     return fill_and_diff(view, cand, m, int(pdata.params[P_PACKING]), marks, starts, actions)
 
 
@@ -198,11 +198,12 @@ def _order_refresh(view, pdata):
     running job (whose rank moves with time) is set to NaN for the caller to recompute. Returns the
     length of the order."""
     head, slots, ids, keys = _order_parts(view, pdata)
+    ji = view.ji
     m = 0
     for i in range(head[0]):
         s = slots[i]
-        state = view.ji[s, STATE]
-        if state != FREE_SLOT and view.ji[s, JOB_ID] == ids[i]:
+        state = ji[s, STATE]
+        if state != FREE_SLOT and ji[s, JOB_ID] == ids[i]:
             if m != i:
                 slots[m], ids[m], keys[m] = s, ids[i], keys[i]
             if state == RUNNING:
@@ -211,14 +212,14 @@ def _order_refresh(view, pdata):
     newest = head[1]
     s = view.iv[I_STAIL]
     first_new = -1
-    while s != -1 and view.ji[s, JOB_ID] >= newest:
+    while s != -1 and ji[s, JOB_ID] >= newest:
         first_new = s
-        s = view.ji[s, SPREV]
+        s = ji[s, SPREV]
     s = first_new
     while s != -1:
-        slots[m], ids[m], keys[m] = s, view.ji[s, JOB_ID], np.nan
+        slots[m], ids[m], keys[m] = s, ji[s, JOB_ID], np.nan
         m += 1
-        s = view.ji[s, SNEXT]
+        s = ji[s, SNEXT]
     head[0] = m
     head[1] = view.iv[I_NARR]
     return m
@@ -239,9 +240,10 @@ def _order_sort_and_serve(view, pdata, m, actions):
     src, cand, marks, starts, counts = _layout(view, pdata)
     mm = 0
     total = 0
+    ji = view.ji
     while mm < m and total < k:
         src[mm] = slots[mm]
-        total += view.ji[slots[mm], NEED]
+        total += ji[slots[mm], NEED]
         mm += 1
     n = _serve_m(view, pdata, src, mm, cand, marks, starts, counts, actions)
     memo = pdata.state
@@ -274,10 +276,10 @@ def _sf_srpt(view, sizes, pdata, actions):
         if unchanged:
             memo[3] = view.iv[I_NARR]
             return 0
-    m = _order_refresh(view, pdata)
     n = _start_all_if_room(view, memo, actions)
     if n >= 0:
-        return n
+        return n  # the stored order catches up at the next full decision
+    m = _order_refresh(view, pdata)
     _, slots, _, keys = _order_parts(view, pdata)
     for i in range(m):
         if np.isnan(keys[i]):
@@ -311,10 +313,10 @@ class ServerFillingSRPT(_Ranked):
 @inline_jit
 def _sf_gittins(view, pdata, actions):
     nclass = view.iv[I_NCLASS]
-    m = _order_refresh(view, pdata)
     n = _start_all_if_room(view, pdata.state, actions)
     if n >= 0:
         return n
+    m = _order_refresh(view, pdata)
     inv_step = pdata.params[P_GMAP + nclass : P_GMAP + 2 * nclass]
     table = pdata.table
     grid = table.shape[1]

@@ -195,7 +195,7 @@ def _heap_remove(sim, s):
 @inline_jit
 def _list_insert(ji, nxt, prv, head, tail, s):
     """Insert slot s keeping job ids increasing; returns the new (head, tail). Arrivals append in O(1);
-    a preempted job goes back to its arrival-order place, found by scanning from the head."""
+    a preempted job goes back to its arrival-order place, found by scanning from the nearer end (by id)."""
     if tail == -1:
         ji[s, nxt] = -1
         ji[s, prv] = -1
@@ -206,9 +206,16 @@ def _list_insert(ji, nxt, prv, head, tail, s):
         ji[s, prv] = tail
         ji[s, nxt] = -1
         return head, s
-    cur = head
-    while ji[cur, JOB_ID] < jid:
-        cur = ji[cur, nxt]
+    if jid - ji[head, JOB_ID] <= ji[tail, JOB_ID] - jid:
+        cur = head
+        while ji[cur, JOB_ID] < jid:
+            cur = ji[cur, nxt]
+    else:
+        cur = tail
+        p = ji[cur, prv]
+        while p != -1 and ji[p, JOB_ID] > jid:
+            cur = p
+            p = ji[cur, prv]
     before = ji[cur, prv]
     ji[s, prv] = before
     ji[s, nxt] = cur

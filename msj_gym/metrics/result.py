@@ -72,7 +72,8 @@ class SimulationResult:
         caveat = "" if self.stable else "   <- not a steady-state value"
         lines = [] if self.stable else [f"UNSTABLE: {self.stability_note}"]
         lines += [
-            f"mean response time   {self.mean_response_time:.6g} ± {self.ci95_half_width:.3g} (95% CI){caveat}",
+            f"mean response time   {self.mean_response_time:.6g}"
+            f" ± {self.ci95_half_width:.3g} (95% CI){caveat}",
             f"weighted (load)      {self.weighted_mean_response_time:.6g}"
             f" ± {self.weighted_ci95_half_width:.3g}{caveat}",
             f"mean waiting time    {self.mean_waiting_time:.6g} ± {self.waiting_ci95_half_width:.3g}{caveat}",

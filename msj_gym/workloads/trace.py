@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 
 from .distributions import Empirical
-from .workload import ArrivalChunk, JobClass
+from .workload import ArrivalChunk, ClassTable, JobClass
 
 __all__ = ["TraceWorkload"]
 
 
-class TraceWorkload:
+class TraceWorkload(ClassTable):
     """A recorded job stream replayed as is. Jobs are grouped into classes by server need (one class per
     distinct need, ascending), each with the empirical distribution of its service times, so policies and
     metrics see the same class structure as for a synthetic workload.
@@ -78,14 +78,6 @@ class TraceWorkload:
         work = float(np.sum(self.server_need_per_job * self.service_time_per_job))
         self.load = work / (self.num_servers * span) if span > 0 else float("inf")
         self.meta: dict[str, Any] = {"trace_jobs": int(t.size), "time_scale": time_scale}
-
-    @property
-    def num_classes(self) -> int:
-        return len(self.classes)
-
-    @property
-    def server_needs(self) -> np.ndarray:
-        return np.array([c.server_need for c in self.classes], dtype=np.int64)
 
     @property
     def load_weights(self) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 
 from .distributions import Distribution, distribution_from_dict
 
-__all__ = ["ArrivalChunk", "JobClass", "PoissonArrivals", "Workload"]
+__all__ = ["ArrivalChunk", "ClassTable", "JobClass", "PoissonArrivals", "Workload"]
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,30 @@ class ArrivalChunk:
         return int(self.arrival_time.size)
 
 
+class ClassTable:
+    """Per-class arrays derived from ``self.classes``; shared by synthetic workloads and traces."""
+
+    classes: Sequence[JobClass]
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def server_needs(self) -> np.ndarray:
+        return np.array([c.server_need for c in self.classes], dtype=np.int64)
+
+    @property
+    def probabilities(self) -> np.ndarray:
+        return np.array([c.probability for c in self.classes], dtype=np.float64)
+
+    @property
+    def mean_service_times(self) -> np.ndarray:
+        return np.array([c.service_time.mean for c in self.classes], dtype=np.float64)
+
+
 @dataclass
-class Workload:
+class Workload(ClassTable):
     """A Poisson multiserver-job workload on ``num_servers`` servers.
 
     Give exactly one of ``arrival_rate`` and ``load``. ``load`` >= 1 is allowed (it is how one studies
@@ -128,22 +150,6 @@ class Workload:
             self.load = lam * demand / self.num_servers
 
     # ----------------------------------------------------------------------------------------------
-    @property
-    def num_classes(self) -> int:
-        return len(self.classes)
-
-    @property
-    def server_needs(self) -> np.ndarray:
-        return np.array([c.server_need for c in self.classes], dtype=np.int64)
-
-    @property
-    def probabilities(self) -> np.ndarray:
-        return np.array([c.probability for c in self.classes], dtype=np.float64)
-
-    @property
-    def mean_service_times(self) -> np.ndarray:
-        return np.array([c.service_time.mean for c in self.classes], dtype=np.float64)
-
     @property
     def demand_per_arrival(self) -> float:
         """varrho = sum_i alpha_i E[D_i] n_i: server-time brought by one arrival on average."""
