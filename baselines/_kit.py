@@ -1,6 +1,6 @@
 """Compiled building blocks shared by the policy kernels.
 
-* ordering: binary heaps and an in-place heapsort over parallel (key, slot) arrays; ties on the key are
+* ordering: a bounded max-heap and an in-place sort over parallel (key, slot) arrays; ties on the key are
   broken by job id (arrival order), so every ordering is total and deterministic;
 * ``fill_and_diff``: the step every preemptive policy ends with: go through candidates in priority order,
   keep those that fit in the k servers, and emit the difference to what runs now (preemptions first,
@@ -55,39 +55,6 @@ def remaining_now(view, sizes, s):
 @inline_jit
 def _lt(view, ka, sa, kb, sb):
     return ka < kb or (ka == kb and view.ji[sa, JOB_ID] < view.ji[sb, JOB_ID])
-
-
-@inline_jit
-def sift_down_min(view, keys, slots, pos, m):
-    k, s = keys[pos], slots[pos]
-    while True:
-        c = 2 * pos + 1
-        if c >= m:
-            break
-        if c + 1 < m and _lt(view, keys[c + 1], slots[c + 1], keys[c], slots[c]):
-            c += 1
-        if not _lt(view, keys[c], slots[c], k, s):
-            break
-        keys[pos], slots[pos] = keys[c], slots[c]
-        pos = c
-    keys[pos], slots[pos] = k, s
-
-
-@inline_jit
-def heapify_min(view, keys, slots, m):
-    for pos in range((m // 2) - 1, -1, -1):
-        sift_down_min(view, keys, slots, pos, m)
-
-
-@inline_jit
-def pop_min(view, keys, slots, m):
-    """Remove the smallest entry of a min-heap of size m; returns its slot (caller decrements m)."""
-    top = slots[0]
-    m -= 1
-    if m > 0:
-        keys[0], slots[0] = keys[m], slots[m]
-        sift_down_min(view, keys, slots, 0, m)
-    return top
 
 
 @inline_jit

@@ -21,14 +21,17 @@ import numpy as np
 from msj_gym.core import Param, Policy
 from msj_gym.core.jit import inline_jit
 from msj_gym.core.state import (
+    C_HEAD,
     C_NEED,
     C_NRUN,
     C_NWAIT,
     CLS,
+    CNEXT,
     FREE_SLOT,
     I_K,
     I_NARR,
     I_NCLASS,
+    I_NRUN,
     I_SHEAD,
     I_STAIL,
     I_WHEAD,
@@ -49,10 +52,10 @@ from ._kit import (
     bucket_by_need,
     decision_still_valid,
     fill_and_diff,
-    heapify_min,
-    pop_min,
+    keep_smallest,
     remaining_now,
     remember_decision,
+    sort_ascending,
 )
 
 SIZE_AREA, SIZE_DURATION = 0, 1
@@ -387,34 +390,40 @@ class ServerFillingGittins(_Ranked):
 
 @inline_jit
 def _ff_srpt(view, sizes, pdata, actions):
+    # Candidates: the running jobs and, per class, the k // n_c waiting jobs with the smallest keys. No
+    # other job can be picked: ahead of it in SRPT order stand k // n_c jobs of its own need, which
+    # leave no room for it whether or not they are picked themselves. Keeps a runaway queue cheap.
     k = view.iv[I_K]
-    nslot = (pdata.iwork.size - 2 * k) // 2
-    heap, cand = pdata.iwork[:nslot], pdata.iwork[nslot : 2 * nslot]
-    marks, starts = pdata.iwork[2 * nslot : 2 * nslot + k], pdata.iwork[2 * nslot + k :]
-    keys = pdata.fwork
+    nclass = view.iv[I_NCLASS]
+    ji = view.ji
     by_duration = pdata.params[1] == SIZE_DURATION
-    min_need = k
-    h = 0
-    s = view.iv[I_SHEAD]
-    while s != -1:
-        r = remaining_now(view, sizes, s)
-        need = view.ji[s, NEED]
-        keys[h] = r if by_duration else r * need
-        heap[h] = s
-        h += 1
-        min_need = min(min_need, need)
-        s = view.ji[s, SNEXT]
-    heapify_min(view, keys, heap, h)
-    # Pop in SRPT order until the servers are full; the popped prefix is all fill_and_diff needs.
+    offsets = pdata.params[2 : 3 + nclass]
+    kept = int(offsets[nclass])
+    kept_slots, kept_keys = pdata.iwork[:kept], pdata.fwork[:kept]
+    width = k + kept
+    cand, keys = pdata.iwork[kept : kept + width], pdata.fwork[kept : kept + width]
+    marks = pdata.iwork[kept + width : kept + width + k]
+    starts = pdata.iwork[kept + width + k : kept + width + 2 * k]
     m = 0
-    left = k
-    while h > 0 and left >= min_need:
-        s = pop_min(view, keys, heap, h)
-        h -= 1
+    for p in range(view.iv[I_NRUN]):
+        s = view.run_list[p]
         cand[m] = s
+        keys[m] = _srpt_key(view, sizes, s, by_duration)
         m += 1
-        if view.ji[s, NEED] <= left:
-            left -= view.ji[s, NEED]
+    for c in range(nclass):
+        lo = int(offsets[c])
+        cap = int(offsets[c + 1]) - lo
+        hs, hk = kept_slots[lo : lo + cap], kept_keys[lo : lo + cap]
+        h = 0
+        s = view.ci[C_HEAD, c]
+        while s != -1:
+            h = keep_smallest(view, hk, hs, h, cap, _srpt_key(view, sizes, s, by_duration), s)
+            s = ji[s, CNEXT]
+        for i in range(h):
+            cand[m] = hs[i]
+            keys[m] = hk[i]
+            m += 1
+    sort_ascending(view, keys, cand, m)
     return fill_and_diff(view, cand, m, PACK_GREEDY, marks, starts, actions)
 
 
@@ -426,7 +435,9 @@ class FirstFitSRPT(Policy):
     Source: Anselmi & Doncel (000) Sec. 2. The paper says "least remaining processing time" and likens
     the policy to "Smallest Area First"; we read the order as remaining *size* (area, as for
     ServerFilling-SRPT in the same section); ``order="duration"`` orders by remaining service time.
-    Preemptive (preempt-resume); size-aware.
+    Preemptive (preempt-resume); size-aware. Each decision scans the waiting jobs (O(queue)), so on an
+    unstable workload (e.g. ``sf-fig2`` at load 0.9, where small jobs keep the 8-server jobs out) a run
+    slows down as its queue grows; lower ``max_jobs_in_system`` to stop such runs early.
     """
 
     policy_id = "first-fit-srpt"
@@ -447,7 +458,11 @@ class FirstFitSRPT(Policy):
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         order = SIZE_DURATION if self.param_values["order"] == "duration" else SIZE_AREA
-        return base._replace(params=np.array([float(PACK_GREEDY), float(order)]))
+        per_class = workload.num_servers // workload.server_needs
+        offsets = np.concatenate(([0], np.cumsum(per_class))).astype(np.float64)
+        self._kept = int(offsets[-1])
+        return base._replace(params=np.concatenate(([float(PACK_GREEDY), float(order)], offsets)))
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return 2 * num_slots + 2 * num_servers, num_slots
+        # [kept per class][candidates: running + kept][marks: k][starts: k]; keys alike in fwork.
+        return 2 * self._kept + 3 * num_servers, 2 * self._kept + num_servers

@@ -6,8 +6,8 @@ Two entry points drive it:
   instant (departures first, then arrivals, each in job-id order), then returns ``ST_EVENT``: the state
   in which the policy is asked for a decision. Before touching anything it may instead return
   ``ST_NEED_ARRIVALS`` (the arrival ring ran dry: the Python side refills it and calls again),
-  ``ST_NEED_SLOTS`` or ``ST_NEED_RECORDS`` (arrays to grow); it returns ``ST_FINISHED`` once every
-  measured job has left and ``ST_ERROR`` on a stall.
+  ``ST_NEED_SLOTS`` or ``ST_NEED_RECORDS`` (arrays to grow), or ``ST_OVERFLOW`` (the queue passed the
+  run's limit); it returns ``ST_FINISHED`` once every measured job has left and ``ST_ERROR`` on a stall.
 * ``apply(sim, actions, n)`` validates and applies a decision: action ``s >= 0`` starts the job in slot
   ``s``, action ``-s - 1`` preempts it (preempt-resume: the remaining service time is kept). It is the one
   place where capacity, job states and preemption rights are checked.
@@ -70,6 +70,7 @@ from .state import (
     I_FREE_HEAD,
     I_HEAPN,
     I_K,
+    I_MAX_SYS,
     I_MEAS_DONE,
     I_MEAS_HI,
     I_MEAS_LO,
@@ -112,6 +113,7 @@ from .state import (
     ST_NEED_ARRIVALS,
     ST_NEED_RECORDS,
     ST_NEED_SLOTS,
+    ST_OVERFLOW,
     STATE,
     WAITING,
     WNEXT,
@@ -445,6 +447,8 @@ def advance(sim):
             q += 1
         if q == ngen and iv[I_EXHAUSTED] == 0:
             return ST_NEED_ARRIVALS
+        if iv[I_NSYS] + q - narr > iv[I_MAX_SYS]:
+            return ST_OVERFLOW
         if q - narr > iv[I_NFREE]:
             return ST_NEED_SLOTS
         if (

@@ -36,8 +36,13 @@ class Simulator:
     are measured; in horizon mode (``horizon``) the jobs arriving in ``[warmup_time, horizon)``. The
     arrival stream keeps running after the last measured arrival until every measured job has left, so
     the last jobs do not see an artificially emptying system. Arrivals stop at ``max_arrivals``
-    (default: twice the measured range plus slack); a run that hits it is reported unstable. Time
+    (default: twice the measured range plus slack); a run that hits it stops there and is reported
+    unstable, its averages taken over the measured jobs that had left. Time
     averages (utilisation, jobs in system) are taken between the first and last measured arrival.
+
+    A run whose number of jobs in the system passes ``max_jobs_in_system`` is stopped there and reported
+    unstable, with its averages taken over the measured jobs that had left: a runaway queue says all
+    there is to say, and policies whose decisions scan the queue would otherwise slow down without bound.
 
     ``record_jobs=True`` keeps one record per measured job (see :meth:`records`), e.g. for response-time
     distributions; the summary metrics never need it.
@@ -58,6 +63,7 @@ class Simulator:
         max_arrivals: int | None = None,
         num_batches: int = 30,
         record_jobs: bool = False,
+        max_jobs_in_system: int = 100_000,
         debug: bool = False,
     ) -> None:
         if not isinstance(policy, Policy):
@@ -95,6 +101,9 @@ class Simulator:
         self.num_batches = int(num_batches)
         self.debug = bool(debug)
         self.record_jobs = bool(record_jobs)
+        if isinstance(max_jobs_in_system, bool) or int(max_jobs_in_system) < 1:
+            raise ValueError(f"max_jobs_in_system: expected a positive integer, got {max_jobs_in_system!r}")
+        self.max_jobs_in_system = int(max_jobs_in_system)
         self._last_time = -np.inf
         expected = num_arrivals if num_arrivals is not None else int(workload.arrival_rate * horizon) + 1
         self._expected = expected
@@ -139,7 +148,9 @@ class Simulator:
             fv[S.F_WIN_HI] = self.horizon
             self.sim.ck_key[:] = np.linspace(self.warmup_time, self.horizon, n_ck)
         iv[S.I_PREEMPTIVE] = 1 if self.policy.preemptive else 0
+        iv[S.I_MAX_SYS] = self.max_jobs_in_system
         self.capped = False
+        self.overflowed = False
         self._feed()
         policy_rng = np.random.Generator(np.random.PCG64(root.spawn(4)[3]))
         self.pdata = self.policy.prepare(wl, policy_rng)
@@ -205,6 +216,7 @@ class Simulator:
         Raises :class:`SimulationError` on an engine error."""
         if status == S.ST_NEED_ARRIVALS:
             self._feed()
+            return not self.capped  # at the arrival cap the run stops: it is unstable, draining adds nothing
         elif status == S.ST_NEED_SLOTS:
             self.sim = S.grow_slots(self.sim)
             self._views()
@@ -213,6 +225,9 @@ class Simulator:
             self.sim = S.grow_records(self.sim, int(self.sim.rec.shape[0] * 1.5) + 1024)
         elif status == S.ST_ERROR:
             self._raise()
+        elif status == S.ST_OVERFLOW:
+            self.overflowed = True
+            return False
         elif status == S.ST_FINISHED:
             return False
         return True
@@ -301,6 +316,7 @@ class Simulator:
             offered_load=float(wl.load),
             arrival_rate=float(wl.arrival_rate),
             capped=self.capped,
+            overflow=self.max_jobs_in_system if self.overflowed else None,
             checkpoints=sim.ck_nsys[: int(iv[S.I_NCHECK])],
             simulated_time=float(fv[S.F_NOW]),
             events=int(iv[S.I_EVENTS]),

@@ -71,7 +71,8 @@ N_REC = 7
     I_FREE_HEAD,  # head of the free-slot list
     I_NFREE,  # free slots
     I_RECORD,  # 1 if per-job records are kept
-) = range(29)
+    I_MAX_SYS,  # a run whose queue passes this many jobs is stopped as unstable
+) = range(30)
 N_IV = 32
 
 # --- Sim.fv slots --------------------------------------------------------------------------------
@@ -95,7 +96,15 @@ A_COUNT, A_WAITED, A_PREEMPT = 0, 1, 2
 N_ACCI = 3
 
 # --- engine status codes -------------------------------------------------------------------------
-ST_EVENT, ST_NEED_ARRIVALS, ST_FINISHED, ST_ERROR, ST_NEED_SLOTS, ST_NEED_RECORDS = 0, 1, 2, 3, 4, 5
+ST_EVENT, ST_NEED_ARRIVALS, ST_FINISHED, ST_ERROR, ST_NEED_SLOTS, ST_NEED_RECORDS, ST_OVERFLOW = (
+    0,
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+)
 
 # --- error codes (Sim.iv[I_ERR]) -----------------------------------------------------------------
 E_NONE, E_START_NOT_WAITING, E_NO_CAPACITY, E_PREEMPT_NOT_RUNNING, E_PREEMPT_FORBIDDEN = 0, 1, 2, 3, 4
@@ -200,6 +209,7 @@ def allocate(
     iv[I_MEAS_LO] = iv[I_MEAS_HI] = -1
     iv[I_NCLASS] = nclass
     iv[I_RECORD] = 1 if records > 0 else 0
+    iv[I_MAX_SYS] = np.iinfo(np.int64).max
     fv = np.zeros(N_FV, dtype=np.float64)
     fv[F_WIN_LO] = np.inf
     fv[F_WIN_HI] = np.inf

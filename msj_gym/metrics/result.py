@@ -101,13 +101,19 @@ def _kendall_tau(x: np.ndarray) -> float:
 
 
 def assess_stability(
-    offered_load: float, capped: bool, checkpoints: np.ndarray, num_measured: int
+    offered_load: float,
+    capped: bool,
+    checkpoints: np.ndarray,
+    num_measured: int,
+    overflow: int | None = None,
 ) -> tuple[bool, str]:
     """Is the run believable as a steady-state estimate? Unstable when the offered load is >= 1, when
     the measured jobs had not all left by the arrival cap, or when the number in system keeps growing
     over the measurement window (a rising trend whose net growth is a visible fraction of the arrivals)."""
     if offered_load >= 1.0:
         return False, f"offered load {offered_load:.4g} >= 1: no policy can be stable"
+    if overflow is not None:
+        return False, f"the queue passed {overflow} jobs and the run was stopped there (queue keeps growing)"
     if capped:
         return False, "measured jobs were still queued when the arrival cap was reached (queue keeps growing)"
     x = np.asarray(checkpoints, dtype=np.float64)
@@ -143,6 +149,7 @@ def summarise(
     capped: bool,
     checkpoints: np.ndarray,
     simulated_time: float,
+    overflow: int | None = None,
     events: int,
     provenance: dict[str, Any],
 ) -> SimulationResult:
@@ -171,7 +178,7 @@ def summarise(
             load_weight=float(load_weights[i]),
         )
     weighted, weighted_hw = _weighted(acc_resp, acc_count, np.asarray(load_weights, dtype=np.float64))
-    stable, note = assess_stability(offered_load, capped, checkpoints, n)
+    stable, note = assess_stability(offered_load, capped, checkpoints, n, overflow)
     return SimulationResult(
         mean_response_time=overall.mean,
         ci95_half_width=overall.ci95_half_width,

@@ -225,3 +225,14 @@ def test_policy_flags_match_the_papers():
     assert size_aware == {"server-filling-srpt", "first-fit-srpt", "easy-backfilling"}
     for cls in POLICIES.values():
         assert cls.reference and cls.__doc__ and "preemptive" in cls.__doc__.lower()
+
+
+def test_runaway_queue_stops_the_run_and_is_reported():
+    wl = load_scenario("sf-fig2").build(load=0.9)
+    sim = Simulator(wl, make_policy("fcfs"), seed=1, num_arrivals=50_000, max_jobs_in_system=500)
+    result = sim.run()
+    assert not result.stable
+    assert "queue passed 500 jobs" in result.stability_note
+    assert sim.sim.iv[4] <= 500  # never more than the limit in the system
+    with pytest.raises(ValueError, match="max_jobs_in_system: expected a positive integer"):
+        Simulator(wl, make_policy("fcfs"), max_jobs_in_system=0)
