@@ -265,7 +265,8 @@ class Simulator:
                     return S.ST_ERROR
 
     def records(self) -> dict[str, np.ndarray]:
-        """Per-job records of the measured jobs (needs ``record_jobs=True``), in arrival order."""
+        """Per-job records of the measured jobs (needs ``record_jobs=True``), in arrival order. A job
+        that had not left when the run stopped (an unstable run) has NaN times and class -1."""
         if not self.record_jobs:
             raise ValueError("records: construct the Simulator with record_jobs=True")
         iv = self.sim.iv
@@ -276,8 +277,8 @@ class Simulator:
             "first_start": rec[:, S.R_FIRST_START].copy(),
             "departure_time": rec[:, S.R_DEPARTURE].copy(),
             "service_time": rec[:, S.R_SERVICE].copy(),
-            "job_class": rec[:, S.R_CLASS].astype(np.int64),
-            "preemptions": rec[:, S.R_NPREEMPT].astype(np.int64),
+            "job_class": np.nan_to_num(rec[:, S.R_CLASS], nan=-1).astype(np.int64),
+            "preemptions": np.nan_to_num(rec[:, S.R_NPREEMPT], nan=-1).astype(np.int64),
             "service_received": rec[:, S.R_ATTAINED].copy(),
         }
 
