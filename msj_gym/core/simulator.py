@@ -298,6 +298,7 @@ class Simulator:
             "horizon": self.horizon,
             "warmup_time": self.warmup_time if self.horizon is not None else None,
             "max_arrivals": self.max_arrivals,
+            "max_jobs_in_system": self.max_jobs_in_system,
             "msj_gym_version": _version(),
         }
         acc_f, acc_i = sim.acc_f, sim.acc_i
