@@ -1,14 +1,20 @@
 """msj_gym: multiserver-job scheduling simulator, baseline policies and Gymnasium environments."""
 
 from .core import Policy, SimulationError, Simulator, simulate
+from .env import ENV_IDS, MSJEnv, MSJPreemptiveEnv, PolicyAgent, RandomAgent, rollout
 from .metrics import SimulationResult
 from .workloads import JobClass, Scenario, Workload, list_scenarios, load_scenario
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ENV_IDS",
     "JobClass",
+    "MSJEnv",
+    "MSJPreemptiveEnv",
     "Policy",
+    "PolicyAgent",
+    "RandomAgent",
     "Scenario",
     "SimulationError",
     "SimulationResult",
@@ -17,5 +23,6 @@ __all__ = [
     "__version__",
     "list_scenarios",
     "load_scenario",
+    "rollout",
     "simulate",
 ]

@@ -15,7 +15,7 @@ from numba import njit
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["kernel_jit"]
+__all__ = ["entry_point", "inline_jit", "kernel_jit"]
 
 
 def kernel_jit(fn: F) -> F:
@@ -28,3 +28,21 @@ def inline_jit(fn: F) -> F:
     state tuple passed to a non-inlined call is copied as a large struct, which costs more than the
     helper's own work."""
     return njit(cache=True, _nrt=False, inline="always")(fn)
+
+
+_ENTRY_POINTS: dict[tuple, Any] = {}
+
+
+def entry_point(dispatcher: Any, *args: Any) -> Callable[..., Any]:
+    """The compiled entry point of ``dispatcher`` for the types of ``args``. Calling it skips numba's
+    per-call dispatch (typing each argument, a few microseconds for a state tuple), which matters where
+    one call does little work, as in an environment step. The caller must keep the argument types."""
+    import numba
+
+    types = tuple(numba.typeof(a) for a in args)
+    key = (dispatcher, types)
+    fn = _ENTRY_POINTS.get(key)
+    if fn is None:
+        dispatcher.compile(types)
+        fn = _ENTRY_POINTS[key] = dispatcher.overloads[types].entry_point
+    return fn

@@ -152,11 +152,20 @@ class Simulator:
         self.capped = False
         self.overflowed = False
         self._feed()
-        policy_rng = np.random.Generator(np.random.PCG64(root.spawn(4)[3]))
-        self.pdata = self.policy.prepare(wl, policy_rng)
+        self.policy_seed = root.spawn(4)[3]  # the policy's own child stream (random tie-breaks etc.)
+        self.pdata = self.prepare_policy(self.policy)
         self._resize_work()
         self.actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
         self._views()
+
+    def prepare_policy(self, policy: Policy) -> Any:
+        """``policy``'s kernel data for this run, drawn from the run's policy stream: the same arrays
+        whichever path (batch loop or an agent through the environment) then drives the policy."""
+        rng = np.random.Generator(np.random.PCG64(self.policy_seed))
+        pdata = policy.prepare(self.workload, rng)
+        return policy.with_work(
+            pdata, self.sim.ji.shape[0], self.workload.num_servers, self.workload.num_classes
+        )
 
     def _resize_work(self) -> None:
         wl = self.workload

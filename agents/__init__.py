@@ -1,0 +1,1 @@
+"""Learned schedulers: stable-baselines3 training and evaluation scripts (needs the ``rl`` extra)."""

@@ -1,0 +1,182 @@
+"""Rank a trained agent against every non-preemptive baseline on held-out seeds.
+
+    python -m agents.evaluate agents/checkpoints/maskable-ppo-sf-fig2-0.7.zip \\
+        --seeds 1000-1019 --arrivals 20000 --out agents/checkpoints/maskable-ppo-sf-fig2-0.7-eval.jsonl
+
+The agent runs through the environment it was trained on (keywords from the checkpoint's ``.json``),
+the baselines natively (their run through the env is identical, see ``PolicyAgent``); every policy sees
+the same job streams for a seed (common random numbers). For each policy: the mean over seeds of the
+per-seed mean response time with a Student-t 95 % CI, and the paired difference to the agent. A policy
+that is unstable on some seed is ranked after the stable ones and marked: its finite-run mean is not a
+steady-state value. Per-seed results are appended to ``--out`` as they finish (JSON lines); a rerun
+with the same ``--out`` skips what is there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"1000-1019"`` or ``"1,2,5"``."""
+    try:
+        if "-" in text:
+            lo, hi = (int(x) for x in text.split("-", 1))
+            seeds = list(range(lo, hi + 1))
+        else:
+            seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--seeds: expected 'LO-HI' or a comma-separated list, got {text!r}") from None
+    if not seeds or min(seeds) < 0:
+        raise ValueError(f"--seeds: expected non-negative seeds, got {text!r}")
+    return seeds
+
+
+def load_agent(path: Path) -> tuple[Any, dict[str, Any]]:
+    """The SB3 model and its training metadata."""
+    meta_path = path.with_suffix(".json")
+    if not path.exists():
+        raise ValueError(f"checkpoint {str(path)!r}: no such file")
+    meta = (
+        json.loads(meta_path.read_text())
+        if meta_path.exists()
+        else {"algo": "maskable-ppo", "env_kwargs": {}}
+    )
+    if meta["algo"] == "maskable-ppo":
+        from sb3_contrib import MaskablePPO as Algo
+    elif meta["algo"] == "ppo":
+        from stable_baselines3 import PPO as Algo
+    else:
+        from stable_baselines3 import DQN as Algo
+    return Algo.load(path, device="cpu"), meta
+
+
+def evaluate(
+    checkpoint: Path, seeds: list[int], arrivals: int, warmup: int, out: Path | None, label: str
+) -> list[dict[str, Any]]:
+    import gymnasium as gym
+
+    from baselines import make_policy, non_preemptive
+    from msj_gym import Simulator, rollout
+
+    model, meta = load_agent(checkpoint)
+    env_kwargs = dict(meta.get("env_kwargs", {}))
+    env_kwargs.update(num_arrivals=arrivals, warmup=warmup)
+    env = gym.make(meta.get("env_id", "MSJ-v0"), **env_kwargs)
+    workload = env.unwrapped.workload
+    done: set[tuple[str, int]] = set()
+    rows: list[dict[str, Any]] = []
+    if out is not None and out.exists():
+        for line in out.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                if row["arrivals"] != arrivals or row["warmup"] != warmup:
+                    raise ValueError(f"--out {str(out)!r} holds runs with other --arrivals/--warmup")
+                rows.append(row)
+                done.add((row["policy"], row["seed"]))
+    policies = [label, *non_preemptive()]
+    for seed in seeds:
+        for pid in policies:
+            if (pid, seed) in done:
+                continue
+            if pid == label:
+                res = rollout(env, model, seed=seed)
+            else:
+                res = Simulator(
+                    workload, make_policy(pid), seed=seed, num_arrivals=arrivals, warmup=warmup
+                ).run()
+            row = {
+                "policy": pid,
+                "seed": seed,
+                "arrivals": arrivals,
+                "warmup": warmup,
+                "mean_response_time": res.mean_response_time,
+                "weighted_mean_response_time": res.weighted_mean_response_time,
+                "stable": bool(res.stable),
+            }
+            rows.append(row)
+            if out is not None:
+                with out.open("a") as fh:  # appended as it finishes: an interrupted run loses nothing
+                    fh.write(json.dumps(row) + "\n")
+    return [r for r in rows if r["seed"] in set(seeds)]
+
+
+def rank(rows: list[dict[str, Any]], label: str) -> list[dict[str, Any]]:
+    from msj_gym.metrics.stats import replication_ci
+
+    by: dict[str, dict[int, dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(r["policy"], {})[r["seed"]] = r
+    agent = by[label]
+    table = []
+    for pid, runs in by.items():
+        seeds = sorted(runs)
+        est = replication_ci([runs[s]["mean_response_time"] for s in seeds])
+        common = [s for s in seeds if s in agent]
+        diff = replication_ci(
+            [runs[s]["mean_response_time"] - agent[s]["mean_response_time"] for s in common]
+        )
+        table.append(
+            {
+                "policy": pid,
+                "mean_response_time": est.mean,
+                "ci95": est.ci95_half_width,
+                "minus_agent": diff.mean if pid != label else 0.0,
+                "minus_agent_ci95": diff.ci95_half_width if pid != label else 0.0,
+                "stable": all(runs[s]["stable"] for s in seeds),
+                "seeds": len(seeds),
+            }
+        )
+    table.sort(
+        key=lambda t: (
+            not t["stable"],
+            t["mean_response_time"] if math.isfinite(t["mean_response_time"]) else math.inf,
+        )
+    )
+    for i, t in enumerate(table, 1):
+        t["rank"] = i
+    return table
+
+
+def format_table(table: list[dict[str, Any]], label: str) -> str:
+    lines = [
+        "| rank | policy | mean response time ± 95% CI | minus agent (paired) ± 95% CI | stable |",
+        "|---:|---|---:|---:|:---:|",
+    ]
+    for t in table:
+        name = f"**{t['policy']}**" if t["policy"] == label else t["policy"]
+        diff = "" if t["policy"] == label else f"{t['minus_agent']:+.3f} ± {t['minus_agent_ci95']:.3f}"
+        mean = f"{t['mean_response_time']:.3f} ± {t['ci95']:.3f}" if math.isfinite(t["ci95"]) else "n/a"
+        lines.append(f"| {t['rank']} | {name} | {mean} | {diff} | {'yes' if t['stable'] else 'NO'} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("checkpoint", type=Path)
+    ap.add_argument("--seeds", default="1000-1019", help="held-out seeds: 'LO-HI' or a list")
+    ap.add_argument("--arrivals", type=int, default=20_000)
+    ap.add_argument("--warmup", type=int, default=None, help="default: arrivals // 10")
+    ap.add_argument("--label", default=None, help="the agent's name in the table (default: the algorithm)")
+    ap.add_argument("--out", type=Path, default=None, help="JSON lines of per-seed results (resumable)")
+    args = ap.parse_args(argv)
+    seeds = parse_seeds(args.seeds)
+    warmup = args.warmup if args.warmup is not None else args.arrivals // 10
+    _, meta = load_agent(args.checkpoint)
+    label = args.label or f"agent:{meta['algo']}"
+    rows = evaluate(args.checkpoint, seeds, args.arrivals, warmup, args.out, label)
+    table = rank(rows, label)
+    print(f"{len(seeds)} held-out seeds, {args.arrivals} arrivals each ({warmup} warm-up)")
+    print(format_table(table, label))
+    return table
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()

@@ -1,0 +1,527 @@
+"""Gymnasium environments over the simulator core: admission (``MSJ-v0``) and preemptive
+(``MSJPreemptive-v0``) scheduling of multiserver jobs."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ..core import state as S
+from ..core.jit import entry_point
+from ..core.policy import Policy
+from ..core.simulator import SimulationError, Simulator
+from ..core.stepping import (
+    CLASS_FEATURES,
+    EP_OBSJOBS,
+    EP_PREEMPTIVE,
+    EP_PWIN,
+    EP_QWIN,
+    EP_REVEAL,
+    EP_WEIGHTED,
+    N_EP,
+    N_OUT,
+    O_ELAPSED,
+    O_INVALID,
+    O_REWARD,
+    QUEUE_FEATURES,
+    RUNNING_FEATURES,
+    SYSTEM_FEATURES,
+    encode_action,
+    env_observe,
+    env_step,
+    num_actions,
+    observation_size,
+)
+from ..metrics.result import SimulationResult
+
+__all__ = ["AgentSlot", "MSJEnv", "MSJPreemptiveEnv", "resolve_workload"]
+
+_DEFAULT_SCENARIO = "sf-fig2"
+
+
+class AgentSlot(Policy):
+    """Stands in the simulator for the agent that drives the environment (it has no decision rule)."""
+
+    policy_id = "agent"
+    reference = "an agent acting through the Gymnasium environment"
+
+    def __init__(self, preemptive: bool) -> None:
+        super().__init__()
+        self.preemptive = preemptive  # type: ignore[misc]  # per instance: admission or preemptive env
+
+
+def resolve_workload(
+    scenario: Any, num_servers: int | None, load: float | None, arrival_rate: float | None
+) -> Any:
+    """A workload from a scenario name, file path, mapping, :class:`Scenario` or workload object."""
+    from ..workloads.scenarios import Scenario, load_scenario
+
+    if hasattr(scenario, "arrivals") and hasattr(scenario, "num_servers"):
+        if num_servers is not None and num_servers != scenario.num_servers:
+            raise ValueError(
+                f"num_servers: a ready workload has k={scenario.num_servers}; got num_servers={num_servers!r}"
+            )
+        if load is not None:
+            return scenario.with_load(load)
+        if arrival_rate is not None:
+            return scenario.with_arrival_rate(arrival_rate)
+        return scenario
+    sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+    return sc.build(num_servers=num_servers, load=load, arrival_rate=arrival_rate)
+
+
+def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+class MSJEnv(gym.Env):
+    """Scheduling multiserver jobs: admission decisions (``MSJ-v0``).
+
+    ## Description
+    ``k`` servers; jobs arrive (Poisson, or replayed from a trace) in classes; a class-``c`` job needs
+    ``n_c`` servers at once for a random service time (the multiserver-job model of Grosof &
+    Harchol-Balter, ServerFilling, Sec. 3, and Wang et al., Balanced Splitting, Sec. 3.1). The agent is
+    the scheduler. The environment is semi-Markov: it advances the simulator through the events at
+    which nothing can be decided (no waiting job fits in the idle servers) and asks the agent whenever
+    at least one waiting job could start. Several starts at one instant are several steps at zero
+    elapsed time. Every event is exact (no time stepping); the simulator is the one behind
+    :class:`msj_gym.Simulator`, so a baseline run through this environment with
+    :class:`msj_gym.PolicyAgent` gives bit for bit the metrics of its native run with the same seed.
+
+    ## Action space
+    ``Discrete(1 + C * queue_window)`` for ``C`` job classes:
+
+    * ``0``: wait (do nothing until the next arrival or departure);
+    * ``1 + c * queue_window + r``: start the ``r``-th oldest waiting job of class ``c`` (``r = 0``: the
+      oldest). The default ``queue_window=1`` gives "start the oldest waiting job of class c", which
+      expresses every class-FIFO policy (FCFS, First-Fit, MSF, LSF, MaxWeight, BS-pi, the Quickswap
+      family); policies that may skip within a class (EASY backfilling) need a larger window.
+
+    Masks: ``action_masks()`` (as sb3-contrib's MaskablePPO calls it) and ``info["action_mask"]``.
+    Wait is masked only where nothing could ever happen next (no job running, no arrival to come).
+    **An action the mask rules out is treated as wait** and counted in ``info["invalid_actions"]``;
+    an action outside the action space (wrong type, shape or range) raises ``ValueError``.
+
+    ## Observation space
+    ``Box(0, 1, (D,), float32)`` (``observation="flat"``, the default), every entry in ``[0, 1]``.
+    With ``squash(x) = x / (1 + x)``, ``k`` servers and ``m_c`` the mean service time of class ``c``:
+
+    * system (2): idle servers / k; squash(jobs in system * mean server need / k);
+    * per class ``c`` (5 each, class order of the workload): n_c / k; squash(waiting jobs * n_c / k)
+      (queued server demand in units of k); running jobs * n_c / k (share of the servers it holds);
+      squash(age of its oldest waiting job / m_c) (0 if none waits); 1 if a class-``c`` job waits and
+      fits in the idle servers, else 0;
+    * the ``obs_jobs`` oldest waiting jobs in arrival order (4 each, zeros past the end of the queue):
+      present (1); need / k; squash(age / m_c); fits now (1/0). With ``reveal_sizes=True`` a fifth entry
+      squash(remaining service time / m_c) (only then does the agent see job sizes).
+    * ``MSJPreemptive-v0`` only: per class, the ``preempt_window`` youngest running jobs (as the
+      preempt actions name them; 2 each): present; squash(service received / m_c); with
+      ``reveal_sizes`` a third, squash(remaining service time / m_c).
+
+    ``observation="dict"`` gives the same numbers as a ``Dict`` of 1-D boxes, each block flattened
+    row-major: ``system`` (2), ``classes`` (C * 5), ``queue`` (obs_jobs * 4, or 5 with sizes) and,
+    preemptive only, ``running`` (C * preempt_window * 2, or 3 with sizes).
+
+    ## Rewards
+    Minus the time integral of the number of jobs in the system between two decisions, so that an
+    episode's return is minus the total time jobs spent in the system during it (by Little's law,
+    proportional to the mean response time). Options: ``weighted=True`` weights class ``c`` by
+    (its share of the load) / (its share of the arrivals), which turns the same sum into the weighted
+    mean response time of Grosof et al. (MSFQ, Sec. 6.1); ``reward="mean"`` divides every reward by
+    the expected number of arrivals of an episode, so that the return estimates minus the (weighted)
+    mean response time whatever the episode length: the average-reward form for long episodes.
+
+    ## Starting state
+    An empty system at time 0, the first decision at the first arrival. ``warm_start="fcfs"`` (any
+    non-preemptive baseline id, or a policy object) instead runs that policy for
+    ``warm_start_arrivals`` arrivals first and hands over its state (a steady state if long enough).
+
+    ## Episode end
+    Arrivals follow the simulator's measurement: with ``num_arrivals`` the jobs with ids
+    ``warmup .. num_arrivals-1`` are measured; with ``horizon`` those arriving in ``[warmup_time,
+    horizon)``. The episode is **truncated** (never terminated: the system has no natural end) once every
+    measured job has left, when the arrival stream reaches ``max_arrivals`` or the system holds more
+    than ``max_jobs_in_system`` jobs (both mark the run unstable), or when the agent waits while
+    nothing can happen (``info["stalled"]``). The last ``info`` carries ``mean_response_time`` and
+    ``stable``; :meth:`result` gives the full :class:`~msj_gym.SimulationResult`.
+
+    ## Arguments
+    ``gym.make("MSJ-v0", **kwargs)``:
+
+    * ``scenario`` (``"sf-fig2"``): a registered scenario name, the path of a scenario file, a
+      :class:`~msj_gym.Scenario` or a workload; ``num_servers``, ``load`` / ``arrival_rate`` override its
+      defaults (sf-fig2 defaults to k=8, load 0.7, where FCFS is unstable and good schedulers are not);
+    * ``num_arrivals`` (1000) or ``horizon``; ``warmup`` (0 arrivals) or ``warmup_time`` (0.0);
+    * ``queue_window`` (1), ``preempt_window`` (4, preemptive only), ``obs_jobs`` (8),
+      ``observation`` (``"flat"`` | ``"dict"``), ``reveal_sizes`` (False);
+    * ``reward`` (``"integral"`` | ``"mean"``), ``weighted`` (False);
+    * ``warm_start`` (None), ``warm_start_arrivals`` (1000);
+    * ``max_arrivals`` (None: twice the episode's expected arrivals; a policy that has not cleared the
+      measured jobs by then is unstable), ``max_jobs_in_system`` (100000);
+    * ``render_mode`` (None | ``"ansi"``: a text summary of servers and queues; the image modes are
+      accepted and ignored, as stable-baselines3's ``make_vec_env`` asks for ``"rgb_array"``).
+
+    ## Info
+    Every step: ``time`` (simulator clock), ``elapsed_time`` (since the previous decision),
+    ``action_mask``, ``jobs_in_system``, ``invalid_actions`` (this episode) and ``invalid_action``
+    (this step).
+
+    ## Version history
+    * v0: initial version.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    preemptive = False
+
+    def __init__(
+        self,
+        scenario: Any = _DEFAULT_SCENARIO,
+        *,
+        num_servers: int | None = None,
+        load: float | None = None,
+        arrival_rate: float | None = None,
+        num_arrivals: int | None = 1000,
+        horizon: float | None = None,
+        warmup: int = 0,
+        warmup_time: float = 0.0,
+        queue_window: int = 1,
+        preempt_window: int = 4,
+        obs_jobs: int = 8,
+        observation: str = "flat",
+        reveal_sizes: bool = False,
+        reward: str = "integral",
+        weighted: bool = False,
+        warm_start: str | Policy | None = None,
+        warm_start_arrivals: int = 1000,
+        max_arrivals: int | None = None,
+        max_jobs_in_system: int = 100_000,
+        render_mode: str | None = None,
+        **unknown: Any,
+    ) -> None:
+        super().__init__()
+        if unknown:
+            import inspect
+
+            params = inspect.signature(MSJEnv.__init__).parameters
+            known = [n for n, p in params.items() if n not in ("self", "unknown")]
+            raise TypeError(
+                f"{type(self).__name__}: unknown keyword(s) {sorted(unknown)}; known: {', '.join(known)}"
+            )
+        self.workload = resolve_workload(scenario, num_servers, load, arrival_rate)
+        if horizon is not None:
+            num_arrivals = None
+            if not isinstance(horizon, int | float) or not math.isfinite(horizon) or horizon <= 0:
+                raise ValueError(f"horizon: expected a positive finite time, got {horizon!r}")
+        elif num_arrivals is None:
+            raise ValueError("num_arrivals: give num_arrivals or horizon")
+        else:
+            num_arrivals = _positive_int("num_arrivals", num_arrivals, 2)
+            warmup = _positive_int("warmup", warmup, 0)
+        self.num_arrivals, self.horizon = num_arrivals, horizon
+        self.warmup, self.warmup_time = warmup, float(warmup_time)
+        self.queue_window = _positive_int("queue_window", queue_window)
+        self.preempt_window = _positive_int("preempt_window", preempt_window)
+        self.obs_jobs = _positive_int("obs_jobs", obs_jobs, 0)
+        if observation not in ("flat", "dict"):
+            raise ValueError(f"observation: expected 'flat' or 'dict', got {observation!r}")
+        if reward not in ("integral", "mean"):
+            raise ValueError(f"reward: expected 'integral' or 'mean', got {reward!r}")
+        if render_mode in ("human", "rgb_array", "rgb_array_list"):
+            render_mode = None  # gym.make warns; SB3's make_vec_env asks for rgb_array by default
+        elif render_mode is not None and render_mode != "ansi":
+            raise ValueError(f"render_mode: expected None or 'ansi', got {render_mode!r}")
+        for name, flag in (("reveal_sizes", reveal_sizes), ("weighted", weighted)):
+            if not isinstance(flag, bool | np.bool_):
+                raise ValueError(f"{name}: expected True or False, got {flag!r}")
+        self.observation_mode, self.reward_mode = observation, reward
+        self.reveal_sizes, self.weighted = bool(reveal_sizes), bool(weighted)
+        self.render_mode = render_mode
+        self.max_arrivals = max_arrivals
+        self.max_jobs_in_system = _positive_int("max_jobs_in_system", max_jobs_in_system)
+        self.warm_start = self._warm_policy(warm_start)
+        self.warm_start_arrivals = _positive_int("warm_start_arrivals", warm_start_arrivals)
+        if self.warm_start is not None and horizon is not None:
+            raise ValueError("warm_start: only with num_arrivals episodes, not with horizon")
+
+        wl = self.workload
+        nclass, k = wl.num_classes, wl.num_servers
+        self.num_classes = nclass
+        self._n_actions = num_actions(nclass, self.queue_window, self.preempt_window, self.preemptive)
+        self.action_space = spaces.Discrete(self._n_actions)
+        dim = observation_size(nclass, self.obs_jobs, self.preempt_window, self.preemptive, self.reveal_sizes)
+        self._flat_space = spaces.Box(0.0, 1.0, (dim,), np.float32)
+        self.observation_space = self._flat_space if observation == "flat" else self._dict_space()
+
+        self._ep = np.zeros(N_EP, dtype=np.int64)
+        self._ep[EP_PREEMPTIVE] = int(self.preemptive)
+        self._ep[EP_QWIN] = self.queue_window
+        self._ep[EP_PWIN] = self.preempt_window
+        self._ep[EP_OBSJOBS] = self.obs_jobs
+        self._ep[EP_REVEAL] = int(self.reveal_sizes)
+        self._ep[EP_WEIGHTED] = int(self.weighted)
+        means = np.asarray(wl.mean_service_times, dtype=np.float64)
+        weights = np.asarray(wl.load_weights, dtype=np.float64) / np.asarray(wl.probabilities)
+        mean_need = float(np.dot(wl.probabilities, wl.server_needs))
+        self._fpar = np.concatenate([means, weights, [mean_need / k]])
+        self._obs = np.zeros(dim, dtype=np.float32)
+        self._mask = np.zeros(self._n_actions, dtype=np.bool_)
+        self._out = np.zeros(N_OUT)
+        self._work = np.zeros(max(nclass * self.preempt_window, 1), dtype=np.int64)
+        self._act1 = np.zeros(1, dtype=np.int64)
+        expected = num_arrivals if num_arrivals is not None else wl.arrival_rate * horizon
+        self._reward_scale = 1.0 / expected if reward == "mean" else 1.0
+        self._agent_slot = AgentSlot(self.preemptive)
+        self.core: Simulator | None = None
+        self.episode = -1
+        self._over = True
+        self._invalid = 0
+
+    # ------------------------------------------------------------------------------------------------
+    def _warm_policy(self, warm_start: Any) -> Policy | None:
+        if warm_start is None:
+            return None
+        if isinstance(warm_start, str):
+            from baselines import make_policy
+
+            warm_start = make_policy(warm_start)
+        if not isinstance(warm_start, Policy):
+            raise ValueError(f"warm_start: expected a policy id or Policy, got {warm_start!r}")
+        if warm_start.preemptive and not self.preemptive:
+            raise ValueError(
+                f"warm_start: {warm_start.policy_id!r} preempts; MSJ-v0 takes a non-preemptive policy"
+            )
+        return warm_start
+
+    def _dict_space(self) -> spaces.Dict:
+        # 1-D parts (row-major where the card names two axes): what SB3's MultiInputPolicy expects
+        def box(n: int) -> spaces.Box:
+            return spaces.Box(0.0, 1.0, (n,), np.float32)
+
+        parts = {
+            "system": box(SYSTEM_FEATURES),
+            "classes": box(self.num_classes * CLASS_FEATURES),
+            "queue": box(self.obs_jobs * (QUEUE_FEATURES + self.reveal_sizes)),
+        }
+        if self.preemptive:
+            parts["running"] = box(
+                self.num_classes * self.preempt_window * (RUNNING_FEATURES + self.reveal_sizes)
+            )
+        # the flat vector's order (spaces.Dict sorts its keys)
+        self._dict_parts = [(key, box_.shape[0]) for key, box_ in parts.items()]
+        return spaces.Dict(parts)
+
+    def _observation(self) -> Any:
+        flat = self._obs.copy()
+        if self.observation_mode == "flat":
+            return flat
+        out = {}
+        pos = 0
+        for key, n in self._dict_parts:
+            out[key] = flat[pos : pos + n]
+            pos += n
+        return out
+
+    # ------------------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        """Start an episode. ``seed`` seeds the job stream exactly as ``Simulator(seed=...)`` does;
+        without it each episode draws a fresh seed from the environment's generator."""
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0
+        ):
+            raise ValueError(f"seed: expected a non-negative integer or None, got {seed!r}")
+        super().reset(seed=seed)
+        if options:
+            raise ValueError(f"options: MSJ environments take no reset options, got {sorted(options)}")
+        run_seed = int(seed) if seed is not None else int(self.np_random.integers(2**63 - 1))
+        warm = self.warm_start_arrivals if self.warm_start is not None else 0
+        max_arrivals = self.max_arrivals
+        if max_arrivals is None:
+            expected = (
+                self.num_arrivals if self.horizon is None else self.workload.arrival_rate * self.horizon
+            )
+            max_arrivals = 2 * int(expected) + 2 + warm
+        kwargs: dict[str, Any] = {
+            "seed": run_seed,
+            "max_arrivals": max_arrivals,
+            "max_jobs_in_system": self.max_jobs_in_system,
+        }
+        if self.horizon is not None:
+            kwargs.update(horizon=float(self.horizon), warmup_time=self.warmup_time)
+        else:
+            kwargs.update(num_arrivals=self.num_arrivals + warm, warmup=self.warmup + warm)
+        try:
+            self.core = Simulator(self.workload, self._agent_slot, **kwargs)
+        except ValueError as exc:
+            raise ValueError(f"MSJ env: {exc}") from None
+        self.episode += 1
+        self._invalid = 0
+        self._over = False
+        self.seed_used = run_seed
+        self._bind()
+        if self.warm_start is not None:
+            self._run_warm_start(warm)
+        self._out[:] = 0.0
+        info = self._advance(-1)
+        info["seed"] = run_seed
+        return self._observation(), info
+
+    def _bind(self) -> None:
+        """Entry points of the compiled step for the current state arrays (they change as slots grow)."""
+        sim = self.core.sim
+        self._step_fn = entry_point(
+            env_step, sim, 0, self._ep, self._fpar, self._obs, self._mask, self._out, self._work, self._act1
+        )
+        self._sim = sim
+
+    def _run_warm_start(self, arrivals: int) -> None:
+        from ..core.engine import advance, apply
+
+        core, policy = self.core, self.warm_start
+        pdata = core.prepare_policy(policy)
+        actions = np.zeros(2 * self.workload.num_servers + 2, dtype=np.int64)
+        while core.sim.iv[S.I_NARR] < arrivals:
+            status = advance(core.sim)
+            if status != S.ST_EVENT:
+                if not core.handle(status):
+                    raise SimulationError("warm_start: the run ended during the warm start")
+                pdata = policy.with_work(
+                    pdata, core.sim.ji.shape[0], self.workload.num_servers, self.num_classes
+                )
+                continue
+            sizes = core.sizes if policy.size_aware else None
+            n = policy.decide(core.view, sizes, pdata, actions)
+            if n > 0 and apply(core.sim, actions, n) != S.E_NONE:
+                core._raise()
+        # the agent takes over from the next event on
+
+    def _advance(self, action: int) -> dict[str, Any]:
+        """Run the compiled step, serving the engine's requests, until a decision is due or the
+        episode is over. Returns the step's info."""
+        core = self.core
+        status = self._step_fn(
+            self._sim, action, self._ep, self._fpar, self._obs, self._mask, self._out, self._work, self._act1
+        )
+        stalled = False
+        while status != S.ST_EVENT:
+            if status == S.ST_ERROR and core.sim.iv[S.I_ERR] == S.E_STALL:
+                stalled = True
+                self._over = True
+                break
+            if not core.handle(status):
+                self._over = True
+                break
+            if core.sim is not self._sim:
+                self._bind()
+            status = self._step_fn(
+                self._sim, -1, self._ep, self._fpar, self._obs, self._mask, self._out, self._work, self._act1
+            )
+        if self._over:
+            env_observe(self._sim, self._ep, self._fpar, self._obs, self._mask, self._work)
+        iv = self._sim.iv
+        invalid = self._out[O_INVALID] > 0
+        self._invalid += int(invalid)
+        info: dict[str, Any] = {
+            "time": float(self._sim.fv[S.F_NOW]),
+            "elapsed_time": float(self._out[O_ELAPSED]),
+            "action_mask": self._mask.copy(),
+            "jobs_in_system": int(iv[S.I_NSYS]),
+            "invalid_action": bool(invalid),
+            "invalid_actions": self._invalid,
+        }
+        if self._over:
+            res = self.result()
+            info["stalled"] = stalled
+            info["mean_response_time"] = res.mean_response_time
+            info["stable"] = res.stable
+        return info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if type(action) is not int:
+            action = self._check_action(action)
+        elif not 0 <= action < self._n_actions:
+            self._check_action(action)
+        if self._over:
+            raise RuntimeError("MSJ env: the episode is over (truncated); call reset() first")
+        self._out[:] = 0.0
+        info = self._advance(action)
+        reward = float(self._out[O_REWARD]) * self._reward_scale
+        return self._observation(), reward, False, self._over, info
+
+    def _check_action(self, action: Any) -> int:
+        n = self._n_actions
+        expected = f"action: expected an integer in [0, {n}) (Discrete({n}))"
+        if isinstance(action, bool | np.bool_):
+            raise ValueError(f"{expected}, got the boolean {action!r}")
+        if isinstance(action, np.ndarray):
+            if action.shape != () or not np.issubdtype(action.dtype, np.integer):
+                raise ValueError(f"{expected}, got an array of shape {action.shape} and dtype {action.dtype}")
+            action = action.item()
+        if not isinstance(action, int | np.integer):
+            raise ValueError(f"{expected}, got {action!r} of type {type(action).__name__}")
+        a = int(action)
+        if not 0 <= a < n:
+            raise ValueError(f"{expected}, got {a}")
+        return a
+
+    # ------------------------------------------------------------------------------------------------
+    def action_masks(self) -> np.ndarray:
+        """Valid actions of the current decision (what sb3-contrib's MaskablePPO reads)."""
+        return self._mask.copy()
+
+    def result(self) -> SimulationResult:
+        """The simulator's metrics for the current episode (final once the episode is truncated)."""
+        if self.core is None:
+            raise RuntimeError("MSJ env: call reset() first")
+        return self.core.result()
+
+    def encode(self, engine_action: int) -> int:
+        """The env action naming an engine action (start slot ``s`` / preempt ``-s-1``); raises if the
+        job lies outside the action window."""
+        a = int(encode_action(self._sim, self._ep, int(engine_action)))
+        if a >= 0:
+            return a
+        if a == -1:
+            raise ValueError(f"engine action {engine_action}: no such waiting or running job here")
+        rank = -1 - a
+        window = "queue_window" if engine_action >= 0 else "preempt_window"
+        raise ValueError(
+            f"engine action {engine_action}: the job is number {rank} of its class in the action order, "
+            f"outside {window}={self._ep[EP_QWIN] if engine_action >= 0 else self._ep[EP_PWIN]}; "
+            f"make the env with a larger {window}"
+        )
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self.core is None:
+            return None
+        iv, ci, fv = self._sim.iv, self._sim.ci, self._sim.fv
+        lines = [
+            f"t={fv[S.F_NOW]:.4f}  idle {iv[S.I_FREE]}/{iv[S.I_K]} servers  "
+            f"{iv[S.I_NSYS]} jobs ({iv[S.I_NWAIT]} waiting)"
+        ]
+        for c, cls in enumerate(self.workload.classes):
+            lines.append(
+                f"  {cls.name or f'class{c}':<12} need {ci[S.C_NEED, c]:>5}  "
+                f"waiting {ci[S.C_NWAIT, c]:>6}  running {ci[S.C_NRUN, c]:>5}"
+            )
+        return "\n".join(lines)
+
+
+class MSJPreemptiveEnv(MSJEnv):
+    """``MSJPreemptive-v0``: :class:`MSJEnv` in which the agent may also preempt running jobs.
+
+    Actions ``1 + C * queue_window + c * preempt_window + r`` preempt the ``r``-th youngest (latest
+    arrived) running job of class ``c``; preemption is preempt-resume (the job keeps its remaining
+    service time, and its preemption is counted). Preempting is allowed only while some job waits. A
+    decision exists whenever a job waits and either a waiting job fits or some job runs, so that
+    ServerFilling, ServerFilling-SRPT/Gittins and preemptive MSF run as agents through it. The
+    observation adds the ``running`` block (see :class:`MSJEnv`). Everything else is as in
+    :class:`MSJEnv`; ``preempt_window`` (default 4) sets the number of preempt actions per class.
+    """
+
+    preemptive = True
