@@ -29,6 +29,8 @@ def make_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kwargs["num_servers"] = args.k
     if args.queue_window != 1:
         kwargs["queue_window"] = args.queue_window
+    if args.reward != "integral":
+        kwargs["reward"] = args.reward
     return kwargs
 
 
@@ -90,8 +92,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--episode-arrivals", type=int, default=1000)
     ap.add_argument("--queue-window", type=int, default=1)
     ap.add_argument("--n-envs", type=int, default=4)
-    ap.add_argument("--n-steps", type=int, default=512, help="rollout length per env (PPO)")
-    ap.add_argument("--gamma", type=float, default=0.99)
+    ap.add_argument("--n-steps", type=int, default=2048, help="rollout length per env (PPO)")
+    ap.add_argument("--gamma", type=float, default=0.999, help="per decision; long: starvation costs late")
+    ap.add_argument("--gae-lambda", type=float, default=0.95)
+    ap.add_argument("--ent-coef", type=float, default=0.0)
+    ap.add_argument("--reward", choices=("integral", "mean"), default="mean", help="the env's reward form")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--learning-rate", type=float, default=3e-4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True, help="checkpoint path (.zip)")
@@ -104,14 +110,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> Path:
     args = parse_args(argv)
     import gymnasium as gym
+    import torch
     from stable_baselines3.common.env_util import make_vec_env
 
+    torch.set_num_threads(args.threads)
     import msj_gym
 
     env_kwargs = make_env_kwargs(args)
     gym.make("MSJ-v0", **env_kwargs).close()  # bad keywords fail here, before any worker starts
     # Training seeds come from --seed; evaluation uses other seeds (agents/evaluate.py).
-    venv = make_vec_env("MSJ-v0", n_envs=args.n_envs, seed=args.seed, env_kwargs=env_kwargs)
+    venv = make_vec_env("msj_gym:MSJ-v0", n_envs=args.n_envs, seed=args.seed, env_kwargs=env_kwargs)
     model = build_model(args.algo, venv, args.seed, args)
     t0 = time.perf_counter()
     model.learn(total_timesteps=args.timesteps)

@@ -218,11 +218,15 @@ class MSJEnv(gym.Env):
             num_arrivals = None
             if not isinstance(horizon, int | float) or not math.isfinite(horizon) or horizon <= 0:
                 raise ValueError(f"horizon: expected a positive finite time, got {horizon!r}")
+            if not isinstance(warmup_time, int | float) or not 0 <= warmup_time < horizon:
+                raise ValueError(f"warmup_time: expected a time in [0, {horizon}), got {warmup_time!r}")
         elif num_arrivals is None:
             raise ValueError("num_arrivals: give num_arrivals or horizon")
         else:
             num_arrivals = _positive_int("num_arrivals", num_arrivals, 2)
             warmup = _positive_int("warmup", warmup, 0)
+            if warmup >= num_arrivals - 1:
+                raise ValueError(f"warmup: expected an integer in [0, {num_arrivals - 1}), got {warmup!r}")
         self.num_arrivals, self.horizon = num_arrivals, horizon
         self.warmup, self.warmup_time = warmup, float(warmup_time)
         self.queue_window = _positive_int("queue_window", queue_window)
@@ -242,6 +246,8 @@ class MSJEnv(gym.Env):
         self.observation_mode, self.reward_mode = observation, reward
         self.reveal_sizes, self.weighted = bool(reveal_sizes), bool(weighted)
         self.render_mode = render_mode
+        if max_arrivals is not None:
+            max_arrivals = _positive_int("max_arrivals", max_arrivals, 2)
         self.max_arrivals = max_arrivals
         self.max_jobs_in_system = _positive_int("max_jobs_in_system", max_jobs_in_system)
         self.warm_start = self._warm_policy(warm_start)

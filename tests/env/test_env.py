@@ -197,6 +197,9 @@ def test_numpy_integer_actions_are_accepted() -> None:
         ({"num_servers": 0}, "num_servers"),
         ({"num_arrivals": 1}, "num_arrivals"),
         ({"horizon": -3.0}, "horizon"),
+        ({"horizon": 10.0, "warmup_time": 10.0}, "warmup_time"),
+        ({"num_arrivals": 100, "warmup": 99}, "warmup"),
+        ({"max_arrivals": 0}, "max_arrivals"),
         ({"warm_start": "server-filling"}, "warm_start"),
         ({"render_mode": "movie"}, "render_mode"),
         ({"weighted": "yes"}, "weighted"),
@@ -327,3 +330,23 @@ def test_core_does_not_import_gymnasium() -> None:
             else:
                 continue
             assert not any(n.split(".")[0] in ("gymnasium", "gym") for n in names), path.name
+
+
+@pytest.mark.parametrize("vec", ["dummy", "subproc"])
+def test_sb3_vec_envs_with_masks(vec: str) -> None:
+    env_util = pytest.importorskip("stable_baselines3.common.env_util")
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    cls = DummyVecEnv if vec == "dummy" else SubprocVecEnv
+    # "module:id" makes a worker process import msj_gym (which registers the ids) before gym.make
+    venv = env_util.make_vec_env(
+        "msj_gym:MSJ-v0", n_envs=2, seed=3, env_kwargs={"num_arrivals": 50}, vec_env_cls=cls
+    )
+    venv.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        masks = np.stack(venv.env_method("action_masks"))
+        actions = (rng.random(masks.shape) * masks).argmax(axis=1)
+        _, _, _, infos = venv.step(actions)
+        assert not any(info["invalid_action"] for info in infos)
+    venv.close()
