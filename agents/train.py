@@ -3,9 +3,11 @@
     python -m agents.train --algo maskable-ppo --scenario sf-fig2 --load 0.7 \\
         --timesteps 300000 --seed 0 --out agents/checkpoints/maskable-ppo-sf-fig2-0.7.zip
 
-Algorithms: ``ppo`` and ``dqn`` (stable-baselines3; an action the mask rules out is treated by the env
-as "wait") and ``maskable-ppo`` (sb3-contrib; only valid actions are ever sampled). The command line
-that produced a checkpoint is saved next to it (``<out>.json``) with the run's settings.
+Algorithms: ``ppo`` and ``dqn`` (stable-baselines3; the env treats an action its mask rules out as
+"wait") and ``maskable-ppo`` (sb3-contrib; only valid actions are ever sampled). With ``--imitate
+POLICY`` MaskablePPO first clones a baseline's decisions through the env (behaviour cloning), then
+improves on them by RL. The command line that produced a checkpoint is saved next to it
+(``<out>.json``) with the run's settings.
 """
 
 from __future__ import annotations
@@ -36,50 +38,71 @@ def make_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def build_model(algo: str, env: Any, seed: int, args: argparse.Namespace) -> Any:
     """An untrained model with small networks: the observation is a few dozen numbers."""
-    policy_kwargs = {"net_arch": [64, 64]}
-    if algo == "maskable-ppo":
-        from sb3_contrib import MaskablePPO
-
-        return MaskablePPO(
+    common = {"seed": seed, "gamma": args.gamma, "learning_rate": args.learning_rate, "verbose": 0}
+    common["policy_kwargs"] = {"net_arch": [64, 64]}
+    if algo in ("ppo", "maskable-ppo"):
+        if algo == "maskable-ppo":
+            from sb3_contrib import MaskablePPO as Algo
+        else:
+            from stable_baselines3 import PPO as Algo
+        return Algo(
             "MlpPolicy",
             env,
-            seed=seed,
-            gamma=args.gamma,
             n_steps=args.n_steps,
             batch_size=256,
-            learning_rate=args.learning_rate,
-            ent_coef=0.01,
-            policy_kwargs=policy_kwargs,
-            verbose=0,
-        )
-    if algo == "ppo":
-        from stable_baselines3 import PPO
-
-        return PPO(
-            "MlpPolicy",
-            env,
-            seed=seed,
-            gamma=args.gamma,
-            n_steps=args.n_steps,
-            batch_size=256,
-            learning_rate=args.learning_rate,
-            ent_coef=0.01,
-            policy_kwargs=policy_kwargs,
-            verbose=0,
+            gae_lambda=args.gae_lambda,
+            ent_coef=args.ent_coef,
+            **common,
         )
     from stable_baselines3 import DQN
 
     return DQN(
-        "MlpPolicy",
-        env,
-        seed=seed,
-        gamma=args.gamma,
-        learning_rate=args.learning_rate,
-        learning_starts=min(1000, args.timesteps // 10),
-        buffer_size=100_000,
-        policy_kwargs=policy_kwargs,
-        verbose=0,
+        "MlpPolicy", env, learning_starts=min(1000, args.timesteps // 10), buffer_size=100_000, **common
     )
+
+
+def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) -> float:
+    """Behaviour cloning before RL: fit the policy's action distribution to a baseline's actions
+    (run through the env by PolicyAgent, on seeds no evaluation uses) by masked cross-entropy.
+    Returns the final accuracy on the collected decisions."""
+    import gymnasium as gym
+    import numpy as np
+    import torch
+
+    from msj_gym import PolicyAgent
+
+    env = gym.make("MSJ-v0", **env_kwargs)
+    agent = PolicyAgent(args.imitate, env)
+    observations, masks, actions = [], [], []
+    seed = 10**6 + args.seed  # far from the evaluation seeds
+    obs, info = env.reset(seed=seed)
+    while len(actions) < args.imitate_steps:
+        action, _ = agent.predict(obs)
+        observations.append(obs)
+        masks.append(info["action_mask"])
+        actions.append(action)
+        obs, _, _, truncated, info = env.step(action)
+        if truncated:
+            seed += 1
+            obs, info = env.reset(seed=seed)
+    policy = model.policy
+    obs_t = torch.as_tensor(np.array(observations), device=policy.device)
+    mask_np = np.array(masks)
+    act_t = torch.as_tensor(np.array(actions), device=policy.device)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(args.seed)
+    n = len(actions)
+    for _ in range(args.imitate_epochs):
+        for idx in torch.randperm(n, generator=gen).split(256):
+            dist = policy.get_distribution(obs_t[idx], action_masks=mask_np[idx.numpy()])
+            loss = -dist.log_prob(act_t[idx]).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    with torch.no_grad():
+        dist = policy.get_distribution(obs_t, action_masks=mask_np)
+        accuracy = float((dist.mode() == act_t).float().mean())
+    return accuracy
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -99,11 +122,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--reward", choices=("integral", "mean"), default="mean", help="the env's reward form")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--learning-rate", type=float, default=3e-4)
+    ap.add_argument("--imitate", default=None, help="maskable-ppo: clone this baseline's actions first")
+    ap.add_argument("--imitate-steps", type=int, default=50_000, help="decisions to clone")
+    ap.add_argument("--imitate-epochs", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True, help="checkpoint path (.zip)")
     args = ap.parse_args(argv)
     if args.timesteps < 1:
         ap.error(f"--timesteps: expected a positive integer, got {args.timesteps}")
+    if args.imitate is not None and args.algo != "maskable-ppo":
+        ap.error("--imitate: only with --algo maskable-ppo")
     return args
 
 
@@ -122,6 +150,7 @@ def main(argv: list[str] | None = None) -> Path:
     venv = make_vec_env("msj_gym:MSJ-v0", n_envs=args.n_envs, seed=args.seed, env_kwargs=env_kwargs)
     model = build_model(args.algo, venv, args.seed, args)
     t0 = time.perf_counter()
+    accuracy = imitate(model, args, env_kwargs) if args.imitate else None
     model.learn(total_timesteps=args.timesteps)
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -133,6 +162,8 @@ def main(argv: list[str] | None = None) -> Path:
         "env_kwargs": env_kwargs,
         "timesteps": args.timesteps,
         "seed": args.seed,
+        "imitated": args.imitate,
+        "imitation_accuracy": accuracy,
         "train_wall_seconds": round(wall, 1),
         "msj_gym_version": msj_gym.__version__,
     }

@@ -87,7 +87,9 @@ def observation_size(
 
 @inline_jit
 def _squash(x):
-    return x / (1.0 + x)
+    # log1p first: queues and ages span orders of magnitude, and an unstable queue must stay visible
+    lg = np.log1p(max(x, 0.0))  # max: a remaining time may round to a hair below 0
+    return lg / (1.0 + lg)
 
 
 @inline_jit

@@ -110,7 +110,8 @@ class MSJEnv(gym.Env):
 
     ## Observation space
     ``Box(0, 1, (D,), float32)`` (``observation="flat"``, the default), every entry in ``[0, 1]``.
-    With ``squash(x) = x / (1 + x)``, ``k`` servers and ``m_c`` the mean service time of class ``c``:
+    With ``squash(x) = L / (1 + L)``, ``L = log(1 + x)`` (monotone, 0 at 0, below 1, and still
+    telling 100 from 1000 apart), ``k`` servers and ``m_c`` the mean service time of class ``c``:
 
     * system (2): idle servers / k; squash(jobs in system * mean server need / k);
     * per class ``c`` (5 each, class order of the workload): n_c / k; squash(waiting jobs * n_c / k)

@@ -269,9 +269,10 @@ def test_observation_features_match_the_state() -> None:
     assert obs[0] == 1 / k  # one idle server
     cls1 = obs[2 + 5 : 2 + 10]  # class 1 = need 2
     assert cls1[0] == 1.0 and cls1[2] == 0.0 and cls1[4] == 0.0  # need/k, holds nothing, does not fit
-    assert cls1[3] == pytest.approx(0.5 / 1.5)  # squash(x) = x / (1 + x) of age 1 / mean 2
+    squash = np.log1p(0.5) / (1 + np.log1p(0.5))  # squash of age 1 / mean 2
+    assert cls1[3] == pytest.approx(squash)
     queue = obs[12:20].reshape(2, 4)
-    assert queue[0].tolist() == [1.0, 1.0, pytest.approx(1 / 3), 0.0]  # oldest: job1
+    assert queue[0].tolist() == [1.0, 1.0, pytest.approx(squash), 0.0]  # oldest: job1
     assert queue[1][0] == 1.0 and queue[1][1] == 0.5 and queue[1][3] == 1.0  # job2 fits
 
 
