@@ -62,7 +62,7 @@ def evaluate(
 ) -> list[dict[str, Any]]:
     import gymnasium as gym
 
-    from baselines import make_policy, non_preemptive
+    from baselines import make_policy, non_preemptive, supports
     from msj_gym import Simulator, rollout
 
     model, meta = load_agent(checkpoint)
@@ -80,7 +80,8 @@ def evaluate(
                     raise ValueError(f"--out {str(out)!r} holds runs with other --arrivals/--warmup")
                 rows.append(row)
                 done.add((row["policy"], row["seed"]))
-    policies = [label, *non_preemptive()]
+    # every non-preemptive baseline defined on this workload (MSFQ, e.g., needs a one-or-all one)
+    policies = [label, *(p for p in non_preemptive() if supports(p, workload) is None)]
     for seed in seeds:
         for pid in policies:
             if (pid, seed) in done:

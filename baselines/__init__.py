@@ -10,6 +10,7 @@ from .backfilling import EasyBackfilling
 from .fcfs import FCFS
 from .max_weight import MaxWeight
 from .priority import FirstFit, LeastServersFirst, MostServersFirst, MostServersFirstPreemptive
+from .quickswap import MSFQ
 from .server_filling import FirstFitSRPT, ServerFilling, ServerFillingGittins, ServerFillingSRPT
 
 _ALL: tuple[type[Policy], ...] = (
@@ -24,6 +25,7 @@ _ALL: tuple[type[Policy], ...] = (
     FirstFitSRPT,
     EasyBackfilling,
     MaxWeight,
+    MSFQ,
 )
 
 POLICIES: dict[str, type[Policy]] = {cls.policy_id: cls for cls in _ALL}
@@ -37,6 +39,17 @@ def make_policy(policy_id: str, **params: Any) -> Policy:
     return cls(**params)
 
 
+def supports(policy_id: str, workload: Any) -> str | None:
+    """None if policy ``policy_id`` is defined on ``workload``, else the reason it is not."""
+    import numpy as np
+
+    try:
+        make_policy(policy_id).prepare(workload, np.random.default_rng(0))
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def list_policies() -> dict[str, type[Policy]]:
     return dict(POLICIES)
 
@@ -46,4 +59,11 @@ def non_preemptive() -> list[str]:
     return [pid for pid, cls in POLICIES.items() if not cls.preemptive]
 
 
-__all__ = ["POLICIES", "list_policies", "make_policy", "non_preemptive", *(cls.__name__ for cls in _ALL)]
+__all__ = [
+    "POLICIES",
+    "list_policies",
+    "make_policy",
+    "non_preemptive",
+    "supports",
+    *(cls.__name__ for cls in _ALL),
+]

@@ -42,6 +42,7 @@ class Policy:
     params_spec: ClassVar[Mapping[str, Param]] = {}
     kernel: ClassVar[Callable[..., int] | None] = None
     kernel_depends: ClassVar[tuple[str, ...]] = ()
+    decides_every_event: ClassVar[bool] = False
     _codes: ClassVar[dict[type, int]] = {}
 
     def __init__(self, **params: Any) -> None:
@@ -118,6 +119,10 @@ class Policy:
         if self.size_aware:
             return int(kernel(view, sizes, pdata, actions))
         return int(kernel(view, pdata, actions))
+
+    def report(self, pdata: PolicyData) -> dict[str, Any]:
+        """Policy-specific metrics of a finished run (none by default)."""
+        return {}
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -3,6 +3,7 @@ turns the per-job arrays into a :class:`~msj_gym.metrics.SimulationResult`."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -311,7 +312,7 @@ class Simulator:
             "msj_gym_version": _version(),
         }
         acc_f, acc_i = sim.acc_f, sim.acc_i
-        return summarise(
+        result = summarise(
             acc_resp=acc_f[:, :, S.A_RESP],
             acc_wait=acc_f[:, :, S.A_WAIT],
             acc_count=acc_i[:, :, S.A_COUNT],
@@ -333,6 +334,7 @@ class Simulator:
             events=int(iv[S.I_EVENTS]),
             provenance=provenance,
         )
+        return dataclasses.replace(result, policy_metrics=self.policy.report(self.pdata))
 
 
 def simulate(

@@ -57,8 +57,8 @@ from .state import (
 )
 
 # --- layout of the integer parameters ``ep`` -------------------------------------------------------
-EP_PREEMPTIVE, EP_QWIN, EP_PWIN, EP_OBSJOBS, EP_REVEAL, EP_WEIGHTED = range(6)
-N_EP = 6
+EP_PREEMPTIVE, EP_QWIN, EP_PWIN, EP_OBSJOBS, EP_REVEAL, EP_WEIGHTED, EP_EVERY_EVENT = range(7)
+N_EP = 7
 # --- ``fpar``: [0:C] mean service time per class, [C:2C] reward weight per class, [2C] mean need / k
 # --- ``out`` (float64): accumulated over one ``step`` call
 O_REWARD, O_ELAPSED, O_INVALID = range(3)
@@ -298,7 +298,7 @@ def env_step(sim, action, ep, fpar, obs, mask, out, work, act1):
             dt = fv[F_NOW] - t0
             out[O_REWARD] -= rate * dt
             out[O_ELAPSED] += dt
-            if can_decide(sim, preemptive):
+            if ep[EP_EVERY_EVENT] != 0 or can_decide(sim, preemptive):
                 break
     _write_obs(sim, ep, fpar, obs, work)
     _write_mask(sim, ep, mask)

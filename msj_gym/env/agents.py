@@ -55,6 +55,9 @@ class PolicyAgent:
             raise ValueError(
                 f"policy {policy.policy_id!r} preempts: run it through MSJPreemptive-v0, not MSJ-v0"
             )
+        policy.prepare(core.workload, np.random.default_rng(0))  # a workload it is not defined on fails here
+        if policy.decides_every_event:
+            core.decide_every_event(True)
         self._actions = np.zeros(2 * core.workload.num_servers + 2, dtype=np.int64)
         self._episode = -1
         self._epoch = -1

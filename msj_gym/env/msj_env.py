@@ -16,6 +16,7 @@ from ..core.policy import Policy
 from ..core.simulator import SimulationError, Simulator
 from ..core.stepping import (
     CLASS_FEATURES,
+    EP_EVERY_EVENT,
     EP_OBSJOBS,
     EP_PREEMPTIVE,
     EP_PWIN,
@@ -477,6 +478,12 @@ class MSJEnv(gym.Env):
         return a
 
     # ------------------------------------------------------------------------------------------------
+    def decide_every_event(self, flag: bool) -> None:
+        """Also stop at events where nothing can be decided (only "wait" is valid there). For agents
+        whose decision rule keeps state that must see every event, as the batch loop shows it
+        (:class:`~msj_gym.PolicyAgent` sets it for such policies); off by default."""
+        self._ep[EP_EVERY_EVENT] = int(bool(flag))
+
     def action_masks(self) -> np.ndarray:
         """Valid actions of the current decision (what sb3-contrib's MaskablePPO reads)."""
         return self._mask.copy()

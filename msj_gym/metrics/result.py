@@ -51,6 +51,7 @@ class SimulationResult:
     events: int
     batch_lag1_autocorrelation: float
     provenance: dict[str, Any] = field(default_factory=dict)
+    policy_metrics: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         def clean(x: Any) -> Any:
@@ -88,6 +89,8 @@ class SimulationResult:
                 f"  class {name:<10} need {c.server_need:<5} n={c.count:<8} "
                 f"T={c.mean_response_time:.5g} ± {c.ci95_half_width:.3g}  P(wait)={c.p_wait:.3f}"
             )
+        for name, value in self.policy_metrics.items():
+            lines.append(f"  {name:<28} {value:.6g}" if isinstance(value, float) else f"  {name:<28} {value}")
         return "\n".join(lines)
 
 
