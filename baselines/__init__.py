@@ -10,7 +10,7 @@ from .backfilling import EasyBackfilling
 from .fcfs import FCFS
 from .max_weight import MaxWeight
 from .priority import FirstFit, LeastServersFirst, MostServersFirst, MostServersFirstPreemptive
-from .quickswap import MSFQ
+from .quickswap import MSFQ, AdaptiveQuickswap, StaticQuickswap
 from .server_filling import FirstFitSRPT, ServerFilling, ServerFillingGittins, ServerFillingSRPT
 
 _ALL: tuple[type[Policy], ...] = (
@@ -26,6 +26,8 @@ _ALL: tuple[type[Policy], ...] = (
     EasyBackfilling,
     MaxWeight,
     MSFQ,
+    StaticQuickswap,
+    AdaptiveQuickswap,
 )
 
 POLICIES: dict[str, type[Policy]] = {cls.policy_id: cls for cls in _ALL}
