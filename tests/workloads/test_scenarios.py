@@ -146,3 +146,21 @@ def test_unknown_scenario_and_missing_file(tmp_path):
         load_scenario("nope")
     with pytest.raises(ValueError, match="no such file"):
         load_scenario(str(tmp_path / "missing.toml"))
+
+
+def test_borg_cellb_matches_the_shared_table(shared_dir) -> None:
+    import csv
+
+    import numpy as np
+
+    rows = list(csv.DictReader((shared_dir / "data" / "borg_cellb_26class.csv").open()))
+    wl = load_scenario("borg-cellb").build()
+    assert wl.num_servers == 2048 and wl.num_classes == len(rows) == 26
+    np.testing.assert_array_equal(wl.server_needs, [int(r["server_need"]) for r in rows])
+    np.testing.assert_array_equal(wl.probabilities, [float(r["arrival_prob"]) for r in rows])
+    np.testing.assert_array_equal(wl.mean_service_times, [float(r["mean_service_time"]) for r in rows])
+    np.testing.assert_allclose(wl.load_weights, [float(r["load_share"]) for r in rows], atol=1e-6)
+    # spec msfq.md 5.3: lambda* = 4.960; needs 200, 256, 2000 carry 86.0 % of the load
+    assert wl.num_servers / wl.demand_per_arrival == pytest.approx(4.960, abs=5e-4)
+    heavy = np.isin(wl.server_needs, [200, 256, 2000])
+    assert wl.load_weights[heavy].sum() == pytest.approx(0.860, abs=5e-4)
