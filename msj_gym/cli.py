@@ -51,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
     sub.add_parser("list", help="list the built-in scenarios and policies")
+
+    fig = sub.add_parser("figure", help="run a paper figure's sweep; write NAME.csv and NAME.png")
+    fig.add_argument("name", nargs="?", help="figure id, e.g. 004-fig3 (see --list)")
+    fig.add_argument("--list", action="store_true", help="list the figures")
+    fig.add_argument("--out", default="figures", help="output folder (runs.jsonl there is reused)")
+    fig.add_argument("--arrivals", type=int, help="arrivals per run (default: the figure's)")
+    fig.add_argument("--seeds", type=int, default=1, help="independent runs per point (default 1)")
     return parser
 
 
@@ -113,11 +120,27 @@ def _list() -> int:
     return 0
 
 
+def _figure(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .experiments import FIGURES, make_figure
+
+    if args.list or not args.name:
+        for name, fig in FIGURES.items():
+            print(f"  {name:<10} {fig.title}  [{fig.source}]")
+        return 0
+    csv_path, png = make_figure(args.name, Path(args.out), arrivals=args.arrivals, seeds=args.seeds)
+    print(f"wrote {csv_path}" + (f" and {png}" if png else " (install matplotlib for the PNG)"))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "simulate":
             return _simulate(args)
+        if args.command == "figure":
+            return _figure(args)
         return _list()
     except ValueError as exc:
         print(f"msj-gym: error: {exc}", file=sys.stderr)

@@ -116,3 +116,17 @@ def test_four_class_ordering_at_high_load() -> None:
     hw = [r.weighted_ci95_half_width for r in res.values()]
     for i in range(3):
         assert w[i] + hw[i] < w[i + 1] - hw[i + 1], (w, hw)
+
+
+@pytest.mark.slow
+def test_borg_ordering_at_high_load() -> None:
+    """004 Fig. 6 / App. D claims on Borg cell B (k=2048) at lambda = 4.5: Adaptive < Static < MSF in
+    weighted mean response time, and preemptive ServerFilling below every non-preemptive policy.
+    Long runs: the heavy classes make the weighted metric very noisy."""
+    wl = load_scenario("borg-cellb").build(arrival_rate=4.5)
+    res = {
+        pid: Simulator(wl, make_policy(pid), seed=1, num_arrivals=3_000_000).run().weighted_mean_response_time
+        for pid in ("adaptive-quickswap", "static-quickswap", "msf", "first-fit", "server-filling")
+    }
+    assert res["adaptive-quickswap"] < res["static-quickswap"] < res["msf"]
+    assert res["server-filling"] < min(v for k, v in res.items() if k != "server-filling")

@@ -1,0 +1,248 @@
+"""The papers' figures as data: which runs, which metrics, which analysis curves. ``make_figure`` runs
+(or reuses) the points, writes ``NAME.csv`` (mean and 95 % CI per series, x and metric) and
+``NAME.png``. Paper 004 (Quickswap) so far; the sweeps follow spec msfq.md Sec. 5.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .runner import Point, aggregate, run_points
+
+__all__ = ["FIGURES", "Figure", "make_figure"]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure: its runs (``series -> (scenario, policy, params)`` over ``xs``, where x is the
+    ``x_field`` workload override or a policy parameter), its panels (metric, label) and optional
+    analysis curves."""
+
+    title: str
+    source: str
+    scenario: str
+    x_field: str
+    xs: tuple[float, ...]
+    series: dict[str, tuple[str, dict[str, Any]]]
+    panels: tuple[tuple[str, str], ...]
+    build: dict[str, Any] = field(default_factory=dict)
+    xlabel: str = "arrival rate"
+    logy: bool = True
+    arrivals: int = 1_000_000
+    analysis: Callable[[str, float], dict[str, float | None]] | None = None
+
+    def points(self, arrivals: int, seeds: int) -> list[Point]:
+        pts = []
+        for label, (policy, params) in self.series.items():
+            for x in self.xs:
+                build, prm = dict(self.build), dict(params)
+                if self.x_field in ("arrival_rate", "load", "num_servers"):
+                    build[self.x_field] = x
+                else:
+                    prm[self.x_field] = type(params.get(self.x_field, x))(x)
+                for seed in range(seeds):
+                    pts.append(Point(label, x, self.scenario, policy, seed, arrivals, build, prm))
+        return pts
+
+
+def _one_or_all(metric: str, ell: int, lam: float) -> float | None:
+    from ..analysis.one_or_all import one_or_all_msfq
+
+    try:
+        a = one_or_all_msfq(32, 0.9 * lam, 0.1 * lam, ell)
+    except ValueError:
+        return None  # outside the analysis' domain (low load)
+    return {
+        "mean_response_time": a.mean_response_time,
+        "weighted_mean_response_time": a.weighted_mean_response_time,
+        "per_class.light": a.light_response_time,
+        "per_class.heavy": a.heavy_response_time,
+    }.get(metric)
+
+
+def _fig2_analysis(metric: str, ell: float) -> float | None:
+    return _one_or_all(metric, int(ell), 7.25)
+
+
+def _fig3_analysis(metric: str, lam: float) -> dict[str, float | None]:
+    return {"MSF (analysis)": _one_or_all(metric, 0, lam), "MSFQ (analysis)": _one_or_all(metric, 31, lam)}
+
+
+ONE_OR_ALL_LAMBDAS = tuple(round(5.0 + 0.25 * i, 2) for i in range(12))  # 5.0 .. 7.75
+QUICKSWAP_FAMILY = {
+    "MSF": ("msf", {}),
+    "First-Fit": ("first-fit", {}),
+    "Static Quickswap": ("static-quickswap", {}),
+    "Adaptive Quickswap": ("adaptive-quickswap", {}),
+}
+
+FIGURES: dict[str, Figure] = {
+    "004-fig2": Figure(
+        title="One-or-all, k=32, lambda=7.25: MSFQ mean response time vs threshold ell",
+        source="Chen et al. (004) Fig. 2; spec msfq.md 5.1",
+        scenario="one-or-all",
+        x_field="ell",
+        xs=(0, 1, 2, 4, 8, 16, 24, 31),
+        series={"MSFQ": ("msfq", {"ell": 0})},
+        panels=(("mean_response_time", "mean response time"),),
+        build={"arrival_rate": 7.25},
+        xlabel="threshold ell",
+        arrivals=500_000,
+        analysis=lambda metric, x: {"MSFQ (analysis)": _fig2_analysis(metric, x)},
+    ),
+    "004-fig3": Figure(
+        title="One-or-all, k=32: weighted / unweighted / per-class mean response time",
+        source="Chen et al. (004) Fig. 3; spec msfq.md 5.1 (nMSR not yet implemented)",
+        scenario="one-or-all",
+        x_field="arrival_rate",
+        xs=ONE_OR_ALL_LAMBDAS,
+        series={"MSF": ("msf", {}), "MSFQ": ("msfq", {}), "First-Fit": ("first-fit", {})},
+        panels=(
+            ("weighted_mean_response_time", "weighted mean response time"),
+            ("mean_response_time", "mean response time"),
+            ("per_class.light", "light jobs"),
+            ("per_class.heavy", "heavy jobs"),
+        ),
+        arrivals=500_000,
+        analysis=_fig3_analysis,
+    ),
+    "004-fig4": Figure(
+        title="One-or-all, k=32: mean phase durations, MSF (MSFQ ell=0) and MSFQ (ell=31)",
+        source="Chen et al. (004) Fig. 4; spec msfq.md 5.1",
+        scenario="one-or-all",
+        x_field="arrival_rate",
+        xs=(6.0, 6.5, 7.0, 7.25, 7.5),
+        series={"MSF": ("msfq", {"ell": 0}), "MSFQ": ("msfq", {})},
+        panels=tuple((f"policy_metrics.phase{p}_mean_duration", f"phase {p}") for p in (1, 2, 3, 4)),
+        arrivals=500_000,
+    ),
+    "004-fig5": Figure(
+        title="Four classes (needs 1, 3, 5, 15; k=15): weighted mean response time",
+        source="Chen et al. (004) Fig. 5; spec msfq.md 5.2 (k and probabilities reconstructed)",
+        scenario="four-class",
+        x_field="arrival_rate",
+        xs=(2.0, 2.5, 3.0, 3.3, 3.6, 3.8),
+        series=QUICKSWAP_FAMILY,
+        panels=(("weighted_mean_response_time", "weighted mean response time"),),
+    ),
+    "004-fig6": Figure(
+        title="Google Borg cell B (k=2048): weighted mean response time",
+        source="Chen et al. (004) Fig. 6; spec msfq.md 5.3",
+        scenario="borg-cellb",
+        x_field="arrival_rate",
+        xs=(3.0, 3.5, 4.0, 4.5, 4.8),
+        series=QUICKSWAP_FAMILY,
+        panels=(("weighted_mean_response_time", "weighted mean response time"),),
+    ),
+    "004-appC": Figure(
+        title="Google Borg cell B: Jain's fairness index over class mean response times",
+        source="Chen et al. (004) App. C, Fig. 7; spec msfq.md 5.3",
+        scenario="borg-cellb",
+        x_field="arrival_rate",
+        xs=(3.0, 3.5, 4.0, 4.5, 4.8),
+        series=QUICKSWAP_FAMILY,
+        panels=(("jain_fairness", "Jain index"), ("mean_response_time", "mean response time")),
+        logy=False,
+    ),
+    "004-appD": Figure(
+        title="Google Borg cell B: preemptive ServerFilling against the non-preemptive policies",
+        source="Chen et al. (004) App. D, Fig. 8; spec msfq.md 2.8",
+        scenario="borg-cellb",
+        x_field="arrival_rate",
+        xs=(3.0, 3.5, 4.0, 4.5, 4.8),
+        series={**QUICKSWAP_FAMILY, "ServerFilling": ("server-filling", {})},
+        panels=(
+            ("weighted_mean_response_time", "weighted mean response time"),
+            ("mean_response_time", "mean response time"),
+        ),
+    ),
+}
+
+
+def make_figure(
+    name: str, out: Path, *, arrivals: int | None = None, seeds: int = 1, progress: bool = True
+) -> tuple[Path, Path | None]:
+    """Run (or reuse, from ``out/runs.jsonl``) the figure's points; write ``out/NAME.csv`` and, if
+    matplotlib is installed, ``out/NAME.png``. Returns both paths (the PNG's is None without it)."""
+    fig = FIGURES.get(name)
+    if fig is None:
+        raise ValueError(f"unknown figure {name!r}; known: {', '.join(FIGURES)}")
+    if arrivals is not None and (isinstance(arrivals, bool) or arrivals < 100):
+        raise ValueError(f"arrivals: expected an integer >= 100, got {arrivals!r}")
+    if isinstance(seeds, bool) or seeds < 1:
+        raise ValueError(f"seeds: expected a positive integer, got {seeds!r}")
+    out.mkdir(parents=True, exist_ok=True)
+    rows = run_points(fig.points(arrivals or fig.arrivals, seeds), out / "runs.jsonl", progress=progress)
+    table = []
+    for metric, _ in fig.panels:
+        table += aggregate(rows, metric)
+        if fig.analysis is not None:
+            for x in fig.xs:
+                for label, value in (fig.analysis(metric, x) or {}).items():
+                    if value is not None:
+                        table.append(
+                            {
+                                "series": label,
+                                "x": x,
+                                "metric": metric,
+                                "mean": value,
+                                "ci95": "",
+                                "seeds": "",
+                                "stable": True,
+                            }
+                        )
+    csv_path = out / f"{name}.csv"
+    with csv_path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=["series", "x", "metric", "mean", "ci95", "seeds", "stable"])
+        writer.writeheader()
+        writer.writerows(table)
+    return csv_path, _plot(fig, table, out / f"{name}.png")
+
+
+def _plot(fig: Figure, table: list[dict[str, Any]], path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    n = len(fig.panels)
+    cols = min(n, 2)
+    rows = math.ceil(n / cols)
+    figure, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4 * rows), squeeze=False)
+    for ax, (metric, label) in zip(axes.flat, fig.panels, strict=False):
+        series: dict[str, list[dict[str, Any]]] = {}
+        for r in table:
+            if r["metric"] == metric:
+                series.setdefault(r["series"], []).append(r)
+        for name, pts in series.items():
+            pts.sort(key=lambda r: r["x"])
+            xs = [r["x"] for r in pts]
+            ys = [r["mean"] for r in pts]
+            if "analysis" in name:
+                ax.plot(xs, ys, "--", label=name)
+                continue
+            err = [r["ci95"] if isinstance(r["ci95"], float) and math.isfinite(r["ci95"]) else 0 for r in pts]
+            line = ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
+            bad = [(x, y) for x, y, r in zip(xs, ys, pts, strict=True) if not r["stable"]]
+            if bad:  # unstable points: hollow red rings
+                ax.plot(*zip(*bad, strict=True), "o", mfc="none", mec="red", ms=11, color=line[0].get_color())
+        ax.set_xlabel(fig.xlabel)
+        ax.set_ylabel(label)
+        if fig.logy:
+            ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    figure.suptitle(f"{fig.title}\n{fig.source}; 95 % CIs; red rings: unstable", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

@@ -1,0 +1,53 @@
+"""Figure commands at a tiny size: files written, resumable runs, bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from msj_gym.cli import main
+from msj_gym.experiments import FIGURES, make_figure
+
+
+def test_figure_writes_csv_and_png_and_resumes(tmp_path) -> None:
+    csv_path, png = make_figure("004-fig2", tmp_path, arrivals=2000, progress=False)
+    rows = list(csv.DictReader(csv_path.open()))
+    sim = [r for r in rows if r["series"] == "MSFQ"]
+    analysis = [r for r in rows if r["series"] == "MSFQ (analysis)"]
+    assert [float(r["x"]) for r in sim] == list(FIGURES["004-fig2"].xs)
+    assert len(analysis) == len(sim) and all(float(r["mean"]) > 0 for r in rows)
+    pytest.importorskip("matplotlib")
+    assert png is not None and png.stat().st_size > 10_000
+    runs = (tmp_path / "runs.jsonl").read_text().splitlines()
+    assert len(runs) == len(sim)
+    make_figure("004-fig2", tmp_path, arrivals=2000, progress=False)  # every run is reused
+    assert (tmp_path / "runs.jsonl").read_text().splitlines() == runs
+    make_figure("004-fig4", tmp_path, arrivals=3000, progress=False)
+    phase = [r for r in csv.DictReader((tmp_path / "004-fig4.csv").open())]
+    assert {r["metric"] for r in phase} == {f"policy_metrics.phase{p}_mean_duration" for p in (1, 2, 3, 4)}
+
+
+def test_seeds_give_replication_intervals(tmp_path) -> None:
+    csv_path, _ = make_figure("004-fig5", tmp_path, arrivals=1000, seeds=2, progress=False)
+    rows = list(csv.DictReader(csv_path.open()))
+    assert len(rows) == 4 * len(FIGURES["004-fig5"].xs) and all(r["seeds"] == "2" for r in rows)
+    lines = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert {x["seed"] for x in lines} == {0, 1}
+
+
+def test_bad_input(tmp_path) -> None:
+    with pytest.raises(ValueError, match="unknown figure"):
+        make_figure("004-fig99", tmp_path)
+    with pytest.raises(ValueError, match="arrivals"):
+        make_figure("004-fig2", tmp_path, arrivals=5)
+    (tmp_path / "runs.jsonl").write_text("not json\n")
+    with pytest.raises(ValueError, match="line 1"):
+        make_figure("004-fig2", tmp_path, arrivals=1000, progress=False)
+
+
+def test_cli_lists_figures(capsys) -> None:
+    assert main(["figure", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in FIGURES)
