@@ -34,6 +34,7 @@ class Figure:
     xlabel: str = "arrival rate"
     logy: bool = True
     arrivals: int = 1_000_000
+    options: dict[str, Any] = field(default_factory=dict)  # Simulator keywords for every run
     analysis: Callable[[str, float], dict[str, float | None]] | None = None
 
     def points(self, arrivals: int, seeds: int) -> list[Point]:
@@ -46,7 +47,8 @@ class Figure:
                 else:
                     prm[self.x_field] = type(params.get(self.x_field, x))(x)
                 for seed in range(seeds):
-                    pts.append(Point(label, x, self.scenario, policy, seed, arrivals, build, prm))
+                    opts = dict(self.options)
+                    pts.append(Point(label, x, self.scenario, policy, seed, arrivals, build, prm, options=opts))
         return pts
 
 
@@ -134,6 +136,8 @@ FIGURES: dict[str, Figure] = {
         title="Google Borg cell B (k=2048): weighted mean response time",
         source="Chen et al. (004) Fig. 6; spec msfq.md 5.3",
         scenario="borg-cellb",
+        arrivals=10_000_000,
+        options={"max_jobs_in_system": 5_000_000},
         x_field="arrival_rate",
         xs=(3.0, 3.5, 4.0, 4.5, 4.8),
         series=QUICKSWAP_FAMILY,
@@ -143,6 +147,8 @@ FIGURES: dict[str, Figure] = {
         title="Google Borg cell B: Jain's fairness index over class mean response times",
         source="Chen et al. (004) App. C, Fig. 7; spec msfq.md 5.3",
         scenario="borg-cellb",
+        arrivals=10_000_000,
+        options={"max_jobs_in_system": 5_000_000},
         x_field="arrival_rate",
         xs=(3.0, 3.5, 4.0, 4.5, 4.8),
         series=QUICKSWAP_FAMILY,
@@ -153,6 +159,8 @@ FIGURES: dict[str, Figure] = {
         title="Google Borg cell B: preemptive ServerFilling against the non-preemptive policies",
         source="Chen et al. (004) App. D, Fig. 8; spec msfq.md 2.8",
         scenario="borg-cellb",
+        arrivals=10_000_000,
+        options={"max_jobs_in_system": 5_000_000},
         x_field="arrival_rate",
         xs=(3.0, 3.5, 4.0, 4.5, 4.8),
         series={**QUICKSWAP_FAMILY, "ServerFilling": ("server-filling", {})},

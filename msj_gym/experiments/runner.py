@@ -36,6 +36,7 @@ class Point:
     build: dict[str, Any] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     warmup: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # more Simulator keywords
 
     def key(self) -> str:
         d = asdict(self)
@@ -56,7 +57,7 @@ def _run(point: Point) -> dict[str, Any]:
         make_policy(point.policy, **point.params),
         seed=point.seed,
         num_arrivals=point.num_arrivals,
-        warmup=point.warmup,
+        warmup=point.warmup, **point.options,
     )
     res = sim.run()
     return {
