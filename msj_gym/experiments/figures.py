@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,8 +48,8 @@ class Figure:
                 else:
                     prm[self.x_field] = type(params.get(self.x_field, x))(x)
                 for seed in range(seeds):
-                    opts = dict(self.options)
-                    pts.append(Point(label, x, self.scenario, policy, seed, arrivals, build, prm, options=opts))
+                    pt = Point(label, x, self.scenario, policy, seed, arrivals, build, prm)
+                    pts.append(dataclasses.replace(pt, options=dict(self.options)))
         return pts
 
 

@@ -57,7 +57,8 @@ def _run(point: Point) -> dict[str, Any]:
         make_policy(point.policy, **point.params),
         seed=point.seed,
         num_arrivals=point.num_arrivals,
-        warmup=point.warmup, **point.options,
+        warmup=point.warmup,
+        **point.options,
     )
     res = sim.run()
     return {
