@@ -9,6 +9,7 @@ from msj_gym.core import Policy
 from .backfilling import EasyBackfilling
 from .fcfs import FCFS
 from .max_weight import MaxWeight
+from .nmsr import NMSR
 from .priority import FirstFit, LeastServersFirst, MostServersFirst, MostServersFirstPreemptive
 from .quickswap import MSFQ, AdaptiveQuickswap, StaticQuickswap
 from .server_filling import FirstFitSRPT, ServerFilling, ServerFillingGittins, ServerFillingSRPT
@@ -28,6 +29,7 @@ _ALL: tuple[type[Policy], ...] = (
     MSFQ,
     StaticQuickswap,
     AdaptiveQuickswap,
+    NMSR,
 )
 
 POLICIES: dict[str, type[Policy]] = {cls.policy_id: cls for cls in _ALL}

@@ -1,0 +1,180 @@
+"""nMSR: the non-preemptive Markovian Service Rate policy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from msj_gym.core import Param, Policy
+from msj_gym.core.jit import inline_jit
+from msj_gym.core.state import C_HEAD, C_NEED, C_NRUN, CLS, CNEXT, F_NOW, I_FREE, JOB_ID, NEED, PolicyData
+
+# pdata.params = [tau, backfill, then per schedule: mean sojourn (C)], table[c, i] = target of class i
+# pdata.state  = [schedule, residual clock, clock time, switching, uniform index, then per schedule:
+#                 time spent (C), then per class: jobs in service after the last decision (C)]
+S_SCHED, S_RESIDUAL, S_CLOCK, S_SWITCHING, S_UNIFORM = range(5)
+N_FIXED = 5
+UNIFORMS = 1 << 16
+
+
+@inline_jit
+def _draw(pdata, mean):
+    st = pdata.state
+    i = int(st[S_UNIFORM])
+    st[S_UNIFORM] = (i + 1) % pdata.uniforms.size
+    return -mean * np.log1p(-pdata.uniforms[i])
+
+
+@inline_jit
+def _targets_met(pdata, c, running):
+    table = pdata.table
+    for i in range(table.shape[1]):
+        if running[i] > table[c, i]:
+            return False
+    return True
+
+
+@inline_jit
+def _advance_clock(pdata, now, running, spent):
+    """Run the schedule chain from the last clock time up to ``now`` with the per-class counts
+    ``running`` (constant over that interval): frozen while switching, which ends once no class has more
+    jobs in service than the current schedule's target. ``spent`` collects the clock time per schedule."""
+    st = pdata.state
+    nsched = pdata.table.shape[0]
+    t = st[S_CLOCK]
+    for _ in range(1_000_000):
+        c = int(st[S_SCHED])
+        if st[S_SWITCHING] != 0.0:
+            if not _targets_met(pdata, c, running):
+                break
+            st[S_SWITCHING] = 0.0
+        if st[S_RESIDUAL] > now - t:
+            st[S_RESIDUAL] -= now - t
+            spent[c] += now - t
+            break
+        spent[c] += st[S_RESIDUAL]
+        t += st[S_RESIDUAL]
+        c = (c + 1) % nsched
+        st[S_SCHED] = c
+        st[S_RESIDUAL] = _draw(pdata, pdata.params[2 + c])
+        st[S_SWITCHING] = 1.0
+    st[S_CLOCK] = now
+
+
+@inline_jit
+def _nmsr(view, pdata, actions):
+    st, ci, table = pdata.state, view.ci, pdata.table
+    nclass = ci.shape[1]
+    nsched = table.shape[0]
+    now = view.fv[F_NOW]
+    spent = st[N_FIXED : N_FIXED + nsched]
+    prev = st[N_FIXED + nsched : N_FIXED + nsched + nclass]
+    _advance_clock(pdata, now, prev, spent)  # up to now, with the counts left by the last decision
+    cur = ci[C_NRUN]
+    if st[S_SWITCHING] != 0.0 and _targets_met(pdata, int(st[S_SCHED]), cur):
+        st[S_SWITCHING] = 0.0  # a departure just now ended the switch: the clock runs on from now
+    c = int(st[S_SCHED])
+    free = view.iv[I_FREE]
+    n = 0
+    for i in range(nclass):
+        room = int(table[c, i]) - cur[i]
+        need = ci[C_NEED, i]
+        s = ci[C_HEAD, i]
+        while s != -1 and room > 0 and need <= free:
+            actions[n] = s
+            n += 1
+            free -= need
+            room -= 1
+            s = view.ji[s, CNEXT]
+    if pdata.params[1] != 0.0 and st[S_SWITCHING] == 0.0:
+        # first-fit backfilling: queue heads that fit, oldest head first
+        while free > 0:
+            best, best_id = -1, 0
+            for i in range(nclass):
+                s = ci[C_HEAD, i]
+                while s != -1 and _already(actions, n, s):
+                    s = view.ji[s, CNEXT]
+                if s != -1 and ci[C_NEED, i] <= free and (best == -1 or view.ji[s, JOB_ID] < best_id):
+                    best, best_id = s, view.ji[s, JOB_ID]
+            if best == -1:
+                break
+            actions[n] = best
+            n += 1
+            free -= view.ji[best, NEED]
+    for i in range(nclass):
+        prev[i] = cur[i]
+    for j in range(n):
+        prev[view.ji[actions[j], CLS]] += 1
+    return n
+
+
+@inline_jit
+def _already(actions, n, s):
+    for j in range(n):
+        if actions[j] == s:
+            return True
+    return False
+
+
+class NMSR(Policy):
+    """nMSR, non-preemptive Markovian Service Rate: a Markov chain independent of the queues cycles
+    through candidate schedules; in schedule c, class-i jobs start (FIFO, as they fit) while fewer than
+    u_i^(c) are in service. After each switch the chain's clock is frozen until no class has more jobs in
+    service than the new schedule allows ("switching"); jobs of the old schedule finish undisturbed.
+
+    Source: Chen et al. (004) Sec. 2 and 6 (the competitor "nMSR"), as spec msfq.md 2.7 reconstructs it
+    from the MSR paper and its code. Reading chosen: the pure schedules u^(i) = floor(k / n_i) class-i
+    jobs, visited in class order with time fractions alpha_i proportional to lambda_i E[S_i] / floor(k /
+    n_i) (the LP's solution when needs divide k); sojourns Exp(alpha_c tau) with ``tau`` (default: 10
+    mean service times) the chain's mean cycle length, a free parameter the paper does not give;
+    admission under the current schedule continues while switching (only the clock stops);
+    ``backfill=True`` adds first-fit backfilling of queue heads when not switching (the spec leaves open
+    which variant the paper ran). Non-preemptive; size-oblivious; its own random clock comes from the
+    run's policy stream. ``report`` gives the fraction of time spent in each schedule.
+    """
+
+    policy_id = "nmsr"
+    reference = "004 Sec. 2, 6 (spec msfq.md 2.7)"
+    preemptive = False
+    size_aware = False
+    decides_every_event = True
+    kernel = _nmsr
+    params_spec: ClassVar[Mapping[str, Param]] = {
+        "tau": Param(float, -1.0, "mean cycle length of the schedule chain (-1: 10 mean service times)"),
+        "backfill": Param(bool, False, "first-fit backfilling of queue heads when not switching"),
+    }
+
+    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+        needs = np.asarray(workload.server_needs, dtype=np.int64)
+        k = int(workload.num_servers)
+        p = np.asarray(workload.probabilities, dtype=np.float64)
+        means = np.asarray(workload.mean_service_times, dtype=np.float64)
+        fill = k // needs
+        share = p * means / fill
+        alpha = share / share.sum()
+        tau = self.param_values["tau"]
+        if tau == -1.0:
+            tau = 10.0 * float(np.dot(p, means))
+        elif tau <= 0:
+            raise ValueError(f"policy 'nmsr' parameter 'tau': expected a positive time, got {tau!r}")
+        nclass = needs.size
+        table = np.zeros((nclass, nclass))
+        table[np.arange(nclass), np.arange(nclass)] = fill
+        params = np.concatenate([[tau, 1.0 if self.param_values["backfill"] else 0.0], alpha * tau])
+        uniforms = rng.random(UNIFORMS)
+        state = np.zeros(N_FIXED + 2 * nclass)
+        state[S_RESIDUAL] = -params[2] * np.log1p(-uniforms[0])
+        state[S_UNIFORM] = 1.0
+        base = super().prepare(workload, rng)
+        return base._replace(params=params, table=table, uniforms=uniforms, state=state)
+
+    def report(self, pdata: PolicyData) -> dict[str, Any]:
+        nsched = pdata.table.shape[0]
+        spent = pdata.state[N_FIXED : N_FIXED + nsched]
+        total = float(spent.sum())
+        return {
+            f"schedule{c}_time_fraction": float(spent[c] / total) if total > 0 else float("nan")
+            for c in range(nsched)
+        }
