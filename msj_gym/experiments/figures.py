@@ -105,7 +105,12 @@ FIGURES: dict[str, Figure] = {
         scenario="one-or-all",
         x_field="arrival_rate",
         xs=ONE_OR_ALL_LAMBDAS,
-        series={"MSF": ("msf", {}), "MSFQ": ("msfq", {}), "First-Fit": ("first-fit", {}), "nMSR": ("nmsr", {})},
+        series={
+            "MSF": ("msf", {}),
+            "MSFQ": ("msfq", {}),
+            "First-Fit": ("first-fit", {}),
+            "nMSR": ("nmsr", {}),
+        },
         panels=(
             ("weighted_mean_response_time", "weighted mean response time"),
             ("mean_response_time", "mean response time"),

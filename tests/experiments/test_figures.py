@@ -32,7 +32,8 @@ def test_figure_writes_csv_and_png_and_resumes(tmp_path) -> None:
 def test_seeds_give_replication_intervals(tmp_path) -> None:
     csv_path, _ = make_figure("004-fig5", tmp_path, arrivals=1000, seeds=2, progress=False)
     rows = list(csv.DictReader(csv_path.open()))
-    assert len(rows) == len(FIGURES["004-fig5"].series) * len(FIGURES["004-fig5"].xs) and all(r["seeds"] == "2" for r in rows)
+    fig = FIGURES["004-fig5"]
+    assert len(rows) == len(fig.series) * len(fig.xs) and all(r["seeds"] == "2" for r in rows)
     lines = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert {x["seed"] for x in lines} == {0, 1}
 
