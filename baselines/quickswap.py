@@ -65,6 +65,21 @@ def _light_mode(k, n_light):
 
 
 @inline_jit
+def _admit_class(view, c, free, actions, n):
+    """Start the waiting jobs of class ``c`` in FIFO order while they fit; returns (n, free, started)."""
+    need = view.ci[C_NEED, c]
+    s = view.ci[C_HEAD, c]
+    started = 0
+    while s != -1 and need <= free:
+        actions[n] = s
+        n += 1
+        free -= need
+        started += 1
+        s = view.ji[s, CNEXT]
+    return n, free, started
+
+
+@inline_jit
 def _msfq_literal(view, pdata, actions):
     st, par, ci = pdata.state, pdata.params, view.ci
     light, heavy = int(par[P_LIGHT]), int(par[P_HEAVY])
@@ -73,7 +88,7 @@ def _msfq_literal(view, pdata, actions):
     free = view.iv[I_FREE]
     lw, lr = ci[C_NWAIT, light], ci[C_NRUN, light]
     hw, hr = ci[C_NWAIT, heavy], ci[C_NRUN, heavy]
-    s_light, s_heavy = ci[C_HEAD, light], ci[C_HEAD, heavy]
+    s_heavy = ci[C_HEAD, heavy]
     n = 0
     for _ in range(8):  # a decision settles within a few phase changes
         ph = int(st[S_PHASE])
@@ -98,13 +113,9 @@ def _msfq_literal(view, pdata, actions):
             # no heavy job left: light mode (it admits min(N_1, k) lights before testing N_1 <= ell)
             _set_phase(view, st, _light_mode(k, lw + lr) if lw + lr > 0 else 0)
         elif ph == 2 or ph == 3:
-            while free > 0 and lw > 0:
-                actions[n] = s_light
-                n += 1
-                s_light = view.ji[s_light, CNEXT]
-                free -= 1
-                lw -= 1
-                lr += 1
+            n, free, started = _admit_class(view, light, free, actions, n)
+            lw -= started
+            lr += started
             if ph == 2 and lw + lr < k:
                 _set_phase(view, st, 3)
                 ph = 3
@@ -133,7 +144,7 @@ def _msfq_author(view, pdata, actions):
     k = view.iv[I_K]
     t = k - par[P_ELL]
     free = view.iv[I_FREE]
-    lw, lr = ci[C_NWAIT, light], ci[C_NRUN, light]
+    lr = ci[C_NRUN, light]
     hw, hr = ci[C_NWAIT, heavy], ci[C_NRUN, heavy]
     light_departed = lr < st[S_PREV_LRUN]
     heavy_arrived = hw + hr > st[S_PREV_HEAVY]
@@ -151,14 +162,8 @@ def _msfq_author(view, pdata, actions):
             hw -= 1
             hr += 1
             st[S_ARMED] = 0.0
-        s = ci[C_HEAD, light]
-        while free > 0 and lw > 0:
-            actions[n] = s
-            n += 1
-            s = view.ji[s, CNEXT]
-            free -= 1
-            lw -= 1
-            lr += 1
+        n, free, started = _admit_class(view, light, free, actions, n)
+        lr += started
         if light_departed and st[S_ARMED] == 0.0 and hr == 0 and free >= t:
             st[S_ARMED] = 1.0
             if hw > 0:
@@ -255,21 +260,6 @@ class MSFQ(Policy):
 
 def _descending_order(needs: np.ndarray) -> np.ndarray:
     return np.array(sorted(range(needs.size), key=lambda c: (-int(needs[c]), c)), dtype=np.float64)
-
-
-@inline_jit
-def _admit_class(view, c, free, actions, n):
-    """Start the waiting jobs of class ``c`` in FIFO order while they fit; returns (n, free, started)."""
-    need = view.ci[C_NEED, c]
-    s = view.ci[C_HEAD, c]
-    started = 0
-    while s != -1 and need <= free:
-        actions[n] = s
-        n += 1
-        free -= need
-        started += 1
-        s = view.ji[s, CNEXT]
-    return n, free, started
 
 
 @inline_jit
