@@ -9,7 +9,24 @@ import numpy as np
 
 from msj_gym.core import Param, Policy
 from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import C_HEAD, C_NEED, C_NRUN, CLS, CNEXT, F_NOW, I_FREE, JOB_ID, NEED, PolicyData
+from msj_gym.core.state import (
+    C_HEAD,
+    C_NEED,
+    C_NRUN,
+    C_NWAIT,
+    CLS,
+    CNEXT,
+    F_NOW,
+    I_EXHAUSTED,
+    I_FREE,
+    I_NARR,
+    I_NGEN,
+    I_NRUN,
+    I_NWAIT,
+    JOB_ID,
+    NEED,
+    PolicyData,
+)
 
 # pdata.params = [tau, backfill, then per schedule: mean sojourn (C)], table[c, i] = target of class i
 # pdata.state  = [schedule, residual clock, clock time, switching, uniform index, then per schedule:
@@ -80,14 +97,8 @@ def _nmsr(view, pdata, actions):
     n = 0
     for i in range(nclass):
         room = int(table[c, i]) - cur[i]
-        need = ci[C_NEED, i]
-        s = ci[C_HEAD, i]
-        while s != -1 and room > 0 and need <= free:
-            actions[n] = s
-            n += 1
-            free -= need
-            room -= 1
-            s = view.ji[s, CNEXT]
+        if room > 0:
+            n, free, _ = _admit_class_upto(view, i, free, room, actions, n)
     if pdata.params[1] != 0.0 and st[S_SWITCHING] == 0.0:
         # first-fit backfilling: queue heads that fit, oldest head first
         while free > 0:
@@ -103,11 +114,38 @@ def _nmsr(view, pdata, actions):
             actions[n] = best
             n += 1
             free -= view.ji[best, NEED]
+    iv = view.iv
+    if n == 0 and iv[I_NRUN] == 0 and iv[I_NWAIT] > 0 and iv[I_EXHAUSTED] != 0 and iv[I_NARR] >= iv[I_NGEN]:
+        # End of a trace: nothing runs and no event will come to move the chain on; jump to the next
+        # schedule whose class waits rather than deadlock.
+        for step in range(1, nsched + 1):
+            c2 = (c + step) % nsched
+            for i in range(nclass):
+                if table[c2, i] > 0 and ci[C_NWAIT, i] > 0:
+                    st[S_SCHED] = c2
+                    st[S_SWITCHING] = 0.0
+                    n, free, _ = _admit_class_upto(view, i, free, int(table[c2, i]), actions, n)
+            if n > 0:
+                break
     for i in range(nclass):
         prev[i] = cur[i]
     for j in range(n):
         prev[view.ji[actions[j], CLS]] += 1
     return n
+
+
+@inline_jit
+def _admit_class_upto(view, i, free, limit, actions, n):
+    need = view.ci[C_NEED, i]
+    s = view.ci[C_HEAD, i]
+    started = 0
+    while s != -1 and started < limit and need <= free:
+        actions[n] = s
+        n += 1
+        free -= need
+        started += 1
+        s = view.ji[s, CNEXT]
+    return n, free, started
 
 
 @inline_jit
@@ -131,7 +169,10 @@ class NMSR(Policy):
     mean service times) the chain's mean cycle length, a free parameter the paper does not give;
     admission under the current schedule continues while switching (only the clock stops);
     ``backfill=True`` adds first-fit backfilling of queue heads when not switching (the spec leaves open
-    which variant the paper ran). Non-preemptive; size-oblivious; its own random clock comes from the
+    which variant the paper ran). Decisions are taken at arrivals and departures (spec Sec. 1), so a
+    schedule change takes effect at the next event; at the end of a finite trace, with nothing in
+    service and no event to come, the chain jumps to the next schedule whose class waits instead of
+    deadlocking. Non-preemptive; size-oblivious; its own random clock comes from the
     run's policy stream. ``report`` gives the fraction of time spent in each schedule.
     """
 
