@@ -259,13 +259,20 @@ class Simulator:
 
     def _run_python(self) -> int:
         """The same loop as ``run_batch`` for policies that only implement ``decide`` in Python."""
-        sizes = self.sizes if self.policy.size_aware else None
-        while True:
+        return self.run_policy_python(self.policy, self.pdata)
+
+    def run_policy_python(self, policy: Policy, pdata: Any, until_arrivals: int | None = None) -> int:
+        """Drive ``policy`` (with its kernel data ``pdata``) from Python through ``advance`` / ``decide``
+        / ``apply`` until the engine needs something (its status is returned) or, with
+        ``until_arrivals``, until that many jobs have arrived (``ST_EVENT`` is returned)."""
+        sizes = self.sizes if policy.size_aware else None
+        actions = self.actions
+        while until_arrivals is None or self.sim.iv[S.I_NARR] < until_arrivals:
             status = advance(self.sim)
             if status != S.ST_EVENT:
                 return status
-            n = self.policy.decide(self.view, sizes, self.pdata, self.actions)
-            if n > 0 and apply(self.sim, self.actions, n) != S.E_NONE:
+            n = policy.decide(self.view, sizes, pdata, actions)
+            if n > 0 and apply(self.sim, actions, n) != S.E_NONE:
                 return S.ST_ERROR
             if self.debug:
                 detail = check_invariants(self.sim)
@@ -273,6 +280,7 @@ class Simulator:
                     self.sim.iv[S.I_ERR] = S.E_INVARIANT
                     self.sim.iv[S.I_ERR_JOB] = detail
                     return S.ST_ERROR
+        return S.ST_EVENT
 
     def records(self) -> dict[str, np.ndarray]:
         """Per-job records of the measured jobs (needs ``record_jobs=True``), in arrival order. A job

@@ -263,8 +263,8 @@ class MSJEnv(gym.Env):
         self._n_actions = num_actions(nclass, self.queue_window, self.preempt_window, self.preemptive)
         self.action_space = spaces.Discrete(self._n_actions)
         dim = observation_size(nclass, self.obs_jobs, self.preempt_window, self.preemptive, self.reveal_sizes)
-        self._flat_space = spaces.Box(0.0, 1.0, (dim,), np.float32)
-        self.observation_space = self._flat_space if observation == "flat" else self._dict_space()
+        flat = spaces.Box(0.0, 1.0, (dim,), np.float32)
+        self.observation_space = flat if observation == "flat" else self._dict_space()
 
         self._ep = np.zeros(N_EP, dtype=np.int64)
         self._ep[EP_PREEMPTIVE] = int(self.preemptive)
@@ -370,7 +370,6 @@ class MSJEnv(gym.Env):
         self.episode += 1
         self._invalid = 0
         self._over = False
-        self.seed_used = run_seed
         self._bind()
         if self.warm_start is not None:
             self._run_warm_start(warm)
@@ -388,25 +387,14 @@ class MSJEnv(gym.Env):
         self._sim = sim
 
     def _run_warm_start(self, arrivals: int) -> None:
-        from ..core.engine import advance, apply
-
+        """Run the warm-start policy natively until ``arrivals`` jobs have arrived; the agent takes over
+        from the next event on."""
         core, policy = self.core, self.warm_start
         pdata = core.prepare_policy(policy)
-        actions = np.zeros(2 * self.workload.num_servers + 2, dtype=np.int64)
-        while core.sim.iv[S.I_NARR] < arrivals:
-            status = advance(core.sim)
-            if status != S.ST_EVENT:
-                if not core.handle(status):
-                    raise SimulationError("warm_start: the run ended during the warm start")
-                pdata = policy.with_work(
-                    pdata, core.sim.ji.shape[0], self.workload.num_servers, self.num_classes
-                )
-                continue
-            sizes = core.sizes if policy.size_aware else None
-            n = policy.decide(core.view, sizes, pdata, actions)
-            if n > 0 and apply(core.sim, actions, n) != S.E_NONE:
-                core._raise()
-        # the agent takes over from the next event on
+        while (status := core.run_policy_python(policy, pdata, until_arrivals=arrivals)) != S.ST_EVENT:
+            if not core.handle(status):
+                raise SimulationError("warm_start: the run ended during the warm start")
+            pdata = policy.with_work(pdata, core.sim.ji.shape[0], self.workload.num_servers, self.num_classes)
 
     def _advance(self, action: int) -> dict[str, Any]:
         """Run the compiled step, serving the engine's requests, until a decision is due or the
