@@ -13,7 +13,10 @@ from __future__ import annotations
 from msj_gym.core.jit import inline_jit
 from msj_gym.core.state import (
     ATTAINED,
+    C_HEAD,
+    C_NEED,
     CLS,
+    CNEXT,
     F_NOW,
     I_DONE,
     I_K,
@@ -191,3 +194,19 @@ def fill_and_diff(view, cand, m, packing, marks, starts, actions):
         actions[n] = starts[i]
         n += 1
     return n
+
+
+@inline_jit
+def admit_fifo(view, c, free, limit, actions, n):
+    """Append starts of class ``c``'s waiting jobs, oldest first, while they fit in ``free`` servers,
+    at most ``limit`` of them; returns (n, free, started)."""
+    need = view.ci[C_NEED, c]
+    s = view.ci[C_HEAD, c]
+    started = 0
+    while s != -1 and started < limit and need <= free:
+        actions[n] = s
+        n += 1
+        free -= need
+        started += 1
+        s = view.ji[s, CNEXT]
+    return n, free, started

@@ -28,6 +28,8 @@ from msj_gym.core.state import (
     PolicyData,
 )
 
+from ._kit import admit_fifo
+
 # pdata.params = [tau, backfill, then per schedule: mean sojourn (C)], table[c, i] = target of class i
 # pdata.state  = [schedule, residual clock, clock time, switching, uniform index, then per schedule:
 #                 time spent (C), then per class: jobs in service after the last decision (C)]
@@ -98,7 +100,7 @@ def _nmsr(view, pdata, actions):
     for i in range(nclass):
         room = int(table[c, i]) - cur[i]
         if room > 0:
-            n, free, _ = _admit_class_upto(view, i, free, room, actions, n)
+            n, free, _ = admit_fifo(view, i, free, room, actions, n)
     if pdata.params[1] != 0.0 and st[S_SWITCHING] == 0.0:
         # first-fit backfilling: queue heads that fit, oldest head first
         while free > 0:
@@ -124,7 +126,7 @@ def _nmsr(view, pdata, actions):
                 if table[c2, i] > 0 and ci[C_NWAIT, i] > 0:
                     st[S_SCHED] = c2
                     st[S_SWITCHING] = 0.0
-                    n, free, _ = _admit_class_upto(view, i, free, int(table[c2, i]), actions, n)
+                    n, free, _ = admit_fifo(view, i, free, int(table[c2, i]), actions, n)
             if n > 0:
                 break
     for i in range(nclass):
@@ -132,20 +134,6 @@ def _nmsr(view, pdata, actions):
     for j in range(n):
         prev[view.ji[actions[j], CLS]] += 1
     return n
-
-
-@inline_jit
-def _admit_class_upto(view, i, free, limit, actions, n):
-    need = view.ci[C_NEED, i]
-    s = view.ci[C_HEAD, i]
-    started = 0
-    while s != -1 and started < limit and need <= free:
-        actions[n] = s
-        n += 1
-        free -= need
-        started += 1
-        s = view.ji[s, CNEXT]
-    return n, free, started
 
 
 @inline_jit
@@ -182,6 +170,7 @@ class NMSR(Policy):
     size_aware = False
     decides_every_event = True
     kernel = _nmsr
+    kernel_depends = ("baselines._kit",)
     params_spec: ClassVar[Mapping[str, Param]] = {
         "tau": Param(float, -1.0, "mean cycle length of the schedule chain (-1: 10 mean service times)"),
         "backfill": Param(bool, False, "first-fit backfilling of queue heads when not switching"),

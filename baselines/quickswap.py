@@ -20,7 +20,6 @@ from msj_gym.core.state import (
     C_NRUN,
     C_NWAIT,
     CLS,
-    CNEXT,
     F_NOW,
     F_WIN_HI,
     F_WIN_LO,
@@ -33,6 +32,8 @@ from msj_gym.core.state import (
     NEED,
     PolicyData,
 )
+
+from ._kit import admit_fifo
 
 # pdata.params
 P_ELL, P_LIGHT, P_HEAVY, P_VARIANT = range(4)
@@ -66,17 +67,8 @@ def _light_mode(k, n_light):
 
 @inline_jit
 def _admit_class(view, c, free, actions, n):
-    """Start the waiting jobs of class ``c`` in FIFO order while they fit; returns (n, free, started)."""
-    need = view.ci[C_NEED, c]
-    s = view.ci[C_HEAD, c]
-    started = 0
-    while s != -1 and need <= free:
-        actions[n] = s
-        n += 1
-        free -= need
-        started += 1
-        s = view.ji[s, CNEXT]
-    return n, free, started
+    """Start class ``c``'s waiting jobs (FIFO) while they fit; returns (n, free, started)."""
+    return admit_fifo(view, c, free, view.iv[I_K], actions, n)
 
 
 @inline_jit
@@ -207,6 +199,7 @@ class MSFQ(Policy):
     size_aware = False
     decides_every_event = True
     kernel = _msfq
+    kernel_depends = ("baselines._kit",)
     params_spec: ClassVar[Mapping[str, Param]] = {
         "ell": Param(
             int, -1, "threshold: lights left before the swap (-1: k - 1, the paper's choice)", minimum=-1
@@ -318,6 +311,7 @@ class AdaptiveQuickswap(Policy):
     size_aware = False
     decides_every_event = True
     kernel = _adaptive
+    kernel_depends = ("baselines._kit",)
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
@@ -436,6 +430,7 @@ class StaticQuickswap(Policy):
     size_aware = False
     decides_every_event = True
     kernel = _static
+    kernel_depends = ("baselines._kit",)
     params_spec: ClassVar[Mapping[str, Param]] = {
         "second_pass": Param(bool, False, "start the next class's jobs in the same event as the turn moves"),
     }
