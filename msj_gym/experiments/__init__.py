@@ -1,6 +1,15 @@
 """Experiments: resumable batches of runs and the papers' figures (CSV + PNG with confidence intervals)."""
 
-from .figures import FIGURES, Figure, make_figure
+from .figures import FIGURES, SAMPLE_PATHS, Figure, make_figure, sample_path
 from .runner import Point, aggregate, run_points
 
-__all__ = ["FIGURES", "Figure", "Point", "aggregate", "make_figure", "run_points"]
+__all__ = [
+    "FIGURES",
+    "SAMPLE_PATHS",
+    "Figure",
+    "Point",
+    "aggregate",
+    "make_figure",
+    "run_points",
+    "sample_path",
+]

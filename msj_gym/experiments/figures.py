@@ -15,7 +15,7 @@ from typing import Any
 
 from .runner import Point, aggregate, run_points
 
-__all__ = ["FIGURES", "Figure", "make_figure"]
+__all__ = ["FIGURES", "SAMPLE_PATHS", "Figure", "make_figure", "sample_path"]
 
 
 @dataclass(frozen=True)
@@ -176,16 +176,89 @@ FIGURES: dict[str, Figure] = {
 }
 
 
+@dataclass(frozen=True)
+class SamplePath:
+    """A figure of the number of jobs in the system over time, one line per policy, recorded at every
+    event by running each policy through ``MSJ-v0`` (seed 0)."""
+
+    title: str
+    source: str
+    scenario: str
+    build: dict[str, Any]
+    series: dict[str, str]
+    arrivals: int = 20_000
+
+
+SAMPLE_PATHS: dict[str, SamplePath] = {
+    "004-fig1": SamplePath(
+        title="One-or-all, k=32, lambda=7.25: number of jobs in the system, MSF vs MSFQ",
+        source="Chen et al. (004) Fig. 1",
+        scenario="one-or-all",
+        build={"arrival_rate": 7.25},
+        series={"MSF": "msf", "MSFQ": "msfq"},
+    )
+}
+
+
+def sample_path(name: str, out: Path, arrivals: int | None = None) -> tuple[Path, Path | None]:
+    """Write ``out/NAME.csv`` (series, time, jobs in system after each event) and ``out/NAME.png``."""
+    import gymnasium as gym
+
+    from ..env import PolicyAgent
+
+    spec = SAMPLE_PATHS[name]
+    rows: list[tuple[str, float, int]] = []
+    for label, policy in spec.series.items():
+        env = gym.make(
+            "MSJ-v0", scenario=spec.scenario, num_arrivals=arrivals or spec.arrivals, warmup=0, **spec.build
+        )
+        agent = PolicyAgent(policy, env)
+        env.unwrapped.decide_every_event(True)  # a point per event, whatever the policy
+        obs, info = env.reset(seed=0)
+        truncated = False
+        while not truncated:
+            obs, _, _, truncated, info = env.step(agent.predict(obs)[0])
+            rows.append((label, info["time"], info["jobs_in_system"]))
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / f"{name}.csv"
+    with csv_path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["series", "time", "jobs_in_system"])
+        writer.writerows(rows)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return csv_path, None
+    figure, ax = plt.subplots(figsize=(10, 4))
+    for label in spec.series:
+        pts = [(t, n) for s, t, n in rows if s == label]
+        ax.step([t for t, _ in pts], [n for _, n in pts], where="post", label=label, lw=0.8)
+    ax.set_xlabel("time")
+    ax.set_ylabel("jobs in system")
+    ax.legend()
+    ax.set_title(f"{spec.title}\n{spec.source}; seed 0", fontsize=9)
+    figure.tight_layout()
+    png = out / f"{name}.png"
+    figure.savefig(png, dpi=110)
+    plt.close(figure)
+    return csv_path, png
+
+
 def make_figure(
     name: str, out: Path, *, arrivals: int | None = None, seeds: int = 1, progress: bool = True
 ) -> tuple[Path, Path | None]:
     """Run (or reuse, from ``out/runs.jsonl``) the figure's points; write ``out/NAME.csv`` and, if
     matplotlib is installed, ``out/NAME.png``. Returns both paths (the PNG's is None without it)."""
-    fig = FIGURES.get(name)
-    if fig is None:
-        raise ValueError(f"unknown figure {name!r}; known: {', '.join(FIGURES)}")
     if arrivals is not None and (isinstance(arrivals, bool) or arrivals < 100):
         raise ValueError(f"arrivals: expected an integer >= 100, got {arrivals!r}")
+    if name in SAMPLE_PATHS:
+        return sample_path(name, out, arrivals)
+    fig = FIGURES.get(name)
+    if fig is None:
+        raise ValueError(f"unknown figure {name!r}; known: {', '.join([*SAMPLE_PATHS, *FIGURES])}")
     if isinstance(seeds, bool) or seeds < 1:
         raise ValueError(f"seeds: expected a positive integer, got {seeds!r}")
     out.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 
 import pytest
@@ -52,3 +53,16 @@ def test_cli_lists_figures(capsys) -> None:
     assert main(["figure", "--list"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in FIGURES)
+
+
+def test_sample_path_figure(tmp_path) -> None:
+    csv_path, png = make_figure("004-fig1", tmp_path, arrivals=400)
+    rows = list(csv.DictReader(csv_path.open()))
+    for series in ("MSF", "MSFQ"):
+        times = [float(r["time"]) for r in rows if r["series"] == series]
+        counts = [int(r["jobs_in_system"]) for r in rows if r["series"] == series]
+        # a point per event: at least one per arrival, clock never going back, counts never negative
+        assert len(times) >= 400 and all(b >= a for a, b in itertools.pairwise(times))
+        assert min(counts) >= 0 and max(counts) > 0
+    pytest.importorskip("matplotlib")
+    assert png is not None and png.stat().st_size > 10_000
