@@ -154,8 +154,7 @@ class Simulator:
         self.overflowed = False
         self._feed()
         self.policy_seed = root.spawn(4)[3]  # the policy's own child stream (random tie-breaks etc.)
-        self.pdata = self.prepare_policy(self.policy)
-        self._resize_work()
+        self.pdata = self.prepare_policy(self.policy)  # scratch already sized for the slots
         self.actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
         self._views()
 
