@@ -1,4 +1,5 @@
-"""Command line: ``msj-gym simulate`` and ``msj-gym list`` (a stable contract other tooling relies on)."""
+"""Command line: ``msj-gym leaderboard``, ``simulate``, ``reproduce`` and ``list`` (a stable contract
+other tooling relies on)."""
 
 from __future__ import annotations
 
@@ -52,13 +53,95 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="list the built-in scenarios and policies")
 
-    fig = sub.add_parser("figure", help="run a paper figure's sweep; write NAME.csv and NAME.png")
-    fig.add_argument("name", nargs="?", help="figure id, e.g. 004-fig3 (see --list)")
+    lb = sub.add_parser(
+        "leaderboard",
+        help="rank policies and agents over scenarios x loads x seeds (paired, resumable)",
+        description="Rank every policy (and agents) on a load sweep; with no arguments, sf-fig2 at loads "
+        "0.5..0.9, 5 seeds of 20000 arrivals, all policies, about a minute on a laptop.",
+    )
+    lb.add_argument(
+        "--scenario",
+        action="append",
+        default=None,
+        help="scenario name or file (repeatable; default sf-fig2)",
+    )
+    lb.add_argument("--loads", default=None, help="'0.5,0.7,0.9' or 'START:STOP:STEP' (default 0.5:0.9:0.1)")
+    lb.add_argument(
+        "--policies",
+        default="all",
+        help="comma-separated ids, or all / non-preemptive / preemptive (default all)",
+    )
+    lb.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="SB3 checkpoint .zip or module:attr (repeatable)",
+    )
+    lb.add_argument("--seeds", default="5", help="a count, 'LO-HI' or a list (default 5: seeds 0..4)")
+    lb.add_argument("--arrivals", type=int, default=20_000, help="arrivals per run (default 20000)")
+    lb.add_argument("--warmup", type=int, default=None, help="arrivals discarded per run (default 10%%)")
+    lb.add_argument(
+        "--reference", default=None, help="normalise to this entrant (default: each load's leader)"
+    )
+    lb.add_argument("--out", default="leaderboard", help="output folder (default ./leaderboard)")
+    _backend_args(lb)
+
+    fig = sub.add_parser(
+        "reproduce",
+        aliases=["figure"],
+        help="regenerate a paper figure or table; write NAME.csv and NAME.png",
+    )
+    fig.add_argument("name", nargs="?", help="figure id, e.g. 004-fig3, or 'all' (see --list)")
     fig.add_argument("--list", action="store_true", help="list the figures")
     fig.add_argument("--out", default="figures", help="output folder (runs.jsonl there is reused)")
     fig.add_argument("--arrivals", type=int, help="arrivals per run (default: the figure's)")
     fig.add_argument("--seeds", type=int, default=1, help="independent runs per point (default 1)")
+    _backend_args(fig)
     return parser
+
+
+def _backend_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", default="local", choices=("local", "ray"), help="local process pool or Ray")
+    p.add_argument(
+        "--workers", type=int, default=None, help="processes (local) or CPUs (local Ray); default all cores"
+    )
+    p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
+
+
+def _workers(args: argparse.Namespace) -> int:
+    import os
+
+    return args.workers if args.workers is not None else (os.cpu_count() or 1)
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .experiments.leaderboard import (
+        DEFAULT_LOADS,
+        DEFAULT_SCENARIO,
+        LeaderboardConfig,
+        format_tables,
+        run_leaderboard,
+    )
+
+    config = LeaderboardConfig(
+        scenarios=tuple(args.scenario or [DEFAULT_SCENARIO]),
+        loads=args.loads if args.loads is not None else DEFAULT_LOADS,
+        policies=tuple(p.strip() for p in args.policies.split(",") if p.strip()),
+        agents=tuple(args.agent),
+        seeds=args.seeds,
+        arrivals=args.arrivals,
+        warmup=args.warmup,
+        reference=args.reference,
+    )
+    report = run_leaderboard(
+        config, Path(args.out), backend=args.backend, workers=_workers(args), address=args.address
+    )
+    print(format_tables(report))
+    print("wrote " + ", ".join(str(f) for f in report["files"]) + f" and {Path(args.out) / 'runs.jsonl'}")
+    return 0
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -129,8 +212,18 @@ def _figure(args: argparse.Namespace) -> int:
         for name, fig in {**SAMPLE_PATHS, **FIGURES}.items():
             print(f"  {name:<10} {fig.title}  [{fig.source}]")
         return 0
-    csv_path, png = make_figure(args.name, Path(args.out), arrivals=args.arrivals, seeds=args.seeds)
-    print(f"wrote {csv_path}" + (f" and {png}" if png else " (install matplotlib for the PNG)"))
+    names = [*SAMPLE_PATHS, *FIGURES] if args.name == "all" else [args.name]
+    for name in names:
+        csv_path, png = make_figure(
+            name,
+            Path(args.out),
+            arrivals=args.arrivals,
+            seeds=args.seeds,
+            backend=args.backend,
+            workers=_workers(args),
+            address=args.address,
+        )
+        print(f"wrote {csv_path}" + (f" and {png}" if png else " (install matplotlib for the PNG)"))
     return 0
 
 
@@ -139,8 +232,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             return _simulate(args)
-        if args.command == "figure":
+        if args.command in ("reproduce", "figure"):
             return _figure(args)
+        if args.command == "leaderboard":
+            return _leaderboard(args)
         return _list()
     except ValueError as exc:
         print(f"msj-gym: error: {exc}", file=sys.stderr)

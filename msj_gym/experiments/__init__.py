@@ -1,15 +1,21 @@
-"""Experiments: resumable batches of runs and the papers' figures (CSV + PNG with confidence intervals)."""
+"""Experiments: resumable batches of runs on a process pool or Ray, the papers' figures (CSV + PNG with
+confidence intervals) and baseline leaderboards."""
 
 from .figures import FIGURES, SAMPLE_PATHS, Figure, make_figure, sample_path
-from .runner import Point, aggregate, run_points
+from .leaderboard import LeaderboardConfig, format_tables, run_leaderboard
+from .runner import BACKENDS, Point, aggregate, run_points
 
 __all__ = [
+    "BACKENDS",
     "FIGURES",
     "SAMPLE_PATHS",
     "Figure",
+    "LeaderboardConfig",
     "Point",
     "aggregate",
+    "format_tables",
     "make_figure",
+    "run_leaderboard",
     "run_points",
     "sample_path",
 ]

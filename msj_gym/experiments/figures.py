@@ -248,10 +248,19 @@ def sample_path(name: str, out: Path, arrivals: int | None = None) -> tuple[Path
 
 
 def make_figure(
-    name: str, out: Path, *, arrivals: int | None = None, seeds: int = 1, progress: bool = True
+    name: str,
+    out: Path,
+    *,
+    arrivals: int | None = None,
+    seeds: int = 1,
+    progress: bool = True,
+    backend: str = "local",
+    workers: int = 1,
+    address: str | None = None,
 ) -> tuple[Path, Path | None]:
     """Run (or reuse, from ``out/runs.jsonl``) the figure's points; write ``out/NAME.csv`` and, if
-    matplotlib is installed, ``out/NAME.png``. Returns both paths (the PNG's is None without it)."""
+    matplotlib is installed, ``out/NAME.png``. Returns both paths (the PNG's is None without it).
+    ``backend``, ``workers``, ``address``: where the runs go (see :func:`run_points`)."""
     if arrivals is not None and (isinstance(arrivals, bool) or arrivals < 100):
         raise ValueError(f"arrivals: expected an integer >= 100, got {arrivals!r}")
     if name in SAMPLE_PATHS:
@@ -262,7 +271,14 @@ def make_figure(
     if isinstance(seeds, bool) or seeds < 1:
         raise ValueError(f"seeds: expected a positive integer, got {seeds!r}")
     out.mkdir(parents=True, exist_ok=True)
-    rows = run_points(fig.points(arrivals or fig.arrivals, seeds), out / "runs.jsonl", progress=progress)
+    rows = run_points(
+        fig.points(arrivals or fig.arrivals, seeds),
+        out / "runs.jsonl",
+        progress=progress,
+        backend=backend,
+        workers=workers,
+        address=address,
+    )
     table = []
     for metric, _ in fig.panels:
         table += aggregate(rows, metric)

@@ -1,31 +1,40 @@
 """Resumable batches of simulation runs, aggregated into tables with confidence intervals.
 
-A *point* is one run: scenario, workload overrides, policy and parameters, seed, run length. Results
-are appended to a JSON-lines file as each run finishes, keyed by the point, so an interrupted batch
-restarted with the same file skips what is done and loses nothing, and figures that share points
-(e.g. the same runs plotted as two metrics) share the runs.
+A *point* is one run: scenario, workload overrides, policy (or agent) and parameters, seed, run
+length. Results are appended to a JSON-lines file as each run finishes, keyed by the point, so an
+interrupted batch restarted with the same file skips what is done and loses nothing, and figures that
+share points (e.g. the same runs plotted as two metrics) share the runs.
+
+Points are independent and each is a pure function of its fields (its seed included), so they can run
+in any order on any number of processes (``backend="local"``, a process pool) or machines
+(``backend="ray"``) with bit-identical results; only the parent process writes the results file.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..metrics.stats import replication_ci
 
-__all__ = ["Point", "aggregate", "run_points"]
+__all__ = ["BACKENDS", "Point", "aggregate", "provenance", "run_point", "run_points"]
+
+BACKENDS = ("local", "ray")
 
 
 @dataclass(frozen=True)
 class Point:
     """One simulation run. ``series`` and ``x`` say where it goes in a figure; ``build`` holds the
-    workload overrides (``arrival_rate``, ``load``, ``num_servers``)."""
+    workload overrides (``arrival_rate``, ``load``, ``num_servers``). With ``agent`` (a checkpoint path
+    or ``module:attr``, see :mod:`msj_gym.experiments.agents`) the run goes through ``MSJ-v0`` driven by
+    that agent, and ``policy`` is only its label."""
 
     series: str
     x: float
@@ -37,30 +46,40 @@ class Point:
     params: dict[str, Any] = field(default_factory=dict)
     warmup: int | None = None
     options: dict[str, Any] = field(default_factory=dict)  # more Simulator keywords
+    agent: str | None = None
 
     def key(self) -> str:
         d = asdict(self)
         d.pop("series")
         d.pop("x")
+        if d["agent"] is None:  # keys of policy runs predate agents: keep them
+            d.pop("agent")
         return json.dumps(d, sort_keys=True)
 
 
-def _run(point: Point) -> dict[str, Any]:
-    from baselines import make_policy
-
-    from ..core.simulator import Simulator
+def run_point(point: Point) -> dict[str, Any]:
+    """Run one point in this process and return its metrics (a JSON-ready dict)."""
     from ..workloads.scenarios import load_scenario
 
-    wl = load_scenario(point.scenario).build(**point.build)
-    sim = Simulator(
-        wl,
-        make_policy(point.policy, **point.params),
-        seed=point.seed,
-        num_arrivals=point.num_arrivals,
-        warmup=point.warmup,
-        **point.options,
-    )
-    res = sim.run()
+    if point.agent is not None:
+        from .agents import run_agent
+
+        res = run_agent(point)
+    else:
+        from baselines import make_policy
+
+        from ..core.simulator import Simulator
+
+        wl = load_scenario(point.scenario).build(**point.build)
+        sim = Simulator(
+            wl,
+            make_policy(point.policy, **point.params),
+            seed=point.seed,
+            num_arrivals=point.num_arrivals,
+            warmup=point.warmup,
+            **point.options,
+        )
+        res = sim.run()
     return {
         "mean_response_time": res.mean_response_time,
         "ci95_half_width": res.ci95_half_width,
@@ -70,43 +89,225 @@ def _run(point: Point) -> dict[str, Any]:
         "utilization": res.utilization,
         "p_wait": res.p_wait,
         "stable": bool(res.stable),
+        "stability_note": res.stability_note,
         "per_class": {name: c.mean_response_time for name, c in res.per_class.items()},
         "policy_metrics": res.policy_metrics,
         "load": res.offered_load,
     }
 
 
-def run_points(points: Sequence[Point], results: Path, progress: bool = True) -> list[dict[str, Any]]:
-    """Run every point not yet in ``results`` (JSON lines, appended run by run); returns the rows of
-    ``points`` in order."""
+_PROVENANCE: dict[str, Any] | None = None
+
+
+def provenance() -> dict[str, Any]:
+    """Package version and git revision of the code that produced a result (``+dirty`` when the
+    working tree has uncommitted changes; ``unknown`` outside a git checkout)."""
+    global _PROVENANCE
+    if _PROVENANCE is None:
+        from ..core.simulator import _version
+
+        root = Path(__file__).resolve().parents[2]
+        rev = "unknown"
+        try:
+            head = subprocess.run(
+                ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+            )
+            if head.returncode == 0:
+                rev = head.stdout.strip()
+                dirty = subprocess.run(
+                    ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                )
+                if dirty.stdout.strip():
+                    rev += "+dirty"
+        except (OSError, subprocess.SubprocessError):
+            pass
+        _PROVENANCE = {"version": _version(), "git_revision": rev}
+    return dict(_PROVENANCE)
+
+
+def _read_results(results: Path) -> dict[str, dict[str, Any]]:
+    """The finished rows of ``results``. A last line cut short by a killed process is dropped from
+    the file; any other unreadable line is an error."""
     done: dict[str, dict[str, Any]] = {}
-    if results.exists():
-        for n, line in enumerate(results.read_text().splitlines(), 1):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                    done[row["key"]] = row
-                except (json.JSONDecodeError, KeyError):
-                    raise ValueError(f"{results}: line {n} is not a result row; use another --out") from None
+    if not results.exists():
+        return done
+    text = results.read_text()
+    if text and not text.endswith("\n"):  # a write torn by a killed process: that point reruns
+        cut = text.rfind("\n") + 1
+        with results.open("r+") as fh:
+            fh.truncate(len(text[:cut].encode()))
+        text = text[:cut]
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            done[row["key"]] = row
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise ValueError(f"{results}: line {n} is not a result row; use another --out") from None
+    return done
+
+
+def _execute(
+    todo: Sequence[Point], backend: str, workers: int, address: str | None
+) -> Iterator[tuple[Point, dict[str, Any]]]:
+    """Yield ``(point, metrics)`` as runs finish, in completion order."""
+    if backend == "ray":
+        yield from _execute_ray(todo, workers, address)
+        return
+    if workers == 1 or len(todo) <= 1:
+        for p in todo:
+            yield p, run_point(p)
+        return
+    import concurrent.futures as cf
+    import multiprocessing
+
+    # spawn, not fork: the parent may hold numba / torch threads
+    ctx = multiprocessing.get_context("spawn")
+    pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx)
+    try:
+        futures = {pool.submit(run_point, p): p for p in todo}
+        for fut in cf.as_completed(futures):
+            yield futures[fut], fut.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _execute_ray(
+    todo: Sequence[Point], workers: int, address: str | None
+) -> Iterator[tuple[Point, dict[str, Any]]]:
+    try:
+        import ray
+    except ImportError:
+        raise ValueError(
+            "--backend ray: ray is not installed; pip install -e '.[ray]' (or use --backend local)"
+        ) from None
+    started = False
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address is None:
+            kwargs["num_cpus"] = workers  # a local Ray, started on demand
+        else:
+            kwargs["address"] = address
+        # workers import msj_gym from where this process does (a checkout, not only an install)
+        root = str(Path(__file__).resolve().parents[2])
+        kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": root}}
+        ray.init(**kwargs)
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=2)(run_point)
+        pending = {remote.remote(p): p for p in todo}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                yield pending.pop(ref), ray.get(ref)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def run_points(
+    points: Sequence[Point],
+    results: Path,
+    progress: bool = True,
+    *,
+    backend: str = "local",
+    workers: int = 1,
+    address: str | None = None,
+) -> list[dict[str, Any]]:
+    """Run every point not yet in ``results`` (JSON lines, appended run by run, each row with the
+    point, its metrics and :func:`provenance`); returns the rows of ``points`` in order.
+
+    ``backend``: ``"local"`` (``workers`` processes; 1 runs in this process) or ``"ray"`` (a Ray
+    cluster at ``address``, or a local one with ``workers`` CPUs started on demand). A second process
+    using the same ``results`` at once is refused."""
+    if backend not in BACKENDS:
+        raise ValueError(f"--backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"--workers: expected a positive integer, got {workers!r}")
     results.parent.mkdir(parents=True, exist_ok=True)
-    todo = [p for p in points if p.key() not in done]
-    t0 = time.perf_counter()
-    for i, p in enumerate(todo, 1):
-        row = {"key": p.key(), **asdict(p), **_run(p)}
-        with results.open("a") as fh:
-            fh.write(json.dumps(row) + "\n")
-        done[row["key"]] = row
-        if progress:
-            eta = (time.perf_counter() - t0) / i * (len(todo) - i)
-            print(f"\r  {i}/{len(todo)} runs  ETA {eta:6.0f} s", end="", file=sys.stderr, flush=True)
-    if progress and todo:
-        print(file=sys.stderr)
+    with _exclusive(results):
+        done = _read_results(results)
+        seen: set[str] = set()
+        todo = []
+        for p in points:
+            k = p.key()
+            if k not in done and k not in seen:
+                seen.add(k)
+                todo.append(p)
+        prov = provenance()
+        bar = _Progress(len(todo)) if progress and todo else None
+        for p, metrics in _execute(todo, backend, workers, address):
+            row = {"key": p.key(), **asdict(p), **metrics, "provenance": prov}
+            with results.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            done[row["key"]] = row
+            if bar is not None:
+                bar.step(f"{p.scenario} {p.policy} x={p.x:g} seed={p.seed}")
+        if bar is not None:
+            bar.close()
     out = []
     for p in points:
         row = dict(done[p.key()])
         row["series"], row["x"] = p.series, p.x
         out.append(row)
     return out
+
+
+class _exclusive:
+    """An advisory lock on ``results`` (a sibling ``.lock`` file) for the duration of a batch."""
+
+    def __init__(self, results: Path) -> None:
+        self.path = results.with_name(results.name + ".lock")
+        self.fh: Any = None
+
+    def __enter__(self) -> _exclusive:
+        import fcntl
+
+        self.fh = self.path.open("w")
+        try:
+            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.fh.close()
+            raise ValueError(f"{self.path.parent}: another run is writing there now") from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.fh.close()
+        self.path.unlink(missing_ok=True)
+
+
+class _Progress:
+    """A one-line progress bar with ETA on stderr (plain lines when stderr is not a terminal)."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.n, self.t0 = total, 0, time.perf_counter()
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def step(self, label: str) -> None:
+        self.n += 1
+        now = time.perf_counter()
+        elapsed = now - self.t0
+        eta = elapsed / self.n * (self.total - self.n)
+        width = 24
+        filled = int(width * self.n / self.total)
+        line = (
+            f"[{'#' * filled}{'.' * (width - filled)}] {self.n}/{self.total} runs"
+            f"  {elapsed:5.0f} s elapsed  ETA {eta:5.0f} s  ({label})"
+        )
+        if self.tty:
+            print(f"\r{line[:150]:<150}", end="", file=sys.stderr, flush=True)
+        elif now - self.last > 10 or self.n == self.total:
+            self.last = now
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.tty:
+            print(file=sys.stderr)
 
 
 def aggregate(rows: Iterable[dict[str, Any]], metric: str) -> list[dict[str, Any]]:

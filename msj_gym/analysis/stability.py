@@ -1,0 +1,181 @@
+"""Stability limits of policies, where a theorem gives one: the largest load at which a policy is
+stable (the sup of the loads rho = lambda * sum_i alpha_i E[S_i] n_i / k of its stability region, the
+class mix held fixed).
+
+* ServerFilling and its SRPT / Gittins variants: 1 when k and every server need are powers of two
+  (001 Sec. 6; 000 Sec. 1).
+* MSF (non-preemptive) and every MSFQ: 1 on a one-or-all workload (004 Thm. 5.1; MSF is MSFQ with
+  threshold 0).
+* Static Quickswap: the sufficient condition of 004 Sec. 5.1 (Remark 1),
+  lambda * sum_i alpha_i E[S_i] / floor(k / n_i) < 1, which is 1 when every need divides k. A lower
+  bound on the limit, marked so.
+* FCFS with exponential durations: exact, from the *saturated system* (the queue never empties; its
+  departure rate X is the largest stable arrival rate, the saturation rule of Foss & Chernova used for
+  FCFS in the works 004 Sec. 2 cites). :func:`fcfs_saturated` solves its Markov chain: the numbers
+  of jobs of each class in service and the class of the blocked head-of-line job.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SaturatedFCFS", "fcfs_saturated", "stability_limit"]
+
+
+def _pow2(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def _one_or_all(workload: Any) -> bool:
+    needs = sorted(int(n) for n in workload.server_needs)
+    return len(needs) == 2 and needs == [1, workload.num_servers]
+
+
+def _work_per_arrival(workload: Any) -> float:
+    """sum_i alpha_i E[S_i] n_i / k: the load per unit arrival rate."""
+    a, m, n = workload.probabilities, workload.mean_service_times, workload.server_needs
+    return float(np.sum(a * m * n) / workload.num_servers)
+
+
+class SaturatedFCFS:
+    """The saturated FCFS system's throughput (jobs per unit time), utilisation and load limit."""
+
+    def __init__(self, throughput: float, utilization: float, load_limit: float, states: int) -> None:
+        self.throughput = throughput
+        self.utilization = utilization
+        self.load_limit = load_limit
+        self.states = states
+
+    def __repr__(self) -> str:
+        return (
+            f"SaturatedFCFS(throughput={self.throughput:.6g}, utilization={self.utilization:.6g}, "
+            f"load_limit={self.load_limit:.6g}, states={self.states})"
+        )
+
+
+def fcfs_saturated(workload: Any, max_states: int = 5000) -> SaturatedFCFS | None:
+    """Solve the saturated FCFS chain of ``workload`` (exponential durations only; None otherwise or
+    when the chain has more than ``max_states`` states).
+
+    After each departure the head-of-line job enters service if it fits, and so on down the queue,
+    each next job's class drawn from the class probabilities; the state is (jobs in service per
+    class, class of the head-of-line job that does not fit)."""
+    if any(c.service_time.kind != "exponential" for c in workload.classes):
+        return None
+    k = int(workload.num_servers)
+    need = [int(n) for n in workload.server_needs]
+    alpha = [float(a) for a in workload.probabilities]
+    rate = [1.0 / float(m) for m in workload.mean_service_times]
+    nc = len(need)
+    live = [i for i in range(nc) if alpha[i] > 0]
+    # any feasible packing can be a state: give up early on large systems
+    if _count_packings(k, [need[i] for i in live], max_states) > max_states:
+        return None
+
+    @cache
+    def cascade(c: tuple[int, ...], h: int) -> tuple[tuple[tuple[tuple[int, ...], int], float], ...]:
+        """Where admission from state (c, head class h) stops, with probabilities."""
+        free = k - sum(ci * ni for ci, ni in zip(c, need, strict=True))
+        if need[h] > free:
+            return (((c, h), 1.0),)
+        c2 = list(c)
+        c2[h] += 1
+        out: dict[tuple[tuple[int, ...], int], float] = {}
+        for j in live:
+            for s, p in cascade(tuple(c2), j):
+                out[s] = out.get(s, 0.0) + alpha[j] * p
+        return tuple(out.items())
+
+    start: dict[tuple[tuple[int, ...], int], float] = {}
+    for j in live:
+        for s, p in cascade((0,) * nc, j):
+            start[s] = start.get(s, 0.0) + alpha[j] * p
+    index: dict[tuple[tuple[int, ...], int], int] = {}
+    frontier = list(start)
+    transitions: list[tuple[int, int, float]] = []
+    for s in frontier:
+        index.setdefault(s, len(index))
+    while frontier:
+        s = frontier.pop()
+        c, h = s
+        for i in range(nc):
+            if c[i] == 0:
+                continue
+            c2 = list(c)
+            c2[i] -= 1
+            for t, p in cascade(tuple(c2), h):
+                if t not in index:
+                    if len(index) >= max_states:
+                        return None
+                    index[t] = len(index)
+                    frontier.append(t)
+                transitions.append((index[s], index[t], c[i] * rate[i] * p))
+    n = len(index)
+    q = np.zeros((n, n))
+    for a, b, r in transitions:
+        if a != b:
+            q[a, b] += r
+            q[a, a] -= r
+    # pi Q = 0, sum pi = 1
+    m = np.vstack([q.T, np.ones(n)])
+    rhs = np.zeros(n + 1)
+    rhs[-1] = 1.0
+    pi = np.linalg.lstsq(m, rhs, rcond=None)[0]
+    states = sorted(index, key=index.get)
+    out_rate = np.array([sum(ci * ri for ci, ri in zip(c, rate, strict=True)) for c, _ in states])
+    busy = np.array([sum(ci * ni for ci, ni in zip(c, need, strict=True)) for c, _ in states])
+    throughput = float(pi @ out_rate)
+    return SaturatedFCFS(throughput, float(pi @ busy) / k, throughput * _work_per_arrival(workload), n)
+
+
+def _count_packings(k: int, needs: list[int], cap: int) -> int:
+    """The number of vectors c >= 0 with sum c_i n_i <= k, counted up to ``cap`` (then cap + 1)."""
+    total = 0
+
+    def rec(i: int, free: int) -> None:
+        nonlocal total
+        if total > cap:
+            return
+        if i == len(needs):
+            total += 1
+            return
+        for c in range(free // needs[i] + 1):
+            rec(i + 1, free - c * needs[i])
+            if total > cap:
+                return
+
+    rec(0, k)
+    return total
+
+
+def stability_limit(policy_id: str | None, workload: Any) -> tuple[float, str] | None:
+    """``(load limit, source)`` for ``policy_id`` on ``workload`` where a theorem gives it, else None.
+    The source says whether the value is exact or a sufficient (lower) bound."""
+    if policy_id is None:
+        return None
+    k = int(workload.num_servers)
+    needs = [int(n) for n in workload.server_needs]
+    if policy_id in ("server-filling", "server-filling-srpt", "server-filling-gittins"):
+        if _pow2(k) and all(_pow2(n) for n in needs):
+            return 1.0, "001 Sec. 6: throughput-optimal (k, needs powers of two)"
+        return None
+    if policy_id in ("msf", "msfq") and _one_or_all(workload):
+        return 1.0, "004 Thm. 5.1: throughput-optimal on one-or-all"
+    if policy_id == "static-quickswap":
+        a, m = workload.probabilities, workload.mean_service_times
+        per_rate = float(np.sum(a * m / np.floor(k / np.asarray(needs))))
+        limit = _work_per_arrival(workload) / per_rate
+        if abs(limit - 1.0) < 1e-12:
+            return 1.0, "004 Remark 1: throughput-optimal (every need divides k)"
+        return limit, "004 Sec. 5.1: sufficient condition (a lower bound)"
+    if policy_id == "fcfs":
+        sat = fcfs_saturated(workload)
+        if sat is not None:
+            return (
+                sat.load_limit,
+                f"saturated FCFS chain, exact for exponential durations ({sat.states} states)",
+            )
+    return None

@@ -1,0 +1,681 @@
+"""Baseline leaderboards: scenarios x loads x (policies and agents) x seeds, paired, resumable, ranked.
+
+Every entrant sees the same job streams for a seed (common random numbers: the job stream is drawn
+from the seed alone, whatever the policy), so differences between entrants are paired comparisons:
+per seed, the entrant's mean response time minus (or divided by) the reference's, then a Student-t
+95 % interval over seeds. With one seed, each run's own batch-means interval is shown instead and
+paired intervals are not available.
+
+Ranking at a point (scenario, load): entrants stable on every seed first, by mean response time; then
+the unstable ones, whose finite-run averages are not steady-state values. Across a load sweep each
+entrant's *empirical stability limit* is bracketed between the largest load up to which it was
+stable on every seed and the first load at which it was not, next to the theoretical limit where a
+theorem gives one (see :func:`msj_gym.analysis.stability_limit`).
+
+Outputs in ``out``: ``runs.jsonl`` (one row per run, appended as it finishes, with provenance),
+``leaderboard.json`` (the configuration: a rerun with another one is refused), ``leaderboard.md``,
+``leaderboard.csv`` and ``leaderboard-<scenario>.png`` (response time vs load with CI bands,
+per-class bars, the stability region).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..metrics.stats import replication_ci
+from .runner import Point, provenance, run_points
+
+__all__ = [
+    "DEFAULT_LOADS",
+    "DEFAULT_SCENARIO",
+    "LeaderboardConfig",
+    "format_tables",
+    "parse_loads",
+    "parse_seeds",
+    "run_leaderboard",
+]
+
+DEFAULT_SCENARIO = "sf-fig2"
+DEFAULT_LOADS = (0.5, 0.6, 0.7, 0.8, 0.9)
+POLICY_GROUPS = ("all", "non-preemptive", "preemptive")
+
+
+def parse_loads(text: str | Sequence[float]) -> tuple[float, ...]:
+    """``"0.5,0.7,0.9"`` or an inclusive range ``"0.5:0.9:0.1"`` (start:stop:step)."""
+    if not isinstance(text, str):
+        loads = tuple(float(x) for x in text)
+    else:
+        try:
+            if ":" in text:
+                parts = [float(x) for x in text.split(":")]
+                if len(parts) != 3 or parts[2] <= 0:
+                    raise ValueError
+                start, stop, step = parts
+                n = math.floor((stop - start) / step + 1e-9) + 1
+                loads = tuple(round(start + i * step, 10) for i in range(max(n, 0)))
+            else:
+                loads = tuple(float(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise ValueError(
+                f"--loads: expected a list '0.5,0.7' or a range 'START:STOP:STEP', got {text!r}"
+            ) from None
+    if not loads:
+        raise ValueError(f"--loads: the load sweep {text!r} is empty")
+    for rho in loads:
+        if not math.isfinite(rho) or rho <= 0:
+            raise ValueError(f"--loads: expected positive loads, got {rho!r}")
+    if len(set(loads)) != len(loads):
+        raise ValueError(f"--loads: repeated load in {text!r}")
+    return tuple(sorted(loads))
+
+
+def parse_seeds(text: str | int | Sequence[int]) -> tuple[int, ...]:
+    """A count ``"5"`` (seeds 0..4), a range ``"100-119"`` or a list ``"1,4,9"``."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        text = str(text)
+    if not isinstance(text, str):
+        seeds = tuple(int(s) for s in text)
+    else:
+        try:
+            if "-" in text:
+                lo, hi = (int(x) for x in text.split("-", 1))
+                seeds = tuple(range(lo, hi + 1))
+            elif "," in text:
+                seeds = tuple(int(x) for x in text.split(",") if x.strip())
+            else:
+                seeds = tuple(range(int(text)))
+        except ValueError:
+            raise ValueError(f"--seeds: expected a count, 'LO-HI' or a list, got {text!r}") from None
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds: expected distinct non-negative seeds, got {text!r}")
+    return seeds
+
+
+@dataclass(frozen=True)
+class LeaderboardConfig:
+    """What a leaderboard runs. ``policies`` holds ids or a group (``all``, ``non-preemptive``,
+    ``preemptive``); a group keeps the policies defined on each scenario's workload, a named id that
+    is not defined there is an error. ``loads`` of None takes :data:`DEFAULT_LOADS`."""
+
+    scenarios: tuple[str, ...] = (DEFAULT_SCENARIO,)
+    loads: tuple[float, ...] = DEFAULT_LOADS
+    policies: tuple[str, ...] = ("all",)
+    agents: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    arrivals: int = 20_000
+    warmup: int | None = None
+    reference: str | None = None
+    policy_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.scenarios:
+            raise ValueError("--scenario: at least one scenario is needed")
+        if isinstance(self.arrivals, bool) or not isinstance(self.arrivals, int) or self.arrivals < 100:
+            raise ValueError(f"--arrivals: expected an integer >= 100, got {self.arrivals!r}")
+        if self.warmup is not None and not 0 <= self.warmup < self.arrivals - 1:
+            raise ValueError(
+                f"--warmup: expected an integer in [0, {self.arrivals - 1}), got {self.warmup!r}"
+            )
+        object.__setattr__(self, "loads", parse_loads(self.loads))
+        object.__setattr__(self, "seeds", parse_seeds(self.seeds))
+
+    @property
+    def warmup_arrivals(self) -> int:
+        return self.warmup if self.warmup is not None else self.arrivals // 10
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that determine the results (not how they are run or shown)."""
+        d = asdict(self)
+        d.pop("reference")
+        d["warmup"] = self.warmup_arrivals
+        return json.loads(json.dumps(d))
+
+
+@dataclass
+class Entrant:
+    label: str
+    policy: str | None  # policy id, or None for an agent
+    agent: str | None
+    preemptive: bool | None
+    size_aware: bool | None
+    params: dict[str, Any]
+
+
+def _entrants(config: LeaderboardConfig, scenario: str) -> tuple[list[Entrant], dict[str, str]]:
+    """The entrants of ``scenario`` and the policies of a group left out (id -> reason)."""
+    from baselines import POLICIES, supports
+
+    from ..workloads.scenarios import load_scenario
+    from .agents import agent_label, check_agent
+
+    workload = load_scenario(scenario).build(load=config.loads[0])
+    ids: list[str] = []
+    for item in config.policies:
+        if item in POLICY_GROUPS:
+            ids += [
+                pid
+                for pid, cls in POLICIES.items()
+                if item == "all" or (item == "preemptive") == bool(cls.preemptive)
+            ]
+        elif item in POLICIES:
+            ids.append(item)
+        else:
+            raise ValueError(
+                f"--policies: unknown policy {item!r}; known: {', '.join(POLICIES)} "
+                f"(or a group: {', '.join(POLICY_GROUPS)})"
+            )
+    skipped: dict[str, str] = {}
+    out: list[Entrant] = []
+    for pid in dict.fromkeys(ids):
+        reason = supports(pid, workload)
+        if reason is not None:
+            if pid in config.policies:
+                raise ValueError(f"--policies: {pid!r} is not defined on scenario {scenario!r}: {reason}")
+            skipped[pid] = reason
+            continue
+        cls = POLICIES[pid]
+        out.append(
+            Entrant(
+                pid, pid, None, bool(cls.preemptive), bool(cls.size_aware), config.policy_params.get(pid, {})
+            )
+        )
+    labels = {e.label for e in out}
+    for spec in config.agents:
+        check_agent(spec, scenario, {"load": config.loads[0]})
+        label = agent_label(spec)
+        if label in labels:
+            raise ValueError(f"--agent {spec!r}: a second entrant named {label!r}; rename the file")
+        labels.add(label)
+        out.append(Entrant(label, None, spec, False, False, {}))
+    if config.reference is not None and config.reference not in labels:
+        raise ValueError(
+            f"--reference: {config.reference!r} is not an entrant here ({', '.join(sorted(labels))})"
+        )
+    return out, skipped
+
+
+def plan(
+    config: LeaderboardConfig,
+) -> tuple[list[Point], dict[str, list[Entrant]], dict[str, dict[str, str]]]:
+    """Every run of the leaderboard, and per scenario its entrants and the policies left out."""
+    points: list[Point] = []
+    entrants: dict[str, list[Entrant]] = {}
+    skipped: dict[str, dict[str, str]] = {}
+    for scenario in config.scenarios:
+        entrants[scenario], skipped[scenario] = _entrants(config, scenario)
+        for e in entrants[scenario]:
+            for rho in config.loads:
+                for seed in config.seeds:
+                    points.append(
+                        Point(
+                            series=e.label,
+                            x=rho,
+                            scenario=scenario,
+                            policy=e.policy or e.label,
+                            seed=seed,
+                            num_arrivals=config.arrivals,
+                            build={"load": rho},
+                            params=dict(e.params),
+                            warmup=config.warmup_arrivals,
+                            agent=e.agent,
+                        )
+                    )
+    return points, entrants, skipped
+
+
+def _check_out(out: Path, config: LeaderboardConfig) -> None:
+    """Refuse an output folder that holds results of another configuration."""
+    path = out / "leaderboard.json"
+    identity = config.identity()
+    if path.exists():
+        try:
+            old = json.loads(path.read_text()).get("config")
+        except json.JSONDecodeError:
+            old = None
+        if old != identity:
+            diff = (
+                ", ".join(
+                    f"{k}: {old.get(k)!r} there vs {identity[k]!r} now"
+                    for k in identity
+                    if old.get(k) != identity[k]
+                )
+                if isinstance(old, dict)
+                else "unreadable leaderboard.json"
+            )
+            raise ValueError(
+                f"--out {str(out)!r} holds a leaderboard of another configuration ({diff}); "
+                "use another --out, or rerun the same command to resume it"
+            )
+        return
+    if (out / "runs.jsonl").exists():
+        raise ValueError(f"--out {str(out)!r} holds runs.jsonl of something else; use another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"config": identity, "provenance": provenance()}, indent=2) + "\n")
+    os.replace(tmp, path)  # never half-written
+
+
+@dataclass
+class Row:
+    """One entrant at one point, aggregated over seeds."""
+
+    scenario: str
+    load: float
+    entrant: str
+    kind: str
+    rank: int
+    mean_response_time: float
+    ci95: float
+    weighted_mean_response_time: float
+    weighted_ci95: float
+    p_wait: float
+    utilization: float
+    stable: bool
+    seeds: int
+    vs: str  # the reference of the paired columns
+    diff: float
+    diff_ci95: float
+    ratio: float
+    ratio_ci95: float
+    per_class: dict[str, float]
+    unstable_note: str = ""
+
+
+def _mean(values: list[float]) -> tuple[float, float]:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if not finite:
+        return math.nan, math.nan
+    est = replication_ci(finite)
+    return est.mean, est.ci95_half_width
+
+
+def _table(
+    scenario: str,
+    load: float,
+    runs: dict[str, dict[int, dict[str, Any]]],
+    entrants: list[Entrant],
+    reference: str | None,
+) -> list[Row]:
+    rows: list[Row] = []
+    for e in entrants:
+        by_seed = runs[e.label]
+        seeds = sorted(by_seed)
+        r = [by_seed[s] for s in seeds]
+        t, t_ci = _mean([x["mean_response_time"] for x in r])
+        w, w_ci = _mean([x["weighted_mean_response_time"] for x in r])
+        if len(r) == 1:  # one replication: its own batch-means intervals
+            t_ci, w_ci = r[0]["ci95_half_width"], r[0]["weighted_ci95_half_width"]
+        classes: dict[str, list[float]] = {}
+        for x in r:
+            for name, v in x["per_class"].items():
+                classes.setdefault(name, []).append(v)
+        kind = "agent" if e.agent else ("preemptive" if e.preemptive else "non-preemptive")
+        if e.size_aware:
+            kind += ", size-aware"
+        notes = [x.get("stability_note", "") for x in r if not x["stable"]]
+        rows.append(
+            Row(
+                scenario=scenario,
+                load=load,
+                entrant=e.label,
+                kind=kind,
+                rank=0,
+                mean_response_time=t,
+                ci95=t_ci,
+                weighted_mean_response_time=w,
+                weighted_ci95=w_ci,
+                p_wait=_mean([x["p_wait"] for x in r])[0],
+                utilization=_mean([x["utilization"] for x in r])[0],
+                stable=all(x["stable"] for x in r),
+                seeds=len(r),
+                vs="",
+                diff=math.nan,
+                diff_ci95=math.nan,
+                ratio=math.nan,
+                ratio_ci95=math.nan,
+                per_class={k: _mean(v)[0] for k, v in classes.items()},
+                unstable_note=notes[0] if notes else "",
+            )
+        )
+    rows.sort(
+        key=lambda x: (
+            not x.stable,
+            x.mean_response_time if math.isfinite(x.mean_response_time) else math.inf,
+        )
+    )
+    for i, row in enumerate(rows, 1):
+        row.rank = i
+    # paired columns: against the reference, else against the leader of this point
+    ref = reference or rows[0].entrant
+    ref_runs = runs[ref]
+    for row in rows:
+        row.vs = ref
+        common = sorted(set(runs[row.entrant]) & set(ref_runs))
+        if row.entrant == ref:
+            row.diff, row.diff_ci95, row.ratio, row.ratio_ci95 = 0.0, 0.0, 1.0, 0.0
+            continue
+        mine = [runs[row.entrant][s]["mean_response_time"] for s in common]
+        theirs = [ref_runs[s]["mean_response_time"] for s in common]
+        row.diff, row.diff_ci95 = _mean([a - b for a, b in zip(mine, theirs, strict=True)])
+        row.ratio, row.ratio_ci95 = _mean([a / b for a, b in zip(mine, theirs, strict=True) if b > 0])
+        if len(common) < 2:
+            row.diff_ci95 = row.ratio_ci95 = math.nan
+    return rows
+
+
+@dataclass
+class Standing:
+    """One entrant across a scenario's load sweep."""
+
+    scenario: str
+    entrant: str
+    kind: str
+    mean_rank: float
+    stable_up_to: float | None  # largest load up to which every point was stable
+    unstable_from: float | None  # smallest load at which it was not
+    theory: float | None
+    theory_source: str
+
+    @property
+    def empirical(self) -> str:
+        if self.unstable_from is None:
+            return f">= {self.stable_up_to:g}"
+        if self.stable_up_to is None:
+            return f"< {self.unstable_from:g}"
+        return f"in ({self.stable_up_to:g}, {self.unstable_from:g})"
+
+
+def _standings(
+    scenario: str, rows: list[Row], entrants: list[Entrant], loads: Sequence[float]
+) -> list[Standing]:
+    from ..analysis.stability import stability_limit
+    from ..workloads.scenarios import load_scenario
+
+    workload = load_scenario(scenario).build(load=loads[0])
+    out = []
+    for e in entrants:
+        mine = sorted((r for r in rows if r.entrant == e.label), key=lambda r: r.load)
+        up_to = None
+        first_bad = None
+        for r in mine:
+            if not r.stable:
+                first_bad = r.load
+                break
+            up_to = r.load
+        theory = stability_limit(e.policy, workload) if e.policy else None
+        out.append(
+            Standing(
+                scenario=scenario,
+                entrant=e.label,
+                kind=mine[0].kind,
+                mean_rank=sum(r.rank for r in mine) / len(mine),
+                stable_up_to=up_to,
+                unstable_from=first_bad,
+                theory=theory[0] if theory else None,
+                theory_source=theory[1] if theory else "",
+            )
+        )
+    out.sort(key=lambda s: (-(s.unstable_from or math.inf), s.mean_rank))
+    return out
+
+
+def run_leaderboard(
+    config: LeaderboardConfig,
+    out: Path,
+    *,
+    backend: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run (or resume) the leaderboard into ``out``; write its tables and plots; return
+    ``{"rows": [Row...], "standings": [Standing...], "skipped": {...}, "files": [...]}``."""
+    points, entrants, skipped = plan(config)
+    _check_out(out, config)
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    results = run_points(
+        points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
+    )
+    grouped: dict[tuple[str, float], dict[str, dict[int, dict[str, Any]]]] = {}
+    for p, r in zip(points, results, strict=True):
+        grouped.setdefault((p.scenario, p.x), {}).setdefault(p.series, {})[p.seed] = r
+    rows: list[Row] = []
+    standings: list[Standing] = []
+    for scenario in config.scenarios:
+        mine = []
+        for rho in config.loads:
+            mine += _table(scenario, rho, grouped[(scenario, rho)], entrants[scenario], config.reference)
+        rows += mine
+        standings += _standings(scenario, mine, entrants[scenario], config.loads)
+    report = {"rows": rows, "standings": standings, "skipped": skipped, "config": config}
+    files = _write(out, report)
+    report["files"] = files
+    return report
+
+
+def _fmt(x: float, ci: float | None = None, digits: int = 4) -> str:
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    s = f"{x:.{digits}g}"
+    if ci is not None:
+        s += f" ± {ci:.2g}" if math.isfinite(ci) else " ± n/a"
+    return s
+
+
+def format_tables(report: dict[str, Any], markdown: bool = False) -> str:
+    """The ranked tables (one per scenario and load) and the standings, as text or Markdown."""
+    config: LeaderboardConfig = report["config"]
+    lines: list[str] = []
+    ref_word = "ratio to reference" if config.reference else "ratio to leader"
+    head = [
+        "rank",
+        "entrant",
+        "kind",
+        "mean T ± 95% CI",
+        "weighted T ± CI",
+        "P(wait)",
+        "util",
+        ref_word,
+        "stable",
+    ]
+    for scenario in config.scenarios:
+        rows = [r for r in report["rows"] if r.scenario == scenario]
+        if markdown:
+            lines.append(f"## {scenario}\n")
+            if report["skipped"].get(scenario):
+                lines.append("Not defined on this workload, left out:\n")
+                lines += [f"- `{pid}`: {why}" for pid, why in report["skipped"][scenario].items()]
+                lines.append("")
+        for rho in config.loads:
+            at = [r for r in rows if r.load == rho]
+            table = [
+                [
+                    str(r.rank),
+                    r.entrant,
+                    r.kind,
+                    _fmt(r.mean_response_time, r.ci95),
+                    _fmt(r.weighted_mean_response_time, r.weighted_ci95),
+                    f"{r.p_wait:.3f}",
+                    f"{r.utilization:.3f}",
+                    _fmt(r.ratio, r.ratio_ci95, 3) + ("" if r.entrant != r.vs else " (ref)"),
+                    "yes" if r.stable else "UNSTABLE",
+                ]
+                for r in at
+            ]
+            title = (
+                f"{scenario}  load {rho:g}  ({len(config.seeds)} seeds x {config.arrivals} arrivals, "
+                f"{config.warmup_arrivals} warm-up)"
+            )
+            lines += _render(title, head, table, markdown)
+        st = [s for s in report["standings"] if s.scenario == scenario]
+        table = [
+            [
+                s.entrant,
+                s.kind,
+                f"{s.mean_rank:.2f}",
+                s.empirical,
+                "n/a" if s.theory is None else f"{s.theory:.4g}",
+                s.theory_source,
+            ]
+            for s in st
+        ]
+        lines += _render(
+            f"{scenario}: standings over loads {', '.join(f'{x:g}' for x in config.loads)}",
+            [
+                "entrant",
+                "kind",
+                "mean rank",
+                "stable load (empirical)",
+                "stability limit (theory)",
+                "theory source",
+            ],
+            table,
+            markdown,
+        )
+        if not markdown and report["skipped"].get(scenario):
+            lines.append(f"left out (not defined on {scenario}): {', '.join(report['skipped'][scenario])}\n")
+    return "\n".join(lines)
+
+
+def _render(title: str, head: list[str], table: list[list[str]], markdown: bool) -> list[str]:
+    if markdown:
+        out = [f"### {title}\n", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(row) + " |" for row in table]
+        return [*out, ""]
+    widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(head)]
+    out = [title, "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in table]
+    return [*out, ""]
+
+
+def _write(out: Path, report: dict[str, Any]) -> list[Path]:
+    config: LeaderboardConfig = report["config"]
+    files = []
+    md = out / "leaderboard.md"
+    intro = (
+        "# msj_gym leaderboard\n\n"
+        f"Scenarios {', '.join(config.scenarios)}; loads {', '.join(f'{x:g}' for x in config.loads)}; "
+        f"seeds {', '.join(map(str, config.seeds))}; {config.arrivals} arrivals per run "
+        f"({config.warmup_arrivals} warm-up). Every entrant sees the same job streams per seed; ratios are "
+        "paired per seed (Student-t 95 % CI over seeds). Unstable entrants rank last: their averages are "
+        f"over a growing queue. Code {provenance()['git_revision']}.\n\n"
+    )
+    _atomic_write(md, intro + format_tables(report, markdown=True))
+    files.append(md)
+    csv_path = out / "leaderboard.csv"
+    fields = [f for f in Row.__dataclass_fields__ if f != "per_class"]
+    tmp = csv_path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(fields)
+        for r in report["rows"]:
+            writer.writerow([getattr(r, f) for f in fields])
+    os.replace(tmp, csv_path)
+    files.append(csv_path)
+    for scenario in config.scenarios:
+        png = _plot(scenario, report, out / f"leaderboard-{scenario_slug(scenario)}.png")
+        if png is not None:
+            files.append(png)
+    return files
+
+
+def scenario_slug(scenario: str) -> str:
+    return Path(scenario).stem if ("/" in scenario or "." in scenario) else scenario
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    rows = [r for r in report["rows"] if r.scenario == scenario]
+    standings = [s for s in report["standings"] if s.scenario == scenario]
+    loads = sorted({r.load for r in rows})
+    entrants = [s.entrant for s in sorted(standings, key=lambda s: s.mean_rank)]
+    fig, axes = plt.subplots(1, 3, figsize=(18, 5.5))
+    ax = axes[0]
+    cmap = plt.get_cmap("tab20")
+    colors = {e: cmap(i % 20) for i, e in enumerate(entrants)}
+    for e in entrants:
+        pts = sorted((r for r in rows if r.entrant == e), key=lambda r: r.load)
+        xs = [r.load for r in pts]
+        ys = [r.mean_response_time for r in pts]
+        lo = [r.mean_response_time - (r.ci95 if math.isfinite(r.ci95) else 0) for r in pts]
+        hi = [r.mean_response_time + (r.ci95 if math.isfinite(r.ci95) else 0) for r in pts]
+        ax.plot(xs, ys, marker="o", ms=3, color=colors[e], label=e, lw=1.6 if pts[0].kind == "agent" else 1)
+        ax.fill_between(xs, [max(v, 1e-9) for v in lo], hi, color=colors[e], alpha=0.15)
+        bad = [(r.load, r.mean_response_time) for r in pts if not r.stable]
+        if bad:
+            ax.plot(*zip(*bad, strict=True), "o", mfc="none", mec="red", ms=9)
+    ax.set_yscale("log")
+    ax.set_xlabel("load")
+    ax.set_ylabel("mean response time")
+    ax.set_title("mean response time (95 % CI bands; red rings: unstable)", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    # per-class bars at the highest load where most entrants are stable
+    ax = axes[1]
+    counts = {x: sum(r.stable for r in rows if r.load == x) for x in loads}
+    at = max((x for x in loads if counts[x] >= max(counts.values()) / 2), default=loads[-1])
+    shown = [r for r in sorted((r for r in rows if r.load == at), key=lambda r: r.rank)]
+    classes = list(shown[0].per_class) if shown else []
+    width = 0.8 / max(len(classes), 1)
+    for j, cname in enumerate(classes):
+        ax.bar(
+            [i + j * width for i in range(len(shown))],
+            [r.per_class.get(cname, math.nan) for r in shown],
+            width=width,
+            label=cname,
+        )
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(shown))])
+    ax.set_xticklabels(
+        [r.entrant + ("" if r.stable else " *") for r in shown], rotation=60, ha="right", fontsize=7
+    )
+    ax.set_yscale("log")
+    ax.set_ylabel("mean response time")
+    ax.set_title(f"per class at load {at:g} (* unstable)", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(True, axis="y", alpha=0.3)
+    # stability region: stable up to (green), bracket to the first unstable load (orange), theory (x)
+    ax = axes[2]
+    order = sorted(standings, key=lambda s: (s.unstable_from or math.inf, s.stable_up_to or 0))
+    for i, s in enumerate(order):
+        lo = s.stable_up_to or 0.0
+        ax.barh(i, lo, color="tab:green", alpha=0.6)
+        hi = s.unstable_from if s.unstable_from is not None else loads[-1]
+        if s.unstable_from is not None:
+            ax.barh(i, hi - lo, left=lo, color="tab:orange", alpha=0.6)
+        if s.theory is not None:
+            ax.plot(min(s.theory, 1.05), i, "kx", ms=8)
+    ax.set_yticks(range(len(order)))
+    ax.set_yticklabels([s.entrant for s in order], fontsize=7)
+    ax.axvline(1.0, color="k", lw=0.5)
+    ax.set_xlim(0, 1.08)
+    ax.set_xlabel("load")
+    ax.set_title("stability: stable (green), limit lies in (orange), theory (x)", fontsize=9)
+    config: LeaderboardConfig = report["config"]
+    fig.suptitle(
+        f"{scenario}: {len(config.seeds)} seeds x {config.arrivals} arrivals per point; "
+        f"code {provenance()['git_revision'][:12]}",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
