@@ -39,22 +39,14 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def load_agent(path: Path) -> tuple[Any, dict[str, Any]]:
-    """The SB3 model and its training metadata."""
+    """The SB3 model and its training metadata (see :mod:`msj_gym.experiments.agents`)."""
+    from msj_gym.experiments.agents import load_agent as load
+
+    loaded = load(str(path))
     meta_path = path.with_suffix(".json")
-    if not path.exists():
-        raise ValueError(f"checkpoint {str(path)!r}: no such file")
-    meta = (
-        json.loads(meta_path.read_text())
-        if meta_path.exists()
-        else {"algo": "maskable-ppo", "env_kwargs": {}}
-    )
-    if meta["algo"] == "maskable-ppo":
-        from sb3_contrib import MaskablePPO as Algo
-    elif meta["algo"] == "ppo":
-        from stable_baselines3 import PPO as Algo
-    else:
-        from stable_baselines3 import DQN as Algo
-    return Algo.load(path, device="cpu"), meta
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"algo": "sb3"}
+    meta.update(env_id=loaded.env_id, env_kwargs=loaded.env_kwargs)
+    return loaded.model, meta
 
 
 def evaluate(

@@ -1,0 +1,59 @@
+"""Stability limits: the saturated FCFS chain against simulation of an overloaded FCFS queue (whose
+queue never empties, so it runs at the saturated throughput), and the theorem-given limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from baselines import make_policy
+from msj_gym import Simulator
+from msj_gym.analysis import fcfs_saturated, stability_limit
+from msj_gym.metrics.stats import replication_ci
+from msj_gym.workloads import JobClass, Workload
+from msj_gym.workloads.distributions import Exponential
+from msj_gym.workloads.scenarios import load_scenario
+
+from ..conftest import assert_within
+
+
+def test_two_server_chain_by_hand() -> None:
+    # k = 2, needs 1 and 2 w.p. 1/2, Exp(1). States (in service; head of line): A = (two small;
+    # small), B = (two small; big), C = (one small; big), D = (big; small), E = (big; big).
+    # Rates: A->B 1 (A->A 1), B->C 2, C->D 1/2, C->E 1/2, D->A 1/4, D->B 1/4, D->C 1/2, E->D 1/2.
+    # Balance: pi = (1/4, 1/4, 1, 1, 1) * 2/7, throughput 2/14 + 2/14 + 6/7 = 8/7 jobs per unit time.
+    wl = Workload(
+        num_servers=2,
+        classes=[JobClass(1, Exponential(1.0), 0.5, "small"), JobClass(2, Exponential(1.0), 0.5, "big")],
+        load=0.5,
+    )
+    sat = fcfs_saturated(wl)
+    assert sat is not None and sat.throughput == pytest.approx(8 / 7, rel=1e-12)
+    assert sat.load_limit == pytest.approx(8 / 7 * (0.5 * 1 + 0.5 * 2) / 2, rel=1e-12)
+
+
+@pytest.mark.parametrize("scenario", ["sf-fig2", "four-class"])
+def test_overloaded_fcfs_runs_at_the_saturated_rate(scenario: str) -> None:
+    # far enough in overload that the queue never empties after the warm-up
+    wl = load_scenario(scenario).build(load=2.0)
+    sat = fcfs_saturated(wl)
+    assert sat is not None
+    runs = [
+        Simulator(wl, make_policy("fcfs"), seed=s, num_arrivals=30_000, max_jobs_in_system=10**6)
+        for s in range(6)
+    ]
+    util = [sim.run().utilization for sim in runs]
+    est = replication_ci(util)
+    assert_within(est.mean, sat.utilization, est.ci95_half_width, f"{scenario} saturated FCFS utilisation")
+    assert sat.utilization < 0.7  # FCFS wastes capacity here: the limit is well below 1
+
+
+def test_theorem_limits() -> None:
+    sf = load_scenario("sf-fig2").build()
+    assert stability_limit("server-filling", sf)[0] == 1.0
+    assert stability_limit("msf", sf)[0] == 1.0  # one-or-all
+    assert stability_limit("first-fit", sf) is None
+    borg = load_scenario("borg-cellb").build()
+    value, source = stability_limit("static-quickswap", borg)
+    assert 0.9 < value < 1.0 and "sufficient" in source
+    assert stability_limit("server-filling", borg) is None  # needs are not all powers of two
+    assert fcfs_saturated(load_scenario("bs-fig1").build()) is None  # too many states: no answer
