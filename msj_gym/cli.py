@@ -240,6 +240,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"msj-gym: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if args.command in ("leaderboard", "reproduce", "figure"):
+            print(
+                "\nmsj-gym: interrupted; the finished runs are kept in "
+                f"{args.out}/runs.jsonl: rerun the same command to resume",
+                file=sys.stderr,
+            )
+        return 130
     except Exception as exc:
         from .core.simulator import SimulationError
 
