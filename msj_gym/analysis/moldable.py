@@ -226,10 +226,11 @@ def small_system_ctmc(
                 nq[i] -= 1
                 gen[a, index[tuple(nq)]] += s[i] * q[i]
         gen[a, a] = -gen[a].sum()
-    a_mat = np.vstack((gen.T, np.ones(m)))
-    b = np.zeros(m + 1)
+    a_mat = gen.T.copy()
+    a_mat[-1] = 1.0  # pi Q = 0 has rank m - 1: replace one balance equation by sum(pi) = 1
+    b = np.zeros(m)
     b[-1] = 1.0
-    pi = np.linalg.lstsq(a_mat, b, rcond=None)[0]
+    pi = np.linalg.solve(a_mat, b)
     accepted = pi @ alloc  # by PASTA: P(arrival accepted with k servers)
     p_acc = float(accepted.sum())
     mean_t = float((accepted / s).sum() / p_acc)
