@@ -123,10 +123,10 @@ def _list() -> int:
 def _figure(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .experiments import FIGURES, SAMPLE_PATHS, make_figure
+    from .experiments import FIGURES, MOLDABLE_FIGURES, SAMPLE_PATHS, make_figure
 
     if args.list or not args.name:
-        for name, fig in {**SAMPLE_PATHS, **FIGURES}.items():
+        for name, fig in {**SAMPLE_PATHS, **FIGURES, **MOLDABLE_FIGURES}.items():
             print(f"  {name:<10} {fig.title}  [{fig.source}]")
         return 0
     csv_path, png = make_figure(args.name, Path(args.out), arrivals=args.arrivals, seeds=args.seeds)

@@ -12,7 +12,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,9 +76,16 @@ def _run(point: Point) -> dict[str, Any]:
     }
 
 
-def run_points(points: Sequence[Point], results: Path, progress: bool = True) -> list[dict[str, Any]]:
+def run_points(
+    points: Sequence[Point],
+    results: Path,
+    progress: bool = True,
+    run: Callable[[Point], dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """Run every point not yet in ``results`` (JSON lines, appended run by run); returns the rows of
-    ``points`` in order."""
+    ``points`` in order. ``run`` turns a point into its metrics (default: a queueing-simulator run;
+    the moldable loss system passes its own)."""
+    run = run or _run
     done: dict[str, dict[str, Any]] = {}
     if results.exists():
         for n, line in enumerate(results.read_text().splitlines(), 1):
@@ -92,7 +99,7 @@ def run_points(points: Sequence[Point], results: Path, progress: bool = True) ->
     todo = [p for p in points if p.key() not in done]
     t0 = time.perf_counter()
     for i, p in enumerate(todo, 1):
-        row = {"key": p.key(), **asdict(p), **_run(p)}
+        row = {"key": p.key(), **asdict(p), **run(p)}
         with results.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         done[row["key"]] = row
