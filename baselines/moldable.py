@@ -78,7 +78,7 @@ def reserve_servers(system: MoldableSystem) -> tuple[np.ndarray, np.ndarray]:
     n = system.num_servers
     target = gamma * n
     pools = np.floor(target + 1e-9).astype(np.int64)
-    total = min(n, int(round(target.sum())))
+    total = min(n, round(float(target.sum())))
     extra = total - int(pools.sum())
     for c in np.argsort(-(target - pools), kind="stable")[: max(extra, 0)]:
         pools[c] += 1
@@ -114,7 +114,8 @@ MOLDABLE_POLICIES: dict[str, type[MoldablePolicy]] = {
 
 
 def make_moldable_policy(policy_id: str, **params: Any) -> MoldablePolicy:
-    """A moldable allocation scheme by id (``moldable-p-scheme``, ``moldable-greedy``, ``moldable-reserved``)."""
+    """A moldable allocation scheme by id: ``moldable-p-scheme``, ``moldable-greedy``,
+    ``moldable-reserved``."""
     cls = MOLDABLE_POLICIES.get(policy_id)
     if cls is None:
         raise ValueError(f"unknown moldable policy {policy_id!r}; known: {', '.join(MOLDABLE_POLICIES)}")

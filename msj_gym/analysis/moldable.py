@@ -48,7 +48,8 @@ def check_speed_up(speed_up: Sequence[float], where: str = "speed_up") -> np.nda
     for i in range(1, s.size):
         if inc[i] <= 0:
             raise ValueError(
-                f"{where}: expected strictly increasing speed-up (P1), got s({i + 1})={s[i]!r} <= s({i})={s[i - 1]!r}"
+                f"{where}: expected strictly increasing speed-up (P1), got "
+                f"s({i + 1})={s[i]!r} <= s({i})={s[i - 1]!r}"
             )
         if inc[i] > inc[i - 1] + 1e-9:
             raise ValueError(
@@ -202,7 +203,8 @@ def small_system_ctmc(
     if n < 1 or n > 60:
         raise ValueError(f"num_servers: the dense CTMC solve is for 1..60 servers, got {num_servers!r}")
     states = [
-        q for q in itertools.product(*(range(n // i + 1) for i in range(1, d + 1)))
+        q
+        for q in itertools.product(*(range(n // i + 1) for i in range(1, d + 1)))
         if sum((i + 1) * qi for i, qi in enumerate(q)) <= n
     ]
     index = {q: j for j, q in enumerate(states)}

@@ -108,14 +108,24 @@ class MSJMoldableEnv(gym.Env):
                 beta=beta,
                 service_time=service_time,
             )
-        if isinstance(num_arrivals, bool) or not isinstance(num_arrivals, int | np.integer) or num_arrivals < 2:
+        if (
+            isinstance(num_arrivals, bool)
+            or not isinstance(num_arrivals, int | np.integer)
+            or num_arrivals < 2
+        ):
             raise ValueError(f"num_arrivals: expected an integer >= 2, got {num_arrivals!r}")
-        if isinstance(warmup, bool) or not isinstance(warmup, int | np.integer) or not 0 <= warmup < num_arrivals - 1:
+        if (
+            isinstance(warmup, bool)
+            or not isinstance(warmup, int | np.integer)
+            or not 0 <= warmup < num_arrivals - 1
+        ):
             raise ValueError(f"warmup: expected an integer in [0, {num_arrivals - 1}), got {warmup!r}")
         if reward not in ("mean", "total"):
             raise ValueError(f"reward: expected 'mean' or 'total', got {reward!r}")
-        if isinstance(blocking_cost, bool) or not isinstance(blocking_cost, int | float) or not (
-            math.isfinite(blocking_cost) and blocking_cost >= 0
+        if (
+            isinstance(blocking_cost, bool)
+            or not isinstance(blocking_cost, int | float)
+            or not (math.isfinite(blocking_cost) and blocking_cost >= 0)
         ):
             raise ValueError(f"blocking_cost: expected a finite number >= 0, got {blocking_cost!r}")
         if render_mode in ("human", "rgb_array", "rgb_array_list"):
@@ -141,7 +151,9 @@ class MSJMoldableEnv(gym.Env):
     # ------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         """Start an episode; ``seed`` seeds the job stream as ``LossSimulator(seed=...)`` does."""
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0):
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0
+        ):
             raise ValueError(f"seed: expected a non-negative integer or None, got {seed!r}")
         super().reset(seed=seed)
         if options:
@@ -263,7 +275,11 @@ class MoldablePolicyAgent:
         self.rule = policy.prepare(core.system)
 
     def predict(
-        self, observation: Any = None, state: Any = None, episode_start: Any = None, deterministic: bool = True
+        self,
+        observation: Any = None,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
     ) -> tuple[int, Any]:
         sim = self.env.core
         if sim is None:

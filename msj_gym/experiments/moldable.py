@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis.moldable import lp_optimum, traffic
+from ..analysis.moldable import lp_optimum
 from ..metrics.stats import replication_ci
 from ..moldable.model import LINEAR, SUB_LINEAR
 from .runner import Point, run_points
@@ -33,7 +33,11 @@ SPEED_UPS: dict[str, tuple[float, ...]] = {"linear": LINEAR, "sub-linear": SUB_L
 SIZE_LAWS: dict[str, dict[str, Any]] = {  # unit mean; the paper's Mixed-Erlang / Pareto parameters are lost
     "exponential": {"distribution": "exponential", "mean": 1.0},
     "deterministic": {"distribution": "deterministic", "value": 1.0},
-    "hyperexponential": {"distribution": "hyperexponential", "probabilities": [0.5, 0.5], "means": [0.5, 1.5]},
+    "hyperexponential": {
+        "distribution": "hyperexponential",
+        "probabilities": [0.5, 0.5],
+        "means": [0.5, 1.5],
+    },
     "pareto": {"distribution": "pareto", "alpha": 5 / 3, "mean": 1.0},
 }
 POLICY_LABEL = {"moldable-p-scheme": "p-scheme", "moldable-greedy": "greedy"}
@@ -206,7 +210,9 @@ def _aggregate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "ci95": hw,
                     "seeds": len(runs),
                     "limit": lim[metric],
-                    "paper": "" if paper is None or int(n) != 4000 else paper[0 if metric != "blocking" else 1],
+                    "paper": ""
+                    if paper is None or int(n) != 4000
+                    else paper[0 if metric != "blocking" else 1],
                 }
             )
     return out
@@ -259,18 +265,32 @@ def _plot_vs_n(fig: MoldableFigure, table: list[dict[str, Any]], path: Path) -> 
             for speed in fig.speed_ups:
                 for policy in fig.policies:
                     pts = sorted(
-                        (r for r in table if (r["regime"], r["speed_up"], r["policy"], r["metric"])
-                         == (regime, speed, policy, metric)),
+                        (
+                            r
+                            for r in table
+                            if (r["regime"], r["speed_up"], r["policy"], r["metric"])
+                            == (regime, speed, policy, metric)
+                        ),
                         key=lambda r: r["num_servers"],
                     )
                     xs = [r["num_servers"] for r in pts]
                     err = [r["ci95"] if math.isfinite(r["ci95"]) else 0 for r in pts]
+                    greedy = policy == "moldable-greedy"
                     line = ax.errorbar(
-                        xs, [r["mean"] for r in pts], yerr=err, marker="o" if "p-scheme" in policy else "s",
-                        capsize=3, label=f"{speed}, {POLICY_LABEL.get(policy, policy)}",
+                        xs,
+                        [r["mean"] for r in pts],
+                        yerr=err,
+                        marker="s" if greedy else "o",
+                        ms=4 if greedy else 7,
+                        ls="--" if greedy else "-",
+                        capsize=3,
+                        label=f"{speed}, {POLICY_LABEL.get(policy, policy)}",
                     )
                     ax.plot(xs, [r["limit"] for r in pts], ":", color=line[0].get_color(), lw=1)
             ax.set_xscale("log")
+            ax.set_xticks(fig.num_servers)
+            ax.set_xticklabels([str(n) for n in fig.num_servers], fontsize=7)
+            ax.minorticks_off()
             ax.set_xlabel("number of servers n")
             ax.set_ylabel(label)
             ax.set_title(regime, fontsize=9)
@@ -278,7 +298,8 @@ def _plot_vs_n(fig: MoldableFigure, table: list[dict[str, Any]], path: Path) -> 
             if row == 0 and col == 0:
                 ax.legend(fontsize=7)
     figure.suptitle(
-        f"{fig.title}\n{fig.source}; 95 % CIs; dotted: n -> infinity limits (T*, greedy's fluid floor)",
+        f"{fig.title}\n{fig.source}; 95 % CIs; dotted: n -> infinity limits (T*, greedy's fluid floor); "
+        "linear speed-up: greedy is the p-scheme (same runs)",
         fontsize=9,
     )
     figure.tight_layout()
@@ -298,7 +319,9 @@ def _plot_table(fig: MoldableFigure, table: list[dict[str, Any]], path: Path) ->
             xs, ys, es, ps = [], [], [], []
             for i, (speed, regime) in enumerate(rows):
                 r = next(
-                    r for r in table if (r["speed_up"], r["regime"], r["size_law"], r["metric"])
+                    r
+                    for r in table
+                    if (r["speed_up"], r["regime"], r["size_law"], r["metric"])
                     == (speed, regime, law, metric)
                 )
                 xs.append(i + 0.15 * (j - 1.5))

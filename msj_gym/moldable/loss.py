@@ -367,7 +367,9 @@ class LossSimulator:
             x[idx] = cl.service_time.sample(self._rng_size[c], idx.size)
         bad = np.flatnonzero(~np.isfinite(x) | (x <= 0))
         if bad.size:
-            raise ValueError(f"service_time: arrival {self._generated + bad[0]} has inherent size {x[bad[0]]!r}")
+            raise ValueError(
+                f"service_time: arrival {self._generated + bad[0]} has inherent size {x[bad[0]]!r}"
+            )
         st.at[:m], st.ac[:m], st.ax[:m] = t, cls, x
         st.au[:m] = self._rng_u.random(m)
         self._generated += m
@@ -399,7 +401,9 @@ class LossSimulator:
 
     @property
     def done(self) -> bool:
-        return not self.state.iv[I_PENDING] and self.state.iv[I_BASE] + self.state.iv[I_POS] >= self.num_arrivals
+        return (
+            not self.state.iv[I_PENDING] and self.state.iv[I_BASE] + self.state.iv[I_POS] >= self.num_arrivals
+        )
 
     @property
     def pending_class(self) -> int:
@@ -487,8 +491,13 @@ class LossSimulator:
 
 
 def simulate_moldable(
-    system: MoldableSystem, policy: str | MoldablePolicy, *, seed: int = 0, num_arrivals: int = 100_000,
-    warmup: int | None = None, **params: Any,
+    system: MoldableSystem,
+    policy: str | MoldablePolicy,
+    *,
+    seed: int = 0,
+    num_arrivals: int = 100_000,
+    warmup: int | None = None,
+    **params: Any,
 ) -> MoldableResult:
     """One batch run; ``policy`` an instance or an id of ``baselines.MOLDABLE_POLICIES``."""
     if isinstance(policy, str):

@@ -39,7 +39,12 @@ class MoldableClass:
         s = check_speed_up(self.speed_up, f"class {self.name!r} speed_up")
         object.__setattr__(self, "speed_up", tuple(float(v) for v in s))
         rate = self.arrival_rate
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
+        if (
+            isinstance(rate, bool)
+            or not isinstance(rate, int | float)
+            or not math.isfinite(rate)
+            or rate <= 0
+        ):
             raise ValueError(f"class {self.name!r} arrival_rate: expected a positive number, got {rate!r}")
         object.__setattr__(self, "arrival_rate", float(rate))
         dist = distribution_from_dict(self.service_time, where=f"class {self.name!r} service_time")
@@ -96,7 +101,8 @@ class MoldableSystem:
         beta: float | None = None,
         service_time: Distribution | Mapping[str, Any] | None = None,
     ) -> MoldableSystem:
-        """One class; give ``arrival_rate`` or the traffic regime ``alpha, beta`` (lam = 1 - beta n^-alpha)."""
+        """One class; give ``arrival_rate`` or the traffic regime ``alpha, beta``
+        (``lam = 1 - beta n^-alpha``)."""
         if (arrival_rate is None) == (alpha is None or beta is None):
             raise ValueError("give either arrival_rate or both alpha and beta")
         lam = arrival_rate if arrival_rate is not None else traffic(num_servers, alpha, beta)  # type: ignore[arg-type]
@@ -135,7 +141,10 @@ class MoldableSystem:
         try:
             classes = tuple(
                 MoldableClass(
-                    tuple(c["speed_up"]), c["arrival_rate"], c.get("service_time", Exponential()), c.get("name", "jobs")
+                    tuple(c["speed_up"]),
+                    c["arrival_rate"],
+                    c.get("service_time", Exponential()),
+                    c.get("name", "jobs"),
                 )
                 for c in spec["classes"]
             )

@@ -91,7 +91,9 @@ class MoldablePolicy:
             raise ValueError(
                 f"policy {self.policy_id!r}: unknown parameter(s) {sorted(unknown)}; known: {known}"
             )
-        self.param_values = {n: spec.kind(params.get(n, spec.default)) for n, spec in self.params_spec.items()}
+        self.param_values = {
+            n: spec.kind(params.get(n, spec.default)) for n, spec in self.params_spec.items()
+        }
 
     def prepare(self, system: Any) -> AllocationRule:  # pragma: no cover - abstract
         raise NotImplementedError

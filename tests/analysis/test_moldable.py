@@ -28,7 +28,14 @@ TABLE_61 = [
     (SUB, 2.5 / 3, {3: 1 / 3}, 1 / 3, 0.4, {3: 1.0}),
     (SUB, 0.7, {4: 0.071429, 5: 0.142857}, 0.214286, 0.306122, {4: 0.306122, 5: 0.693878}),
     (SUB, 0.6, {5: 0.176471}, 0.176471, 0.294118, {5: 1.0}),
-    (SUB, 1 - 0.1 / math.sqrt(4000), {1: 0.984189, 2: 0.007906}, 0.992094, 0.993665, {1: 0.985747, 2: 0.014253}),
+    (
+        SUB,
+        1 - 0.1 / math.sqrt(4000),
+        {1: 0.984189, 2: 0.007906},
+        0.992094,
+        0.993665,
+        {1: 0.985747, 2: 0.014253},
+    ),
     (SUB, 1 - 0.1 * 4000**-0.65, {1: 0.995443, 2: 0.002278}, 0.997722, 0.998176, {1: 0.995897, 2: 0.004103}),
 ]
 
@@ -61,7 +68,13 @@ def _random_concave(rng: np.random.Generator) -> np.ndarray:
 def _solve_p(s: np.ndarray, lam: float) -> float:
     d = s.size
     res = linprog(
-        np.ones(d), A_ub=[np.arange(1, d + 1)], b_ub=[1.0], A_eq=[s], b_eq=[lam], bounds=(0, None), method="highs"
+        np.ones(d),
+        A_ub=[np.arange(1, d + 1)],
+        b_ub=[1.0],
+        A_eq=[s],
+        b_eq=[lam],
+        bounds=(0, None),
+        method="highs",
     )
     assert res.status == 0
     return float(res.fun)
@@ -93,7 +106,7 @@ def test_closed_form_equals_linprog_on_random_concave_instances() -> None:
 
 
 def _solve_q(lam, mu, speeds) -> float:
-    c, a_eq, b_eq, cap = [], [], [], []
+    a_eq, b_eq, cap = [], [], []
     offset = [0]
     for s in speeds:
         offset.append(offset[-1] + len(s))

@@ -57,14 +57,16 @@ def test_reward_is_minus_cost_of_both_criteria() -> None:
     res, total, _, _ = _run(env, MoldablePolicyAgent("moldable-greedy", env), seed=2)
     cost = (res.arrivals - res.blocked) * res.mean_execution_time + w * res.blocked
     assert res.blocked > 0 and total == pytest.approx(-cost / 3000, rel=1e-9)
-    env = gym.make(MOLDABLE_ENV_ID, num_servers=25, num_arrivals=3000, warmup=0, reward="total", blocking_cost=w)
+    env = gym.make(
+        MOLDABLE_ENV_ID, num_servers=25, num_arrivals=3000, warmup=0, reward="total", blocking_cost=w
+    )
     _, total_sum, _, _ = _run(env, MoldablePolicyAgent("moldable-greedy", env), seed=2)
     assert total_sum == pytest.approx(-cost, rel=1e-9)
 
 
 def test_masks_and_invalid_actions() -> None:
     env = gym.make(MOLDABLE_ENV_ID, num_servers=3, arrival_rate=0.9, num_arrivals=500)
-    obs, info = env.reset(seed=0)
+    _, info = env.reset(seed=0)
     core = env.unwrapped
     seen_partial = False
     trunc = False
@@ -73,7 +75,7 @@ def test_masks_and_invalid_actions() -> None:
         assert np.array_equal(mask, core.action_masks()) and mask[0]
         assert mask[1:].sum() == min(5, info["idle"]) >= 1
         seen_partial |= not mask[-1]
-        obs, _, _, trunc, info = env.step(5)  # ask for 5 servers: invalid unless 5 are idle (never, n=3)
+        _, _, _, trunc, info = env.step(5)  # ask for 5 servers: invalid unless 5 are idle (never, n=3)
         assert info["invalid_action"]
     assert seen_partial and info["invalid_actions"] > 0
     res = core.result()

@@ -55,7 +55,9 @@ def test_hyperexponential_sizes_reproduce_ctmc() -> None:
     assert_within(res.blocking, exact.blocking, res.blocking_ci95, "H2 blocking")
     assert_within(res.mean_execution_time, exact.mean_execution_time, res.execution_ci95, "H2 E[T]")
     det = simulate_moldable(
-        MoldableSystem(n, (MoldableClass(s, lam, Deterministic(1.0)),)), "moldable-p-scheme", seed=4,
+        MoldableSystem(n, (MoldableClass(s, lam, Deterministic(1.0)),)),
+        "moldable-p-scheme",
+        seed=4,
         num_arrivals=300_000,
     )
     assert 0 < exact.blocking - det.blocking < 0.01
