@@ -9,6 +9,7 @@ from msj_gym.core import Policy
 from .backfilling import EasyBackfilling
 from .fcfs import FCFS
 from .max_weight import MaxWeight
+from .moldable import MOLDABLE_POLICIES, Greedy, PScheme, Reserved, make_moldable_policy
 from .nmsr import NMSR
 from .priority import FirstFit, LeastServersFirst, MostServersFirst, MostServersFirstPreemptive
 from .quickswap import MSFQ, AdaptiveQuickswap, StaticQuickswap
@@ -64,7 +65,12 @@ def non_preemptive() -> list[str]:
 
 
 __all__ = [
+    "MOLDABLE_POLICIES",
     "POLICIES",
+    "Greedy",
+    "PScheme",
+    "Reserved",
+    "make_moldable_policy",
     "list_policies",
     "make_policy",
     "non_preemptive",

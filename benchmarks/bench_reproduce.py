@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from msj_gym.experiments import FIGURES, SAMPLE_PATHS, make_figure
+from msj_gym.experiments.figures import SAMPLE_PATHS, all_figures, make_figure
 
 
 def main() -> None:
@@ -28,17 +28,17 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2", help="worker counts to compare (default 1,2)")
     ap.add_argument("--log", type=Path, default=Path("bench_reproduce.jsonl"))
     args = ap.parse_args()
-    names = [*SAMPLE_PATHS, *FIGURES] if args.figures == "all" else args.figures.split(",")
+    names = list(all_figures()) if args.figures == "all" else args.figures.split(",")
     counts = [int(w) for w in args.workers.split(",")]
     make_figure("004-fig2", Path(tempfile.mkdtemp()), arrivals=1000, progress=False)  # compile before timing
     total = dict.fromkeys(counts, 0.0)
     heads = " ".join(f"{f'{w} worker(s) s':>14}" for w in counts)
     print(f"{'figure':<10} {'runs':>5} {'arrivals/run':>12} {heads}")
     for name in names:
+        fig = all_figures()[name]
         if name in SAMPLE_PATHS:
-            runs, arrivals = len(SAMPLE_PATHS[name].series), args.arrivals or SAMPLE_PATHS[name].arrivals
+            runs, arrivals = len(fig.series), args.arrivals or fig.arrivals
         else:
-            fig = FIGURES[name]
             arrivals = args.arrivals or fig.arrivals
             runs = len(fig.points(arrivals, 1))
         walls = {}

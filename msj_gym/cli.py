@@ -206,13 +206,13 @@ def _list() -> int:
 def _figure(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .experiments import FIGURES, SAMPLE_PATHS, make_figure
+    from .experiments.figures import all_figures, make_figure
 
     if args.list or not args.name:
-        for name, fig in {**SAMPLE_PATHS, **FIGURES}.items():
-            print(f"  {name:<10} {fig.title}  [{fig.source}]")
+        for name, fig in all_figures().items():
+            print(f"  {name:<12} {fig.title}  [{fig.source}]")
         return 0
-    names = [*SAMPLE_PATHS, *FIGURES] if args.name == "all" else [args.name]
+    names = list(all_figures()) if args.name == "all" else [args.name]
     for name in names:
         csv_path, png = make_figure(
             name,

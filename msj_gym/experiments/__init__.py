@@ -3,14 +3,17 @@ confidence intervals) and baseline leaderboards."""
 
 from .figures import FIGURES, SAMPLE_PATHS, Figure, make_figure, sample_path
 from .leaderboard import LeaderboardConfig, format_tables, run_leaderboard
+from .moldable import MOLDABLE_FIGURES, MoldableFigure
 from .runner import BACKENDS, Point, aggregate, run_points
 
 __all__ = [
     "BACKENDS",
     "FIGURES",
+    "MOLDABLE_FIGURES",
     "SAMPLE_PATHS",
     "Figure",
     "LeaderboardConfig",
+    "MoldableFigure",
     "Point",
     "aggregate",
     "format_tables",

@@ -1,6 +1,7 @@
 """The papers' figures as data: which runs, which metrics, which analysis curves. ``make_figure`` runs
 (or reuses) the points, writes ``NAME.csv`` (mean and 95 % CI per series, x and metric) and
-``NAME.png``. Paper 004 (Quickswap) so far; the sweeps follow spec msfq.md Sec. 5.
+``NAME.png``. Paper 004 (Quickswap): the sweeps follow spec msfq.md Sec. 5; paper 002 (moldable jobs)
+has its own registry, ``MOLDABLE_FIGURES`` in :mod:`.moldable`, served by the same ``make_figure``.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .moldable import MOLDABLE_FIGURES, make_moldable_figure
 from .runner import Point, aggregate, run_points
 
-__all__ = ["FIGURES", "SAMPLE_PATHS", "Figure", "make_figure", "sample_path"]
+__all__ = ["FIGURES", "SAMPLE_PATHS", "Figure", "all_figures", "make_figure", "sample_path"]
 
 
 @dataclass(frozen=True)
@@ -247,6 +249,12 @@ def sample_path(name: str, out: Path, arrivals: int | None = None) -> tuple[Path
     return csv_path, png
 
 
+def all_figures() -> dict[str, Any]:
+    """Every figure and table ``make_figure`` (``msj-gym reproduce``) knows, by name; each value has
+    ``title`` and ``source``."""
+    return {**SAMPLE_PATHS, **FIGURES, **MOLDABLE_FIGURES}
+
+
 def make_figure(
     name: str,
     out: Path,
@@ -265,9 +273,21 @@ def make_figure(
         raise ValueError(f"arrivals: expected an integer >= 100, got {arrivals!r}")
     if name in SAMPLE_PATHS:
         return sample_path(name, out, arrivals)
+    if name in MOLDABLE_FIGURES:
+        return make_moldable_figure(
+            name,
+            out,
+            arrivals=arrivals,
+            seeds=seeds,
+            progress=progress,
+            backend=backend,
+            workers=workers,
+            address=address,
+        )
     fig = FIGURES.get(name)
     if fig is None:
-        raise ValueError(f"unknown figure {name!r}; known: {', '.join([*SAMPLE_PATHS, *FIGURES])}")
+        known = ", ".join([*SAMPLE_PATHS, *FIGURES, *MOLDABLE_FIGURES])
+        raise ValueError(f"unknown figure {name!r}; known: {known}")
     if isinstance(seeds, bool) or seeds < 1:
         raise ValueError(f"seeds: expected a positive integer, got {seeds!r}")
     out.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ import math
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,16 +151,19 @@ def _read_results(results: Path) -> dict[str, dict[str, Any]]:
     return done
 
 
+Run = Callable[[Point], dict[str, Any]]
+
+
 def _execute(
-    todo: Sequence[Point], backend: str, workers: int, address: str | None
+    todo: Sequence[Point], run: Run, backend: str, workers: int, address: str | None
 ) -> Iterator[tuple[Point, dict[str, Any]]]:
-    """Yield ``(point, metrics)`` as runs finish, in completion order."""
+    """Yield ``(point, run(point))`` as runs finish, in completion order."""
     if backend == "ray":
-        yield from _execute_ray(todo, workers, address)
+        yield from _execute_ray(todo, run, workers, address)
         return
     if workers == 1 or len(todo) <= 1:
         for p in todo:
-            yield p, run_point(p)
+            yield p, run(p)
         return
     import concurrent.futures as cf
     import multiprocessing
@@ -169,7 +172,7 @@ def _execute(
     ctx = multiprocessing.get_context("spawn")
     pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx)
     try:
-        futures = {pool.submit(run_point, p): p for p in todo}
+        futures = {pool.submit(run, p): p for p in todo}
         for fut in cf.as_completed(futures):
             yield futures[fut], fut.result()
     finally:
@@ -177,7 +180,7 @@ def _execute(
 
 
 def _execute_ray(
-    todo: Sequence[Point], workers: int, address: str | None
+    todo: Sequence[Point], run: Run, workers: int, address: str | None
 ) -> Iterator[tuple[Point, dict[str, Any]]]:
     try:
         import ray
@@ -198,7 +201,7 @@ def _execute_ray(
         ray.init(**kwargs)
         started = True
     try:
-        remote = ray.remote(num_cpus=1, max_retries=2)(run_point)
+        remote = ray.remote(num_cpus=1, max_retries=2)(run)
         pending = {remote.remote(p): p for p in todo}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
@@ -217,9 +220,13 @@ def run_points(
     backend: str = "local",
     workers: int = 1,
     address: str | None = None,
+    run: Run | None = None,
 ) -> list[dict[str, Any]]:
     """Run every point not yet in ``results`` (JSON lines, appended run by run, each row with the
     point, its metrics and :func:`provenance`); returns the rows of ``points`` in order.
+
+    ``run`` turns a point into its metrics (default :func:`run_point`, a queueing-simulator run; the
+    moldable loss system passes its own). It must be a module-level function for the pool and Ray.
 
     ``backend``: ``"local"`` (``workers`` processes; 1 runs in this process) or ``"ray"`` (a Ray
     cluster at ``address``, or a local one with ``workers`` CPUs started on demand). A second process
@@ -240,7 +247,7 @@ def run_points(
                 todo.append(p)
         prov = provenance()
         bar = _Progress(len(todo)) if progress and todo else None
-        for p, metrics in _execute(todo, backend, workers, address):
+        for p, metrics in _execute(todo, run or run_point, backend, workers, address):
             row = {"key": p.key(), **asdict(p), **metrics, "provenance": prov}
             with results.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")

@@ -1,0 +1,22 @@
+"""Moldable jobs with concave speed-up in a loss system (Ghanbarian et al., arXiv:2406.09427; spec
+moldable.md): the model, the allocation protocol and its compiled rule, and a compiled simulator.
+The schemes themselves are in ``baselines.moldable`` (registry ``MOLDABLE_POLICIES``)."""
+
+from .loss import LossSimulator, MoldableClassResult, MoldableResult, simulate_moldable
+from .model import LINEAR, SUB_LINEAR, MoldableClass, MoldableSystem
+from .policy import AllocationRule, MoldablePolicy, allocate, make_rule
+
+__all__ = [
+    "LINEAR",
+    "SUB_LINEAR",
+    "AllocationRule",
+    "LossSimulator",
+    "MoldableClass",
+    "MoldableClassResult",
+    "MoldablePolicy",
+    "MoldableResult",
+    "MoldableSystem",
+    "allocate",
+    "make_rule",
+    "simulate_moldable",
+]
