@@ -49,10 +49,18 @@ def _run(point: Point) -> dict[str, Any]:
     from baselines import make_policy
 
     from ..core.simulator import Simulator
+    from ..workloads.compat import COMPAT_SCENARIOS, build_compat_scenario
     from ..workloads.scenarios import load_scenario
 
-    wl = load_scenario(point.scenario).build(**point.build)
-    sim = Simulator(
+    if point.scenario in COMPAT_SCENARIOS:  # job-server compatibility model (003)
+        from ..core.pooled import PooledSimulator
+
+        wl: Any = build_compat_scenario(point.scenario, **point.build)
+        simulator: Any = PooledSimulator
+    else:
+        wl = load_scenario(point.scenario).build(**point.build)
+        simulator = Simulator
+    sim = simulator(
         wl,
         make_policy(point.policy, **point.params),
         seed=point.seed,
