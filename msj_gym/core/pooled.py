@@ -99,15 +99,19 @@ from .state import (
     WAITING,
 )
 
-__all__ = ["ST_NEED_DRAWS", "Pool", "allocate_pool", "check_pool", "grow_pool", "run_pooled"]
+__all__ = ["ST_DECIDE", "ST_NEED_DRAWS", "Pool", "allocate_pool", "check_pool", "grow_pool", "run_pooled"]
 
 ST_NEED_DRAWS = 7  # the interruption draws ran out: the Python side refills Pool.expo
+ST_DECIDE = 8  # with P_STOP set: the next event is an arrival whose servers an agent may choose
 
 # Pool.iv slots
 P_DMAX, P_EXP_POS, P_INTERRUPTIONS, P_ERR = range(4)
+P_STOP = 4  # 1: return ST_DECIDE before each arrival until P_GO approves it (environment mode)
+P_GO = 5  # 1: the next arrival's servers are final, process it
 N_PIV = 8
 # Pool.fv slots
 P_THETA = 0  # mean work between interruptions (inf: FCFS)
+P_AREA = 1  # time integral of the number of jobs in the system, over the whole run (rewards)
 N_PFV = 4
 
 
@@ -325,6 +329,8 @@ def _pooled_advance(sim, pool):
         return ST_FINISHED
     arrival = ta < td  # simultaneous events: completions first, as in the engine
     if arrival:
+        if pool.iv[P_STOP] != 0 and pool.iv[P_GO] == 0:
+            return ST_DECIDE
         if iv[I_NSYS] + 1 > iv[I_MAX_SYS]:
             return ST_OVERFLOW
         if iv[I_NFREE] < 1:
@@ -333,9 +339,11 @@ def _pooled_advance(sim, pool):
             if narr + 1 - iv[I_MEAS_LO] > sim.rec.shape[0]:
                 return ST_NEED_RECORDS
     _integrate(sim, t)
+    pool.fv[P_AREA] += (t - fv[F_NOW]) * iv[I_NSYS]
     fv[F_NOW] = t
     iv[I_EVENTS] += 1
     if arrival:
+        pool.iv[P_GO] = 0
         start = _pooled_arrive(sim, pool, narr, t)
         released = sim.iv[I_K]  # the new job takes whichever of its servers are idle
     else:
@@ -394,8 +402,9 @@ def check_pool(sim, pool):
 @kernel_jit
 def run_pooled(sim, pool, debug):
     """Run the compatibility model until the Python side is needed (status codes of the engine, plus
-    :data:`ST_NEED_DRAWS`). With ``debug`` the allocation is checked after every event; a violation
-    returns ``ST_ERROR`` with the detail code in ``pool.iv[P_ERR]``."""
+    :data:`ST_NEED_DRAWS`, and :data:`ST_DECIDE` in environment mode). With ``debug`` the allocation
+    is checked after every event; a violation returns ``ST_ERROR`` with the detail code in
+    ``pool.iv[P_ERR]``."""
     while True:
         status = _pooled_advance(sim, pool)
         if status != ST_EVENT:
