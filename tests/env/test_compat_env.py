@@ -56,7 +56,7 @@ def test_drawn_assignment_is_the_native_run(scheduler, m):
 def test_random_agent_masks_and_invalid_actions():
     env = gym.make("CompatAssign-v0", scenario="003-random-3", load=0.5, num_arrivals=100)
     _, steps, info = _episode(env, RandomAssignmentAgent(env, seed=1), seed=3)
-    assert steps >= 300 and info["invalid_actions"] == 0 and info["stable"]
+    assert steps >= 300 and info["invalid_actions"] == 0 and 0 < info["mean_response_time"] < 10
     obs, info = env.reset(seed=0)
     first = int(np.flatnonzero(info["action_mask"])[0])
     obs, _, _, _, info = env.step(first)
