@@ -7,6 +7,7 @@ from typing import Any
 from msj_gym.core import Policy
 
 from .backfilling import EasyBackfilling
+from .balanced_fair import BalancedFair
 from .fcfs import FCFS
 from .max_weight import MaxWeight
 from .moldable import MOLDABLE_POLICIES, Greedy, PScheme, Reserved, make_moldable_policy
@@ -31,6 +32,7 @@ _ALL: tuple[type[Policy], ...] = (
     StaticQuickswap,
     AdaptiveQuickswap,
     NMSR,
+    BalancedFair,
 )
 
 POLICIES: dict[str, type[Policy]] = {cls.policy_id: cls for cls in _ALL}

@@ -26,6 +26,9 @@ class FCFS(Policy):
 
     Source: Anselmi & Doncel (000) Sec. 2; Grosof & Harchol-Balter (001) Sec. 2.
     Non-preemptive; size-oblivious.
+
+    On the job-server compatibility model (Bonald & Comte, 003 Sec. 2) it is the model's own
+    discipline: each server serves the oldest job that may use it (Algorithm 1 with m = 0).
     """
 
     policy_id = "fcfs"
@@ -33,3 +36,4 @@ class FCFS(Policy):
     size_aware = False
     reference = "000 Sec. 2; 001 Sec. 2"
     kernel = _fcfs
+    interruptions_per_job = 0.0  # on the compatibility model (003 Sec. 2): FCFS at every server

@@ -1,23 +1,27 @@
-"""Gymnasium environments (``MSJ-v0``, ``MSJPreemptive-v0``, ``MSJMoldable-v0``) and the agents that
-act through them. Importing :mod:`msj_gym` registers the ids."""
+"""Gymnasium environments (``MSJ-v0``, ``MSJPreemptive-v0``; ``MSJMoldable-v0`` on the moldable loss
+system; ``CompatAssign-v0`` on job-server compatibility graphs) and the agents that act through them.
+Importing :mod:`msj_gym` registers the ids."""
 
 from gymnasium.envs.registration import register, registry
 
 from .agents import PolicyAgent, RandomAgent, rollout
+from .compat_env import CompatAssignEnv, DrawnAssignmentAgent, RandomAssignmentAgent
 from .moldable_env import MoldablePolicyAgent, MSJMoldableEnv
 from .msj_env import MSJEnv, MSJPreemptiveEnv
 
 ENV_IDS = ("MSJ-v0", "MSJPreemptive-v0")  # the queueing MSJ envs (same arguments)
 MOLDABLE_ENV_ID = "MSJMoldable-v0"  # the moldable loss system: its own arguments
+COMPAT_ENV_ID = "CompatAssign-v0"  # job-server compatibility graphs (003): its own arguments
 
 
 def _register() -> None:
-    entries = (
-        "msj_gym.env.msj_env:MSJEnv",
-        "msj_gym.env.msj_env:MSJPreemptiveEnv",
-        "msj_gym.env.moldable_env:MSJMoldableEnv",
-    )
-    for env_id, entry in zip((*ENV_IDS, MOLDABLE_ENV_ID), entries, strict=True):
+    entries = {
+        "MSJ-v0": "msj_gym.env.msj_env:MSJEnv",
+        "MSJPreemptive-v0": "msj_gym.env.msj_env:MSJPreemptiveEnv",
+        MOLDABLE_ENV_ID: "msj_gym.env.moldable_env:MSJMoldableEnv",
+        COMPAT_ENV_ID: "msj_gym.env.compat_env:CompatAssignEnv",
+    }
+    for env_id, entry in entries.items():
         if env_id not in registry:
             register(id=env_id, entry_point=entry)
 
@@ -25,13 +29,17 @@ def _register() -> None:
 _register()
 
 __all__ = [
+    "COMPAT_ENV_ID",
     "ENV_IDS",
     "MOLDABLE_ENV_ID",
+    "CompatAssignEnv",
+    "DrawnAssignmentAgent",
     "MSJEnv",
     "MSJMoldableEnv",
     "MSJPreemptiveEnv",
     "MoldablePolicyAgent",
     "PolicyAgent",
     "RandomAgent",
+    "RandomAssignmentAgent",
     "rollout",
 ]

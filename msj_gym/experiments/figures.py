@@ -1,7 +1,9 @@
 """The papers' figures as data: which runs, which metrics, which analysis curves. ``make_figure`` runs
 (or reuses) the points, writes ``NAME.csv`` (mean and 95 % CI per series, x and metric) and
-``NAME.png``. Paper 004 (Quickswap): the sweeps follow spec msfq.md Sec. 5; paper 002 (moldable jobs)
-has its own registry, ``MOLDABLE_FIGURES`` in :mod:`.moldable`, served by the same ``make_figure``.
+``NAME.png``. Paper 004 (Quickswap): the sweeps follow spec msfq.md Sec. 5; paper 003 (balanced fairness):
+Figs. 1-4, one figure per job-size distribution (a, b, c as in the paper, plus ``exp``); paper 002
+(moldable jobs) has its own registry, ``MOLDABLE_FIGURES`` in :mod:`.moldable`, served by the same
+``make_figure``.
 """
 
 from __future__ import annotations
@@ -96,6 +98,77 @@ BORG: dict[str, Any] = {
     "options": {"max_jobs_in_system": 5_000_000},
 }
 
+
+# --- Bonald & Comte (003): job-server compatibility graphs, balanced fairness ----------------------
+BF_LABEL = "balanced fairness (analysis)"
+BF_SERIES = {
+    "FCFS": ("fcfs", {}),
+    "m=1": ("balanced-fair", {"m": 1.0}),
+    "m=5": ("balanced-fair", {"m": 5.0}),
+}
+BF_LOADS = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9)
+BF_DISTRIBUTIONS = {"a": "bimodal", "b": "hyperexponential", "c": "zipf"}
+
+
+def _bf_analysis(scenario: str, distribution: str) -> Callable[[str, float], dict[str, float | None]]:
+    """Balanced-fair reference (exact for exponential sizes, Theorem 2) for a 003 figure's metrics."""
+
+    def analysis(metric: str, load: float) -> dict[str, float | None]:
+        from ..analysis.balanced_fairness import workload_performance
+        from ..workloads.compat import build_compat_scenario
+
+        wl = build_compat_scenario(scenario, load=load, distribution=distribution)
+        perf = workload_performance(wl)
+        names = [c.name for c in wl.classes]
+        for i, name in enumerate(names):
+            if metric == f"per_class.{name}":
+                return {BF_LABEL: float(perf.mean_delay[i])}
+            if metric == f"policy_metrics.service_rate.{name}":
+                return {BF_LABEL: float(perf.mean_service_rate[i])}
+        return {}
+
+    return analysis
+
+
+def _bf_figures() -> dict[str, Figure]:
+    systems = {
+        "003-fig1": (
+            "003-tree-symmetric",
+            "S=3, C=(1,1,1): class 1 on {1,3}, class 2 on {2,3}",
+            ("class1", "class2"),
+        ),
+        "003-fig2": (
+            "003-tree-asymmetric",
+            "C=(1,0,1): class 1 on {1,3}, class 2 on {3}",
+            ("class1", "class2"),
+        ),
+        "003-fig3": ("003-random-2", "S=100, d=2 random servers per job", ("random-2",)),
+        "003-fig4": ("003-random-3", "S=100, d=3 random servers per job", ("random-3",)),
+    }
+    out = {}
+    for fig, (scenario, text, classes) in systems.items():
+        for panel, dist in {**BF_DISTRIBUTIONS, "exp": "exponential"}.items():
+            panels = tuple((f"per_class.{c}", f"{c}: mean delay") for c in classes) + tuple(
+                (f"policy_metrics.service_rate.{c}", f"{c}: mean service rate") for c in classes
+            )
+            out[f"{fig}{panel}"] = Figure(
+                title=f"{text}; {dist} job sizes: mean delay and service rate vs load",
+                source=f"Bonald & Comte (003) Fig. {fig[-1]}"
+                + (f"({panel})" if panel != "exp" else " (exponential: Theorem 2 check)"),
+                scenario=scenario,
+                x_field="load",
+                xs=BF_LOADS,
+                series=BF_SERIES,
+                panels=panels,
+                build={"distribution": dist},
+                xlabel="load rho",
+                logy=False,
+                arrivals=200_000,
+                analysis=_bf_analysis(scenario, dist),
+            )
+    return out
+
+
 FIGURES: dict[str, Figure] = {
     "004-fig2": Figure(
         title="One-or-all, k=32, lambda=7.25: MSFQ mean response time vs threshold ell",
@@ -175,6 +248,7 @@ FIGURES: dict[str, Figure] = {
             ("mean_response_time", "mean response time"),
         ),
     ),
+    **_bf_figures(),
 }
 
 

@@ -59,6 +59,7 @@ class Point:
 
 def run_point(point: Point) -> dict[str, Any]:
     """Run one point in this process and return its metrics (a JSON-ready dict)."""
+    from ..workloads.compat import COMPAT_SCENARIOS, build_compat_scenario
     from ..workloads.scenarios import load_scenario
 
     if point.agent is not None:
@@ -70,8 +71,15 @@ def run_point(point: Point) -> dict[str, Any]:
 
         from ..core.simulator import Simulator
 
-        wl = load_scenario(point.scenario).build(**point.build)
-        sim = Simulator(
+        if point.scenario in COMPAT_SCENARIOS:  # job-server compatibility model (003)
+            from ..core.pooled import PooledSimulator
+
+            wl: Any = build_compat_scenario(point.scenario, **point.build)
+            simulator: Any = PooledSimulator
+        else:
+            wl = load_scenario(point.scenario).build(**point.build)
+            simulator = Simulator
+        sim = simulator(
             wl,
             make_policy(point.policy, **point.params),
             seed=point.seed,

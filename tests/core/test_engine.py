@@ -224,6 +224,7 @@ def test_policy_flags_match_the_papers():
     preemptive = {pid for pid, cls in POLICIES.items() if cls.preemptive}
     size_aware = {pid for pid, cls in POLICIES.items() if cls.size_aware}
     assert preemptive == {
+        "balanced-fair",  # 003 Algorithm 1 interrupts jobs (on the compatibility model)
         "msf-preemptive",
         "server-filling",
         "server-filling-srpt",

@@ -66,3 +66,22 @@ def test_sample_path_figure(tmp_path) -> None:
         assert min(counts) >= 0 and max(counts) > 0
     pytest.importorskip("matplotlib")
     assert png is not None and png.stat().st_size > 10_000
+
+
+def test_balanced_fairness_figure(tmp_path) -> None:
+    """003 figures: the compatibility-model runs through the same runner, with the analysis curve."""
+    csv_path, _ = make_figure("003-fig2b", tmp_path, arrivals=1000, seeds=2, progress=False)
+    rows = list(csv.DictReader(csv_path.open()))
+    fig = FIGURES["003-fig2b"]
+    assert {r["series"] for r in rows} == {*fig.series, "balanced fairness (analysis)"}
+    assert {r["metric"] for r in rows} == {m for m, _ in fig.panels}
+    sim = [r for r in rows if "analysis" not in r["series"]]
+    assert len(sim) == len(fig.series) * len(fig.xs) * len(fig.panels)
+    assert all(r["seeds"] == "2" and float(r["ci95"]) >= 0 for r in sim)
+    # class 2 may only use one unit server: its balanced-fair mean service rate stays below 1
+    rates = [
+        float(r["mean"])
+        for r in rows
+        if r["metric"] == "policy_metrics.service_rate.class2" and "analysis" in r["series"]
+    ]
+    assert len(rates) == len(fig.xs) and max(rates) < 1.0

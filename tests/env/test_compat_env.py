@@ -1,0 +1,74 @@
+"""``CompatAssign-v0``: the env contract, masks, and the paper's random assignment through it giving the
+native run bit for bit."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import msj_gym  # noqa: F401  (registers the ids)
+from baselines import make_policy
+from msj_gym.core.pooled import PooledSimulator
+from msj_gym.env import DrawnAssignmentAgent, RandomAssignmentAgent
+from msj_gym.workloads.compat import CompatClass, CompatWorkload
+
+SMALL = CompatWorkload(
+    (1.0, 2.0, 1.0, 0.5, 1.0, 1.0), (CompatClass(tuple(range(6)), 3.0, choose=2, name="r2"),)
+)
+
+
+def _episode(env, agent, seed):
+    obs, info = env.reset(seed=seed)
+    total, steps, done = 0.0, 0, False
+    while not done:
+        assert info["action_mask"].any()
+        action, _ = agent.predict(obs)
+        assert info["action_mask"][action]
+        obs, reward, terminated, done, info = env.step(action)
+        assert not terminated and reward <= 0.0 and env.observation_space.contains(obs)
+        total += reward
+        steps += 1
+    return total, steps, info
+
+
+def test_env_checker_passes():
+    env = gym.make("CompatAssign-v0", scenario=SMALL, load=0.6, num_arrivals=200)
+    check_env(env.unwrapped, skip_render_check=True)
+
+
+@pytest.mark.parametrize(("scheduler", "m"), [("fcfs", 5.0), ("balanced-fair", 1.0)])
+def test_drawn_assignment_is_the_native_run(scheduler, m):
+    env = gym.make("CompatAssign-v0", scenario=SMALL, load=0.7, num_arrivals=600, scheduler=scheduler, m=m)
+    total, steps, info = _episode(env, DrawnAssignmentAgent(env), seed=7)
+    policy = make_policy("fcfs") if scheduler == "fcfs" else make_policy("balanced-fair", m=m)
+    native_sim = PooledSimulator(SMALL.with_load(0.7), policy, seed=7, num_arrivals=600, warmup=0)
+    native = native_sim.run()
+    # two servers per job, one per step; arrivals go on until the 600 measured jobs have left
+    assert steps == 2 * int(native_sim.sim.iv[5])  # I_NARR
+    assert info["mean_response_time"] == native.mean_response_time
+    assert env.unwrapped.result().per_class["r2"].count == 600
+    # the return is minus the time integral of the number of jobs in the system over the run
+    assert -total == pytest.approx(float(native_sim.pool.fv[1]), rel=1e-12)  # P_AREA
+
+
+def test_random_agent_masks_and_invalid_actions():
+    env = gym.make("CompatAssign-v0", scenario="003-random-3", load=0.5, num_arrivals=100)
+    _, steps, info = _episode(env, RandomAssignmentAgent(env, seed=1), seed=3)
+    assert steps >= 300 and info["invalid_actions"] == 0 and 0 < info["mean_response_time"] < 10
+    obs, info = env.reset(seed=0)
+    first = int(np.flatnonzero(info["action_mask"])[0])
+    obs, _, _, _, info = env.step(first)
+    assert not info["action_mask"][first] and obs[200 + first] == 1.0  # chosen block
+    _, _, _, _, info = env.step(first)  # masked: replaced by the lowest allowed server, counted
+    assert info["invalid_actions"] == 1
+    with pytest.raises(ValueError, match="expected an integer in"):
+        env.step(100)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="nothing to decide"):
+        gym.make("CompatAssign-v0", scenario="003-tree-symmetric")
+    with pytest.raises(ValueError, match="scheduler: expected 'fcfs' or 'balanced-fair', got 'msf'"):
+        gym.make("CompatAssign-v0", scheduler="msf")
