@@ -7,6 +7,7 @@ from typing import Any
 from msj_gym.core import Policy
 
 from .backfilling import EasyBackfilling
+from .balanced_splitting import BalancedSplitting, ModifiedBalancedSplitting
 from .fcfs import FCFS
 from .max_weight import MaxWeight
 from .nmsr import NMSR
@@ -30,6 +31,8 @@ _ALL: tuple[type[Policy], ...] = (
     StaticQuickswap,
     AdaptiveQuickswap,
     NMSR,
+    BalancedSplitting,
+    ModifiedBalancedSplitting,
 )
 
 POLICIES: dict[str, type[Policy]] = {cls.policy_id: cls for cls in _ALL}
