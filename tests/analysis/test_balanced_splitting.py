@@ -137,16 +137,18 @@ def test_theorem2_bound_is_the_limit_of_the_exact_expression():
 def test_theorem1_zero_wait_in_the_subcritical_regime():
     # Scaling (7): fixed load 0.9, needs n_i f_k, f_k = floor((k/32)^(2/3)). P_H^ModifiedBS -> 0, the
     # helpers' load (Proposition 1) -> 0, so BS-pi's mean response time -> sum alpha_i d_i (Theorem 1).
-    # With f_k growing like k^(2/3) the loss systems only grow like k^(1/3): the decay is slow.
-    prev_p, prev_load = 1.0, math.inf
+    # With f_k growing like k^(2/3) the loss systems only grow like k^(1/3): the decay is slow, and the
+    # helpers (about 8 f_k servers) stay overloaded in the sense of (5) up to k = 2^22 (measured: 2.4 at
+    # k = 2^10, 3.9 at 2^22): Proposition 1's condition holds only for far larger k.
+    prev = 1.0
     for k in (2**10, 2**14, 2**18, 2**22):
         f = max(1, math.floor((k / 32) ** (2 / 3)))
         wl = Workload(k, _fig_classes(f), load=0.9)
         _, p_h = helper_probabilities(wl)
-        assert p_h < prev_p and helper_load(wl) < prev_load
-        prev_p, prev_load = p_h, helper_load(wl)
-    assert p_h < 0.01 and prev_load < 0.1
-    # With f_k = 1 the loss systems grow like k and P_H vanishes exponentially fast.
-    _, p_h = helper_probabilities(Workload(2**16, _fig_classes(1), load=0.9))
-    assert p_h < 1e-12
+        assert p_h < prev
+        prev = p_h
+    assert p_h < 0.01
+    # With f_k = 1 the loss systems grow like k and P_H and the helpers' load vanish exponentially fast.
+    wl = Workload(2**16, _fig_classes(1), load=0.9)
+    assert helper_probabilities(wl)[1] < 1e-12 and helper_load(wl) < 1e-9
     assert theorem1_limit(wl) == pytest.approx(0.95 + 0.05 / 3 * 70)
