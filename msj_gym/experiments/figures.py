@@ -1,6 +1,7 @@
 """The papers' figures as data: which runs, which metrics, which analysis curves. ``make_figure`` runs
 (or reuses) the points, writes ``NAME.csv`` (mean and 95 % CI per series, x and metric) and
-``NAME.png``. Paper 004 (Quickswap) so far; the sweeps follow spec msfq.md Sec. 5.
+``NAME.png``. Paper 004 (Quickswap), whose sweeps follow spec msfq.md Sec. 5, and paper 000 (Balanced
+Splitting, Figs. 1-3).
 """
 
 from __future__ import annotations
@@ -94,6 +95,97 @@ BORG: dict[str, Any] = {
     "options": {"max_jobs_in_system": 5_000_000},
 }
 
+# Paper 000 (Balanced Splitting): the policies of its Figs. 1-3. "MSF" there is the preemptive Most
+# Servers First of its Sec. 2; BS-pi runs with pi = FCFS (Sec. 6).
+BS_FAMILY = {
+    "BS-FCFS": ("bs", {}),
+    "FCFS": ("fcfs", {}),
+    "MSF": ("msf-preemptive", {}),
+    "ServerFilling": ("server-filling", {}),
+    "ServerFilling-SRPT": ("server-filling-srpt", {}),
+    "First-Fit SRPT": ("first-fit-srpt", {}),
+    "First-Fit": ("first-fit", {}),
+}
+BS_PANELS = (
+    ("mean_response_time", "mean response time"),
+    ("policy_metrics.p_helpers", "P_H (BS-FCFS: fraction of jobs served by the helpers)"),
+)
+
+
+def _bs_analysis(scenario: str, x_field: str, build: dict[str, Any]) -> Callable[[str, float], dict]:
+    """ModifiedBS-pi's P_H (000 eq. (16), exact by Erlang B): Corollary 1's upper bound on BS-pi's."""
+
+    def analysis(metric: str, x: float) -> dict[str, float | None]:
+        if metric != "policy_metrics.p_helpers":
+            return {}
+        from ..analysis.balanced_splitting import helper_probabilities
+        from ..workloads.scenarios import load_scenario
+
+        b = dict(build)
+        b[x_field] = int(x) if x_field == "num_servers" else x
+        wl = load_scenario(scenario).build(**b)
+        return {"P_H of ModifiedBS (analysis, eq. 16)": helper_probabilities(wl)[1]}
+
+    return analysis
+
+
+def _bs_figure(title: str, source: str, scenario: str, x_field: str, xs: tuple, **kw: Any) -> Figure:
+    build = kw.pop("build", {})
+    return Figure(
+        title=title,
+        source=source,
+        scenario=scenario,
+        x_field=x_field,
+        xs=xs,
+        series=BS_FAMILY,
+        panels=BS_PANELS,
+        build=build,
+        xlabel={"num_servers": "servers k", "load": "load rho"}[x_field],
+        analysis=_bs_analysis(scenario, x_field, build),
+        **kw,
+    )
+
+
+BS_K = (32, 64, 128, 256, 512, 1024, 2048)
+BS_FIGURES = {
+    "000-fig1": _bs_figure(
+        "Critical regime (bs-fig1): k grows, rho = 1 - 0.7 f_k / sqrt(k), needs f_k x (1, 2, 4, 8)",
+        "Anselmi & Doncel (000) Fig. 1, Sec. 1.3",
+        "bs-fig1",
+        "num_servers",
+        BS_K,
+    ),
+    "000-fig2a": _bs_figure(
+        "Heavy traffic (bs-fig2a): k = 1024 fixed, rho -> 1",
+        "Anselmi & Doncel (000) Fig. 2(a), Sec. 6.1 (k is our choice: the text does not give it)",
+        "bs-fig2a",
+        "load",
+        (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95),
+    ),
+    "000-fig2b": _bs_figure(
+        "Subcritical regime (bs-fig2b): rho = 0.8 fixed, k grows",
+        "Anselmi & Doncel (000) Fig. 2(b), Sec. 6.1 (rho is our choice: the text does not give it)",
+        "bs-fig2b",
+        "num_servers",
+        BS_K,
+    ),
+    **{
+        f"000-fig3-{label}-k{k}": _bs_figure(
+            f"{name} model (Table {table}, lognormal fit), k = {k}: mean response time vs load",
+            f"Anselmi & Doncel (000) Fig. 3, Sec. 6.2, Table {table}",
+            scenario,
+            "load",
+            (0.5, 0.6, 0.7, 0.8, 0.9),
+            build={"num_servers": k},
+        )
+        for label, name, table, scenario in (
+            ("sdsc", "SDSC SP2", 2, "sdsc-sp2"),
+            ("kit", "KIT FH2", 3, "kit-fh2"),
+        )
+        for k in (512, 1024)
+    },
+}
+
 FIGURES: dict[str, Figure] = {
     "004-fig2": Figure(
         title="One-or-all, k=32, lambda=7.25: MSFQ mean response time vs threshold ell",
@@ -173,6 +265,7 @@ FIGURES: dict[str, Figure] = {
             ("mean_response_time", "mean response time"),
         ),
     ),
+    **BS_FIGURES,
 }
 
 
@@ -265,7 +358,7 @@ def make_figure(
     rows = run_points(fig.points(arrivals or fig.arrivals, seeds), out / "runs.jsonl", progress=progress)
     table = []
     for metric, _ in fig.panels:
-        table += aggregate(rows, metric)
+        table += [r for r in aggregate(rows, metric) if r["seeds"] and not math.isnan(r["mean"])]
         if fig.analysis is not None:
             for x in fig.xs:
                 for label, value in (fig.analysis(metric, x) or {}).items():
