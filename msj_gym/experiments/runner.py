@@ -19,7 +19,7 @@ from typing import Any
 
 from ..metrics.stats import replication_ci
 
-__all__ = ["Point", "aggregate", "run_points"]
+__all__ = ["Point", "aggregate", "build_workload", "run_points"]
 
 
 @dataclass(frozen=True)
@@ -45,13 +45,27 @@ class Point:
         return json.dumps(d, sort_keys=True)
 
 
+def build_workload(scenario: str, build: dict[str, Any]) -> Any:
+    """A point's workload: a scenario with its overrides, or a trace source ``swf:FILE[?options]``
+    replayed on ``build["num_servers"]`` servers at ``build["load"]`` (time scaling)."""
+    if scenario.startswith("swf:"):
+        from ..workloads.swf import swf_source
+
+        unknown = set(build) - {"num_servers", "load"}
+        if unknown or "num_servers" not in build:
+            raise ValueError(f"trace source {scenario!r}: expected num_servers (and load), got {build}")
+        return swf_source(scenario, num_servers=build["num_servers"], load=build.get("load"))
+    from ..workloads.scenarios import load_scenario
+
+    return load_scenario(scenario).build(**build)
+
+
 def _run(point: Point) -> dict[str, Any]:
     from baselines import make_policy
 
     from ..core.simulator import Simulator
-    from ..workloads.scenarios import load_scenario
 
-    wl = load_scenario(point.scenario).build(**point.build)
+    wl = build_workload(point.scenario, point.build)
     sim = Simulator(
         wl,
         make_policy(point.policy, **point.params),

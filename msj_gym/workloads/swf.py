@@ -34,6 +34,7 @@ __all__ = [
     "class_table",
     "read_swf",
     "swf_jobs",
+    "swf_source",
     "swf_workload",
     "table_rows_as_text",
 ]
@@ -263,3 +264,51 @@ def table_rows_as_text(rows: Sequence[dict[str, float]]) -> str:
             f"{r['server_need']:>4} {r['count']:>7} {r['alpha']:>7.4f} {r['mean']:>10.2f} {r['std']:>10.2f}"
         )
     return "\n".join(lines)
+
+
+TRACE_DIR_ENV = "MSJ_GYM_TRACE_DIR"
+
+
+def _trace_dirs() -> list[Path]:
+    import os
+
+    dirs = [Path(os.environ[TRACE_DIR_ENV])] if os.environ.get(TRACE_DIR_ENV) else []
+    # the project's shared data folder, next to a source checkout
+    return [*dirs, Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"]
+
+
+_LOGS: dict[str, SWFLog] = {}
+
+
+def swf_source(spec: str, *, num_servers: int, load: float | None = None) -> TraceWorkload:
+    """The workload of a trace source ``"swf:FILE[?binning=B&max_need=M&first=N]"`` (as figures name
+    their scenario): FILE is a path, or a file name looked up in ``$MSJ_GYM_TRACE_DIR`` and then in the
+    shared traces folder; the load is set by time scaling (see :func:`swf_workload`)."""
+    if not spec.startswith("swf:"):
+        raise ValueError(f"trace source: expected 'swf:FILE[?options]', got {spec!r}")
+    name, _, query = spec[4:].partition("?")
+    options: dict[str, Any] = {}
+    for item in filter(None, query.split("&")):
+        key, _, value = item.partition("=")
+        if key == "binning":
+            options[key] = value
+        elif key in ("max_need", "first"):
+            try:
+                options[key] = int(value)
+            except ValueError:
+                raise ValueError(f"trace source {spec!r}: {key} expects an integer, got {value!r}") from None
+        else:
+            raise ValueError(
+                f"trace source {spec!r}: unknown option {key!r}; known: binning, max_need, first"
+            )
+    path = Path(name)
+    if not path.is_absolute():
+        found = [d / name for d in _trace_dirs() if (d / name).exists()]
+        if not found:
+            where = ", ".join(str(d) for d in _trace_dirs())
+            raise ValueError(f"trace source {spec!r}: {name!r} not found in {where} (set ${TRACE_DIR_ENV})")
+        path = found[0]
+    key = str(path)
+    if key not in _LOGS:
+        _LOGS[key] = read_swf(path)
+    return swf_workload(_LOGS[key], num_servers, load=load, **options)
