@@ -8,6 +8,7 @@ from msj_gym.core import Policy
 
 from .backfilling import EasyBackfilling
 from .balanced_fair import BalancedFair
+from .balanced_splitting import BalancedSplitting, ModifiedBalancedSplitting
 from .fcfs import FCFS
 from .max_weight import MaxWeight
 from .moldable import MOLDABLE_POLICIES, Greedy, PScheme, Reserved, make_moldable_policy
@@ -33,6 +34,8 @@ _ALL: tuple[type[Policy], ...] = (
     AdaptiveQuickswap,
     NMSR,
     BalancedFair,
+    BalancedSplitting,
+    ModifiedBalancedSplitting,
 )
 
 POLICIES: dict[str, type[Policy]] = {cls.policy_id: cls for cls in _ALL}

@@ -1,18 +1,35 @@
 """Closed forms used as references for the simulator: Erlang B/C, M/M/k, M/G/1, the one-or-all
-MSF / MSFQ analysis of 004 Sec. 5, and policies' stability limits."""
+MSF / MSFQ analysis of 004 Sec. 5, Balanced Splitting's partition and Erlang-B bounds (000 Sec. 3-5),
+and policies' stability limits."""
 
+from .balanced_splitting import (
+    BSPartition,
+    bs_partition,
+    helper_load,
+    helper_probabilities,
+    relative_demands,
+    theorem1_limit,
+    theorem2_bound,
+)
 from .one_or_all import OneOrAllAnalysis, one_or_all_msfq
 from .queueing import erlang_b, erlang_c, mg1_mean_response_time, mmk_mean_response_time
 from .stability import SaturatedFCFS, fcfs_saturated, stability_limit
 
 __all__ = [
+    "BSPartition",
     "OneOrAllAnalysis",
     "SaturatedFCFS",
+    "bs_partition",
     "erlang_b",
     "erlang_c",
     "fcfs_saturated",
+    "helper_load",
+    "helper_probabilities",
     "mg1_mean_response_time",
     "mmk_mean_response_time",
     "one_or_all_msfq",
+    "relative_demands",
     "stability_limit",
+    "theorem1_limit",
+    "theorem2_bound",
 ]

@@ -1,9 +1,9 @@
 """The papers' figures as data: which runs, which metrics, which analysis curves. ``make_figure`` runs
 (or reuses) the points, writes ``NAME.csv`` (mean and 95 % CI per series, x and metric) and
-``NAME.png``. Paper 004 (Quickswap): the sweeps follow spec msfq.md Sec. 5; paper 003 (balanced fairness):
-Figs. 1-4, one figure per job-size distribution (a, b, c as in the paper, plus ``exp``); paper 002
-(moldable jobs) has its own registry, ``MOLDABLE_FIGURES`` in :mod:`.moldable`, served by the same
-``make_figure``.
+``NAME.png``. Paper 004 (Quickswap): the sweeps follow spec msfq.md Sec. 5; paper 000 (Balanced
+Splitting, Figs. 1-3); paper 003 (balanced fairness): Figs. 1-4, one figure per job-size
+distribution (a, b, c as in the paper, plus ``exp``); paper 002 (moldable jobs) has its own
+registry, ``MOLDABLE_FIGURES`` in :mod:`.moldable`, served by the same ``make_figure``.
 """
 
 from __future__ import annotations
@@ -130,6 +130,40 @@ def _bf_analysis(scenario: str, distribution: str) -> Callable[[str, float], dic
     return analysis
 
 
+# Paper 000 (Balanced Splitting): the policies of its Figs. 1-3. "MSF" there is the preemptive Most
+# Servers First of its Sec. 2; BS-pi runs with pi = FCFS (Sec. 6).
+BS_FAMILY = {
+    "BS-FCFS": ("bs", {}),
+    "FCFS": ("fcfs", {}),
+    "MSF": ("msf-preemptive", {}),
+    "ServerFilling": ("server-filling", {}),
+    "ServerFilling-SRPT": ("server-filling-srpt", {}),
+    "First-Fit SRPT": ("first-fit-srpt", {}),
+    "First-Fit": ("first-fit", {}),
+}
+BS_PANELS = (
+    ("mean_response_time", "mean response time"),
+    ("policy_metrics.p_helpers", "P_H (BS-FCFS: fraction of jobs served by the helpers)"),
+)
+
+
+def _bs_analysis(scenario: str, x_field: str, build: dict[str, Any]) -> Callable[[str, float], dict]:
+    """ModifiedBS-pi's P_H (000 eq. (16), exact by Erlang B): Corollary 1's upper bound on BS-pi's."""
+
+    def analysis(metric: str, x: float) -> dict[str, float | None]:
+        if metric != "policy_metrics.p_helpers":
+            return {}
+        from ..analysis.balanced_splitting import helper_probabilities
+        from .runner import build_workload
+
+        b = dict(build)
+        b[x_field] = int(x) if x_field == "num_servers" else x
+        # for a trace, the Poisson model with the trace's rate and class table (an approximation)
+        return {"P_H of ModifiedBS (analysis, eq. 16)": helper_probabilities(build_workload(scenario, b))[1]}
+
+    return analysis
+
+
 def _bf_figures() -> dict[str, Figure]:
     systems = {
         "003-fig1": (
@@ -168,6 +202,77 @@ def _bf_figures() -> dict[str, Figure]:
             )
     return out
 
+
+def _bs_figure(title: str, source: str, scenario: str, x_field: str, xs: tuple, **kw: Any) -> Figure:
+    build = kw.pop("build", {})
+    return Figure(
+        title=title,
+        source=source,
+        scenario=scenario,
+        x_field=x_field,
+        xs=xs,
+        series=BS_FAMILY,
+        panels=BS_PANELS,
+        build=build,
+        xlabel={"num_servers": "servers k", "load": "load rho"}[x_field],
+        analysis=_bs_analysis(scenario, x_field, build),
+        **kw,
+    )
+
+
+BS_K = (32, 64, 128, 256, 512, 1024, 2048)
+BS_FIGURES = {
+    "000-fig1": _bs_figure(
+        "Critical regime (bs-fig1): k grows, rho = 1 - 0.7 f_k / sqrt(k), needs f_k x (1, 2, 4, 8)",
+        "Anselmi & Doncel (000) Fig. 1, Sec. 1.3",
+        "bs-fig1",
+        "num_servers",
+        BS_K,
+    ),
+    "000-fig2a": _bs_figure(
+        "Heavy traffic (bs-fig2a): k = 1024 fixed, rho -> 1",
+        "Anselmi & Doncel (000) Fig. 2(a), Sec. 6.1 (k is our choice: the text does not give it)",
+        "bs-fig2a",
+        "load",
+        (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95),
+    ),
+    "000-fig2b": _bs_figure(
+        "Subcritical regime (bs-fig2b): rho = 0.8 fixed, k grows",
+        "Anselmi & Doncel (000) Fig. 2(b), Sec. 6.1 (rho is our choice: the text does not give it)",
+        "bs-fig2b",
+        "num_servers",
+        BS_K,
+    ),
+    **{
+        f"000-fig3-{label}-k{k}": _bs_figure(
+            f"{name} model (Table {table}, lognormal fit), k = {k}: mean response time vs load",
+            f"Anselmi & Doncel (000) Fig. 3, Sec. 6.2, Table {table}",
+            scenario,
+            "load",
+            (0.5, 0.6, 0.7, 0.8, 0.9),
+            build={"num_servers": k},
+        )
+        for label, name, table, scenario in (
+            ("sdsc", "SDSC SP2", 2, "sdsc-sp2"),
+            ("kit", "KIT FH2", 3, "kit-fh2"),
+        )
+        for k in (512, 1024)
+    },
+    # Replay of the real SDSC SP2 log (needs rounded down to powers of two up to 64, spec bs_traces.md),
+    # its inter-arrival gaps scaled to set the load; one run is the whole log (53,904 jobs).
+    **{
+        f"000-fig3-sdsc-trace-k{k}": _bs_figure(
+            f"SDSC SP2 log replayed (53,904 jobs, round-down binning), k = {k}: mean response time vs load",
+            "Anselmi & Doncel (000) Fig. 3, Sec. 6.2; spec bs_traces.md",
+            "swf:SDSC-SP2-1998-4.2-cln.swf.gz",
+            "load",
+            (0.5, 0.6, 0.7, 0.8, 0.9),
+            build={"num_servers": k},
+            arrivals=53_904,
+        )
+        for k in (512, 1024)
+    },
+}
 
 FIGURES: dict[str, Figure] = {
     "004-fig2": Figure(
@@ -249,6 +354,7 @@ FIGURES: dict[str, Figure] = {
         ),
     ),
     **_bf_figures(),
+    **BS_FIGURES,
 }
 
 
@@ -375,7 +481,7 @@ def make_figure(
     )
     table = []
     for metric, _ in fig.panels:
-        table += aggregate(rows, metric)
+        table += [r for r in aggregate(rows, metric) if r["seeds"] and not math.isnan(r["mean"])]
         if fig.analysis is not None:
             for x in fig.xs:
                 for label, value in (fig.analysis(metric, x) or {}).items():

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..metrics.stats import replication_ci
 
-__all__ = ["BACKENDS", "Point", "aggregate", "provenance", "run_point", "run_points"]
+__all__ = ["BACKENDS", "Point", "aggregate", "build_workload", "provenance", "run_point", "run_points"]
 
 BACKENDS = ("local", "ray")
 
@@ -57,10 +57,24 @@ class Point:
         return json.dumps(d, sort_keys=True)
 
 
+def build_workload(scenario: str, build: dict[str, Any]) -> Any:
+    """A point's workload: a scenario with its overrides, or a trace source ``swf:FILE[?options]``
+    replayed on ``build["num_servers"]`` servers at ``build["load"]`` (time scaling)."""
+    if scenario.startswith("swf:"):
+        from ..workloads.swf import swf_source
+
+        unknown = set(build) - {"num_servers", "load"}
+        if unknown or "num_servers" not in build:
+            raise ValueError(f"trace source {scenario!r}: expected num_servers (and load), got {build}")
+        return swf_source(scenario, num_servers=build["num_servers"], load=build.get("load"))
+    from ..workloads.scenarios import load_scenario
+
+    return load_scenario(scenario).build(**build)
+
+
 def run_point(point: Point) -> dict[str, Any]:
     """Run one point in this process and return its metrics (a JSON-ready dict)."""
     from ..workloads.compat import COMPAT_SCENARIOS, build_compat_scenario
-    from ..workloads.scenarios import load_scenario
 
     if point.agent is not None:
         from .agents import run_agent
@@ -77,7 +91,7 @@ def run_point(point: Point) -> dict[str, Any]:
             wl: Any = build_compat_scenario(point.scenario, **point.build)
             simulator: Any = PooledSimulator
         else:
-            wl = load_scenario(point.scenario).build(**point.build)
+            wl = build_workload(point.scenario, point.build)
             simulator = Simulator
         sim = simulator(
             wl,

@@ -1,4 +1,5 @@
-"""Workloads: service-time distributions, job classes, named scenarios and trace replay."""
+"""Workloads: service-time distributions, job classes, named scenarios and trace replay
+(recorded streams and SWF logs)."""
 
 from .distributions import (
     Deterministic,
@@ -15,6 +16,7 @@ from .distributions import (
     distribution_from_dict,
 )
 from .scenarios import Scenario, evaluate_expression, list_scenarios, load_scenario
+from .swf import SWFLog, read_swf, swf_workload
 from .trace import TraceWorkload
 from .workload import JobClass, PoissonArrivals, Workload
 
@@ -31,6 +33,7 @@ __all__ = [
     "MixedErlang",
     "Pareto",
     "PoissonArrivals",
+    "SWFLog",
     "Scenario",
     "TraceWorkload",
     "Uniform",
@@ -39,4 +42,6 @@ __all__ = [
     "evaluate_expression",
     "list_scenarios",
     "load_scenario",
+    "read_swf",
+    "swf_workload",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import itertools
 import json
 
@@ -85,3 +86,31 @@ def test_balanced_fairness_figure(tmp_path) -> None:
         if r["metric"] == "policy_metrics.service_rate.class2" and "analysis" in r["series"]
     ]
     assert len(rates) == len(fig.xs) and max(rates) < 1.0
+
+
+def test_balanced_splitting_figures_are_registered_and_run(tmp_path) -> None:
+    assert {"000-fig1", "000-fig2a", "000-fig2b", "000-fig3-sdsc-k512", "000-fig3-kit-k1024"} <= set(FIGURES)
+    fig = FIGURES["000-fig1"]
+    assert set(fig.series) == {
+        "BS-FCFS",
+        "FCFS",
+        "MSF",
+        "ServerFilling",
+        "ServerFilling-SRPT",
+        "First-Fit SRPT",
+        "First-Fit",
+    }
+    small = dataclasses.replace(fig, xs=(64,), series={k: fig.series[k] for k in ("BS-FCFS", "FCFS")})
+    FIGURES["000-test"] = small
+    try:
+        csv_path, png = make_figure("000-test", tmp_path, arrivals=1000, progress=False)
+    finally:
+        del FIGURES["000-test"]
+    rows = list(csv.DictReader(csv_path.open()))
+    p_h = {r["series"]: float(r["mean"]) for r in rows if r["metric"] == "policy_metrics.p_helpers"}
+    # P_H only for BS (FCFS has none), next to ModifiedBS's Erlang-B value, its upper bound
+    assert set(p_h) == {"BS-FCFS", "P_H of ModifiedBS (analysis, eq. 16)"}
+    assert 0.0 < p_h["BS-FCFS"] < 1.0 and 0.0 < p_h["P_H of ModifiedBS (analysis, eq. 16)"] < 1.0
+    assert {r["series"] for r in rows if r["metric"] == "mean_response_time"} == {"BS-FCFS", "FCFS"}
+    pytest.importorskip("matplotlib")
+    assert png is not None and png.stat().st_size > 10_000

@@ -34,10 +34,12 @@ def test_sf_fig2_matches_paper():
     assert wl.arrival_rate == pytest.approx(0.9 * 8 / (2 / 3 + 8 / 3))
 
 
-@pytest.mark.parametrize("k", [32, 256, 1024, 4096])
-def test_bs_fig1_scaling(k):
+@pytest.mark.parametrize(("k", "f"), [(32, 1), (64, 1), (256, 4), (1024, 10), (2048, 16), (4096, 25)])
+def test_bs_fig1_scaling(k, f):
+    # f_k = floor((k/32)^(2/3)) exactly: 256 and 2048 give the integers 4 and 16, which floating point
+    # computes a hair below
     wl = load_scenario("bs-fig1").build(num_servers=k)
-    f = math.floor((k / 32) ** (2 / 3))
+    assert f**3 <= (k / 32) ** 2 < (f + 1) ** 3
     assert list(wl.server_needs) == [f, 2 * f, 4 * f, 8 * f]
     assert wl.mean_service_times == pytest.approx([1, 40, 20, 10])
     assert wl.probabilities == pytest.approx([0.95, 0.05 / 3, 0.05 / 3, 0.05 / 3])

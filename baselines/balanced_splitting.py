@@ -1,0 +1,325 @@
+"""Balanced Splitting: BS-pi and ModifiedBS-pi (Anselmi & Doncel, paper 000, Definitions 1 and 2).
+
+The k servers are split once into A_1, ..., A_C and the helpers H (eq. (2a)-(2b), see
+:func:`msj_gym.analysis.balanced_splitting.bs_partition`); A_i holds s_i = a_i / n_i class-i jobs at once.
+The engine counts idle servers, not server identities: since A_i only ever runs class-i jobs, each of
+n_i servers, the policy only needs how many class-i jobs run in A_i, which it gets as (class-i jobs
+running) - (class-i jobs it started on the helpers and that still run). It keeps that short helper list
+(at most |H| / min n_i jobs) and scans it when a departure happened since its last decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from msj_gym.analysis.balanced_splitting import BSPartition, bs_partition, relative_demands
+from msj_gym.core import Param, Policy
+from msj_gym.core.jit import inline_jit
+from msj_gym.core.state import (
+    ARRIVAL,
+    C_HEAD,
+    C_NEED,
+    C_NRUN,
+    CLS,
+    CNEXT,
+    F_HORIZON,
+    F_WARM_TIME,
+    I_DONE,
+    I_FREE,
+    I_MEAS_HI,
+    I_MEAS_LO,
+    I_NARR,
+    I_NCLASS,
+    I_WTAIL,
+    JOB_ID,
+    RUNNING,
+    STATE,
+    WNEXT,
+    WPREV,
+    PolicyData,
+)
+
+# pdata.params = [mode, aux, then per class: s_i (C), helper priority key (C)]
+P_MODE, P_AUX = 0, 1
+N_PFIX = 2
+MODE_BS, MODE_MODIFIED = 0, 1
+AUX_FCFS, AUX_FIRST_FIT, AUX_MSF = 0, 1, 2
+AUXILIARY = ("fcfs", "first-fit", "msf")
+# pdata.state = [departures seen, arrivals seen, helper-list length, then per class: jobs running on the
+# helpers (C); then per batch and class (NB x C each) the measured arrivals, those of them sent to the
+# helpers on arrival and those served by the helpers; then the helper list, 3 entries per job: slot,
+# job id, class]
+S_DONE, S_NARR, S_NH = 0, 1, 2
+N_SFIX = 3
+NB = 30  # batches of the P_H estimate (arrival order, as the engine batches response times)
+
+
+@inline_jit
+def _batch(view, s):
+    """The batch of the job in slot ``s`` (-1 if it is not measured), as the engine batches its jobs."""
+    j = view.ji[s, JOB_ID]
+    lo, hi = view.iv[I_MEAS_LO], view.iv[I_MEAS_HI]
+    if lo < 0 or j < lo or (hi >= 0 and j >= hi):
+        return -1
+    if view.fv[F_HORIZON] < np.inf:
+        span = view.fv[F_HORIZON] - view.fv[F_WARM_TIME]
+        b = int((view.jf[s, ARRIVAL] - view.fv[F_WARM_TIME]) / span * NB)
+    else:
+        b = (j - lo) * NB // (hi - lo)
+    return min(max(b, 0), NB - 1)
+
+
+@inline_jit
+def _next_unmarked(view, s, marks):
+    while s != -1 and marks[s] != 0:
+        s = view.ji[s, CNEXT]
+    return s
+
+
+@inline_jit
+def _balanced_splitting(view, pdata, actions):
+    par, st, ji, ci = pdata.params, pdata.state, view.ji, view.ci
+    nclass = view.iv[I_NCLASS]
+    mode = int(par[P_MODE])
+    aux = int(par[P_AUX])
+    blocks = par[N_PFIX : N_PFIX + nclass]
+    key = par[N_PFIX + nclass : N_PFIX + 2 * nclass]
+    on_h = st[N_SFIX : N_SFIX + nclass]
+    arr0 = N_SFIX + nclass
+    toh0 = arr0 + NB * nclass
+    srv0 = toh0 + NB * nclass
+    hl0 = srv0 + NB * nclass
+    nslot = ji.shape[0]
+    marks = pdata.iwork[:nslot]
+    cursor = pdata.iwork[nslot : nslot + nclass]
+
+    # 1. Helper jobs that left since the last decision.
+    if st[S_DONE] != view.iv[I_DONE]:
+        nh = int(st[S_NH])
+        p = 0
+        while p < nh:
+            s = int(st[hl0 + 3 * p])
+            if ji[s, STATE] != RUNNING or ji[s, JOB_ID] != int(st[hl0 + 3 * p + 1]):
+                on_h[int(st[hl0 + 3 * p + 2])] -= 1.0
+                nh -= 1
+                st[hl0 + 3 * p] = st[hl0 + 3 * nh]
+                st[hl0 + 3 * p + 1] = st[hl0 + 3 * nh + 1]
+                st[hl0 + 3 * p + 2] = st[hl0 + 3 * nh + 2]
+            else:
+                p += 1
+        st[S_NH] = nh
+        st[S_DONE] = view.iv[I_DONE]
+
+    # 2. Room in each A_i, and the idle helpers.
+    h_free = view.iv[I_FREE]
+    for c in range(nclass):
+        room = int(blocks[c]) - (ci[C_NRUN, c] - int(on_h[c]))
+        cursor[c] = max(room, 0)  # cursor holds the room until step 4
+        h_free -= cursor[c] * ci[C_NEED, c]
+    h_free = max(h_free, 0)  # < 0 only if jobs were started by another policy (a warm start)
+
+    # 3. Jobs into their A_i. BS: the oldest waiting jobs of the class (rule 1 for an arrival that finds
+    # room, rule 3 after a departure; a class never has jobs waiting while its A_i has room). ModifiedBS:
+    # only the jobs arriving now, in arrival order; older waiting jobs belong to the helpers for good.
+    n = 0
+    first_new = int(st[S_NARR])
+    if mode == MODE_BS:
+        for c in range(nclass):
+            s = ci[C_HEAD, c]
+            while s != -1 and cursor[c] > 0:
+                actions[n] = s
+                n += 1
+                marks[s] = 1
+                cursor[c] -= 1
+                s = ji[s, CNEXT]
+    # the jobs arriving now are the tail of the waiting list
+    s = view.iv[I_WTAIL]
+    head_new = -1
+    while s != -1 and ji[s, JOB_ID] >= first_new:
+        head_new = s
+        s = ji[s, WPREV]
+    s = head_new
+    while s != -1:
+        c = ji[s, CLS]
+        if mode == MODE_MODIFIED and cursor[c] > 0:
+            actions[n] = s
+            n += 1
+            marks[s] = 1
+            cursor[c] -= 1
+        b = _batch(view, s)
+        if b >= 0:
+            st[arr0 + b * nclass + c] += 1.0
+            if marks[s] == 0:
+                st[toh0 + b * nclass + c] += 1.0
+        s = ji[s, WNEXT]
+    st[S_NARR] = view.iv[I_NARR]
+
+    # 4. The auxiliary policy on the helpers, over the waiting jobs not just sent to an A_i: per class
+    # the oldest such job (a class's jobs share a need, so its oldest is the one that fits if any does).
+    for c in range(nclass):
+        cursor[c] = _next_unmarked(view, ci[C_HEAD, c], marks)
+    nh = int(st[S_NH])
+    cap = (st.size - hl0) // 3
+    while h_free > 0 and nh < cap:
+        best = -1
+        best_key = np.inf
+        best_id = 0
+        for c in range(nclass):
+            s = cursor[c]
+            if s == -1:
+                continue
+            if aux != AUX_FCFS and ci[C_NEED, c] > h_free:
+                continue
+            jid = ji[s, JOB_ID]
+            if best == -1 or key[c] < best_key or (key[c] == best_key and jid < best_id):
+                best, best_key, best_id = c, key[c], jid
+        if best == -1 or ci[C_NEED, best] > h_free:
+            break  # FCFS: the oldest helper job does not fit and blocks the rest
+        s = cursor[best]
+        actions[n] = s
+        n += 1
+        h_free -= ci[C_NEED, best]
+        on_h[best] += 1.0
+        st[hl0 + 3 * nh] = s
+        st[hl0 + 3 * nh + 1] = ji[s, JOB_ID]
+        st[hl0 + 3 * nh + 2] = best
+        nh += 1
+        b = _batch(view, s)
+        if b >= 0:
+            st[srv0 + b * nclass + best] += 1.0
+        cursor[best] = _next_unmarked(view, ji[s, CNEXT], marks)
+    st[S_NH] = nh
+    for i in range(n):
+        marks[actions[i]] = 0
+    return n
+
+
+def _parse_demands(text: str, nclass: int) -> np.ndarray | None:
+    """``demands`` parameter: "" (from the workload) or C comma-separated numbers (brackets allowed)."""
+    body = text.strip().strip("[]()").strip()
+    if not body:
+        return None
+    try:
+        values = np.array([float(v) for v in body.split(",") if v.strip()], dtype=np.float64)
+    except ValueError:
+        raise ValueError(f"demands: expected {nclass} comma-separated numbers, got {text!r}") from None
+    if values.size != nclass:
+        raise ValueError(f"demands: expected {nclass} numbers (one per class), got {values.size} in {text!r}")
+    return values
+
+
+class _BalancedSplittingBase(Policy):
+    """Shared machinery of BS-pi and ModifiedBS-pi."""
+
+    mode: ClassVar[int] = MODE_BS
+    preemptive = False
+    size_aware = False
+    decides_every_event = True  # it must see every arrival (ModifiedBS) and departure (both)
+    kernel = _balanced_splitting
+    params_spec: ClassVar[Mapping[str, Param]] = {
+        "aux": Param(str, "fcfs", "auxiliary policy pi on the helper set", choices=AUXILIARY),
+        "demands": Param(
+            str,
+            "",
+            "relative demands rho_i = alpha_i d_i n_i used for the partition, comma-separated "
+            "(empty: from the workload; give estimates to study a mis-estimated partition)",
+        ),
+    }
+
+    def partition(self, workload: Any) -> BSPartition:
+        """The static partition this policy uses on ``workload`` (000 eq. (2a)-(2b))."""
+        given = _parse_demands(self.param_values["demands"], workload.num_classes)
+        demands = relative_demands(workload) if given is None else given
+        try:
+            return bs_partition(workload.num_servers, workload.server_needs, demands)
+        except ValueError as exc:
+            raise ValueError(f"policy {self.policy_id!r}: {exc}") from None
+
+    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+        part = self.partition(workload)
+        if self.mode == MODE_MODIFIED and part.helpers == 0:
+            raise ValueError(
+                f"policy {self.policy_id!r}: the partition leaves no helpers (every k rho_i / (n_i rho) "
+                "is an integer, so psi = 1 and |H| = 0): jobs it sends to the helpers would never be "
+                "served; give slightly different 'demands' or use 'bs'"
+            )
+        needs = np.asarray(workload.server_needs, dtype=np.int64)
+        nclass = needs.size
+        aux = AUXILIARY.index(self.param_values["aux"])
+        keys = -needs.astype(np.float64) if aux == AUX_MSF else np.zeros(nclass)
+        params = np.concatenate([[float(self.mode), float(aux)], np.asarray(part.blocks, float), keys])
+        cap = part.helpers // int(needs.min()) + 1
+        state = np.zeros(N_SFIX + nclass + 3 * NB * nclass + 3 * cap)
+        base = super().prepare(workload, rng)
+        return base._replace(params=params, state=state)
+
+    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
+        # iwork = [per-slot marks: sent to an A_i in the current decision][per-class cursors]
+        return num_slots + num_classes, 0
+
+    def report(self, pdata: PolicyData) -> dict[str, Any]:
+        """Over the measured jobs, each with a batch-means 95 % half-width (``..._ci95``, 30 batches in
+        arrival order), overall and per class (``..._class{i}``):
+
+        * ``p_helpers``: the fraction served by the helpers, P_H of 000 Sec. 3.4 / Corollary 1 (a BS-pi
+          job sent to the helpers on arrival but later moved to its A_i is not counted);
+        * ``p_sent_to_helpers``: the fraction that found no room in their A_i on arrival (the two agree
+          under ModifiedBS-pi, up to jobs still waiting when a run stops).
+        """
+        from msj_gym.metrics.stats import batch_ratio
+
+        nclass = (pdata.params.size - N_PFIX) // 2
+        arr0 = N_SFIX + nclass
+        cells = pdata.state[arr0 : arr0 + 3 * NB * nclass].reshape(3, NB, nclass)
+        arrivals = cells[0]
+        out: dict[str, Any] = {"measured_arrivals": int(arrivals.sum())}
+        for name, counts in (("p_helpers", cells[2]), ("p_sent_to_helpers", cells[1])):
+            est = batch_ratio(counts.sum(axis=1), arrivals.sum(axis=1))
+            out[name], out[f"{name}_ci95"] = est.mean, est.ci95_half_width
+            for c in range(nclass):
+                est = batch_ratio(counts[:, c], arrivals[:, c])
+                out[f"{name}_class{c}"] = est.mean
+                out[f"{name}_class{c}_ci95"] = est.ci95_half_width
+        return out
+
+
+class BalancedSplitting(_BalancedSplittingBase):
+    """BS-pi, Balanced Splitting (Definition 1): a class-i arrival starts on A_i if A_i has n_i idle
+    servers, else joins the helper set, where the auxiliary policy pi (``aux``: FCFS, First-Fit or
+    non-preemptive MSF) schedules the waiting jobs on the |H| helper servers only; when a class-i job
+    leaves A_i, the oldest class-i job waiting on the helpers moves to A_i.
+
+    Source: Anselmi & Doncel (000) Sec. 3.2-3.3, Definition 1, eq. (2a)-(2b). Readings chosen: "waiting
+    for service in the helper set" is every waiting job (nothing else waits), so a job that waits for
+    the helpers may still start on its A_i; at an instant with several events, departures free their
+    servers first, then the A_i take the oldest waiting jobs of their class (which covers rule 3 and
+    rule 1, in arrival order), then pi fills the helpers; the partition uses rho_i from the workload
+    unless ``demands`` gives them (the paper's "user profiling", Remark 1); psi = 1 when every
+    k rho_i / (n_i rho) is an integer even though that leaves no helpers (BS-pi still runs: blocked
+    jobs wait for their A_i). ``report``: ``p_helpers`` = P_H, the fraction of arrivals sent to the
+    helpers, overall and per class. Non-preemptive; size-oblivious (it needs the class of each job and
+    the relative demands, not the durations).
+    """
+
+    policy_id = "bs"
+    reference = "000 Sec. 3.3, Definition 1"
+    mode = MODE_BS
+
+
+class ModifiedBalancedSplitting(_BalancedSplittingBase):
+    """ModifiedBS-pi (Definition 2): a class-i arrival starts on A_i if A_i has n_i idle servers, else it
+    goes to the helper set irrevocably (it is never moved to A_i), where pi (``aux``) schedules it on
+    the helpers. Each A_i is then an M/GI/s_i/s_i loss system (Property 1), so the fraction of class-i
+    arrivals sent to the helpers is Erlang's E_{s_i}(lambda alpha_i d_i).
+
+    Source: Anselmi & Doncel (000) Sec. 5.1, Definition 2, Property 1. Same partition, ``aux``,
+    ``demands`` and report as ``bs``; a partition without helpers is rejected (its blocked jobs would
+    never be served). Non-preemptive; size-oblivious.
+    """
+
+    policy_id = "modified-bs"
+    reference = "000 Sec. 5.1, Definition 2"
+    mode = MODE_MODIFIED

@@ -1,0 +1,314 @@
+"""Standard Workload Format (SWF) logs of the Parallel Workloads Archive: reading, binning jobs into
+power-of-two classes, per-class tables, and trace replay.
+
+SWF (https://www.cs.huji.ac.il/labs/parallel/workload/swf.html): header lines start with ``;`` (``; Key:
+value``, repeated keys such as ``Queue`` collect into lists); every other non-blank line is one job with
+18 whitespace-separated numeric fields (below); -1 marks a missing value. A line with another number of
+fields or a non-numeric field is reported with its line number.
+
+Paper 000 Sec. 6.2 takes Submit Time (field 2), Run Time (4) and Number of Allocated Processors (5),
+keeps power-of-two server needs up to 64 and gets C = 7 classes. Applied literally that does not give
+its Table 2; ``../shared/spec/bs_traces.md`` found the recipe that does (needs rounded *down* to a power
+of two; class shares over the whole log, run-time moments over the first ~20,000 jobs). Both binnings
+are offered: ``"literal"`` (drop non-powers of two) and ``"round-down"`` (n -> 2^floor(log2 n)).
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .trace import TraceWorkload
+
+__all__ = [
+    "BINNINGS",
+    "SWF_FIELDS",
+    "SWFLog",
+    "bin_server_needs",
+    "class_table",
+    "read_swf",
+    "swf_jobs",
+    "swf_source",
+    "swf_workload",
+    "table_rows_as_text",
+]
+
+SWF_FIELDS = (
+    "job_number",
+    "submit_time",
+    "wait_time",
+    "run_time",
+    "allocated_processors",
+    "average_cpu_time",
+    "used_memory",
+    "requested_processors",
+    "requested_time",
+    "requested_memory",
+    "status",
+    "user_id",
+    "group_id",
+    "executable",
+    "queue",
+    "partition",
+    "preceding_job",
+    "think_time",
+)
+BINNINGS = ("round-down", "literal")
+
+
+@dataclass(frozen=True)
+class SWFLog:
+    """A parsed SWF log: ``header`` (``; Key: value`` lines; a repeated key maps to a list),
+    ``records`` (jobs x 18 float64, in file order, -1 = missing) and each record's ``line`` number."""
+
+    path: str
+    header: dict[str, Any]
+    records: np.ndarray
+    line: np.ndarray
+    comments: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return int(self.records.shape[0])
+
+    def column(self, name: str, missing: float | None = None) -> np.ndarray:
+        """One field by its SWF name (see ``SWF_FIELDS``); with ``missing``, -1 entries are replaced."""
+        if name not in SWF_FIELDS:
+            raise ValueError(f"SWF field: expected one of {', '.join(SWF_FIELDS)}, got {name!r}")
+        values = self.records[:, SWF_FIELDS.index(name)].copy()
+        if missing is not None:
+            values[values == -1] = missing
+        return values
+
+
+def read_swf(path: str | Path) -> SWFLog:
+    """Parse an SWF log (plain or ``.gz``). Raises ``ValueError`` naming the file and line of the first
+    malformed record (wrong number of fields, a non-numeric or non-finite field)."""
+    p = Path(path)
+    opener = gzip.open if p.suffix == ".gz" else open
+    header: dict[str, Any] = {}
+    comments: list[str] = []
+    rows: list[list[float]] = []
+    lines: list[int] = []
+    try:
+        with opener(p, "rt", encoding="utf-8", errors="replace") as fh:
+            for number, raw in enumerate(fh, 1):
+                text = raw.strip()
+                if not text:
+                    continue
+                if text.startswith(";"):
+                    body = text[1:].strip()
+                    comments.append(body)
+                    key, sep, value = body.partition(":")
+                    if sep and key and " " not in key.strip():
+                        key, value = key.strip(), value.strip()
+                        if key in header:
+                            prev = header[key]
+                            header[key] = [*prev, value] if isinstance(prev, list) else [prev, value]
+                        else:
+                            header[key] = value
+                    continue
+                parts = text.split()
+                if len(parts) != len(SWF_FIELDS):
+                    raise ValueError(
+                        f"SWF file {str(p)!r} line {number}: expected {len(SWF_FIELDS)} fields, "
+                        f"got {len(parts)}: {text[:80]!r}"
+                    )
+                try:
+                    row = [float(v) for v in parts]
+                except ValueError:
+                    bad = next(v for v in parts if not _is_number(v))
+                    raise ValueError(
+                        f"SWF file {str(p)!r} line {number}: field "
+                        f"{SWF_FIELDS[parts.index(bad)]!r} is not a number: {bad!r}"
+                    ) from None
+                if not all(math.isfinite(v) for v in row):
+                    raise ValueError(f"SWF file {str(p)!r} line {number}: non-finite field in {text[:80]!r}")
+                rows.append(row)
+                lines.append(number)
+    except OSError as exc:
+        raise ValueError(f"SWF file {str(p)!r}: cannot read it: {exc.strerror or exc}") from None
+    except (EOFError, gzip.BadGzipFile) as exc:
+        raise ValueError(f"SWF file {str(p)!r}: corrupt gzip data: {exc}") from None
+    records = np.array(rows, dtype=np.float64).reshape(-1, len(SWF_FIELDS))
+    return SWFLog(str(p), header, records, np.array(lines, dtype=np.int64), comments)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def bin_server_needs(needs: np.ndarray, binning: str, max_need: int) -> np.ndarray:
+    """The class need of each job, or 0 where the job is dropped. ``"literal"``: powers of two up to
+    ``max_need`` kept as is, others dropped (000 Sec. 6.2 as written); ``"round-down"``: needs in
+    [1, 2 max_need) rounded down to a power of two (spec bs_traces.md; reproduces Table 2)."""
+    if binning not in BINNINGS:
+        raise ValueError(f"binning: expected one of {', '.join(BINNINGS)}, got {binning!r}")
+    if isinstance(max_need, bool) or int(max_need) != max_need or max_need < 1 or max_need & (max_need - 1):
+        raise ValueError(f"max_need: expected a power of two >= 1, got {max_need!r}")
+    n = np.asarray(needs, dtype=np.float64)
+    out = np.zeros(n.shape, dtype=np.int64)
+    ok = (n >= 1) & (n == np.floor(n))
+    nn = np.where(ok, n, 1).astype(np.int64)
+    down = np.left_shift(1, np.floor(np.log2(nn)).astype(np.int64))
+    if binning == "literal":
+        keep = ok & (down == nn) & (nn <= max_need)
+        out[keep] = nn[keep]
+    else:
+        keep = ok & (nn < 2 * max_need)
+        out[keep] = down[keep]
+    return out
+
+
+def swf_jobs(
+    log: SWFLog, *, binning: str = "round-down", max_need: int = 64, first: int | None = None
+) -> dict[str, np.ndarray]:
+    """The jobs of ``log`` usable as multiserver jobs: run time > 0 and allocated processors > 0 (missing
+    values, -1, drop a job), binned by :func:`bin_server_needs`; in file order, optionally only the
+    ``first`` of them. Returns ``submit_time``, ``server_need``, ``run_time`` and ``line``."""
+    submit = log.column("submit_time")
+    run = log.column("run_time")
+    procs = log.column("allocated_processors")
+    need = bin_server_needs(procs, binning, max_need)
+    keep = (run > 0) & (procs > 0) & (need > 0) & (submit >= 0)
+    idx = np.flatnonzero(keep)
+    if first is not None:
+        if isinstance(first, bool) or int(first) != first or first < 1:
+            raise ValueError(f"first: expected a positive integer, got {first!r}")
+        idx = idx[: int(first)]
+    return {
+        "submit_time": submit[idx],
+        "server_need": need[idx],
+        "run_time": run[idx],
+        "line": log.line[idx],
+    }
+
+
+def class_table(server_need: np.ndarray, run_time: np.ndarray) -> list[dict[str, float]]:
+    """Per distinct need (ascending): ``server_need``, ``count``, share ``alpha``, ``mean`` and sample
+    ``std`` (ddof = 1) of the run time: the columns of 000 Tables 2-3."""
+    need = np.asarray(server_need)
+    run = np.asarray(run_time, dtype=np.float64)
+    rows = []
+    for n in np.unique(need):
+        r = run[need == n]
+        rows.append(
+            {
+                "server_need": int(n),
+                "count": int(r.size),
+                "alpha": r.size / need.size,
+                "mean": float(r.mean()),
+                "std": float(r.std(ddof=1)) if r.size > 1 else float("nan"),
+            }
+        )
+    return rows
+
+
+def swf_workload(
+    path: str | Path | SWFLog,
+    num_servers: int,
+    *,
+    binning: str = "round-down",
+    max_need: int = 64,
+    first: int | None = None,
+    time_scale: float | None = None,
+    load: float | None = None,
+    name: str | None = None,
+) -> TraceWorkload:
+    """Replay of an SWF log's jobs (see :func:`swf_jobs`) on ``num_servers`` servers: submit times as
+    arrival times, binned needs, run times as service times. The load is set either by ``time_scale``
+    (multiplies every inter-arrival gap) or by ``load`` (the time scale that gives that offered load,
+    sum of need x run time / (k x span)); by default the log's own timing."""
+    log = path if isinstance(path, SWFLog) else read_swf(path)
+    jobs = swf_jobs(log, binning=binning, max_need=max_need, first=first)
+    if jobs["run_time"].size < 2:
+        raise ValueError(f"SWF file {log.path!r}: fewer than 2 usable jobs after filtering")
+    need = jobs["server_need"]
+    if need.max() > num_servers:
+        raise ValueError(
+            f"num_servers: {num_servers} is below the largest binned server need {int(need.max())} "
+            f"(lower max_need)"
+        )
+    if time_scale is not None and load is not None:
+        raise ValueError("give at most one of time_scale and load")
+    label = name or Path(log.path).name
+    base = TraceWorkload(num_servers, jobs["submit_time"], need, jobs["run_time"], name=label)
+    if load is not None:
+        if not math.isfinite(load) or load <= 0:
+            raise ValueError(f"load: expected a positive number, got {load!r}")
+        time_scale = base.load / load
+    if time_scale is None or time_scale == 1.0:
+        out = base
+    else:
+        out = TraceWorkload(
+            num_servers, jobs["submit_time"], need, jobs["run_time"], name=label, time_scale=time_scale
+        )
+    out.meta.update({"swf": log.path, "binning": binning, "max_need": max_need, "first": first})
+    return out
+
+
+def table_rows_as_text(rows: Sequence[dict[str, float]]) -> str:
+    """The class table as aligned text (for the CLI and the README)."""
+    lines = [f"{'n_i':>4} {'count':>7} {'alpha':>7} {'E[D]':>10} {'std(D)':>10}"]
+    for r in rows:
+        lines.append(
+            f"{r['server_need']:>4} {r['count']:>7} {r['alpha']:>7.4f} {r['mean']:>10.2f} {r['std']:>10.2f}"
+        )
+    return "\n".join(lines)
+
+
+TRACE_DIR_ENV = "MSJ_GYM_TRACE_DIR"
+
+
+def _trace_dirs() -> list[Path]:
+    import os
+
+    dirs = [Path(os.environ[TRACE_DIR_ENV])] if os.environ.get(TRACE_DIR_ENV) else []
+    # the project's shared data folder, next to a source checkout
+    return [*dirs, Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"]
+
+
+_LOGS: dict[str, SWFLog] = {}
+
+
+def swf_source(spec: str, *, num_servers: int, load: float | None = None) -> TraceWorkload:
+    """The workload of a trace source ``"swf:FILE[?binning=B&max_need=M&first=N]"`` (as figures name
+    their scenario): FILE is a path, or a file name looked up in ``$MSJ_GYM_TRACE_DIR`` and then in the
+    shared traces folder; the load is set by time scaling (see :func:`swf_workload`)."""
+    if not spec.startswith("swf:"):
+        raise ValueError(f"trace source: expected 'swf:FILE[?options]', got {spec!r}")
+    name, _, query = spec[4:].partition("?")
+    options: dict[str, Any] = {}
+    for item in filter(None, query.split("&")):
+        key, _, value = item.partition("=")
+        if key == "binning":
+            options[key] = value
+        elif key in ("max_need", "first"):
+            try:
+                options[key] = int(value)
+            except ValueError:
+                raise ValueError(f"trace source {spec!r}: {key} expects an integer, got {value!r}") from None
+        else:
+            raise ValueError(
+                f"trace source {spec!r}: unknown option {key!r}; known: binning, max_need, first"
+            )
+    path = Path(name)
+    if not path.is_absolute():
+        found = [d / name for d in _trace_dirs() if (d / name).exists()]
+        if not found:
+            where = ", ".join(str(d) for d in _trace_dirs())
+            raise ValueError(f"trace source {spec!r}: {name!r} not found in {where} (set ${TRACE_DIR_ENV})")
+        path = found[0]
+    key = str(path)
+    if key not in _LOGS:
+        _LOGS[key] = read_swf(path)
+    return swf_workload(_LOGS[key], num_servers, load=load, **options)
