@@ -299,8 +299,9 @@ class BalancedSplitting(_BalancedSplittingBase):
     rule 1, in arrival order), then pi fills the helpers; the partition uses rho_i from the workload
     unless ``demands`` gives them (the paper's "user profiling", Remark 1); psi = 1 when every
     k rho_i / (n_i rho) is an integer even though that leaves no helpers (BS-pi still runs: blocked
-    jobs wait for their A_i). ``report``: ``p_helpers`` = P_H, the fraction of arrivals sent to the
-    helpers, overall and per class. Non-preemptive; size-oblivious (it needs the class of each job and
+    jobs wait for their A_i). ``report``: ``p_helpers`` = P_H, the fraction of jobs served by the
+    helpers, and ``p_sent_to_helpers``, the fraction that found no room in A_i on arrival, overall and
+    per class. Non-preemptive; size-oblivious (it needs the class of each job and
     the relative demands, not the durations).
     """
 
