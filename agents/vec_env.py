@@ -11,7 +11,7 @@ seeds environment ``i`` with ``s + i`` at the next ``reset()`` (later episodes d
 each environment's generator), a finished episode is reset within the step that ends it with its last
 observation in ``info["terminal_observation"]`` and ``info["TimeLimit.truncated"]`` (MSJ episodes are
 only ever truncated), and ``info["episode"]`` carries the episode's return and length (``r``, ``l``,
-``t``) as SB3's ``Monitor`` would. ``env_method("action_masks")`` gives the masks MaskablePPO needs.
+``t``, the return rounded to 6 decimals) as SB3's ``Monitor`` would. ``env_method("action_masks")`` gives the masks MaskablePPO needs.
 Per-step infos are otherwise empty (the gymnasium vector env's batched infos are in
 :attr:`last_infos`).
 """
@@ -73,7 +73,7 @@ class MSJSB3VecEnv(VecEnv):
                 out[i] = {
                     "terminal_observation": final_obs[i],
                     "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
-                    "episode": {"r": float(self._returns[i]), "l": int(self._lengths[i]), "t": now},
+                    "episode": {"r": round(float(self._returns[i]), 6), "l": int(self._lengths[i]), "t": now},
                     "mean_response_time": float(final["mean_response_time"][i]),
                     "stable": bool(final["stable"][i]),
                 }

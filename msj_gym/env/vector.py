@@ -399,7 +399,12 @@ class MSJVectorEnv(VectorEnv):
             flat = self._observation(force_copy=True)
             for i in ended.tolist():
                 final_obs[i] = flat[i] if not isinstance(flat, dict) else {k: v[i] for k, v in flat.items()}
-            final_info = {k: v for k, v in infos.items()}
+            final_info: dict[str, Any] = {}  # the ended envs' last infos, as SyncVectorEnv gathers them
+            for key, value in infos.items():
+                if not key.startswith("_"):
+                    final_info[key] = np.zeros_like(value)
+                    final_info[key][ended] = value[ended]
+                    final_info["_" + key] = truncations.copy()
             idx = ended.astype(np.int64)
             reset_info = self._start_episodes(idx, [None] * idx.size)
             infos = self._step_infos(None)
