@@ -11,9 +11,9 @@ seeds environment ``i`` with ``s + i`` at the next ``reset()`` (later episodes d
 each environment's generator), a finished episode is reset within the step that ends it with its last
 observation in ``info["terminal_observation"]`` and ``info["TimeLimit.truncated"]`` (MSJ episodes are
 only ever truncated), and ``info["episode"]`` carries the episode's return and length (``r``, ``l``,
-``t``, the return rounded to 6 decimals) as SB3's ``Monitor`` would. ``env_method("action_masks")`` gives the masks MaskablePPO needs.
-Per-step infos are otherwise empty (the gymnasium vector env's batched infos are in
-:attr:`last_infos`).
+``t``; the return rounded to 6 decimals) as SB3's ``Monitor`` would. ``env_method("action_masks")``
+gives the masks MaskablePPO needs. Per-step infos are otherwise empty (the gymnasium vector env's
+batched infos are in :attr:`last_infos`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from ..core.batch import (
 from ..core.jit import entry_point
 from ..core.simulator import SimulationError
 from ..core.stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWARD
-from ..metrics.result import SimulationResult
+from ..metrics.result import SimulationResult, assess_stability
 from .msj_env import MSJEnv, MSJPreemptiveEnv, _positive_int
 
 __all__ = ["MSJPreemptiveVectorEnv", "MSJVectorEnv"]
@@ -144,6 +144,7 @@ class MSJVectorEnv(VectorEnv):
         self._started = np.zeros(n, dtype=np.bool_)
         self._invalid = np.zeros(n, dtype=np.int64)
         self._autoreset = np.zeros(n, dtype=np.bool_)
+        self._ready = False  # every env has been reset once
         self._pool = None
         if self.threads > 1:
             from concurrent.futures import ThreadPoolExecutor
@@ -190,7 +191,8 @@ class MSJVectorEnv(VectorEnv):
             self._step_fn(self._b, idx, *args, self._status)
         status = self._status
         while True:
-            pending = idx[status[idx] != S.ST_EVENT]
+            # ST_EVENT is 0: a decision is due
+            pending = np.flatnonzero(status) if idx is self._all else idx[status[idx] != S.ST_EVENT]
             if pending.size == 0:
                 return
             resume, ended = [], []
@@ -362,8 +364,10 @@ class MSJVectorEnv(VectorEnv):
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         a = self._check_actions(actions)
-        if not self._started.all():
-            raise RuntimeError("MSJ vector env: call reset() first")
+        if not self._ready:
+            if not self._started.all():
+                raise RuntimeError("MSJ vector env: call reset() first")
+            self._ready = True
         mode = self.autoreset_mode
         infos: dict[str, Any] = {}
         restart = np.empty(0, dtype=np.int64)
@@ -384,8 +388,7 @@ class MSJVectorEnv(VectorEnv):
         self._run(self._all, self._actions)
         rewards = self._out[:, O_REWARD] * self._reward_scale
         rewards[restart] = 0.0
-        invalid = self._out[:, O_INVALID] > 0
-        self._invalid += invalid
+        self._invalid += self._out[:, O_INVALID] > 0
         truncations = self._over.copy()
         terminations = np.zeros(self.num_envs, dtype=np.bool_)
         infos.update(self._step_infos(None))
@@ -447,7 +450,9 @@ class MSJVectorEnv(VectorEnv):
             "invalid_actions": self._invalid.copy(),
         }
         for key in list(infos):
-            infos["_" + key] = present.copy()
+            if idx is not None:
+                infos[key][~present] = 0  # as SyncVectorEnv: only the reset envs' infos
+            infos["_" + key] = present  # one mask shared by the keys
         return infos
 
     def _final_infos(self, ended: np.ndarray) -> dict[str, Any]:
@@ -457,9 +462,7 @@ class MSJVectorEnv(VectorEnv):
         mrt = np.zeros(n)
         stable = np.zeros(n, dtype=np.bool_)
         for i in ended.tolist():
-            res = self.result(int(i))
-            mrt[i] = res.mean_response_time
-            stable[i] = res.stable
+            mrt[i], stable[i] = self._summary(i)
         return {
             "stalled": self._stalled & present,
             "_stalled": present,
@@ -468,6 +471,22 @@ class MSJVectorEnv(VectorEnv):
             "stable": stable,
             "_stable": present.copy(),
         }
+
+    def _summary(self, i: int) -> tuple[float, bool]:
+        """``(mean_response_time, stable)`` of env ``i``'s episode, computed as
+        :func:`~msj_gym.metrics.result.summarise` does (bit for bit) without the rest of the result:
+        a full result per episode would cost more than the episode's steps."""
+        b = self._b
+        count_b = b.acc_i[i, :, :, S.A_COUNT].sum(axis=1)
+        y = b.acc_f[i, :, :, S.A_RESP].sum(axis=1)
+        total = count_b.astype(np.float64).sum()
+        mean = float(y.sum() / total) if total else float("nan")
+        overflow = self._core.max_jobs_in_system if self._overflowed[i] else None
+        checkpoints = b.ck_nsys[i, : int(b.iv[i, S.I_NCHECK])]
+        stable, _ = assess_stability(
+            float(self.workload.load), bool(self._capped[i]), checkpoints, int(count_b.sum()), overflow
+        )
+        return mean, stable
 
     def _observation(self, force_copy: bool = False) -> Any:
         flat = self._obs.copy() if (self.copy or force_copy) else self._obs

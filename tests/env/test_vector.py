@@ -52,8 +52,10 @@ def _run_pair(env_id: str, mode: str, steps: int, num_envs: int = 3, **kwargs):
     for t in range(steps):
         actions = native.unwrapped.sample_actions(rng)
         if mode == "Disabled" and trunc.any():
-            native.reset(options={"reset_mask": trunc.copy()})
-            sync.reset(options={"reset_mask": trunc.copy()})
+            obs_a, info_a = native.reset(options={"reset_mask": trunc.copy()})
+            obs_b, info_b = sync.reset(options={"reset_mask": trunc.copy()})
+            assert _equal(obs_a, obs_b)
+            _assert_same_infos(info_a, info_b, f"reset {t}")
             actions = native.unwrapped.sample_actions(rng)
         out_a, out_b = native.step(actions), sync.step(actions)
         names = ("obs", "reward", "terminated", "truncated")
