@@ -173,6 +173,10 @@ class MSJVectorEnv(VectorEnv):
             self._status,
         )
         self._sample_fn = entry_point(sample_masked, self._mask, np.zeros(self.num_envs), self._actions)
+        self._reset_fn = entry_point(batch_reset, b, self._template, self._all)
+        self._observe_fn = entry_point(
+            batch_observe, b, self._all, self._ep, self._fpar, self._obs, self._mask, self._work
+        )
 
     def _run(self, idx: np.ndarray, actions: np.ndarray) -> None:
         """One compiled step of the environments ``idx``, then serve their requests until each is at a
@@ -222,7 +226,7 @@ class MSJVectorEnv(VectorEnv):
                 done = np.array(ended, dtype=np.int64)
                 status[done] = S.ST_EVENT
                 self._over[done] = True
-                batch_observe(self._b, done, self._ep, self._fpar, self._obs, self._mask, self._work)
+                self._observe_fn(self._b, done, self._ep, self._fpar, self._obs, self._mask, self._work)
             idx = np.array(resume, dtype=np.int64)
             if idx.size:
                 self._step_fn(
@@ -304,7 +308,7 @@ class MSJVectorEnv(VectorEnv):
                 run_seed = int(self._np_randoms[i].integers(2**63 - 1))
             self._seeds[i] = run_seed
             self._sources[i] = self.workload.arrivals(np.random.SeedSequence(run_seed))
-        batch_reset(self._b, self._template, idx)
+        self._reset_fn(self._b, self._template, idx)
         self._last_time[idx] = -np.inf
         self._capped[idx] = False
         self._overflowed[idx] = False
