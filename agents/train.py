@@ -8,6 +8,10 @@ Algorithms: ``ppo`` and ``dqn`` (stable-baselines3; the env treats an action its
 POLICY`` MaskablePPO first clones a baseline's decisions through the env (behaviour cloning), then
 improves on them by RL. The command line that produced a checkpoint is saved next to it
 (``<out>.json``) with the run's settings.
+
+``--vec-env native`` trains on the native batched vector env (:class:`agents.vec_env.MSJSB3VecEnv`:
+all ``--n-envs`` simulators stepped in one compiled call) instead of SB3's ``DummyVecEnv`` of single
+envs; environment ``i`` gets the same seeds and trajectories either way.
 """
 
 from __future__ import annotations
@@ -115,6 +119,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--episode-arrivals", type=int, default=1000)
     ap.add_argument("--queue-window", type=int, default=1)
     ap.add_argument("--n-envs", type=int, default=4)
+    ap.add_argument(
+        "--vec-env",
+        choices=("dummy", "native"),
+        default="dummy",
+        help="SB3 DummyVecEnv of single envs, or the native batched vector env",
+    )
     ap.add_argument("--n-steps", type=int, default=2048, help="rollout length per env (PPO)")
     ap.add_argument("--gamma", type=float, default=0.999, help="per decision; long: starvation costs late")
     ap.add_argument("--gae-lambda", type=float, default=0.95)
@@ -147,7 +157,13 @@ def main(argv: list[str] | None = None) -> Path:
     env_kwargs = make_env_kwargs(args)
     gym.make("MSJ-v0", **env_kwargs).close()  # bad keywords fail here, before any worker starts
     # Training seeds come from --seed; evaluation uses other seeds (agents/evaluate.py).
-    venv = make_vec_env("msj_gym:MSJ-v0", n_envs=args.n_envs, seed=args.seed, env_kwargs=env_kwargs)
+    if args.vec_env == "native":
+        from agents.vec_env import MSJSB3VecEnv
+
+        venv = MSJSB3VecEnv(args.n_envs, **env_kwargs)
+        venv.seed(args.seed)
+    else:
+        venv = make_vec_env("msj_gym:MSJ-v0", n_envs=args.n_envs, seed=args.seed, env_kwargs=env_kwargs)
     model = build_model(args.algo, venv, args.seed, args)
     t0 = time.perf_counter()
     accuracy = imitate(model, args, env_kwargs) if args.imitate else None
@@ -160,6 +176,7 @@ def main(argv: list[str] | None = None) -> Path:
         "algo": args.algo,
         "env_id": "MSJ-v0",
         "env_kwargs": env_kwargs,
+        "vec_env": args.vec_env,
         "timesteps": args.timesteps,
         "seed": args.seed,
         "imitated": args.imitate,

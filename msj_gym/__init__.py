@@ -1,7 +1,16 @@
 """msj_gym: multiserver-job scheduling simulator, baseline policies and Gymnasium environments."""
 
 from .core import Policy, SimulationError, Simulator, simulate
-from .env import ENV_IDS, MSJEnv, MSJPreemptiveEnv, PolicyAgent, RandomAgent, rollout
+from .env import (
+    ENV_IDS,
+    MSJEnv,
+    MSJPreemptiveEnv,
+    MSJPreemptiveVectorEnv,
+    MSJVectorEnv,
+    PolicyAgent,
+    RandomAgent,
+    rollout,
+)
 from .metrics import SimulationResult
 from .workloads import JobClass, Scenario, Workload, list_scenarios, load_scenario
 
@@ -12,6 +21,8 @@ __all__ = [
     "JobClass",
     "MSJEnv",
     "MSJPreemptiveEnv",
+    "MSJPreemptiveVectorEnv",
+    "MSJVectorEnv",
     "Policy",
     "PolicyAgent",
     "RandomAgent",

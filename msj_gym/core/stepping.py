@@ -69,7 +69,7 @@ CLASS_FEATURES = 5
 QUEUE_FEATURES = 4  # +1 with revealed sizes
 RUNNING_FEATURES = 2  # +1 with revealed sizes (preemptive variant only)
 
-__all__ = ["encode_action", "env_observe", "env_step", "num_actions", "observation_size"]
+__all__ = ["encode_action", "env_observe", "env_step", "num_actions", "observation_size", "observe", "step"]
 
 
 def num_actions(num_classes: int, queue_window: int, preempt_window: int, preemptive: bool) -> int:
@@ -261,11 +261,17 @@ def _write_obs(sim, ep, fpar, obs, work):
             p += width
 
 
+@inline_jit
+def observe(sim, ep, fpar, obs, mask, work):
+    """Write the observation and the action mask of the current state (inlined into its callers)."""
+    _write_obs(sim, ep, fpar, obs, work)
+    _write_mask(sim, ep, mask)
+
+
 @kernel_jit
 def env_observe(sim, ep, fpar, obs, mask, work):
     """Write the observation and the action mask of the current state."""
-    _write_obs(sim, ep, fpar, obs, work)
-    _write_mask(sim, ep, mask)
+    observe(sim, ep, fpar, obs, mask, work)
     return 0
 
 
@@ -275,6 +281,13 @@ def env_step(sim, action, ep, fpar, obs, mask, out, work, act1):
     to the next decision epoch, write observation and mask. ``mask`` must hold the mask of the current
     state: an action it rules out is counted in ``out[O_INVALID]`` and treated as "wait". Returns the
     engine status: ``ST_EVENT`` once a decision is due, else what ``advance`` asked for."""
+    return step(sim, action, ep, fpar, obs, mask, out, work, act1)
+
+
+@inline_jit
+def step(sim, action, ep, fpar, obs, mask, out, work, act1):
+    """The body of :func:`env_step`, inlined into its callers (the single env and the batched step of
+    :mod:`msj_gym.core.batch`): one implementation of the step for both."""
     preemptive = ep[EP_PREEMPTIVE] != 0
     move = True
     if action > 0:
@@ -300,8 +313,7 @@ def env_step(sim, action, ep, fpar, obs, mask, out, work, act1):
             out[O_ELAPSED] += dt
             if ep[EP_EVERY_EVENT] != 0 or can_decide(sim, preemptive):
                 break
-    _write_obs(sim, ep, fpar, obs, work)
-    _write_mask(sim, ep, mask)
+    observe(sim, ep, fpar, obs, mask, work)
     return ST_EVENT
 
 

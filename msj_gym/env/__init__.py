@@ -1,6 +1,7 @@
 """Gymnasium environments (``MSJ-v0``, ``MSJPreemptive-v0``; ``MSJMoldable-v0`` on the moldable loss
 system; ``CompatAssign-v0`` on job-server compatibility graphs) and the agents that act through them.
-Importing :mod:`msj_gym` registers the ids."""
+Importing :mod:`msj_gym` registers the ids; the two MSJ ids have the native batched vector env as their
+``vector_entry_point`` (``gym.make_vec(id, num_envs=N)``)."""
 
 from gymnasium.envs.registration import register, registry
 
@@ -8,6 +9,7 @@ from .agents import PolicyAgent, RandomAgent, rollout
 from .compat_env import CompatAssignEnv, DrawnAssignmentAgent, RandomAssignmentAgent
 from .moldable_env import MoldablePolicyAgent, MSJMoldableEnv
 from .msj_env import MSJEnv, MSJPreemptiveEnv
+from .vector import MSJPreemptiveVectorEnv, MSJVectorEnv
 
 ENV_IDS = ("MSJ-v0", "MSJPreemptive-v0")  # the queueing MSJ envs (same arguments)
 MOLDABLE_ENV_ID = "MSJMoldable-v0"  # the moldable loss system: its own arguments
@@ -15,15 +17,16 @@ COMPAT_ENV_ID = "CompatAssign-v0"  # job-server compatibility graphs (003): its 
 
 
 def _register() -> None:
+    env, vec = "msj_gym.env.msj_env", "msj_gym.env.vector"
     entries = {
-        "MSJ-v0": "msj_gym.env.msj_env:MSJEnv",
-        "MSJPreemptive-v0": "msj_gym.env.msj_env:MSJPreemptiveEnv",
-        MOLDABLE_ENV_ID: "msj_gym.env.moldable_env:MSJMoldableEnv",
-        COMPAT_ENV_ID: "msj_gym.env.compat_env:CompatAssignEnv",
+        "MSJ-v0": (f"{env}:MSJEnv", f"{vec}:MSJVectorEnv"),
+        "MSJPreemptive-v0": (f"{env}:MSJPreemptiveEnv", f"{vec}:MSJPreemptiveVectorEnv"),
+        MOLDABLE_ENV_ID: ("msj_gym.env.moldable_env:MSJMoldableEnv", None),
+        COMPAT_ENV_ID: ("msj_gym.env.compat_env:CompatAssignEnv", None),
     }
-    for env_id, entry in entries.items():
+    for env_id, (entry, vector_entry) in entries.items():
         if env_id not in registry:
-            register(id=env_id, entry_point=entry)
+            register(id=env_id, entry_point=entry, vector_entry_point=vector_entry)
 
 
 _register()
@@ -37,6 +40,8 @@ __all__ = [
     "MSJEnv",
     "MSJMoldableEnv",
     "MSJPreemptiveEnv",
+    "MSJPreemptiveVectorEnv",
+    "MSJVectorEnv",
     "MoldablePolicyAgent",
     "PolicyAgent",
     "RandomAgent",

@@ -348,6 +348,25 @@ class MSJEnv(gym.Env):
             raise ValueError(f"options: MSJ environments take no reset options, got {sorted(options)}")
         run_seed = int(seed) if seed is not None else int(self.np_random.integers(2**63 - 1))
         warm = self.warm_start_arrivals if self.warm_start is not None else 0
+        try:
+            self.core = self.make_simulator(run_seed)
+        except ValueError as exc:
+            raise ValueError(f"MSJ env: {exc}") from None
+        self.episode += 1
+        self._invalid = 0
+        self._over = False
+        self._bind()
+        if self.warm_start is not None:
+            self._run_warm_start(warm)
+        self._out[:] = 0.0
+        info = self._advance(-1)
+        info["seed"] = run_seed
+        return self._observation(), info
+
+    def make_simulator(self, run_seed: int) -> Simulator:
+        """The simulator of an episode with job-stream seed ``run_seed`` (before any warm start): the
+        agent's slot as its policy, this env's measurement and limits."""
+        warm = self.warm_start_arrivals if self.warm_start is not None else 0
         max_arrivals = self.max_arrivals
         if max_arrivals is None:
             expected = (
@@ -363,20 +382,7 @@ class MSJEnv(gym.Env):
             kwargs.update(horizon=float(self.horizon), warmup_time=self.warmup_time)
         else:
             kwargs.update(num_arrivals=self.num_arrivals + warm, warmup=self.warmup + warm)
-        try:
-            self.core = Simulator(self.workload, self._agent_slot, **kwargs)
-        except ValueError as exc:
-            raise ValueError(f"MSJ env: {exc}") from None
-        self.episode += 1
-        self._invalid = 0
-        self._over = False
-        self._bind()
-        if self.warm_start is not None:
-            self._run_warm_start(warm)
-        self._out[:] = 0.0
-        info = self._advance(-1)
-        info["seed"] = run_seed
-        return self._observation(), info
+        return Simulator(self.workload, self._agent_slot, **kwargs)
 
     def _bind(self) -> None:
         """Entry points of the compiled step for the current state arrays (they change as slots grow)."""

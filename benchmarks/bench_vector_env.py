@@ -1,0 +1,138 @@
+"""Native batched vector env speed: aggregate env steps per second of ``MSJVectorEnv`` (``gym.make_vec
+("MSJ-v0", num_envs=N)``) with masked uniform random actions, against ``SyncVectorEnv`` of ``N`` single
+``MSJ-v0`` envs driven by the same actions, measured in the same run (ratios, since this machine is
+shared and noisy); then the wall-clock time of a fixed MaskablePPO budget on either.
+
+    PYTHONPATH=. python benchmarks/bench_vector_env.py [--steps S] [--repeats R] [--num-envs 256 1024]
+        [--train-timesteps T] [--train-envs E] [--threads n]
+
+Random actions are batched and compiled: one uniform per env from a seeded ``numpy`` Generator, mapped
+to a valid action by ``msj_gym.core.batch.sample_masked`` (the same sampler for both vector envs).
+Episodes are the env's defaults (1000 measured arrivals), so resets are part of the timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import msj_gym  # noqa: F401  (registers MSJ-v0)
+from msj_gym.core.batch import sample_masked
+
+CASES: dict[str, dict[str, Any]] = {
+    "sf-fig2 (k=8, load 0.7)": {"scenario": "sf-fig2"},
+    "bs-fig1 (k=1024, load 0.78)": {"scenario": "bs-fig1", "num_servers": 1024},
+}
+
+
+def _native_rate(venv: Any, steps: int, seed: int) -> tuple[float, float]:
+    """(wall, CPU) aggregate steps per second of the native vector env."""
+    rng = np.random.default_rng(seed)
+    n = venv.num_envs
+    w0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(steps):
+        venv.step(venv.sample_actions(rng))
+    return steps * n / (time.perf_counter() - w0), steps * n / (time.process_time() - c0)
+
+
+def _sync_rate(venv: Any, steps: int, seed: int, info: dict[str, Any]) -> tuple[float, float, dict]:
+    rng = np.random.default_rng(seed)
+    n = venv.num_envs
+    actions = np.empty(n, dtype=np.int64)
+    w0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(steps):
+        sample_masked(info["action_mask"], rng.random(n), actions)
+        _, _, _, _, info = venv.step(np.maximum(actions, 0))
+    rate = steps * n / (time.perf_counter() - w0), steps * n / (time.process_time() - c0)
+    return *rate, info
+
+
+def bench_steps(args: argparse.Namespace) -> None:
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    print(
+        f"{'case':<30} {'N':>5} {'native steps/s':>15} {'(CPU time)':>12} {'sync steps/s':>13} "
+        f"{'(CPU time)':>12} {'ratio':>7}"
+    )
+    for name, kwargs in CASES.items():
+        for n in args.num_envs:
+            native = gym.make_vec("MSJ-v0", num_envs=n, threads=args.threads, **kwargs)
+            sync = gym.make_vec("MSJ-v0", num_envs=n, vectorization_mode="sync", **kwargs)
+            native.reset(seed=0)
+            _, sync_info = sync.reset(seed=0)
+            _native_rate(native, 20, 0)  # compile / load the kernels, fill the caches
+            *_, sync_info = _sync_rate(sync, 2, 0, sync_info)
+            nat_w, nat_c, syn_w, syn_c = [], [], [], []
+            native_steps = max(args.steps // n, 10)
+            sync_steps = max(native_steps // 20, 2)
+            for r in range(args.repeats):  # interleaved: machine noise hits both alike
+                w, c = _native_rate(native, native_steps, r)
+                nat_w.append(w)
+                nat_c.append(c)
+                w, c, sync_info = _sync_rate(sync, sync_steps, r, sync_info)
+                syn_w.append(w)
+                syn_c.append(c)
+            nw, sw = statistics.median(nat_w), statistics.median(syn_w)
+            print(
+                f"{name:<30} {n:>5} {nw:>15,.0f} {statistics.median(nat_c):>12,.0f} {sw:>13,.0f} "
+                f"{statistics.median(syn_c):>12,.0f} {nw / sw:>7.1f}",
+                flush=True,
+            )
+            native.close()
+            sync.close()
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+def bench_training(args: argparse.Namespace) -> None:
+    """Wall-clock of one MaskablePPO budget on SB3's DummyVecEnv of single envs and on the native env."""
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from agents.vec_env import MSJSB3VecEnv
+
+    torch.set_num_threads(1)
+    env_kwargs = {"scenario": "sf-fig2", "num_arrivals": 1000}
+    n = args.train_envs
+    settings = {"n_steps": 128, "batch_size": 1024, "n_epochs": 4, "seed": 0, "verbose": 0}
+    print(
+        f"\nMaskablePPO, {args.train_timesteps} timesteps, {n} envs, n_steps=128, batch 1024, 4 epochs, "
+        "sf-fig2 (k=8, load 0.7), MlpPolicy 64x64, 1 torch thread:"
+    )
+    times = {}
+    for label in ("DummyVecEnv", "native"):
+        if label == "native":
+            venv = MSJSB3VecEnv(n, **env_kwargs)
+            venv.seed(0)
+        else:
+            venv = make_vec_env("msj_gym:MSJ-v0", n_envs=n, seed=0, env_kwargs=env_kwargs)
+        model = MaskablePPO("MlpPolicy", venv, policy_kwargs={"net_arch": [64, 64]}, **settings)
+        t0 = time.perf_counter()
+        model.learn(total_timesteps=args.train_timesteps)
+        times[label] = time.perf_counter() - t0
+        venv.close()
+        print(f"  {label:<12} {times[label]:8.1f} s", flush=True)
+    print(f"  speed-up     {times['DummyVecEnv'] / times['native']:8.2f} x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=2_000_000, help="env steps per native measurement")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--num-envs", type=int, nargs="+", default=[256, 1024])
+    ap.add_argument("--threads", type=int, default=1, help="threads of the native env's compiled step")
+    ap.add_argument("--train-timesteps", type=int, default=131_072, help="0: skip the training benchmark")
+    ap.add_argument("--train-envs", type=int, default=64)
+    args = ap.parse_args()
+    bench_steps(args)
+    if args.train_timesteps > 0:
+        bench_training(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""Many simulators stepped together: the state of ``N`` environments in stacked arrays, one compiled call
+per batched step.
+
+:class:`BatchSim` has the fields of :class:`~msj_gym.core.state.Sim`, each with a leading environment
+axis (``iv[i]`` is environment ``i``'s ``Sim.iv``). A compiled loop takes the views of one environment
+at a time as a ``Sim`` and runs the same inlined step as the single environment
+(:func:`msj_gym.core.stepping.step`), so environment ``i`` evolves exactly as a single environment
+with the same job stream and actions, whatever the other environments do: no state is shared.
+
+What the engine asks of Python (more arrivals, more slots, the end of an episode) is reported per
+environment in ``status``; the caller serves it and resumes those environments alone.
+
+This module does not import gymnasium.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from . import state as S
+from .jit import inline_jit, kernel_jit
+from .state import Sim
+from .stepping import observe, step
+
+__all__ = [
+    "BatchSim",
+    "allocate_batch",
+    "batch_observe",
+    "batch_reset",
+    "batch_step",
+    "grow_batch_slots",
+    "sample_masked",
+]
+
+
+class BatchSim(NamedTuple):
+    """The fields of :class:`~msj_gym.core.state.Sim` for ``N`` environments (leading axis ``N``)."""
+
+    iv: np.ndarray
+    fv: np.ndarray
+    jf: np.ndarray
+    js: np.ndarray
+    ji: np.ndarray
+    ci: np.ndarray
+    run_list: np.ndarray
+    heap_t: np.ndarray
+    heap_s: np.ndarray
+    ring_t: np.ndarray
+    ring_c: np.ndarray
+    ring_s: np.ndarray
+    ring_n: np.ndarray
+    acc_f: np.ndarray
+    acc_i: np.ndarray
+    ck_key: np.ndarray
+    ck_nsys: np.ndarray
+    rec: np.ndarray
+
+
+def allocate_batch(template: Sim, num_envs: int, ring: int) -> BatchSim:
+    """Room for ``num_envs`` copies of ``template`` (a fresh state), with an arrival ring of ``ring``
+    entries each (a power of two). The environments still need :func:`batch_reset`."""
+    if ring < 1 or ring & (ring - 1):
+        raise ValueError(f"ring: expected a power of two, got {ring}")
+    fields = {}
+    for name, arr in template._asdict().items():
+        if name.startswith("ring_"):
+            fields[name] = np.zeros((num_envs, ring), dtype=arr.dtype)
+        else:
+            fields[name] = np.empty((num_envs, *arr.shape), dtype=arr.dtype)
+            fields[name][:] = arr
+    return BatchSim(**fields)
+
+
+def grow_batch_slots(batch: BatchSim) -> BatchSim:
+    """Every environment with twice the slots, the new ones in front of its free list (what
+    :func:`~msj_gym.core.state.grow_slots` does to one state)."""
+    n, old = batch.ji.shape[0], batch.ji.shape[1]
+    new = 2 * old
+    ji = np.full((n, new, S.N_JI), -1, dtype=np.int64)
+    ji[:, :old] = batch.ji
+    ji[:, old:new, S.STATE] = S.FREE_SLOT
+    ji[:, old:new, S.WNEXT] = np.arange(old + 1, new + 1)
+    ji[:, new - 1, S.WNEXT] = batch.iv[:, S.I_FREE_HEAD]
+    batch.iv[:, S.I_FREE_HEAD] = old
+    batch.iv[:, S.I_NFREE] += new - old
+    jf = np.zeros((n, new, S.N_JF))
+    jf[:, :old] = batch.jf
+    js = np.zeros((n, new, S.N_JS))
+    js[:, :old] = batch.js
+    return batch._replace(ji=ji, jf=jf, js=js)
+
+
+@inline_jit
+def sim_at(b, i):
+    """Environment ``i``'s state as a ``Sim`` of views."""
+    return Sim(
+        b.iv[i],
+        b.fv[i],
+        b.jf[i],
+        b.js[i],
+        b.ji[i],
+        b.ci[i],
+        b.run_list[i],
+        b.heap_t[i],
+        b.heap_s[i],
+        b.ring_t[i],
+        b.ring_c[i],
+        b.ring_s[i],
+        b.ring_n[i],
+        b.acc_f[i],
+        b.acc_i[i],
+        b.ck_key[i],
+        b.ck_nsys[i],
+        b.rec[i],
+    )
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
+    """:func:`~msj_gym.core.stepping.env_step` for each environment ``i`` in ``idx`` with action
+    ``actions[i]`` (``-1``: no action, advance to the next decision); ``status[i]`` gets its engine
+    status. Rows of ``obs``, ``mask``, ``out``, ``work`` and ``act1`` are per environment. Releases
+    the GIL (``kernel_jit`` plus ``nogil``): disjoint sets of environments may be stepped by
+    concurrent threads, as no two environments share state."""
+    for q in range(idx.size):
+        i = idx[q]
+        status[i] = step(sim_at(b, i), actions[i], ep, fpar, obs[i], mask[i], out[i], work[i], act1[i])
+    return 0
+
+
+@kernel_jit
+def batch_observe(b, idx, ep, fpar, obs, mask, work):
+    """Observation and mask of the current state of each environment in ``idx``."""
+    for q in range(idx.size):
+        i = idx[q]
+        observe(sim_at(b, i), ep, fpar, obs[i], mask[i], work[i])
+    return 0
+
+
+@inline_jit
+def _copy1(dst, src):
+    for a in range(src.shape[0]):
+        dst[a] = src[a]
+
+
+@inline_jit
+def _copy2(dst, src):
+    for a in range(src.shape[0]):
+        for c in range(src.shape[1]):
+            dst[a, c] = src[a, c]
+
+
+@inline_jit
+def _copy3(dst, src):
+    for a in range(src.shape[0]):
+        for c in range(src.shape[1]):
+            for d in range(src.shape[2]):
+                dst[a, c, d] = src[a, c, d]
+
+
+@kernel_jit
+def batch_reset(b, t, idx):
+    """Put each environment in ``idx`` back into the fresh state ``t`` (a ``Sim`` with as many slots;
+    its arrival ring is not copied: the caller feeds the new episode's jobs)."""
+    for q in range(idx.size):
+        i = idx[q]
+        _copy1(b.iv[i], t.iv)
+        _copy1(b.fv[i], t.fv)
+        _copy2(b.jf[i], t.jf)
+        _copy2(b.js[i], t.js)
+        _copy2(b.ji[i], t.ji)
+        _copy2(b.ci[i], t.ci)
+        _copy1(b.run_list[i], t.run_list)
+        _copy1(b.heap_t[i], t.heap_t)
+        _copy1(b.heap_s[i], t.heap_s)
+        _copy3(b.acc_f[i], t.acc_f)
+        _copy3(b.acc_i[i], t.acc_i)
+        _copy1(b.ck_key[i], t.ck_key)
+        _copy1(b.ck_nsys[i], t.ck_nsys)
+        _copy2(b.rec[i], t.rec)
+    return 0
+
+
+@kernel_jit
+def sample_masked(mask, u, actions):
+    """For each row ``i`` of ``mask``, the valid action of rank ``floor(u[i] * valid count)`` (uniform
+    among the valid actions for ``u[i]`` uniform in [0, 1)); ``-1`` where no action is valid."""
+    n, m = mask.shape
+    for i in range(n):
+        count = 0
+        for a in range(m):
+            count += mask[i, a]
+        if count == 0:
+            actions[i] = -1
+            continue
+        r = min(int(u[i] * count), count - 1)
+        for a in range(m):
+            if mask[i, a]:
+                if r == 0:
+                    actions[i] = a
+                    break
+                r -= 1
+    return 0

@@ -1,0 +1,543 @@
+"""Native batched vector environments: ``N`` MSJ simulators in stacked arrays, one compiled call per step.
+
+``gym.make_vec("MSJ-v0", num_envs=N)`` builds :class:`MSJVectorEnv` (its registered
+``vector_entry_point``; ``vectorization_mode="sync"`` still gives ``SyncVectorEnv`` of single envs).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from ..core import state as S
+from ..core.batch import (
+    allocate_batch,
+    batch_observe,
+    batch_reset,
+    batch_step,
+    grow_batch_slots,
+    sample_masked,
+    sim_at,
+)
+from ..core.jit import entry_point
+from ..core.simulator import SimulationError
+from ..core.stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWARD
+from ..metrics.result import SimulationResult, assess_stability
+from .msj_env import MSJEnv, MSJPreemptiveEnv, _positive_int
+
+__all__ = ["MSJPreemptiveVectorEnv", "MSJVectorEnv"]
+
+_MAX_RING = 1 << 13  # arrivals held per env: a default episode's whole stream, refilled for longer ones
+
+
+class MSJVectorEnv(VectorEnv):
+    """``num_envs`` independent ``MSJ-v0`` environments stepped together in compiled code.
+
+    Every keyword of :class:`~msj_gym.env.msj_env.MSJEnv` is accepted (except ``warm_start``) and
+    means the same; spaces are the single env's, batched (``Box(0, 1, (N, D))``,
+    ``MultiDiscrete([A] * N)``). The states of all environments live in stacked arrays
+    (:mod:`msj_gym.core.batch`) and one compiled call steps them all with the single env's own step
+    function, so that **environment ``i`` reset with seed ``s`` follows exactly the trajectory of a
+    single ``MSJ-v0`` reset with seed ``s``** (observations, rewards, truncations, masks and infos,
+    bit for bit), also across automatic resets: like ``SyncVectorEnv``, ``reset(seed=s)`` seeds
+    environment ``i`` with ``s + i`` (or ``seed[i]`` for a list) and each later episode draws its seed
+    from that environment's own generator, as the single env does.
+
+    Autoreset (Gymnasium 1.x, ``metadata["autoreset_mode"]``): ``autoreset_mode="NextStep"`` (the
+    default, as ``SyncVectorEnv``): the step after an environment's episode ends resets it, ignoring
+    its action, and returns the first observation of the new episode with reward 0 and both flags
+    False. ``"SameStep"``: the environment is reset within the step that ends its episode; the final
+    observation and info are in ``info["final_obs"]`` (object array) and ``info["final_info"]``.
+    ``"Disabled"``: reset ended environments with ``reset(options={"reset_mask": mask})``.
+
+    Episodes are only ever truncated (see the single env). ``info`` holds, per environment (with the
+    usual ``_key`` masks), what the single env's info holds: ``time``, ``elapsed_time``,
+    ``action_mask``, ``jobs_in_system``, ``invalid_action``, ``invalid_actions``; at an episode's end
+    ``stalled``, ``mean_response_time`` and ``stable``; at a reset ``seed``. :meth:`action_masks`
+    gives the masks as one ``(N, A)`` array, :meth:`sample_actions` a masked uniform random action per
+    environment (compiled), :meth:`result` an environment's :class:`~msj_gym.SimulationResult`.
+
+    ``copy=False`` returns the internal observation buffer (overwritten by the next step) instead of
+    a copy.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    _single_cls: ClassVar[type[MSJEnv]] = MSJEnv
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        *,
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        copy: bool = True,
+        threads: int = 1,
+        **env_kwargs: Any,
+    ) -> None:
+        self.num_envs = _positive_int("num_envs", num_envs)
+        self.threads = _positive_int("threads", threads)
+        try:
+            self.autoreset_mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            modes = [m.value for m in AutoresetMode]
+            raise ValueError(f"autoreset_mode: expected one of {modes}, got {autoreset_mode!r}") from None
+        if env_kwargs.get("warm_start") is not None:
+            raise ValueError(
+                "warm_start: not supported by the vector env; "
+                "use gym.make_vec(..., vectorization_mode='sync')"
+            )
+        if env_kwargs.get("render_mode") not in (None, "rgb_array", "human", "rgb_array_list"):
+            raise ValueError(
+                f"render_mode: the vector env does not render, got {env_kwargs['render_mode']!r}"
+            )
+        env_kwargs.pop("render_mode", None)
+        self.copy = bool(copy)
+        # The single env validates the keywords and gives the spaces, parameters and episode setup.
+        proto = self.single_env = self._single_cls(**env_kwargs)
+        self.env_kwargs = dict(env_kwargs)
+        self.metadata = {"render_modes": [], "autoreset_mode": self.autoreset_mode}
+        self.render_mode = None
+        self.single_observation_space = proto.observation_space
+        self.single_action_space = proto.action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.workload = proto.workload
+        self._n_actions = int(proto.action_space.n)
+        self._ep, self._fpar = proto._ep, proto._fpar
+        self._reward_scale = proto._reward_scale
+
+        # A fresh episode's state, from the very simulator setup the single env uses.
+        self._core = core = proto.make_simulator(0)
+        template = core.sim
+        template.iv[S.I_NGEN] = 0
+        template.iv[S.I_EXHAUSTED] = 0
+        self._template = template
+        self._max_arrivals = core.max_arrivals
+        ring = 1 << max(int(core.max_arrivals - 1).bit_length(), 6)
+        self._ring = min(ring, _MAX_RING, core.sim.ring_t.size)
+        n = self.num_envs
+        self._b = allocate_batch(template, n, self._ring)
+
+        dim = proto._obs.size
+        self._obs = np.zeros((n, dim), dtype=np.float32)
+        self._mask = np.zeros((n, self._n_actions), dtype=np.bool_)
+        self._out = np.zeros((n, N_OUT))
+        self._work = np.zeros((n, proto._work.size), dtype=np.int64)
+        self._act1 = np.zeros((n, 1), dtype=np.int64)
+        self._status = np.zeros(n, dtype=np.int64)
+        self._actions = np.zeros(n, dtype=np.int64)
+        self._no_action = np.full(n, -1, dtype=np.int64)
+        self._all = np.arange(n, dtype=np.int64)
+
+        self._sources: list[Any] = [None] * n
+        self._np_randoms: list[np.random.Generator | None] = [None] * n
+        self._seeds = np.full(n, -1, dtype=np.int64)
+        self._last_time = np.full(n, -np.inf)
+        self._capped = np.zeros(n, dtype=np.bool_)
+        self._overflowed = np.zeros(n, dtype=np.bool_)
+        self._stalled = np.zeros(n, dtype=np.bool_)
+        self._over = np.ones(n, dtype=np.bool_)
+        self._started = np.zeros(n, dtype=np.bool_)
+        self._invalid = np.zeros(n, dtype=np.int64)
+        self._autoreset = np.zeros(n, dtype=np.bool_)
+        self._ready = False  # every env has been reset once
+        self._pool = None
+        if self.threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="msj-vector")
+            bounds = np.linspace(0, n, self.threads + 1).astype(np.int64)
+            self._chunks = [self._all[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+        self._bind()
+
+    # --------------------------------------------------------------------------------------------
+    def _bind(self) -> None:
+        """Entry points of the compiled kernels for the current arrays (skip numba's dispatch)."""
+        b = self._b
+        self._step_fn = entry_point(
+            batch_step,
+            b,
+            self._all,
+            self._actions,
+            self._ep,
+            self._fpar,
+            self._obs,
+            self._mask,
+            self._out,
+            self._work,
+            self._act1,
+            self._status,
+        )
+        self._sample_fn = entry_point(sample_masked, self._mask, np.zeros(self.num_envs), self._actions)
+        self._reset_fn = entry_point(batch_reset, b, self._template, self._all)
+        self._observe_fn = entry_point(
+            batch_observe, b, self._all, self._ep, self._fpar, self._obs, self._mask, self._work
+        )
+
+    def _run(self, idx: np.ndarray, actions: np.ndarray) -> None:
+        """One compiled step of the environments ``idx``, then serve their requests until each is at a
+        decision or its episode is over."""
+        args = (actions, self._ep, self._fpar, self._obs, self._mask, self._out, self._work, self._act1)
+        if self._pool is not None and idx is self._all:
+            # the compiled step releases the GIL: the other threads step their share meanwhile
+            futures = [
+                self._pool.submit(self._step_fn, self._b, chunk, *args, self._status)
+                for chunk in self._chunks[1:]
+            ]
+            self._step_fn(self._b, self._chunks[0], *args, self._status)
+            for f in futures:
+                f.result()
+        else:
+            self._step_fn(self._b, idx, *args, self._status)
+        status = self._status
+        while True:
+            # ST_EVENT is 0: a decision is due
+            pending = np.flatnonzero(status) if idx is self._all else idx[status[idx] != S.ST_EVENT]
+            if pending.size == 0:
+                return
+            resume, ended = [], []
+            grow = False
+            for i in pending.tolist():
+                st = status[i]
+                if st == S.ST_NEED_ARRIVALS:
+                    self._feed(i)
+                    (ended if self._capped[i] else resume).append(i)
+                elif st == S.ST_NEED_SLOTS:
+                    grow = True
+                    resume.append(i)
+                elif st == S.ST_ERROR and self._b.iv[i, S.I_ERR] == S.E_STALL:
+                    self._stalled[i] = True
+                    ended.append(i)
+                elif st == S.ST_OVERFLOW:
+                    self._overflowed[i] = True
+                    ended.append(i)
+                elif st == S.ST_FINISHED:
+                    ended.append(i)
+                else:
+                    self._raise(i)
+            if grow:
+                self._b = grow_batch_slots(self._b)
+                self._template = S.grow_slots(self._template)
+            if ended:
+                done = np.array(ended, dtype=np.int64)
+                status[done] = S.ST_EVENT
+                self._over[done] = True
+                self._observe_fn(self._b, done, self._ep, self._fpar, self._obs, self._mask, self._work)
+            idx = np.array(resume, dtype=np.int64)
+            if idx.size:
+                self._step_fn(
+                    self._b,
+                    idx,
+                    self._no_action,
+                    self._ep,
+                    self._fpar,
+                    self._obs,
+                    self._mask,
+                    self._out,
+                    self._work,
+                    self._act1,
+                    status,
+                )
+
+    def _raise(self, i: int) -> None:
+        iv = self._b.iv[i]
+        code, job = int(iv[S.I_ERR]), int(iv[S.I_ERR_JOB])
+        msg = S.ERROR_MESSAGES.get(code, "unknown error {job}").format(job=job)
+        raise SimulationError(f"env {i} at t={self._b.fv[i, S.F_NOW]:.6g}: {msg}")
+
+    def _feed(self, i: int) -> None:
+        """Refill env ``i``'s arrival ring with the next chunk of its job stream (as
+        ``Simulator._feed`` does: the stream does not depend on the chunk sizes)."""
+        iv = self._b.iv[i]
+        size = self._ring
+        ngen, narr = int(iv[S.I_NGEN]), int(iv[S.I_NARR])
+        n = min(size - (ngen - narr), self._max_arrivals - ngen)
+        source = self._sources[i]
+        if n <= 0:
+            if ngen >= self._max_arrivals:
+                iv[S.I_EXHAUSTED] = 1
+                self._capped[i] = not getattr(source, "finite", False)
+            return
+        chunk = source.next_chunk(n)
+        m = len(chunk)
+        if m == 0:
+            iv[S.I_EXHAUSTED] = 1
+            return
+        svc = chunk.service_time
+        bad = np.flatnonzero(~np.isfinite(svc) | (svc <= 0))
+        if bad.size:
+            j = bad[0]
+            raise SimulationError(
+                f"service_time: job {ngen + j} (class {int(chunk.job_class[j])}) has invalid duration "
+                f"{svc[j]!r}; durations must be positive and finite"
+            )
+        times = chunk.arrival_time
+        if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0) or times[0] < self._last_time[i]:
+            raise SimulationError(
+                f"arrival_time: times must be finite and non-decreasing (jobs {ngen}..{ngen + m})"
+            )
+        self._last_time[i] = times[-1]
+        b = self._b
+        start = ngen & (size - 1)
+        pos = slice(start, start + m) if start + m <= size else (ngen + np.arange(m)) & (size - 1)
+        b.ring_t[i, pos] = times
+        b.ring_c[i, pos] = chunk.job_class
+        b.ring_s[i, pos] = svc
+        b.ring_n[i, pos] = chunk.estimate_noise
+        iv[S.I_NGEN] = ngen + m
+        if m < n and getattr(source, "finite", False):
+            iv[S.I_EXHAUSTED] = 1
+
+    def _start_episodes(
+        self, idx: np.ndarray, seeds: list[int | None], advance: bool = True
+    ) -> dict[str, Any]:
+        """Fresh episodes for the environments ``idx`` (``None``: draw the episode's seed from the
+        environment's generator, as the single env does), advanced to their first decision (with
+        ``advance=False`` the caller advances them, by stepping them with action -1)."""
+        for i, seed in zip(idx.tolist(), seeds, strict=True):
+            if seed is not None:
+                self._np_randoms[i], _ = seeding.np_random(seed)
+                run_seed = int(seed)
+            else:
+                if self._np_randoms[i] is None:
+                    self._np_randoms[i], _ = seeding.np_random()
+                run_seed = int(self._np_randoms[i].integers(2**63 - 1))
+            self._seeds[i] = run_seed
+            self._sources[i] = self.workload.arrivals(np.random.SeedSequence(run_seed))
+        self._reset_fn(self._b, self._template, idx)
+        self._last_time[idx] = -np.inf
+        self._capped[idx] = False
+        self._overflowed[idx] = False
+        self._stalled[idx] = False
+        self._over[idx] = False
+        self._started[idx] = True
+        self._invalid[idx] = 0
+        self._autoreset[idx] = False
+        for i in idx.tolist():
+            self._feed(i)
+        if advance:
+            self._out[idx] = 0.0
+            self._run(idx, self._no_action)
+        seeds_out = np.zeros(self.num_envs, dtype=np.int64)
+        seeds_out[idx] = self._seeds[idx]
+        mask = np.zeros(self.num_envs, dtype=np.bool_)
+        mask[idx] = True
+        return {"seed": seeds_out, "_seed": mask}
+
+    # --------------------------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset every environment (or those of ``options["reset_mask"]``). ``seed``: ``None``, an int
+        ``s`` (environment ``i`` gets ``s + i``) or a list of ``num_envs`` ints or ``None``."""
+        n = self.num_envs
+        if seed is None:
+            seeds: list[int | None] = [None] * n
+        elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(n)]
+        elif isinstance(seed, list | tuple) and len(seed) == n:
+            seeds = list(seed)
+        else:
+            raise ValueError(f"seed: expected None, an integer or a list of {n} seeds, got {seed!r}")
+        for s in seeds:
+            if s is not None and (isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 0):
+                raise ValueError(f"seed: expected non-negative integers or None, got {s!r}")
+        options = dict(options or {})
+        reset_mask = options.pop("reset_mask", None)
+        if options:
+            raise ValueError(
+                f"options: MSJ vector envs take no reset option but reset_mask, got {sorted(options)}"
+            )
+        if reset_mask is None:
+            idx = self._all
+        else:
+            reset_mask = np.asarray(reset_mask)
+            if reset_mask.shape != (n,) or reset_mask.dtype != np.bool_ or not reset_mask.any():
+                raise ValueError(
+                    f"options['reset_mask']: expected a boolean array of shape ({n},) with a True entry, "
+                    f"got {reset_mask!r}"
+                )
+            idx = np.flatnonzero(reset_mask).astype(np.int64)
+        infos = self._start_episodes(idx, [seeds[i] for i in idx.tolist()])
+        infos.update(self._step_infos(idx if reset_mask is not None else None))
+        return self._observation(), infos
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        a = self._check_actions(actions)
+        if not self._ready:
+            if not self._started.all():
+                raise RuntimeError("MSJ vector env: call reset() first")
+            self._ready = True
+        mode = self.autoreset_mode
+        infos: dict[str, Any] = {}
+        restart = np.empty(0, dtype=np.int64)
+        if mode == AutoresetMode.NEXT_STEP and self._autoreset.any():
+            restart = np.flatnonzero(self._autoreset).astype(np.int64)
+            a = a.copy()
+            a[restart] = -1
+        elif self._over.any():
+            raise RuntimeError(
+                f"MSJ vector env: the episodes of envs {np.flatnonzero(self._over).tolist()} are over; "
+                "reset them first (autoreset_mode='Disabled')"
+            )
+        np.copyto(self._actions, a)
+        self._out[:] = 0.0
+        if restart.size:
+            # new episodes, advanced to their first decision by this very step (action -1)
+            infos = self._start_episodes(restart, [None] * restart.size, advance=False)
+        self._run(self._all, self._actions)
+        rewards = self._out[:, O_REWARD] * self._reward_scale
+        rewards[restart] = 0.0
+        self._invalid += self._out[:, O_INVALID] > 0
+        truncations = self._over.copy()
+        terminations = np.zeros(self.num_envs, dtype=np.bool_)
+        infos.update(self._step_infos(None))
+        ended = np.flatnonzero(truncations)
+        if ended.size:
+            infos.update(self._final_infos(ended))
+        if mode == AutoresetMode.NEXT_STEP:
+            self._autoreset = truncations.copy()
+        elif mode == AutoresetMode.SAME_STEP and ended.size:
+            final_obs = np.full(self.num_envs, None, dtype=object)
+            flat = self._observation(force_copy=True)
+            for i in ended.tolist():
+                final_obs[i] = flat[i] if not isinstance(flat, dict) else {k: v[i] for k, v in flat.items()}
+            final_info: dict[str, Any] = {}  # the ended envs' last infos, as SyncVectorEnv gathers them
+            for key, value in infos.items():
+                if not key.startswith("_"):
+                    final_info[key] = np.zeros_like(value)
+                    final_info[key][ended] = value[ended]
+                    final_info["_" + key] = truncations.copy()
+            idx = ended.astype(np.int64)
+            reset_info = self._start_episodes(idx, [None] * idx.size)
+            infos = self._step_infos(None)
+            infos.update(reset_info)
+            infos["final_obs"] = final_obs
+            infos["_final_obs"] = truncations.copy()
+            infos["final_info"] = final_info
+            infos["_final_info"] = truncations.copy()
+        return self._observation(), rewards, terminations, truncations, infos
+
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        n, m = self.num_envs, self._n_actions
+        a = np.asarray(actions)
+        if a.shape != (n,) or not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(
+                f"actions: expected an integer array of shape ({n},) in [0, {m}), got shape {a.shape} "
+                f"and dtype {a.dtype}"
+            )
+        if n and (a.min() < 0 or a.max() >= m):
+            bad = int(np.flatnonzero((a < 0) | (a >= m))[0])
+            raise ValueError(
+                f"actions: expected integers in [0, {m}) (Discrete({m})), got {a[bad]} for env {bad}"
+            )
+        return a.astype(np.int64, copy=False)
+
+    def _step_infos(self, idx: np.ndarray | None) -> dict[str, Any]:
+        n = self.num_envs
+        if idx is None:
+            present = np.ones(n, dtype=np.bool_)
+        else:
+            present = np.zeros(n, dtype=np.bool_)
+            present[idx] = True
+        b = self._b
+        infos = {
+            "time": b.fv[:, S.F_NOW].copy(),
+            "elapsed_time": self._out[:, O_ELAPSED].copy(),
+            "action_mask": self._mask.copy(),
+            "jobs_in_system": b.iv[:, S.I_NSYS].copy(),
+            "invalid_action": self._out[:, O_INVALID] > 0,
+            "invalid_actions": self._invalid.copy(),
+        }
+        for key in list(infos):
+            if idx is not None:
+                infos[key][~present] = 0  # as SyncVectorEnv: only the reset envs' infos
+            infos["_" + key] = present  # one mask shared by the keys
+        return infos
+
+    def _final_infos(self, ended: np.ndarray) -> dict[str, Any]:
+        n = self.num_envs
+        present = np.zeros(n, dtype=np.bool_)
+        present[ended] = True
+        mrt = np.zeros(n)
+        stable = np.zeros(n, dtype=np.bool_)
+        for i in ended.tolist():
+            mrt[i], stable[i] = self._summary(i)
+        return {
+            "stalled": self._stalled & present,
+            "_stalled": present,
+            "mean_response_time": mrt,
+            "_mean_response_time": present.copy(),
+            "stable": stable,
+            "_stable": present.copy(),
+        }
+
+    def _summary(self, i: int) -> tuple[float, bool]:
+        """``(mean_response_time, stable)`` of env ``i``'s episode, computed as
+        :func:`~msj_gym.metrics.result.summarise` does (bit for bit) without the rest of the result:
+        a full result per episode would cost more than the episode's steps."""
+        b = self._b
+        count_b = b.acc_i[i, :, :, S.A_COUNT].sum(axis=1)
+        y = b.acc_f[i, :, :, S.A_RESP].sum(axis=1)
+        total = count_b.astype(np.float64).sum()
+        mean = float(y.sum() / total) if total else float("nan")
+        overflow = self._core.max_jobs_in_system if self._overflowed[i] else None
+        checkpoints = b.ck_nsys[i, : int(b.iv[i, S.I_NCHECK])]
+        stable, _ = assess_stability(
+            float(self.workload.load), bool(self._capped[i]), checkpoints, int(count_b.sum()), overflow
+        )
+        return mean, stable
+
+    def _observation(self, force_copy: bool = False) -> Any:
+        flat = self._obs.copy() if (self.copy or force_copy) else self._obs
+        if self.single_env.observation_mode == "flat":
+            return flat
+        out, pos = {}, 0
+        for key, width in self.single_env._dict_parts:
+            out[key] = flat[:, pos : pos + width]
+            pos += width
+        return out
+
+    # --------------------------------------------------------------------------------------------
+    def action_masks(self) -> np.ndarray:
+        """Valid actions of every environment's current decision, shape ``(num_envs, A)``."""
+        return self._mask.copy()
+
+    def sample_actions(self, rng: np.random.Generator) -> np.ndarray:
+        """A uniformly random valid action per environment (compiled; one uniform per environment from
+        ``rng``). An environment with no valid action gets 0 (wait)."""
+        actions = np.empty(self.num_envs, dtype=np.int64)
+        self._sample_fn(self._mask, rng.random(self.num_envs), actions)
+        np.maximum(actions, 0, out=actions)
+        return actions
+
+    def decide_every_event(self, flag: bool) -> None:
+        """As :meth:`MSJEnv.decide_every_event`, for every environment."""
+        self._ep[EP_EVERY_EVENT] = int(bool(flag))
+
+    def result(self, i: int) -> SimulationResult:
+        """The simulator's metrics for environment ``i``'s current episode (final once it is over)."""
+        if not self._started[i]:
+            raise RuntimeError("MSJ vector env: call reset() first")
+        core = self._core
+        core.sim = sim_at.py_func(self._b, i)
+        core.seed = int(self._seeds[i])
+        core.capped = bool(self._capped[i])
+        core.overflowed = bool(self._overflowed[i])
+        return core.result()
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._sources = [None] * self.num_envs
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+class MSJPreemptiveVectorEnv(MSJVectorEnv):
+    """``num_envs`` ``MSJPreemptive-v0`` environments stepped together (see :class:`MSJVectorEnv`)."""
+
+    _single_cls: ClassVar[type[MSJEnv]] = MSJPreemptiveEnv
