@@ -30,6 +30,26 @@ def _version() -> str:
         return "unknown"
 
 
+def check_chunk(chunk: Any, first_id: int, last_time: float) -> np.ndarray:
+    """Refuse a chunk of arrivals with a non-positive or non-finite duration, or times that are not
+    finite and non-decreasing from ``last_time``; returns its arrival times."""
+    svc = chunk.service_time
+    bad = np.flatnonzero(~np.isfinite(svc) | (svc <= 0))
+    if bad.size:
+        j = bad[0]
+        raise SimulationError(
+            f"service_time: job {first_id + j} (class {int(chunk.job_class[j])}) has invalid duration "
+            f"{svc[j]!r}; durations must be positive and finite"
+        )
+    times = chunk.arrival_time
+    if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0) or times[0] < last_time:
+        raise SimulationError(
+            "arrival_time: times must be finite and non-decreasing "
+            f"(jobs {first_id}..{first_id + len(chunk)})"
+        )
+    return times
+
+
 class Simulator:
     """One seeded run of ``policy`` on ``workload``.
 
@@ -192,24 +212,12 @@ class Simulator:
         if m == 0:
             iv[S.I_EXHAUSTED] = 1
             return
-        svc = chunk.service_time
-        bad = np.flatnonzero(~np.isfinite(svc) | (svc <= 0))
-        if bad.size:
-            j = bad[0]
-            raise SimulationError(
-                f"service_time: job {ngen + j} (class {int(chunk.job_class[j])}) has invalid duration "
-                f"{svc[j]!r}; durations must be positive and finite"
-            )
-        times = chunk.arrival_time
-        if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0) or times[0] < self._last_time:
-            raise SimulationError(
-                f"arrival_time: times must be finite and non-decreasing (jobs {ngen}..{ngen + m})"
-            )
+        times = check_chunk(chunk, ngen, self._last_time)
         self._last_time = float(times[-1])
         pos = (ngen + np.arange(m)) & (sim.ring_t.size - 1)
         sim.ring_t[pos] = times
         sim.ring_c[pos] = chunk.job_class
-        sim.ring_s[pos] = svc
+        sim.ring_s[pos] = chunk.service_time
         sim.ring_n[pos] = chunk.estimate_noise
         iv[S.I_NGEN] = ngen + m
         if m < n and getattr(self.source, "finite", False):

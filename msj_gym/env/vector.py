@@ -25,7 +25,7 @@ from ..core.batch import (
     sim_at,
 )
 from ..core.jit import entry_point
-from ..core.simulator import SimulationError
+from ..core.simulator import SimulationError, check_chunk
 from ..core.stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWARD
 from ..metrics.result import SimulationResult, assess_stability
 from .msj_env import MSJEnv, MSJPreemptiveEnv, _positive_int
@@ -267,26 +267,14 @@ class MSJVectorEnv(VectorEnv):
         if m == 0:
             iv[S.I_EXHAUSTED] = 1
             return
-        svc = chunk.service_time
-        bad = np.flatnonzero(~np.isfinite(svc) | (svc <= 0))
-        if bad.size:
-            j = bad[0]
-            raise SimulationError(
-                f"service_time: job {ngen + j} (class {int(chunk.job_class[j])}) has invalid duration "
-                f"{svc[j]!r}; durations must be positive and finite"
-            )
-        times = chunk.arrival_time
-        if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0) or times[0] < self._last_time[i]:
-            raise SimulationError(
-                f"arrival_time: times must be finite and non-decreasing (jobs {ngen}..{ngen + m})"
-            )
+        times = check_chunk(chunk, ngen, self._last_time[i])
         self._last_time[i] = times[-1]
         b = self._b
         start = ngen & (size - 1)
         pos = slice(start, start + m) if start + m <= size else (ngen + np.arange(m)) & (size - 1)
         b.ring_t[i, pos] = times
         b.ring_c[i, pos] = chunk.job_class
-        b.ring_s[i, pos] = svc
+        b.ring_s[i, pos] = chunk.service_time
         b.ring_n[i, pos] = chunk.estimate_noise
         iv[S.I_NGEN] = ngen + m
         if m < n and getattr(source, "finite", False):

@@ -10,7 +10,20 @@ import numpy as np
 
 from .stats import batch_ratio, jain_index, student_t_quantile
 
-__all__ = ["ClassResult", "SimulationResult", "assess_stability", "summarise"]
+__all__ = ["ClassResult", "SimulationResult", "assess_stability", "json_clean", "summarise"]
+
+
+def json_clean(x: Any) -> Any:
+    """``x`` with NumPy scalars made Python ones and non-finite floats made None (JSON-ready)."""
+    if isinstance(x, float | np.floating):
+        return float(x) if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: json_clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [json_clean(v) for v in x]
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
 
 
 @dataclass(frozen=True)
@@ -54,18 +67,7 @@ class SimulationResult:
     policy_metrics: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        def clean(x: Any) -> Any:
-            if isinstance(x, float | np.floating):
-                return float(x) if math.isfinite(x) else None
-            if isinstance(x, dict):
-                return {k: clean(v) for k, v in x.items()}
-            if isinstance(x, list | tuple):
-                return [clean(v) for v in x]
-            if isinstance(x, np.integer):
-                return int(x)
-            return x
-
-        return clean(asdict(self))
+        return json_clean(asdict(self))
 
     def summary(self) -> str:
         """A human-readable table. An unstable run leads with the warning, and its averages are marked

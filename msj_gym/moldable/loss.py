@@ -240,18 +240,9 @@ class MoldableResult:
     provenance: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        def clean(x: Any) -> Any:
-            if isinstance(x, float | np.floating):
-                return float(x) if math.isfinite(x) else None
-            if isinstance(x, dict):
-                return {k: clean(v) for k, v in x.items()}
-            if isinstance(x, list | tuple):
-                return [clean(v) for v in x]
-            if isinstance(x, np.integer):
-                return int(x)
-            return x
+        from ..metrics.result import json_clean
 
-        return clean(asdict(self))
+        return json_clean(asdict(self))
 
     def summary(self) -> str:
         lines = [
