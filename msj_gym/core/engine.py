@@ -197,7 +197,9 @@ def _heap_remove(sim, s):
 @inline_jit
 def _list_insert(ji, nxt, prv, head, tail, s):
     """Insert slot s keeping job ids increasing; returns the new (head, tail). Arrivals append in O(1);
-    a preempted job goes back to its arrival-order place, found by scanning from the nearer end (by id)."""
+    a preempted job goes back to its arrival-order place, found by scanning from both ends at once, so
+    the cost is the distance to the nearer end in list entries (ids alone can mislead: a long queue
+    of recent arrivals behind a few old jobs)."""
     if tail == -1:
         ji[s, nxt] = -1
         ji[s, prv] = -1
@@ -208,16 +210,19 @@ def _list_insert(ji, nxt, prv, head, tail, s):
         ji[s, prv] = tail
         ji[s, nxt] = -1
         return head, s
-    if jid - ji[head, JOB_ID] <= ji[tail, JOB_ID] - jid:
-        cur = head
-        while ji[cur, JOB_ID] < jid:
-            cur = ji[cur, nxt]
-    else:
-        cur = tail
-        p = ji[cur, prv]
-        while p != -1 and ji[p, JOB_ID] > jid:
-            cur = p
-            p = ji[cur, prv]
+    # The tail's id is above jid, so the forward scan stops at the tail at the latest.
+    fwd = head
+    bwd = tail
+    while True:
+        if ji[fwd, JOB_ID] > jid:
+            cur = fwd
+            break
+        fwd = ji[fwd, nxt]
+        p = ji[bwd, prv]
+        if p == -1 or ji[p, JOB_ID] < jid:
+            cur = bwd
+            break
+        bwd = p
     before = ji[cur, prv]
     ji[s, prv] = before
     ji[s, nxt] = cur
