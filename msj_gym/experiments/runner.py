@@ -180,6 +180,10 @@ def _execute(
     todo: Sequence[Point], run: Run, backend: str, workers: int, address: str | None
 ) -> Iterator[tuple[Point, dict[str, Any]]]:
     """Yield ``(point, run(point))`` as runs finish, in completion order."""
+    if workers > 1 and len(todo) > 1:
+        # Longest first (more arrivals, then higher load or rate), so that the runs left for the end,
+        # when workers fall idle, are short ones.
+        todo = sorted(todo, key=lambda p: (p.num_arrivals, p.x), reverse=True)
     if backend == "ray":
         yield from _execute_ray(todo, run, workers, address)
         return
