@@ -233,22 +233,29 @@ def _order_sort_and_serve(view, pdata, m, actions):
     """Insertion-sort the refreshed order, then serve M, the shortest rank prefix needing >= k."""
     k = view.iv[I_K]
     _, slots, ids, keys = _order_parts(view, pdata)
+    ji = view.ji
     for i in range(1, m):
-        key, s, jid = keys[i], slots[i], ids[i]
+        key = keys[i]
+        if key > keys[i - 1]:
+            continue
+        s = slots[i]
+        jid = ids[i]
         j = i - 1
         while j >= 0 and (key < keys[j] or (key == keys[j] and jid < ids[j])):
-            keys[j + 1], slots[j + 1], ids[j + 1] = keys[j], slots[j], ids[j]
+            keys[j + 1] = keys[j]
+            slots[j + 1] = slots[j]
+            ids[j + 1] = ids[j]
             j -= 1
-        keys[j + 1], slots[j + 1], ids[j + 1] = key, s, jid
-    src, cand, marks, starts, counts = _layout(view, pdata)
+        keys[j + 1] = key
+        slots[j + 1] = s
+        ids[j + 1] = jid
+    _, cand, marks, starts, counts = _layout(view, pdata)
     mm = 0
     total = 0
-    ji = view.ji
     while mm < m and total < k:
-        src[mm] = slots[mm]
         total += ji[slots[mm], NEED]
         mm += 1
-    n = _serve_m(view, pdata, src, mm, cand, marks, starts, counts, actions)
+    n = _serve_m(view, pdata, slots, mm, cand, marks, starts, counts, actions)
     memo = pdata.state
     remember_decision(view, memo, n, total >= k and pdata.params[P_FAST] == 1.0)
     memo[4] = keys[mm - 1] if mm > 0 else np.inf
