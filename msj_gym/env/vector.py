@@ -49,6 +49,7 @@ class NativeVectorEnv(VectorEnv):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
     _single_cls: ClassVar[type[Any]]
     _label: ClassVar[str] = "vector env"  # in error messages
+    final_info_keys: ClassVar[tuple[str, ...]] = ()  # what the single env adds to an episode's last info
     _o_invalid: ClassVar[int]
     _obs: np.ndarray
     _mask: np.ndarray
@@ -335,6 +336,7 @@ class MSJVectorEnv(NativeVectorEnv):
 
     _single_cls: ClassVar[type[MSJEnv]] = MSJEnv
     _label: ClassVar[str] = "MSJ vector env"
+    final_info_keys: ClassVar[tuple[str, ...]] = ("stalled", "mean_response_time", "stable")
     _o_invalid: ClassVar[int] = O_INVALID
 
     def __init__(

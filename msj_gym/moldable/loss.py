@@ -455,14 +455,21 @@ class LossSimulator:
         return loss_result(
             self.state,
             self.system,
-            {
-                "system": self.system.to_dict(),
-                "policy": self.policy.to_dict() if self.policy is not None else {"id": "agent"},
-                "seed": self.seed,
-                "num_arrivals": self.num_arrivals,
-                "warmup": self.warmup,
-            },
+            run_provenance(self.system, self.policy, self.seed, self.num_arrivals, self.warmup),
         )
+
+
+def run_provenance(
+    system: MoldableSystem, policy: MoldablePolicy | None, seed: int, num_arrivals: int, warmup: int
+) -> dict[str, Any]:
+    """What a :class:`MoldableResult` records of its run (``policy=None``: an agent acted)."""
+    return {
+        "system": system.to_dict(),
+        "policy": policy.to_dict() if policy is not None else {"id": "agent"},
+        "seed": seed,
+        "num_arrivals": num_arrivals,
+        "warmup": warmup,
+    }
 
 
 def overall_estimates(st: LossState) -> tuple[Estimate, Estimate]:
