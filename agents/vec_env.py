@@ -1,8 +1,10 @@
-"""stable-baselines3 ``VecEnv`` over the native batched MSJ vector env, so that PPO and sb3-contrib's
-MaskablePPO train on ``N`` compiled environments directly::
+"""stable-baselines3 ``VecEnv`` over the native batched vector envs (``MSJ-v0``, ``MSJPreemptive-v0``,
+``MSJMoldable-v0``), so that PPO and sb3-contrib's MaskablePPO train on ``N`` compiled environments
+directly::
 
     from agents.vec_env import MSJSB3VecEnv
     venv = MSJSB3VecEnv(num_envs=256, scenario="sf-fig2", load=0.7)
+    # or MSJSB3VecEnv(256, env_id="MSJMoldable-v0", num_servers=100)
     venv.seed(0)
     model = MaskablePPO("MlpPolicy", venv).learn(100_000)
 
@@ -10,7 +12,8 @@ It follows SB3's ``VecEnv`` contract as ``DummyVecEnv`` over ``make_vec_env`` en
 seeds environment ``i`` with ``s + i`` at the next ``reset()`` (later episodes draw their seeds from
 each environment's generator), a finished episode is reset within the step that ends it with its last
 observation in ``info["terminal_observation"]`` and ``info["TimeLimit.truncated"]`` (MSJ episodes are
-only ever truncated), and ``info["episode"]`` carries the episode's return and length (``r``, ``l``,
+only ever truncated; the env's end-of-episode infos, e.g. ``mean_response_time``, beside it), and
+``info["episode"]`` carries the episode's return and length (``r``, ``l``,
 ``t``; the return rounded to 6 decimals) as SB3's ``Monitor`` would. ``env_method("action_masks")``
 gives the masks MaskablePPO needs. Per-step infos are otherwise empty (the gymnasium vector env's
 batched infos are in :attr:`last_infos`).
@@ -25,18 +28,34 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
 
-from msj_gym.env.vector import MSJPreemptiveVectorEnv, MSJVectorEnv
+from msj_gym.env.moldable_vector import MSJMoldableVectorEnv
+from msj_gym.env.vector import MSJPreemptiveVectorEnv, MSJVectorEnv, NativeVectorEnv
 
-__all__ = ["MSJSB3VecEnv"]
+__all__ = ["VECTOR_ENVS", "MSJSB3VecEnv"]
+
+VECTOR_ENVS: dict[str, type[NativeVectorEnv]] = {
+    "MSJ-v0": MSJVectorEnv,
+    "MSJPreemptive-v0": MSJPreemptiveVectorEnv,
+    "MSJMoldable-v0": MSJMoldableVectorEnv,
+}
 
 
 class MSJSB3VecEnv(VecEnv):
-    """SB3 ``VecEnv`` of ``num_envs`` MSJ environments (``preemptive=True``: ``MSJPreemptive-v0``);
-    every other keyword goes to the environment (see :class:`~msj_gym.env.msj_env.MSJEnv`)."""
+    """SB3 ``VecEnv`` of ``num_envs`` environments ``env_id`` (a key of :data:`VECTOR_ENVS`;
+    ``preemptive=True`` is ``env_id="MSJPreemptive-v0"``); every other keyword goes to the environment
+    (see :class:`~msj_gym.env.msj_env.MSJEnv`, :class:`~msj_gym.env.moldable_env.MSJMoldableEnv`)."""
 
-    def __init__(self, num_envs: int, *, preemptive: bool = False, **env_kwargs: Any) -> None:
-        cls = MSJPreemptiveVectorEnv if preemptive else MSJVectorEnv
-        self.venv = cls(num_envs, autoreset_mode="SameStep", **env_kwargs)
+    def __init__(
+        self, num_envs: int, *, env_id: str = "MSJ-v0", preemptive: bool = False, **env_kwargs: Any
+    ) -> None:
+        if env_id not in VECTOR_ENVS:
+            raise ValueError(f"env_id: expected one of {sorted(VECTOR_ENVS)}, got {env_id!r}")
+        if preemptive:
+            if env_id not in ("MSJ-v0", "MSJPreemptive-v0"):
+                raise ValueError(f"preemptive: only for the MSJ envs, got env_id={env_id!r}")
+            env_id = "MSJPreemptive-v0"
+        self.env_id = env_id
+        self.venv = VECTOR_ENVS[env_id](num_envs, autoreset_mode="SameStep", **env_kwargs)
         super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
         self._actions: np.ndarray | None = None
         self._returns = np.zeros(num_envs)
@@ -74,9 +93,9 @@ class MSJSB3VecEnv(VecEnv):
                     "terminal_observation": final_obs[i],
                     "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
                     "episode": {"r": round(float(self._returns[i]), 6), "l": int(self._lengths[i]), "t": now},
-                    "mean_response_time": float(final["mean_response_time"][i]),
-                    "stable": bool(final["stable"][i]),
                 }
+                for key in self.venv.final_info_keys:
+                    out[i][key] = final[key][i].item()
             self._returns[dones] = 0.0
             self._lengths[dones] = 0
         return obs, rewards.astype(np.float32), dones, out

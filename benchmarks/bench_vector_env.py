@@ -1,14 +1,16 @@
 """Native batched vector env speed: aggregate env steps per second of ``MSJVectorEnv`` (``gym.make_vec
-("MSJ-v0", num_envs=N)``) with masked uniform random actions, against ``SyncVectorEnv`` of ``N`` single
-``MSJ-v0`` envs driven by the same actions, measured in the same run (ratios, since this machine is
-shared and noisy); then the wall-clock time of a fixed MaskablePPO budget on either.
+("MSJ-v0", num_envs=N)``) and ``MSJMoldableVectorEnv`` (``gym.make_vec("MSJMoldable-v0", ...)``) with
+masked uniform random actions, against ``SyncVectorEnv`` of ``N`` single envs driven by the same
+actions, measured in the same run (ratios, since this machine is shared and noisy); then the wall-clock
+time of a fixed MaskablePPO budget on either.
 
     PYTHONPATH=. python benchmarks/bench_vector_env.py [--steps S] [--repeats R] [--num-envs 256 1024]
-        [--train-timesteps T] [--train-envs E] [--threads n]
+        [--train-timesteps T] [--train-envs E] [--threads n] [--cases sf-fig2 moldable]
 
 Random actions are batched and compiled: one uniform per env from a seeded ``numpy`` Generator, mapped
 to a valid action by ``msj_gym.core.batch.sample_masked`` (the same sampler for both vector envs).
-Episodes are the env's defaults (1000 measured arrivals), so resets are part of the timing.
+Episodes are the env's defaults (1000 measured arrivals; 1000 arrivals for the moldable env), so
+resets are part of the timing.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-import msj_gym  # noqa: F401  (registers MSJ-v0)
+import msj_gym  # noqa: F401  (registers the env ids)
 from msj_gym.core.batch import sample_masked
 
-CASES: dict[str, dict[str, Any]] = {
-    "sf-fig2 (k=8, load 0.7)": {"scenario": "sf-fig2"},
-    "bs-fig1 (k=1024, load 0.78)": {"scenario": "bs-fig1", "num_servers": 1024},
+CASES: dict[str, tuple[str, dict[str, Any]]] = {  # name: (env id, keywords)
+    "sf-fig2 (k=8, load 0.7)": ("MSJ-v0", {"scenario": "sf-fig2"}),
+    "bs-fig1 (k=1024, load 0.78)": ("MSJ-v0", {"scenario": "bs-fig1", "num_servers": 1024}),
+    # the paper's sub-linear speed-up, n = 100 servers, lambda = 0.8 (the env's defaults)
+    "moldable (n=100, lambda=0.8)": ("MSJMoldable-v0", {}),
 }
 
 
@@ -59,10 +63,12 @@ def bench_steps(args: argparse.Namespace) -> None:
         f"{'case':<30} {'N':>5} {'native steps/s':>15} {'(CPU time)':>12} {'sync steps/s':>13} "
         f"{'(CPU time)':>12} {'ratio':>7}"
     )
-    for name, kwargs in CASES.items():
+    for name, (env_id, kwargs) in CASES.items():
+        if args.cases and not any(c in name for c in args.cases):
+            continue
         for n in args.num_envs:
-            native = gym.make_vec("MSJ-v0", num_envs=n, threads=args.threads, **kwargs)
-            sync = gym.make_vec("MSJ-v0", num_envs=n, vectorization_mode="sync", **kwargs)
+            native = gym.make_vec(env_id, num_envs=n, threads=args.threads, **kwargs)
+            sync = gym.make_vec(env_id, num_envs=n, vectorization_mode="sync", **kwargs)
             native.reset(seed=0)
             _, sync_info = sync.reset(seed=0)
             _native_rate(native, 20, 0)  # compile / load the kernels, fill the caches
@@ -128,6 +134,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="threads of the native env's compiled step")
     ap.add_argument("--train-timesteps", type=int, default=131_072, help="0: skip the training benchmark")
     ap.add_argument("--train-envs", type=int, default=64)
+    ap.add_argument(
+        "--cases", nargs="+", default=None, help="only the cases whose names contain one of these"
+    )
     args = ap.parse_args()
     bench_steps(args)
     if args.train_timesteps > 0:

@@ -1,13 +1,14 @@
 """Gymnasium environments (``MSJ-v0``, ``MSJPreemptive-v0``; ``MSJMoldable-v0`` on the moldable loss
 system; ``CompatAssign-v0`` on job-server compatibility graphs) and the agents that act through them.
-Importing :mod:`msj_gym` registers the ids; the two MSJ ids have the native batched vector env as their
-``vector_entry_point`` (``gym.make_vec(id, num_envs=N)``)."""
+Importing :mod:`msj_gym` registers the ids; the two MSJ ids and the moldable one have a native batched
+vector env as their ``vector_entry_point`` (``gym.make_vec(id, num_envs=N)``)."""
 
 from gymnasium.envs.registration import register, registry
 
 from .agents import PolicyAgent, RandomAgent, rollout
 from .compat_env import CompatAssignEnv, DrawnAssignmentAgent, RandomAssignmentAgent
 from .moldable_env import MoldablePolicyAgent, MSJMoldableEnv
+from .moldable_vector import MSJMoldableVectorEnv
 from .msj_env import MSJEnv, MSJPreemptiveEnv
 from .vector import MSJPreemptiveVectorEnv, MSJVectorEnv
 
@@ -17,11 +18,11 @@ COMPAT_ENV_ID = "CompatAssign-v0"  # job-server compatibility graphs (003): its 
 
 
 def _register() -> None:
-    env, vec = "msj_gym.env.msj_env", "msj_gym.env.vector"
+    env, vec, mvec = "msj_gym.env.msj_env", "msj_gym.env.vector", "msj_gym.env.moldable_vector"
     entries = {
         "MSJ-v0": (f"{env}:MSJEnv", f"{vec}:MSJVectorEnv"),
         "MSJPreemptive-v0": (f"{env}:MSJPreemptiveEnv", f"{vec}:MSJPreemptiveVectorEnv"),
-        MOLDABLE_ENV_ID: ("msj_gym.env.moldable_env:MSJMoldableEnv", None),
+        MOLDABLE_ENV_ID: ("msj_gym.env.moldable_env:MSJMoldableEnv", f"{mvec}:MSJMoldableVectorEnv"),
         COMPAT_ENV_ID: ("msj_gym.env.compat_env:CompatAssignEnv", None),
     }
     for env_id, (entry, vector_entry) in entries.items():
@@ -39,6 +40,7 @@ __all__ = [
     "DrawnAssignmentAgent",
     "MSJEnv",
     "MSJMoldableEnv",
+    "MSJMoldableVectorEnv",
     "MSJPreemptiveEnv",
     "MSJPreemptiveVectorEnv",
     "MSJVectorEnv",

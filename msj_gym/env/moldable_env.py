@@ -11,9 +11,11 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..moldable.loss import LossSimulator, MoldableResult
+from ..core.jit import entry_point
+from ..moldable.loss import DONE, REFILL, LossSimulator, MoldableResult, overall_estimates
 from ..moldable.model import SUB_LINEAR, MoldableSystem
 from ..moldable.policy import MoldablePolicy, allocate
+from ..moldable.stepping import N_OUT, O_INVALID, env_step
 
 __all__ = ["MSJMoldableEnv", "MoldablePolicyAgent"]
 
@@ -137,16 +139,38 @@ class MSJMoldableEnv(gym.Env):
         self.render_mode = render_mode
         sy = self.system
         self._nc, self._d = sy.num_classes, sy.max_parallelism
-        self._dc = np.array([c.max_parallelism for c in sy.classes])
+        self._dc = np.array([c.max_parallelism for c in sy.classes], dtype=np.int64)
         self.action_space = spaces.Discrete(1 + self._d)
         size = 1 + 2 * self._nc + self._nc * self._d
         self.observation_space = spaces.Box(0.0, 1.0, (size,), np.float32)
         self.core: LossSimulator | None = None
         self.episode = -1
-        self._mask = np.zeros(1 + self._d, dtype=bool)
+        self._obs = np.zeros(size, dtype=np.float32)
+        self._mask = np.zeros(1 + self._d, dtype=np.bool_)
+        self._out = np.zeros(N_OUT)
         self._last = (0, 0, 0.0)
         self._invalid = 0
         self._over = False
+        self._step_fn: Any = None
+
+    def make_simulator(self, seed: int) -> LossSimulator:
+        """A fresh run of this env's system, job stream seeded by ``seed`` (no policy: the agent acts)."""
+        return LossSimulator(self.system, None, seed=seed, num_arrivals=self.num_arrivals, warmup=self.warmup)
+
+    def _advance(self, action: int) -> None:
+        """The compiled step (:func:`msj_gym.moldable.stepping.step`), refilling the arrival chunk
+        when it asks, until a decision is due or the episode is over."""
+        core = self.core
+        assert core is not None
+        st = core.state
+        if self._step_fn is None:  # the compiled entry point: skips numba's per-call dispatch
+            self._step_fn = entry_point(env_step, st, action, self._dc, self._obs, self._mask, self._out)
+        self._out[O_INVALID] = 0.0
+        r = self._step_fn(st, action, self._dc, self._obs, self._mask, self._out)
+        while r == REFILL:
+            core.refill()
+            r = self._step_fn(st, -1, self._dc, self._obs, self._mask, self._out)
+        self._over = r == DONE
 
     # ------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
@@ -159,13 +183,11 @@ class MSJMoldableEnv(gym.Env):
         if options:
             raise ValueError(f"options: MSJMoldable-v0 takes no reset options, got {sorted(options)}")
         run_seed = int(seed) if seed is not None else int(self.np_random.integers(2**63 - 1))
-        self.core = LossSimulator(
-            self.system, None, seed=run_seed, num_arrivals=self.num_arrivals, warmup=self.warmup
-        )
+        self.core = self.make_simulator(run_seed)
         self.episode += 1
         self._invalid = 0
         self._last = (0, 0, 0.0)
-        self._over = not self.core.next_decision()
+        self._advance(-1)
         info = self._info(False)
         info["seed"] = run_seed
         return self._observation(), info
@@ -181,45 +203,25 @@ class MSJMoldableEnv(gym.Env):
             raise ValueError(f"action: expected an integer in [0, {self._d}], got {action!r}") from None
         if not 0 <= a <= self._d or np.asarray(action).dtype.kind not in "iub":
             raise ValueError(f"action: expected an integer in [0, {self._d}], got {action!r}")
-        invalid = not self._mask[a]
-        if invalid:
-            self._invalid += 1
-            a = 0
-        self.core.admit(a)
-        self._over = not self.core.next_decision()
+        self._advance(a)  # a masked action is taken as reject there
+        invalid = bool(self._out[O_INVALID] > 0)
+        self._invalid += invalid
         blocked, accepted, time_sum = self.core.counters()
-        cost = time_sum - self._last[2] + self.blocking_cost * (blocked - self._last[0])
+        reward = step_reward(self, time_sum, blocked, self._last[2], self._last[0])
         self._last = (blocked, accepted, time_sum)
-        reward = -cost / self.num_arrivals if self.reward_mode == "mean" else -cost
         info = self._info(invalid)
         if self._over:
-            res = self.core.result()
-            info["blocking"], info["mean_execution_time"] = res.blocking, res.mean_execution_time
+            pb, et = overall_estimates(self.core.state)  # what result() reports, without the rest
+            info["blocking"], info["mean_execution_time"] = pb.mean, et.mean
         return self._observation(), float(reward), False, self._over, info
 
     def _observation(self) -> np.ndarray:
-        core = self.core
-        assert core is not None
-        n = self.system.num_servers
-        st = core.state
-        obs = np.zeros(self.observation_space.shape, dtype=np.float32)
-        obs[0] = core.idle / n
-        if not self._over:
-            obs[1 + core.pending_class] = 1.0
-        nc, d = self._nc, self._d
-        obs[1 + nc : 1 + 2 * nc] = st.busy / n
-        obs[1 + 2 * nc :] = (st.q[:, 1 : d + 1] / n).ravel()
-        return obs
+        return self._obs.copy()
 
     def _info(self, invalid: bool) -> dict[str, Any]:
         core = self.core
         assert core is not None
-        self._mask[:] = False
-        self._mask[0] = True
-        job_class = -1
-        if not self._over:
-            job_class = core.pending_class
-            self._mask[1 : core.max_servers() + 1] = True
+        job_class = -1 if self._over else core.pending_class
         blocked, accepted, _ = core.counters()
         return {
             "time": core.now,
@@ -253,6 +255,13 @@ class MSJMoldableEnv(gym.Env):
         if not self._over:
             lines.append(f"  deciding: a {self.system.classes[core.pending_class].name} job")
         return "\n".join(lines)
+
+
+def step_reward(env: MSJMoldableEnv, time_sum: Any, blocked: Any, last_time: Any, last_blocked: Any) -> Any:
+    """Minus the cost since the previous decision (execution times admitted plus ``blocking_cost`` per
+    job lost or rejected), per arrival with ``reward="mean"``; scalars or arrays (the vector env)."""
+    cost = time_sum - last_time + env.blocking_cost * (blocked - last_blocked)
+    return -cost / env.num_arrivals if env.reward_mode == "mean" else -cost
 
 
 class MoldablePolicyAgent:

@@ -2,6 +2,8 @@
 
 ``gym.make_vec("MSJ-v0", num_envs=N)`` builds :class:`MSJVectorEnv` (its registered
 ``vector_entry_point``; ``vectorization_mode="sync"`` still gives ``SyncVectorEnv`` of single envs).
+:class:`NativeVectorEnv` is the Gymnasium side they share with the moldable one
+(:class:`~msj_gym.env.moldable_vector.MSJMoldableVectorEnv`).
 """
 
 from __future__ import annotations
@@ -30,12 +32,278 @@ from ..core.stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWAR
 from ..metrics.result import SimulationResult, assess_stability
 from .msj_env import MSJEnv, MSJPreemptiveEnv, _positive_int
 
-__all__ = ["MSJPreemptiveVectorEnv", "MSJVectorEnv"]
+__all__ = ["MSJPreemptiveVectorEnv", "MSJVectorEnv", "NativeVectorEnv"]
 
 _MAX_RING = 1 << 13  # arrivals held per env: a default episode's whole stream, refilled for longer ones
 
 
-class MSJVectorEnv(VectorEnv):
+class NativeVectorEnv(VectorEnv):
+    """What the native batched vector envs share: the keyword checks, per-environment seeds as in
+    ``SyncVectorEnv``, Gymnasium 1.x autoreset, batched masks and masked random actions, and the split
+    of a step over threads. A subclass holds the batched state and its compiled step and implements
+    the hooks: ``_start_envs`` (fresh episodes), ``_step_envs`` (one compiled step of some
+    environments), ``_run`` (a step, serving what the simulators ask of Python), ``_rewards``,
+    ``_step_infos`` and ``_final_infos``; it keeps per-environment ``_obs``, ``_mask`` and ``_out``
+    arrays (``_out[:, _o_invalid]``: the step's action was masked)."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    _single_cls: ClassVar[type[Any]]
+    _label: ClassVar[str] = "vector env"  # in error messages
+    final_info_keys: ClassVar[tuple[str, ...]] = ()  # what the single env adds to an episode's last info
+    _o_invalid: ClassVar[int]
+    _obs: np.ndarray
+    _mask: np.ndarray
+    _out: np.ndarray
+
+    def _setup(
+        self, num_envs: int, autoreset_mode: str | AutoresetMode, copy: bool, threads: int, env_kwargs: dict
+    ) -> Any:
+        """Check the vector keywords, build the single env (which checks the others) and the state that
+        does not depend on the simulator. Returns the single env."""
+        self.num_envs = _positive_int("num_envs", num_envs)
+        self.threads = _positive_int("threads", threads)
+        try:
+            self.autoreset_mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            modes = [m.value for m in AutoresetMode]
+            raise ValueError(f"autoreset_mode: expected one of {modes}, got {autoreset_mode!r}") from None
+        if env_kwargs.get("render_mode") not in (None, "rgb_array", "human", "rgb_array_list"):
+            raise ValueError(
+                f"render_mode: the vector env does not render, got {env_kwargs['render_mode']!r}"
+            )
+        env_kwargs.pop("render_mode", None)
+        self.copy = bool(copy)
+        proto = self.single_env = self._single_cls(**env_kwargs)
+        self.env_kwargs = dict(env_kwargs)
+        self.metadata = {"render_modes": [], "autoreset_mode": self.autoreset_mode}
+        self.render_mode = None
+        self.single_observation_space = proto.observation_space
+        self.single_action_space = proto.action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._n_actions = int(proto.action_space.n)
+        n = self.num_envs
+        self._actions = np.zeros(n, dtype=np.int64)
+        self._no_action = np.full(n, -1, dtype=np.int64)
+        self._all = np.arange(n, dtype=np.int64)
+        self._np_randoms: list[np.random.Generator | None] = [None] * n
+        self._seeds = np.full(n, -1, dtype=np.int64)
+        self._over = np.ones(n, dtype=np.bool_)
+        self._started = np.zeros(n, dtype=np.bool_)
+        self._invalid = np.zeros(n, dtype=np.int64)
+        self._autoreset = np.zeros(n, dtype=np.bool_)
+        self._ready = False  # every env has been reset once
+        self._sample_fn: Any = None
+        self._pool = None
+        if self.threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="msj-vector")
+            bounds = np.linspace(0, n, self.threads + 1).astype(np.int64)
+            self._chunks = [self._all[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+        return proto
+
+    # --- hooks ----------------------------------------------------------------------------------
+    def _start_envs(self, idx: np.ndarray) -> None:
+        """Fresh episodes (job streams seeded by ``self._seeds``) for the environments ``idx``, not
+        yet advanced."""
+        raise NotImplementedError
+
+    def _step_envs(self, idx: np.ndarray, actions: np.ndarray) -> None:
+        """One compiled step of the environments ``idx`` (no request served)."""
+        raise NotImplementedError
+
+    def _run(self, idx: np.ndarray, actions: np.ndarray) -> None:
+        """A step of the environments ``idx``, serving their requests until each is at a decision or
+        its episode is over (then ``_over`` is set)."""
+        raise NotImplementedError
+
+    def _rewards(self, restart: np.ndarray) -> np.ndarray:
+        """The step's rewards (0 for the environments ``restart`` that this step reset)."""
+        raise NotImplementedError
+
+    def _step_infos(self, idx: np.ndarray | None) -> dict[str, Any]:
+        """The infos of every environment (``idx``: of those only, as after a masked reset)."""
+        raise NotImplementedError
+
+    def _final_infos(self, ended: np.ndarray) -> dict[str, Any]:
+        """The infos the single env adds at an episode's end, for the environments ``ended``."""
+        raise NotImplementedError
+
+    # --------------------------------------------------------------------------------------------
+    def _step_batch(self, idx: np.ndarray, actions: np.ndarray) -> None:
+        """``_step_envs``, split over the threads when every environment steps."""
+        if self._pool is not None and idx is self._all:
+            # the compiled step releases the GIL: the other threads step their share meanwhile
+            futures = [self._pool.submit(self._step_envs, chunk, actions) for chunk in self._chunks[1:]]
+            self._step_envs(self._chunks[0], actions)
+            for f in futures:
+                f.result()
+        else:
+            self._step_envs(idx, actions)
+
+    def _start_episodes(
+        self, idx: np.ndarray, seeds: list[int | None], advance: bool = True
+    ) -> dict[str, Any]:
+        """Fresh episodes for the environments ``idx`` (``None``: draw the episode's seed from the
+        environment's generator, as the single env does), advanced to their first decision (with
+        ``advance=False`` the caller advances them, by stepping them with action -1)."""
+        for i, seed in zip(idx.tolist(), seeds, strict=True):
+            if seed is not None:
+                self._np_randoms[i], _ = seeding.np_random(seed)
+                run_seed = int(seed)
+            else:
+                if self._np_randoms[i] is None:
+                    self._np_randoms[i], _ = seeding.np_random()
+                run_seed = int(self._np_randoms[i].integers(2**63 - 1))
+            self._seeds[i] = run_seed
+        self._start_envs(idx)
+        self._over[idx] = False
+        self._started[idx] = True
+        self._invalid[idx] = 0
+        self._autoreset[idx] = False
+        if advance:
+            self._out[idx] = 0.0
+            self._run(idx, self._no_action)
+        seeds_out = np.zeros(self.num_envs, dtype=np.int64)
+        seeds_out[idx] = self._seeds[idx]
+        mask = np.zeros(self.num_envs, dtype=np.bool_)
+        mask[idx] = True
+        return {"seed": seeds_out, "_seed": mask}
+
+    # --------------------------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset every environment (or those of ``options["reset_mask"]``). ``seed``: ``None``, an int
+        ``s`` (environment ``i`` gets ``s + i``) or a list of ``num_envs`` ints or ``None``."""
+        n = self.num_envs
+        if seed is None:
+            seeds: list[int | None] = [None] * n
+        elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(n)]
+        elif isinstance(seed, list | tuple) and len(seed) == n:
+            seeds = list(seed)
+        else:
+            raise ValueError(f"seed: expected None, an integer or a list of {n} seeds, got {seed!r}")
+        for s in seeds:
+            if s is not None and (isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 0):
+                raise ValueError(f"seed: expected non-negative integers or None, got {s!r}")
+        options = dict(options or {})
+        reset_mask = options.pop("reset_mask", None)
+        if options:
+            raise ValueError(
+                f"options: the {self._label} takes no reset option but reset_mask, got {sorted(options)}"
+            )
+        if reset_mask is None:
+            idx = self._all
+        else:
+            reset_mask = np.asarray(reset_mask)
+            if reset_mask.shape != (n,) or reset_mask.dtype != np.bool_ or not reset_mask.any():
+                raise ValueError(
+                    f"options['reset_mask']: expected a boolean array of shape ({n},) with a True entry, "
+                    f"got {reset_mask!r}"
+                )
+            idx = np.flatnonzero(reset_mask).astype(np.int64)
+        infos = self._start_episodes(idx, [seeds[i] for i in idx.tolist()])
+        infos.update(self._step_infos(idx if reset_mask is not None else None))
+        return self._observation(), infos
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        a = self._check_actions(actions)
+        if not self._ready:
+            if not self._started.all():
+                raise RuntimeError(f"{self._label}: call reset() first")
+            self._ready = True
+        mode = self.autoreset_mode
+        infos: dict[str, Any] = {}
+        restart = np.empty(0, dtype=np.int64)
+        if mode == AutoresetMode.NEXT_STEP and self._autoreset.any():
+            restart = np.flatnonzero(self._autoreset).astype(np.int64)
+            a = a.copy()
+            a[restart] = -1
+        elif self._over.any():
+            raise RuntimeError(
+                f"{self._label}: the episodes of envs {np.flatnonzero(self._over).tolist()} are over; "
+                "reset them first (autoreset_mode='Disabled')"
+            )
+        np.copyto(self._actions, a)
+        self._out[:] = 0.0
+        if restart.size:
+            # new episodes, advanced to their first decision by this very step (action -1)
+            infos = self._start_episodes(restart, [None] * restart.size, advance=False)
+        self._run(self._all, self._actions)
+        rewards = self._rewards(restart)
+        self._invalid += self._out[:, self._o_invalid] > 0
+        truncations = self._over.copy()
+        terminations = np.zeros(self.num_envs, dtype=np.bool_)
+        infos.update(self._step_infos(None))
+        ended = np.flatnonzero(truncations)
+        if ended.size:
+            infos.update(self._final_infos(ended))
+        if mode == AutoresetMode.NEXT_STEP:
+            self._autoreset = truncations.copy()
+        elif mode == AutoresetMode.SAME_STEP and ended.size:
+            final_obs = np.full(self.num_envs, None, dtype=object)
+            flat = self._observation(force_copy=True)
+            for i in ended.tolist():
+                final_obs[i] = flat[i] if not isinstance(flat, dict) else {k: v[i] for k, v in flat.items()}
+            final_info: dict[str, Any] = {}  # the ended envs' last infos, as SyncVectorEnv gathers them
+            for key, value in infos.items():
+                if not key.startswith("_"):
+                    final_info[key] = np.zeros_like(value)
+                    final_info[key][ended] = value[ended]
+                    final_info["_" + key] = truncations.copy()
+            idx = ended.astype(np.int64)
+            reset_info = self._start_episodes(idx, [None] * idx.size)
+            infos = self._step_infos(None)
+            infos.update(reset_info)
+            infos["final_obs"] = final_obs
+            infos["_final_obs"] = truncations.copy()
+            infos["final_info"] = final_info
+            infos["_final_info"] = truncations.copy()
+        return self._observation(), rewards, terminations, truncations, infos
+
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        n, m = self.num_envs, self._n_actions
+        a = np.asarray(actions)
+        if a.shape != (n,) or not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(
+                f"actions: expected an integer array of shape ({n},) in [0, {m}), got shape {a.shape} "
+                f"and dtype {a.dtype}"
+            )
+        if n and (a.min() < 0 or a.max() >= m):
+            bad = int(np.flatnonzero((a < 0) | (a >= m))[0])
+            raise ValueError(
+                f"actions: expected integers in [0, {m}) (Discrete({m})), got {a[bad]} for env {bad}"
+            )
+        return a.astype(np.int64, copy=False)
+
+    def _observation(self, force_copy: bool = False) -> Any:
+        return self._obs.copy() if (self.copy or force_copy) else self._obs
+
+    # --------------------------------------------------------------------------------------------
+    def action_masks(self) -> np.ndarray:
+        """Valid actions of every environment's current decision, shape ``(num_envs, A)``."""
+        return self._mask.copy()
+
+    def sample_actions(self, rng: np.random.Generator) -> np.ndarray:
+        """A uniformly random valid action per environment (compiled; one uniform per environment from
+        ``rng``). An environment with no valid action gets 0 (wait)."""
+        actions = np.empty(self.num_envs, dtype=np.int64)
+        if self._sample_fn is None:
+            self._sample_fn = entry_point(sample_masked, self._mask, np.zeros(self.num_envs), actions)
+        self._sample_fn(self._mask, rng.random(self.num_envs), actions)
+        np.maximum(actions, 0, out=actions)
+        return actions
+
+    def close_extras(self, **kwargs: Any) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+class MSJVectorEnv(NativeVectorEnv):
     """``num_envs`` independent ``MSJ-v0`` environments stepped together in compiled code.
 
     Every keyword of :class:`~msj_gym.env.msj_env.MSJEnv` is accepted (except ``warm_start``) and
@@ -66,8 +334,10 @@ class MSJVectorEnv(VectorEnv):
     a copy.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
     _single_cls: ClassVar[type[MSJEnv]] = MSJEnv
+    _label: ClassVar[str] = "MSJ vector env"
+    final_info_keys: ClassVar[tuple[str, ...]] = ("stalled", "mean_response_time", "stable")
+    _o_invalid: ClassVar[int] = O_INVALID
 
     def __init__(
         self,
@@ -78,35 +348,14 @@ class MSJVectorEnv(VectorEnv):
         threads: int = 1,
         **env_kwargs: Any,
     ) -> None:
-        self.num_envs = _positive_int("num_envs", num_envs)
-        self.threads = _positive_int("threads", threads)
-        try:
-            self.autoreset_mode = AutoresetMode(autoreset_mode)
-        except ValueError:
-            modes = [m.value for m in AutoresetMode]
-            raise ValueError(f"autoreset_mode: expected one of {modes}, got {autoreset_mode!r}") from None
         if env_kwargs.get("warm_start") is not None:
             raise ValueError(
                 "warm_start: not supported by the vector env; "
                 "use gym.make_vec(..., vectorization_mode='sync')"
             )
-        if env_kwargs.get("render_mode") not in (None, "rgb_array", "human", "rgb_array_list"):
-            raise ValueError(
-                f"render_mode: the vector env does not render, got {env_kwargs['render_mode']!r}"
-            )
-        env_kwargs.pop("render_mode", None)
-        self.copy = bool(copy)
-        # The single env validates the keywords and gives the spaces, parameters and episode setup.
-        proto = self.single_env = self._single_cls(**env_kwargs)
-        self.env_kwargs = dict(env_kwargs)
-        self.metadata = {"render_modes": [], "autoreset_mode": self.autoreset_mode}
-        self.render_mode = None
-        self.single_observation_space = proto.observation_space
-        self.single_action_space = proto.action_space
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        # The single env checks the keywords and gives the spaces, parameters and episode setup.
+        proto = self._setup(num_envs, autoreset_mode, copy, threads, env_kwargs)
         self.workload = proto.workload
-        self._n_actions = int(proto.action_space.n)
         self._ep, self._fpar = proto._ep, proto._fpar
         self._reward_scale = proto._reward_scale
 
@@ -129,29 +378,12 @@ class MSJVectorEnv(VectorEnv):
         self._work = np.zeros((n, proto._work.size), dtype=np.int64)
         self._act1 = np.zeros((n, 1), dtype=np.int64)
         self._status = np.zeros(n, dtype=np.int64)
-        self._actions = np.zeros(n, dtype=np.int64)
-        self._no_action = np.full(n, -1, dtype=np.int64)
-        self._all = np.arange(n, dtype=np.int64)
 
         self._sources: list[Any] = [None] * n
-        self._np_randoms: list[np.random.Generator | None] = [None] * n
-        self._seeds = np.full(n, -1, dtype=np.int64)
         self._last_time = np.full(n, -np.inf)
         self._capped = np.zeros(n, dtype=np.bool_)
         self._overflowed = np.zeros(n, dtype=np.bool_)
         self._stalled = np.zeros(n, dtype=np.bool_)
-        self._over = np.ones(n, dtype=np.bool_)
-        self._started = np.zeros(n, dtype=np.bool_)
-        self._invalid = np.zeros(n, dtype=np.int64)
-        self._autoreset = np.zeros(n, dtype=np.bool_)
-        self._ready = False  # every env has been reset once
-        self._pool = None
-        if self.threads > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="msj-vector")
-            bounds = np.linspace(0, n, self.threads + 1).astype(np.int64)
-            self._chunks = [self._all[lo:hi] for lo, hi in itertools.pairwise(bounds)]
         self._bind()
 
     # --------------------------------------------------------------------------------------------
@@ -172,27 +404,30 @@ class MSJVectorEnv(VectorEnv):
             self._act1,
             self._status,
         )
-        self._sample_fn = entry_point(sample_masked, self._mask, np.zeros(self.num_envs), self._actions)
         self._reset_fn = entry_point(batch_reset, b, self._template, self._all)
         self._observe_fn = entry_point(
             batch_observe, b, self._all, self._ep, self._fpar, self._obs, self._mask, self._work
         )
 
+    def _step_envs(self, idx: np.ndarray, actions: np.ndarray) -> None:
+        self._step_fn(
+            self._b,
+            idx,
+            actions,
+            self._ep,
+            self._fpar,
+            self._obs,
+            self._mask,
+            self._out,
+            self._work,
+            self._act1,
+            self._status,
+        )
+
     def _run(self, idx: np.ndarray, actions: np.ndarray) -> None:
         """One compiled step of the environments ``idx``, then serve their requests until each is at a
         decision or its episode is over."""
-        args = (actions, self._ep, self._fpar, self._obs, self._mask, self._out, self._work, self._act1)
-        if self._pool is not None and idx is self._all:
-            # the compiled step releases the GIL: the other threads step their share meanwhile
-            futures = [
-                self._pool.submit(self._step_fn, self._b, chunk, *args, self._status)
-                for chunk in self._chunks[1:]
-            ]
-            self._step_fn(self._b, self._chunks[0], *args, self._status)
-            for f in futures:
-                f.result()
-        else:
-            self._step_fn(self._b, idx, *args, self._status)
+        self._step_batch(idx, actions)
         status = self._status
         while True:
             # ST_EVENT is 0: a decision is due
@@ -280,150 +515,21 @@ class MSJVectorEnv(VectorEnv):
         if m < n and getattr(source, "finite", False):
             iv[S.I_EXHAUSTED] = 1
 
-    def _start_episodes(
-        self, idx: np.ndarray, seeds: list[int | None], advance: bool = True
-    ) -> dict[str, Any]:
-        """Fresh episodes for the environments ``idx`` (``None``: draw the episode's seed from the
-        environment's generator, as the single env does), advanced to their first decision (with
-        ``advance=False`` the caller advances them, by stepping them with action -1)."""
-        for i, seed in zip(idx.tolist(), seeds, strict=True):
-            if seed is not None:
-                self._np_randoms[i], _ = seeding.np_random(seed)
-                run_seed = int(seed)
-            else:
-                if self._np_randoms[i] is None:
-                    self._np_randoms[i], _ = seeding.np_random()
-                run_seed = int(self._np_randoms[i].integers(2**63 - 1))
-            self._seeds[i] = run_seed
-            self._sources[i] = self.workload.arrivals(np.random.SeedSequence(run_seed))
+    def _start_envs(self, idx: np.ndarray) -> None:
+        for i in idx.tolist():
+            self._sources[i] = self.workload.arrivals(np.random.SeedSequence(int(self._seeds[i])))
         self._reset_fn(self._b, self._template, idx)
         self._last_time[idx] = -np.inf
         self._capped[idx] = False
         self._overflowed[idx] = False
         self._stalled[idx] = False
-        self._over[idx] = False
-        self._started[idx] = True
-        self._invalid[idx] = 0
-        self._autoreset[idx] = False
         for i in idx.tolist():
             self._feed(i)
-        if advance:
-            self._out[idx] = 0.0
-            self._run(idx, self._no_action)
-        seeds_out = np.zeros(self.num_envs, dtype=np.int64)
-        seeds_out[idx] = self._seeds[idx]
-        mask = np.zeros(self.num_envs, dtype=np.bool_)
-        mask[idx] = True
-        return {"seed": seeds_out, "_seed": mask}
 
-    # --------------------------------------------------------------------------------------------
-    def reset(
-        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Reset every environment (or those of ``options["reset_mask"]``). ``seed``: ``None``, an int
-        ``s`` (environment ``i`` gets ``s + i``) or a list of ``num_envs`` ints or ``None``."""
-        n = self.num_envs
-        if seed is None:
-            seeds: list[int | None] = [None] * n
-        elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(n)]
-        elif isinstance(seed, list | tuple) and len(seed) == n:
-            seeds = list(seed)
-        else:
-            raise ValueError(f"seed: expected None, an integer or a list of {n} seeds, got {seed!r}")
-        for s in seeds:
-            if s is not None and (isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 0):
-                raise ValueError(f"seed: expected non-negative integers or None, got {s!r}")
-        options = dict(options or {})
-        reset_mask = options.pop("reset_mask", None)
-        if options:
-            raise ValueError(
-                f"options: MSJ vector envs take no reset option but reset_mask, got {sorted(options)}"
-            )
-        if reset_mask is None:
-            idx = self._all
-        else:
-            reset_mask = np.asarray(reset_mask)
-            if reset_mask.shape != (n,) or reset_mask.dtype != np.bool_ or not reset_mask.any():
-                raise ValueError(
-                    f"options['reset_mask']: expected a boolean array of shape ({n},) with a True entry, "
-                    f"got {reset_mask!r}"
-                )
-            idx = np.flatnonzero(reset_mask).astype(np.int64)
-        infos = self._start_episodes(idx, [seeds[i] for i in idx.tolist()])
-        infos.update(self._step_infos(idx if reset_mask is not None else None))
-        return self._observation(), infos
-
-    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        a = self._check_actions(actions)
-        if not self._ready:
-            if not self._started.all():
-                raise RuntimeError("MSJ vector env: call reset() first")
-            self._ready = True
-        mode = self.autoreset_mode
-        infos: dict[str, Any] = {}
-        restart = np.empty(0, dtype=np.int64)
-        if mode == AutoresetMode.NEXT_STEP and self._autoreset.any():
-            restart = np.flatnonzero(self._autoreset).astype(np.int64)
-            a = a.copy()
-            a[restart] = -1
-        elif self._over.any():
-            raise RuntimeError(
-                f"MSJ vector env: the episodes of envs {np.flatnonzero(self._over).tolist()} are over; "
-                "reset them first (autoreset_mode='Disabled')"
-            )
-        np.copyto(self._actions, a)
-        self._out[:] = 0.0
-        if restart.size:
-            # new episodes, advanced to their first decision by this very step (action -1)
-            infos = self._start_episodes(restart, [None] * restart.size, advance=False)
-        self._run(self._all, self._actions)
+    def _rewards(self, restart: np.ndarray) -> np.ndarray:
         rewards = self._out[:, O_REWARD] * self._reward_scale
         rewards[restart] = 0.0
-        self._invalid += self._out[:, O_INVALID] > 0
-        truncations = self._over.copy()
-        terminations = np.zeros(self.num_envs, dtype=np.bool_)
-        infos.update(self._step_infos(None))
-        ended = np.flatnonzero(truncations)
-        if ended.size:
-            infos.update(self._final_infos(ended))
-        if mode == AutoresetMode.NEXT_STEP:
-            self._autoreset = truncations.copy()
-        elif mode == AutoresetMode.SAME_STEP and ended.size:
-            final_obs = np.full(self.num_envs, None, dtype=object)
-            flat = self._observation(force_copy=True)
-            for i in ended.tolist():
-                final_obs[i] = flat[i] if not isinstance(flat, dict) else {k: v[i] for k, v in flat.items()}
-            final_info: dict[str, Any] = {}  # the ended envs' last infos, as SyncVectorEnv gathers them
-            for key, value in infos.items():
-                if not key.startswith("_"):
-                    final_info[key] = np.zeros_like(value)
-                    final_info[key][ended] = value[ended]
-                    final_info["_" + key] = truncations.copy()
-            idx = ended.astype(np.int64)
-            reset_info = self._start_episodes(idx, [None] * idx.size)
-            infos = self._step_infos(None)
-            infos.update(reset_info)
-            infos["final_obs"] = final_obs
-            infos["_final_obs"] = truncations.copy()
-            infos["final_info"] = final_info
-            infos["_final_info"] = truncations.copy()
-        return self._observation(), rewards, terminations, truncations, infos
-
-    def _check_actions(self, actions: Any) -> np.ndarray:
-        n, m = self.num_envs, self._n_actions
-        a = np.asarray(actions)
-        if a.shape != (n,) or not np.issubdtype(a.dtype, np.integer):
-            raise ValueError(
-                f"actions: expected an integer array of shape ({n},) in [0, {m}), got shape {a.shape} "
-                f"and dtype {a.dtype}"
-            )
-        if n and (a.min() < 0 or a.max() >= m):
-            bad = int(np.flatnonzero((a < 0) | (a >= m))[0])
-            raise ValueError(
-                f"actions: expected integers in [0, {m}) (Discrete({m})), got {a[bad]} for env {bad}"
-            )
-        return a.astype(np.int64, copy=False)
+        return rewards
 
     def _step_infos(self, idx: np.ndarray | None) -> dict[str, Any]:
         n = self.num_envs
@@ -490,19 +596,6 @@ class MSJVectorEnv(VectorEnv):
             pos += width
         return out
 
-    # --------------------------------------------------------------------------------------------
-    def action_masks(self) -> np.ndarray:
-        """Valid actions of every environment's current decision, shape ``(num_envs, A)``."""
-        return self._mask.copy()
-
-    def sample_actions(self, rng: np.random.Generator) -> np.ndarray:
-        """A uniformly random valid action per environment (compiled; one uniform per environment from
-        ``rng``). An environment with no valid action gets 0 (wait)."""
-        actions = np.empty(self.num_envs, dtype=np.int64)
-        self._sample_fn(self._mask, rng.random(self.num_envs), actions)
-        np.maximum(actions, 0, out=actions)
-        return actions
-
     def decide_every_event(self, flag: bool) -> None:
         """As :meth:`MSJEnv.decide_every_event`, for every environment."""
         self._ep[EP_EVERY_EVENT] = int(bool(flag))
@@ -520,9 +613,7 @@ class MSJVectorEnv(VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         self._sources = [None] * self.num_envs
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+        super().close_extras(**kwargs)
 
 
 class MSJPreemptiveVectorEnv(MSJVectorEnv):

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..core.jit import inline_jit, kernel_jit
-from ..metrics.stats import batch_ratio
+from ..metrics.stats import Estimate, batch_ratio
 from .model import MoldableSystem
 from .policy import AllocationRule, MoldablePolicy, allocate
 
@@ -260,6 +260,78 @@ class MoldableResult:
         return "\n".join(lines)
 
 
+def new_state(system: MoldableSystem, num_arrivals: int, warmup: int, num_batches: int) -> LossState:
+    """The empty system at time 0 with room for one arrival chunk (no arrivals yet)."""
+    n, nc, dmax = system.num_servers, system.num_classes, system.max_parallelism
+    ch = min(LossSimulator.CHUNK, num_arrivals)
+    iv = np.zeros(N_I, dtype=np.int64)
+    iv[I_N] = iv[I_IDLE] = n
+    iv[I_LO], iv[I_HI], iv[I_NB] = warmup, num_arrivals, num_batches
+    nb = num_batches
+    return LossState(
+        iv=iv,
+        fv=np.zeros(N_F),
+        heap_t=np.zeros(n),
+        heap_c=np.zeros(n, dtype=np.int64),
+        heap_k=np.zeros(n, dtype=np.int64),
+        busy=np.zeros(nc, dtype=np.int64),
+        q=np.zeros((nc, dmax + 1), dtype=np.int64),
+        q_area=np.zeros((nc, dmax + 1)),
+        speed=system.speed_table(),
+        at=np.zeros(ch),
+        ac=np.zeros(ch, dtype=np.int64),
+        ax=np.zeros(ch),
+        au=np.zeros(ch),
+        b_arr=np.zeros((nb, nc), dtype=np.int64),
+        b_blk=np.zeros((nb, nc), dtype=np.int64),
+        b_time=np.zeros((nb, nc)),
+        alloc=np.zeros((nc, dmax + 1), dtype=np.int64),
+    )
+
+
+class LossArrivals:
+    """The job stream of one seeded run: arrival times, classes, inherent sizes and policy uniforms,
+    generated in chunks of ``LossSimulator.CHUNK`` (fixed: the times are chunk-wise cumulative sums)
+    from the streams spawned off ``SeedSequence(seed)`` in the documented order."""
+
+    def __init__(self, system: MoldableSystem, seed: int, num_arrivals: int) -> None:
+        self.system, self.num_arrivals = system, num_arrivals
+        root = np.random.SeedSequence(seed)
+        streams = [np.random.Generator(np.random.PCG64(s)) for s in root.spawn(3 + system.num_classes)]
+        self._rng_gap, self._rng_cls, self._rng_u = streams[:3]
+        self._rng_size = streams[3:]
+        rates = np.array([c.arrival_rate for c in system.classes])
+        self._class_p = rates / rates.sum()
+        self._mean_gap = 1.0 / system.arrival_rate
+        self._t_last = 0.0
+        self.generated = 0
+
+    def fill(self, st: LossState) -> None:
+        """The next chunk into ``st``'s arrival arrays (an empty one once every arrival is out)."""
+        m = min(st.at.size, self.num_arrivals - self.generated)
+        st.iv[I_BASE] = self.generated
+        st.iv[I_POS] = 0
+        st.iv[I_LEN] = m
+        if m <= 0:
+            return
+        t = self._t_last + np.cumsum(self._rng_gap.exponential(self._mean_gap, m))
+        self._t_last = float(t[-1])
+        nc = self.system.num_classes
+        cls = self._rng_cls.choice(nc, size=m, p=self._class_p) if nc > 1 else np.zeros(m, dtype=np.int64)
+        x = np.empty(m)
+        for c, cl in enumerate(self.system.classes):
+            idx = np.flatnonzero(cls == c)
+            x[idx] = cl.service_time.sample(self._rng_size[c], idx.size)
+        bad = np.flatnonzero(~np.isfinite(x) | (x <= 0))
+        if bad.size:
+            raise ValueError(
+                f"service_time: arrival {self.generated + bad[0]} has inherent size {x[bad[0]]!r}"
+            )
+        st.at[:m], st.ac[:m], st.ax[:m] = t, cls, x
+        st.au[:m] = self._rng_u.random(m)
+        self.generated += m
+
+
 class LossSimulator:
     """One seeded run of a moldable allocation ``policy`` on ``system``.
 
@@ -303,67 +375,13 @@ class LossSimulator:
         self._setup()
 
     def _setup(self) -> None:
-        sy = self.system
-        n, nc, dmax = sy.num_servers, sy.num_classes, sy.max_parallelism
-        root = np.random.SeedSequence(self.seed)
-        streams = [np.random.Generator(np.random.PCG64(s)) for s in root.spawn(3 + nc)]
-        self._rng_gap, self._rng_cls, self._rng_u = streams[:3]
-        self._rng_size = streams[3:]
-        rates = np.array([c.arrival_rate for c in sy.classes])
-        self._class_p = rates / rates.sum()
-        self._mean_gap = 1.0 / sy.arrival_rate
-        self._t_last = 0.0
-        self._generated = 0
-        ch = min(self.CHUNK, self.num_arrivals)
-        iv = np.zeros(N_I, dtype=np.int64)
-        iv[I_N] = iv[I_IDLE] = n
-        iv[I_LO], iv[I_HI], iv[I_NB] = self.warmup, self.num_arrivals, self.num_batches
-        nb = self.num_batches
-        self.state = LossState(
-            iv=iv,
-            fv=np.zeros(N_F),
-            heap_t=np.zeros(n),
-            heap_c=np.zeros(n, dtype=np.int64),
-            heap_k=np.zeros(n, dtype=np.int64),
-            busy=np.zeros(nc, dtype=np.int64),
-            q=np.zeros((nc, dmax + 1), dtype=np.int64),
-            q_area=np.zeros((nc, dmax + 1)),
-            speed=sy.speed_table(),
-            at=np.zeros(ch),
-            ac=np.zeros(ch, dtype=np.int64),
-            ax=np.zeros(ch),
-            au=np.zeros(ch),
-            b_arr=np.zeros((nb, nc), dtype=np.int64),
-            b_blk=np.zeros((nb, nc), dtype=np.int64),
-            b_time=np.zeros((nb, nc)),
-            alloc=np.zeros((nc, dmax + 1), dtype=np.int64),
-        )
-        self._refill()
+        self.arrivals = LossArrivals(self.system, self.seed, self.num_arrivals)
+        self.state = new_state(self.system, self.num_arrivals, self.warmup, self.num_batches)
+        self.refill()
 
-    def _refill(self) -> None:
-        st = self.state
-        m = min(st.at.size, self.num_arrivals - self._generated)
-        st.iv[I_BASE] = self._generated
-        st.iv[I_POS] = 0
-        st.iv[I_LEN] = m
-        if m <= 0:
-            return
-        t = self._t_last + np.cumsum(self._rng_gap.exponential(self._mean_gap, m))
-        self._t_last = float(t[-1])
-        nc = self.system.num_classes
-        cls = self._rng_cls.choice(nc, size=m, p=self._class_p) if nc > 1 else np.zeros(m, dtype=np.int64)
-        x = np.empty(m)
-        for c, cl in enumerate(self.system.classes):
-            idx = np.flatnonzero(cls == c)
-            x[idx] = cl.service_time.sample(self._rng_size[c], idx.size)
-        bad = np.flatnonzero(~np.isfinite(x) | (x <= 0))
-        if bad.size:
-            raise ValueError(
-                f"service_time: arrival {self._generated + bad[0]} has inherent size {x[bad[0]]!r}"
-            )
-        st.at[:m], st.ac[:m], st.ax[:m] = t, cls, x
-        st.au[:m] = self._rng_u.random(m)
-        self._generated += m
+    def refill(self) -> None:
+        """The next arrival chunk into the state (what ``REFILL`` from the compiled loop asks for)."""
+        self.arrivals.fill(self.state)
 
     # --- batch mode -------------------------------------------------------------------------------
     def run(self) -> MoldableResult:
@@ -374,7 +392,7 @@ class LossSimulator:
             r = run_batch(self.state, self.rule)
             if r == DONE:
                 return self.result()
-            self._refill()
+            self.refill()
 
     # --- step mode --------------------------------------------------------------------------------
     def next_decision(self) -> bool:
@@ -388,7 +406,7 @@ class LossSimulator:
                 return True
             if r == DONE:
                 return False
-            self._refill()
+            self.refill()
 
     @property
     def done(self) -> bool:
@@ -434,51 +452,71 @@ class LossSimulator:
 
     # --- results ----------------------------------------------------------------------------------
     def result(self) -> MoldableResult:
-        st, sy = self.state, self.system
-        span = float(st.fv[F_T1] - st.fv[F_T0])
-        n = sy.num_servers
-        per_class = {}
-        for c, cl in enumerate(sy.classes):
-            arr, blk = st.b_arr[:, c], st.b_blk[:, c]
-            pb = batch_ratio(blk, arr)
-            et = batch_ratio(st.b_time[:, c], arr - blk)
-            d = cl.max_parallelism
-            mean_jobs = (st.q_area[c, 1 : d + 1] / (span * n)).tolist() if span > 0 else [math.nan] * d
-            per_class[cl.name] = MoldableClassResult(
-                cl.name,
-                int(arr.sum()),
-                int(blk.sum()),
-                pb.mean,
-                pb.ci95_half_width,
-                et.mean,
-                et.ci95_half_width,
-                st.alloc[c, 1 : d + 1].tolist(),
-                mean_jobs,
-            )
-        arr, blk = st.b_arr.sum(axis=1), st.b_blk.sum(axis=1)
-        pb = batch_ratio(blk, arr)
-        et = batch_ratio(st.b_time.sum(axis=1), arr - blk)
-        ks = np.arange(st.q.shape[1])
-        busy = float((st.q_area @ ks).sum() / (span * n)) if span > 0 else math.nan
-        return MoldableResult(
-            blocking=pb.mean,
-            blocking_ci95=pb.ci95_half_width,
-            mean_execution_time=et.mean,
-            execution_ci95=et.ci95_half_width,
-            arrivals=int(arr.sum()),
-            blocked=int(blk.sum()),
-            busy_fraction=busy,
-            per_class=per_class,
-            simulated_time=float(st.fv[F_NOW]),
-            batch_lag1_autocorrelation=et.lag1_autocorrelation,
-            provenance={
-                "system": sy.to_dict(),
-                "policy": self.policy.to_dict() if self.policy is not None else {"id": "agent"},
-                "seed": self.seed,
-                "num_arrivals": self.num_arrivals,
-                "warmup": self.warmup,
-            },
+        return loss_result(
+            self.state,
+            self.system,
+            run_provenance(self.system, self.policy, self.seed, self.num_arrivals, self.warmup),
         )
+
+
+def run_provenance(
+    system: MoldableSystem, policy: MoldablePolicy | None, seed: int, num_arrivals: int, warmup: int
+) -> dict[str, Any]:
+    """What a :class:`MoldableResult` records of its run (``policy=None``: an agent acted)."""
+    return {
+        "system": system.to_dict(),
+        "policy": policy.to_dict() if policy is not None else {"id": "agent"},
+        "seed": seed,
+        "num_arrivals": num_arrivals,
+        "warmup": warmup,
+    }
+
+
+def overall_estimates(st: LossState) -> tuple[Estimate, Estimate]:
+    """(blocking probability, mean execution time) over the measured arrivals of every class."""
+    arr, blk = st.b_arr.sum(axis=1), st.b_blk.sum(axis=1)
+    return batch_ratio(blk, arr), batch_ratio(st.b_time.sum(axis=1), arr - blk)
+
+
+def loss_result(st: LossState, system: MoldableSystem, provenance: dict[str, Any]) -> MoldableResult:
+    """The :class:`MoldableResult` of the run in state ``st`` (final once the run is over)."""
+    sy = system
+    span = float(st.fv[F_T1] - st.fv[F_T0])
+    n = sy.num_servers
+    per_class = {}
+    for c, cl in enumerate(sy.classes):
+        arr, blk = st.b_arr[:, c], st.b_blk[:, c]
+        pb = batch_ratio(blk, arr)
+        et = batch_ratio(st.b_time[:, c], arr - blk)
+        d = cl.max_parallelism
+        mean_jobs = (st.q_area[c, 1 : d + 1] / (span * n)).tolist() if span > 0 else [math.nan] * d
+        per_class[cl.name] = MoldableClassResult(
+            cl.name,
+            int(arr.sum()),
+            int(blk.sum()),
+            pb.mean,
+            pb.ci95_half_width,
+            et.mean,
+            et.ci95_half_width,
+            st.alloc[c, 1 : d + 1].tolist(),
+            mean_jobs,
+        )
+    pb, et = overall_estimates(st)
+    ks = np.arange(st.q.shape[1])
+    busy = float((st.q_area @ ks).sum() / (span * n)) if span > 0 else math.nan
+    return MoldableResult(
+        blocking=pb.mean,
+        blocking_ci95=pb.ci95_half_width,
+        mean_execution_time=et.mean,
+        execution_ci95=et.ci95_half_width,
+        arrivals=int(st.b_arr.sum()),
+        blocked=int(st.b_blk.sum()),
+        busy_fraction=busy,
+        per_class=per_class,
+        simulated_time=float(st.fv[F_NOW]),
+        batch_lag1_autocorrelation=et.lag1_autocorrelation,
+        provenance=provenance,
+    )
 
 
 def simulate_moldable(

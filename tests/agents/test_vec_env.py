@@ -22,12 +22,14 @@ from agents import train
 from agents.vec_env import MSJSB3VecEnv
 
 
-@pytest.mark.parametrize("preemptive", [False, True])
-def test_equals_dummy_vec_env(preemptive: bool) -> None:
+@pytest.mark.parametrize("env_id", ["MSJ-v0", "MSJPreemptive-v0", "MSJMoldable-v0"])
+def test_equals_dummy_vec_env(env_id: str) -> None:
     kwargs = {"num_arrivals": 30}
-    native = MSJSB3VecEnv(3, preemptive=preemptive, **kwargs)
-    env_id = "msj_gym:MSJPreemptive-v0" if preemptive else "msj_gym:MSJ-v0"
-    dummy = make_vec_env(env_id, n_envs=3, seed=4, env_kwargs=kwargs, vec_env_cls=DummyVecEnv)
+    if env_id == "MSJMoldable-v0":
+        kwargs["num_servers"] = 10
+    native = MSJSB3VecEnv(3, env_id=env_id, **kwargs)
+    final_keys = native.venv.final_info_keys
+    dummy = make_vec_env(f"msj_gym:{env_id}", n_envs=3, seed=4, env_kwargs=kwargs, vec_env_cls=DummyVecEnv)
     native.seed(4)
     assert np.array_equal(native.reset(), dummy.reset())
     assert is_masking_supported(native)
@@ -48,15 +50,26 @@ def test_equals_dummy_vec_env(preemptive: bool) -> None:
                 assert a["TimeLimit.truncated"] == b["TimeLimit.truncated"] is True
                 assert a["episode"]["l"] == b["episode"]["l"]
                 assert a["episode"]["r"] == b["episode"]["r"]
-                assert np.array_equal(a["mean_response_time"], b["mean_response_time"], equal_nan=True)
+                for key in final_keys:
+                    assert np.array_equal(a[key], b[key], equal_nan=True) and type(a[key]) is type(b[key])
             else:
                 assert "terminal_observation" not in a
     assert episodes >= 3
 
 
-@pytest.mark.parametrize("algo", [PPO, MaskablePPO])
-def test_sb3_algorithms_learn_on_it(algo: type) -> None:
-    venv = MSJSB3VecEnv(8, num_arrivals=20)
+def test_preemptive_flag_and_bad_env_id() -> None:
+    assert MSJSB3VecEnv(2, preemptive=True).env_id == "MSJPreemptive-v0"
+    with pytest.raises(ValueError, match="env_id"):
+        MSJSB3VecEnv(2, env_id="CompatAssign-v0")
+    with pytest.raises(ValueError, match="preemptive"):
+        MSJSB3VecEnv(2, env_id="MSJMoldable-v0", preemptive=True)
+
+
+@pytest.mark.parametrize(
+    ("algo", "env_id"), [(PPO, "MSJ-v0"), (MaskablePPO, "MSJ-v0"), (MaskablePPO, "MSJMoldable-v0")]
+)
+def test_sb3_algorithms_learn_on_it(algo: type, env_id: str) -> None:
+    venv = MSJSB3VecEnv(8, env_id=env_id, num_arrivals=20)
     venv.seed(0)
     model = algo("MlpPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, seed=0, verbose=0)
     model.learn(total_timesteps=512)

@@ -13,6 +13,7 @@ import msj_gym
 from msj_gym import MSJVectorEnv
 from msj_gym.core import state as S
 from msj_gym.core.batch import sample_masked
+from msj_gym.env.vector import NativeVectorEnv
 
 SMALL = {"num_arrivals": 40}  # short episodes: every run below spans several autoresets
 
@@ -35,28 +36,36 @@ def _equal(x, y) -> bool:
     return np.array_equal(x, y) and x.dtype == y.dtype
 
 
-def _run_pair(env_id: str, mode: str, steps: int, num_envs: int = 3, **kwargs):
+def _run_pair(env_id: str, mode: str, steps: int, num_envs: int = 3, masked: bool = True, **kwargs):
+    """Step the native vector env and SyncVectorEnv of single envs with the same actions (masked
+    uniform, or uniform over the whole action space with ``masked=False``) and compare everything.
+    Returns the number of episodes that ended."""
     native = gym.make_vec(env_id, num_envs=num_envs, autoreset_mode=mode, **kwargs)
     sync = gym.make_vec(
         env_id, num_envs=num_envs, vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode}, **kwargs
     )
-    assert isinstance(native.unwrapped, MSJVectorEnv) and isinstance(sync, gym.vector.SyncVectorEnv)
+    assert isinstance(native.unwrapped, NativeVectorEnv) and isinstance(sync, gym.vector.SyncVectorEnv)
     seeds = [11, 4, 11][:num_envs] + list(range(100, 100 + num_envs - 3))
     a, info_a = native.reset(seed=seeds)
     b, info_b = sync.reset(seed=seeds)
     assert _equal(a, b) and a in native.observation_space
     _assert_same_infos(info_a, info_b, "reset")
     rng = np.random.default_rng(0)
+    n_actions = native.single_action_space.n
+
+    def draw():
+        return native.unwrapped.sample_actions(rng) if masked else rng.integers(n_actions, size=num_envs)
+
     ends = 0
     trunc = np.zeros(num_envs, dtype=np.bool_)
     for t in range(steps):
-        actions = native.unwrapped.sample_actions(rng)
+        actions = draw()
         if mode == "Disabled" and trunc.any():
             obs_a, info_a = native.reset(options={"reset_mask": trunc.copy()})
             obs_b, info_b = sync.reset(options={"reset_mask": trunc.copy()})
             assert _equal(obs_a, obs_b)
             _assert_same_infos(info_a, info_b, f"reset {t}")
-            actions = native.unwrapped.sample_actions(rng)
+            actions = draw()
         out_a, out_b = native.step(actions), sync.step(actions)
         names = ("obs", "reward", "terminated", "truncated")
         for x, y, name in zip(out_a[:4], out_b[:4], names, strict=True):

@@ -1,0 +1,127 @@
+"""Many moldable loss simulators stepped together: the state of ``N`` environments in stacked arrays,
+one compiled call per batched step.
+
+:class:`BatchLossState` has the fields of :class:`~msj_gym.moldable.loss.LossState`, each with a leading
+environment axis, except the speed-up table, which all environments share. A compiled loop takes the
+views of one environment at a time as a ``LossState`` and runs the single environment's step
+(:func:`msj_gym.moldable.stepping.step`), so environment ``i`` evolves exactly as a single
+``MSJMoldable-v0`` with the same job stream and actions, whatever the other environments do.
+
+What the simulator asks of Python (the next arrival chunk, the end of an episode) is reported per
+environment in ``status``; the caller serves it and resumes those environments alone.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from ..core.jit import inline_jit, kernel_jit
+from .loss import LossState
+from .stepping import step
+
+__all__ = ["BatchLossState", "allocate_batch", "batch_reset", "batch_step", "state_at"]
+
+
+class BatchLossState(NamedTuple):
+    """The fields of :class:`~msj_gym.moldable.loss.LossState` for ``N`` environments (leading axis
+    ``N``; ``speed`` is shared)."""
+
+    iv: np.ndarray
+    fv: np.ndarray
+    heap_t: np.ndarray
+    heap_c: np.ndarray
+    heap_k: np.ndarray
+    busy: np.ndarray
+    q: np.ndarray
+    q_area: np.ndarray
+    speed: np.ndarray
+    at: np.ndarray
+    ac: np.ndarray
+    ax: np.ndarray
+    au: np.ndarray
+    b_arr: np.ndarray
+    b_blk: np.ndarray
+    b_time: np.ndarray
+    alloc: np.ndarray
+
+
+def allocate_batch(template: LossState, num_envs: int) -> BatchLossState:
+    """``num_envs`` copies of the fresh state ``template`` (their arrival chunks still to be filled)."""
+    fields = {}
+    for name, arr in template._asdict().items():
+        if name == "speed":
+            fields[name] = arr
+        else:
+            fields[name] = np.empty((num_envs, *arr.shape), dtype=arr.dtype)
+            fields[name][:] = arr
+    return BatchLossState(**fields)
+
+
+@inline_jit
+def state_at(b, i):
+    """Environment ``i``'s state as a ``LossState`` of views."""
+    return LossState(
+        b.iv[i],
+        b.fv[i],
+        b.heap_t[i],
+        b.heap_c[i],
+        b.heap_k[i],
+        b.busy[i],
+        b.q[i],
+        b.q_area[i],
+        b.speed,
+        b.at[i],
+        b.ac[i],
+        b.ax[i],
+        b.au[i],
+        b.b_arr[i],
+        b.b_blk[i],
+        b.b_time[i],
+        b.alloc[i],
+    )
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def batch_step(b, idx, actions, max_par, obs, mask, out, status):
+    """:func:`~msj_gym.moldable.stepping.step` for each environment ``i`` in ``idx`` with action
+    ``actions[i]`` (``-1``: no action, advance to the next decision); ``status[i]`` gets its outcome.
+    Rows of ``obs``, ``mask`` and ``out`` are per environment. Releases the GIL: disjoint sets of
+    environments may be stepped by concurrent threads, as no two environments share mutable state."""
+    for q in range(idx.size):
+        i = idx[q]
+        status[i] = step(state_at(b, i), actions[i], max_par, obs[i], mask[i], out[i])
+    return 0
+
+
+@inline_jit
+def _copy1(dst, src):
+    for a in range(src.shape[0]):
+        dst[a] = src[a]
+
+
+@inline_jit
+def _copy2(dst, src):
+    for a in range(src.shape[0]):
+        for c in range(src.shape[1]):
+            dst[a, c] = src[a, c]
+
+
+@kernel_jit
+def batch_reset(b, t, idx):
+    """Put each environment in ``idx`` back into the fresh state ``t`` (a ``LossState``; the arrival
+    chunk is not copied, the caller fills the new episode's; the heap past its size is never read)."""
+    for q in range(idx.size):
+        i = idx[q]
+        _copy1(b.iv[i], t.iv)
+        _copy1(b.fv[i], t.fv)
+        _copy1(b.busy[i], t.busy)
+        _copy2(b.q[i], t.q)
+        _copy2(b.q_area[i], t.q_area)
+        _copy2(b.b_arr[i], t.b_arr)
+        _copy2(b.b_blk[i], t.b_blk)
+        _copy2(b.b_time[i], t.b_time)
+        _copy2(b.alloc[i], t.alloc)
+    return 0
