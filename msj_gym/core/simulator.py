@@ -69,6 +69,10 @@ class Simulator:
     distributions; the summary metrics never need it.
 
     ``debug=True`` checks the state invariants after every event instant and raises on a violation.
+
+    ``slots``: the job slots allocated at the start; they double whenever the system holds more jobs, so
+    this only trades memory for the rare regrowth (results do not depend on it). Batches of many small
+    simulators (the vector envs) start small to keep each one's state in few cache lines.
     """
 
     def __init__(
@@ -86,9 +90,13 @@ class Simulator:
         record_jobs: bool = False,
         max_jobs_in_system: int = 100_000,
         debug: bool = False,
+        slots: int = 1024,
     ) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"policy: expected a msj_gym Policy, got {type(policy).__name__}")
+        if isinstance(slots, bool) or not isinstance(slots, int | np.integer) or slots < 1:
+            raise ValueError(f"slots: expected a positive integer, got {slots!r}")
+        self.initial_slots = int(slots)
         if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
             raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
         if horizon is None and num_arrivals is None:
@@ -151,7 +159,7 @@ class Simulator:
         self.sim = S.allocate(
             wl.num_servers,
             self._class_needs,
-            slots=1024,
+            slots=self.initial_slots,
             ring=2 * self.CHUNK,
             num_batches=self.num_batches,
             num_checkpoints=n_ck,

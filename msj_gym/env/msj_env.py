@@ -363,9 +363,9 @@ class MSJEnv(gym.Env):
         info["seed"] = run_seed
         return self._observation(), info
 
-    def make_simulator(self, run_seed: int) -> Simulator:
+    def make_simulator(self, run_seed: int, slots: int = 1024) -> Simulator:
         """The simulator of an episode with job-stream seed ``run_seed`` (before any warm start): the
-        agent's slot as its policy, this env's measurement and limits."""
+        agent's slot as its policy, this env's measurement and limits; ``slots`` initial job slots."""
         warm = self.warm_start_arrivals if self.warm_start is not None else 0
         max_arrivals = self.max_arrivals
         if max_arrivals is None:
@@ -377,6 +377,7 @@ class MSJEnv(gym.Env):
             "seed": run_seed,
             "max_arrivals": max_arrivals,
             "max_jobs_in_system": self.max_jobs_in_system,
+            "slots": slots,
         }
         if self.horizon is not None:
             kwargs.update(horizon=float(self.horizon), warmup_time=self.warmup_time)

@@ -35,6 +35,9 @@ from .msj_env import MSJEnv, MSJPreemptiveEnv, _positive_int
 __all__ = ["MSJPreemptiveVectorEnv", "MSJVectorEnv", "NativeVectorEnv"]
 
 _MAX_RING = 1 << 13  # arrivals held per env: a default episode's whole stream, refilled for longer ones
+# Job slots per env at the start (all envs double together when one needs more): a small state per env
+# keeps a batched step's memory traffic low (sf-fig2, N=256: 236 -> 142 us per compiled batch step).
+_BATCH_SLOTS = 64
 
 
 class NativeVectorEnv(VectorEnv):
@@ -360,7 +363,7 @@ class MSJVectorEnv(NativeVectorEnv):
         self._reward_scale = proto._reward_scale
 
         # A fresh episode's state, from the very simulator setup the single env uses.
-        self._core = core = proto.make_simulator(0)
+        self._core = core = proto.make_simulator(0, slots=_BATCH_SLOTS)
         template = core.sim
         template.iv[S.I_NGEN] = 0
         template.iv[S.I_EXHAUSTED] = 0

@@ -83,6 +83,17 @@ def test_same_seed_same_result_bit_for_bit(policy_id):
     assert a["mean_response_time"] != c["mean_response_time"]
 
 
+@pytest.mark.parametrize("policy_id", ["fcfs", "server-filling-srpt", "easy-backfilling"])
+def test_initial_slots_do_not_change_results(policy_id):
+    """Slots only hold jobs: 8 slots that double many times give the run of the default 1024."""
+    wl = load_scenario("bs-fig1").build(load=0.9, num_servers=256)
+    small = Simulator(wl, make_policy(policy_id), seed=5, num_arrivals=5000, slots=8)
+    a = small.run().to_dict()
+    b = Simulator(wl, make_policy(policy_id), seed=5, num_arrivals=5000).run().to_dict()
+    assert small.sim.ji.shape[0] > 8
+    assert a == b
+
+
 def test_every_policy_sees_the_same_jobs():
     wl = load_scenario("four-class").build(arrival_rate=3.0)
     records = []
@@ -201,6 +212,7 @@ def test_invalid_decisions_are_refused_with_a_clear_error(policy, message):
         ({"horizon": 10.0, "num_arrivals": 10}, "at most one of num_arrivals and horizon"),
         ({"seed": -1}, "seed: expected a non-negative integer"),
         ({"horizon": 10.0, "warmup_time": 20.0}, r"warmup_time: expected a time in \[0, horizon\)"),
+        ({"slots": 0}, "slots: expected a positive integer, got 0"),
     ],
 )
 def test_bad_run_parameters(kwargs, message):

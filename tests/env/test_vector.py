@@ -96,7 +96,7 @@ def test_preemptive_variant_equals_single_envs(observation: str) -> None:
 
 def test_equal_through_slot_growth_and_the_arrival_cap() -> None:
     """An agent that always waits piles up every arrival: the state arrays of all envs grow past the
-    initial 1024 job slots, and the episode ends at the arrival cap (truncated, unstable)."""
+    initial job slots, and the episode ends at the arrival cap (truncated, unstable)."""
     kwargs = {"num_arrivals": 600, "queue_window": 2}
     native = MSJVectorEnv(2, **kwargs)
     singles = [gym.make("MSJ-v0", **kwargs) for _ in range(2)]
