@@ -31,6 +31,9 @@ __all__ = [
     "batch_observe",
     "batch_reset",
     "batch_step",
+    "copy1d",
+    "copy2d",
+    "copy3d",
     "grow_batch_slots",
     "sample_masked",
 ]
@@ -141,20 +144,23 @@ def batch_observe(b, idx, ep, fpar, obs, mask, work):
 
 
 @inline_jit
-def _copy1(dst, src):
+def copy1d(dst, src):
+    """``dst[:] = src`` for 1-d arrays, as an explicit loop."""
     for a in range(src.shape[0]):
         dst[a] = src[a]
 
 
 @inline_jit
-def _copy2(dst, src):
+def copy2d(dst, src):
+    """``dst[:, :] = src`` for 2-d arrays."""
     for a in range(src.shape[0]):
         for c in range(src.shape[1]):
             dst[a, c] = src[a, c]
 
 
 @inline_jit
-def _copy3(dst, src):
+def copy3d(dst, src):
+    """``dst[:, :, :] = src`` for 3-d arrays."""
     for a in range(src.shape[0]):
         for c in range(src.shape[1]):
             for d in range(src.shape[2]):
@@ -167,20 +173,20 @@ def batch_reset(b, t, idx):
     its arrival ring is not copied: the caller feeds the new episode's jobs)."""
     for q in range(idx.size):
         i = idx[q]
-        _copy1(b.iv[i], t.iv)
-        _copy1(b.fv[i], t.fv)
-        _copy2(b.jf[i], t.jf)
-        _copy2(b.js[i], t.js)
-        _copy2(b.ji[i], t.ji)
-        _copy2(b.ci[i], t.ci)
-        _copy1(b.run_list[i], t.run_list)
-        _copy1(b.heap_t[i], t.heap_t)
-        _copy1(b.heap_s[i], t.heap_s)
-        _copy3(b.acc_f[i], t.acc_f)
-        _copy3(b.acc_i[i], t.acc_i)
-        _copy1(b.ck_key[i], t.ck_key)
-        _copy1(b.ck_nsys[i], t.ck_nsys)
-        _copy2(b.rec[i], t.rec)
+        copy1d(b.iv[i], t.iv)
+        copy1d(b.fv[i], t.fv)
+        copy2d(b.jf[i], t.jf)
+        copy2d(b.js[i], t.js)
+        copy2d(b.ji[i], t.ji)
+        copy2d(b.ci[i], t.ci)
+        copy1d(b.run_list[i], t.run_list)
+        copy1d(b.heap_t[i], t.heap_t)
+        copy1d(b.heap_s[i], t.heap_s)
+        copy3d(b.acc_f[i], t.acc_f)
+        copy3d(b.acc_i[i], t.acc_i)
+        copy1d(b.ck_key[i], t.ck_key)
+        copy1d(b.ck_nsys[i], t.ck_nsys)
+        copy2d(b.rec[i], t.rec)
     return 0
 
 

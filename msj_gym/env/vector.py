@@ -393,11 +393,8 @@ class MSJVectorEnv(NativeVectorEnv):
     def _bind(self) -> None:
         """Entry points of the compiled kernels for the current arrays (skip numba's dispatch)."""
         b = self._b
-        self._step_fn = entry_point(
-            batch_step,
-            b,
-            self._all,
-            self._actions,
+        # batch_step's arguments after (state, envs, actions): the same arrays at every call
+        self._step_tail = (
             self._ep,
             self._fpar,
             self._obs,
@@ -407,25 +404,14 @@ class MSJVectorEnv(NativeVectorEnv):
             self._act1,
             self._status,
         )
+        self._step_fn = entry_point(batch_step, b, self._all, self._actions, *self._step_tail)
         self._reset_fn = entry_point(batch_reset, b, self._template, self._all)
         self._observe_fn = entry_point(
             batch_observe, b, self._all, self._ep, self._fpar, self._obs, self._mask, self._work
         )
 
     def _step_envs(self, idx: np.ndarray, actions: np.ndarray) -> None:
-        self._step_fn(
-            self._b,
-            idx,
-            actions,
-            self._ep,
-            self._fpar,
-            self._obs,
-            self._mask,
-            self._out,
-            self._work,
-            self._act1,
-            self._status,
-        )
+        self._step_fn(self._b, idx, actions, *self._step_tail)
 
     def _run(self, idx: np.ndarray, actions: np.ndarray) -> None:
         """One compiled step of the environments ``idx``, then serve their requests until each is at a
@@ -467,19 +453,7 @@ class MSJVectorEnv(NativeVectorEnv):
                 self._observe_fn(self._b, done, self._ep, self._fpar, self._obs, self._mask, self._work)
             idx = np.array(resume, dtype=np.int64)
             if idx.size:
-                self._step_fn(
-                    self._b,
-                    idx,
-                    self._no_action,
-                    self._ep,
-                    self._fpar,
-                    self._obs,
-                    self._mask,
-                    self._out,
-                    self._work,
-                    self._act1,
-                    status,
-                )
+                self._step_envs(idx, self._no_action)
 
     def _raise(self, i: int) -> None:
         iv = self._b.iv[i]

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..core.batch import copy1d, copy2d
 from ..core.jit import inline_jit, kernel_jit
 from .loss import LossState
 from .stepping import step
@@ -96,32 +97,19 @@ def batch_step(b, idx, actions, max_par, obs, mask, out, status):
     return 0
 
 
-@inline_jit
-def _copy1(dst, src):
-    for a in range(src.shape[0]):
-        dst[a] = src[a]
-
-
-@inline_jit
-def _copy2(dst, src):
-    for a in range(src.shape[0]):
-        for c in range(src.shape[1]):
-            dst[a, c] = src[a, c]
-
-
 @kernel_jit
 def batch_reset(b, t, idx):
     """Put each environment in ``idx`` back into the fresh state ``t`` (a ``LossState``; the arrival
     chunk is not copied, the caller fills the new episode's; the heap past its size is never read)."""
     for q in range(idx.size):
         i = idx[q]
-        _copy1(b.iv[i], t.iv)
-        _copy1(b.fv[i], t.fv)
-        _copy1(b.busy[i], t.busy)
-        _copy2(b.q[i], t.q)
-        _copy2(b.q_area[i], t.q_area)
-        _copy2(b.b_arr[i], t.b_arr)
-        _copy2(b.b_blk[i], t.b_blk)
-        _copy2(b.b_time[i], t.b_time)
-        _copy2(b.alloc[i], t.alloc)
+        copy1d(b.iv[i], t.iv)
+        copy1d(b.fv[i], t.fv)
+        copy1d(b.busy[i], t.busy)
+        copy2d(b.q[i], t.q)
+        copy2d(b.q_area[i], t.q_area)
+        copy2d(b.b_arr[i], t.b_arr)
+        copy2d(b.b_blk[i], t.b_blk)
+        copy2d(b.b_time[i], t.b_time)
+        copy2d(b.alloc[i], t.alloc)
     return 0
