@@ -22,6 +22,7 @@ from numba import njit
 
 from . import state as S
 from .jit import inline_jit, kernel_jit
+from .spin import CTL_DONE, publish, wait_posted
 from .state import Sim
 from .stepping import observe, step
 
@@ -31,6 +32,7 @@ __all__ = [
     "batch_observe",
     "batch_reset",
     "batch_step",
+    "batch_worker",
     "copy1d",
     "copy2d",
     "copy3d",
@@ -128,10 +130,29 @@ def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
     status. Rows of ``obs``, ``mask``, ``out``, ``work`` and ``act1`` are per environment. Releases
     the GIL (``kernel_jit`` plus ``nogil``): disjoint sets of environments may be stepped by
     concurrent threads, as no two environments share state."""
+    _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status)
+    return 0
+
+
+@inline_jit
+def _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
     for q in range(idx.size):
         i = idx[q]
         status[i] = step(sim_at(b, i), actions[i], ep, fpar, obs[i], mask[i], out[i], work[i], act1[i])
-    return 0
+
+
+@njit(_nrt=False, nogil=True)  # not cached: the polls call libc through ctypes
+def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
+    """A worker thread's loop: :func:`batch_step` of the environments ``idx`` each time the main thread
+    posts a generation on row ``w`` of ``ctl`` (see :mod:`msj_gym.core.spin`), until it is stopped."""
+    seen = ctl[w, CTL_DONE]
+    while True:
+        g = wait_posted(ctl, w, seen)
+        if g < 0:
+            return 0
+        _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status)
+        publish(ctl, w, g)
+        seen = g
 
 
 @kernel_jit

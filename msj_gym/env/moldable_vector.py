@@ -13,7 +13,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from ..core.jit import entry_point
-from ..moldable.batch import allocate_batch, batch_reset, batch_step, state_at
+from ..moldable.batch import allocate_batch, batch_reset, batch_step, batch_worker, state_at
 from ..moldable.loss import (
     DONE,
     F_ALL_TIME,
@@ -64,6 +64,7 @@ class MSJMoldableVectorEnv(NativeVectorEnv):
 
     _single_cls: ClassVar[type[MSJMoldableEnv]] = MSJMoldableEnv
     _label: ClassVar[str] = "MSJMoldable vector env"
+    _worker_kernel = batch_worker
     final_info_keys: ClassVar[tuple[str, ...]] = ("blocking", "mean_execution_time")
     _o_invalid: ClassVar[int] = O_INVALID
 
@@ -109,7 +110,10 @@ class MSJMoldableVectorEnv(NativeVectorEnv):
 
     # --------------------------------------------------------------------------------------------
     def _step_envs(self, idx: np.ndarray, actions: np.ndarray) -> None:
-        self._step_fn(self._b, idx, actions, self._max_par, self._obs, self._mask, self._out, self._status)
+        self._step_fn(self._b, idx, actions, *self._worker_tail())
+
+    def _worker_tail(self) -> tuple[Any, ...]:
+        return (self._max_par, self._obs, self._mask, self._out, self._status)
 
     def _run(self, idx: np.ndarray, actions: np.ndarray) -> None:
         """One compiled step of the environments ``idx``, then refill the arrival chunks of those that

@@ -9,6 +9,9 @@
 from __future__ import annotations
 
 import itertools
+import platform
+import threading
+import weakref
 from typing import Any, ClassVar
 
 import numpy as np
@@ -16,12 +19,14 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from ..core import spin
 from ..core import state as S
 from ..core.batch import (
     allocate_batch,
     batch_observe,
     batch_reset,
     batch_step,
+    batch_worker,
     grow_batch_slots,
     sample_masked,
     sim_at,
@@ -52,6 +57,7 @@ class NativeVectorEnv(VectorEnv):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
     _single_cls: ClassVar[type[Any]]
     _label: ClassVar[str] = "vector env"  # in error messages
+    _worker_kernel: ClassVar[Any] = None  # the compiled polling loop of a worker thread
     final_info_keys: ClassVar[tuple[str, ...]] = ()  # what the single env adds to an episode's last info
     _o_invalid: ClassVar[int]
     _obs: np.ndarray
@@ -97,11 +103,14 @@ class NativeVectorEnv(VectorEnv):
         self._autoreset = np.zeros(n, dtype=np.bool_)
         self._ready = False  # every env has been reset once
         self._sample_fn: Any = None
-        self._pool = None
+        self._ctl: np.ndarray | None = None  # the worker threads' hand-off rows, once started
+        self._workers: list[threading.Thread] = []
         if self.threads > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="msj-vector")
+            if not spin.SUPPORTED:
+                raise ValueError(
+                    f"threads: more than one thread needs an x86-64 machine, got {self.threads} on "
+                    f"{platform.machine()}"
+                )
             bounds = np.linspace(0, n, self.threads + 1).astype(np.int64)
             self._chunks = [self._all[lo:hi] for lo, hi in itertools.pairwise(bounds)]
         return proto
@@ -114,6 +123,10 @@ class NativeVectorEnv(VectorEnv):
 
     def _step_envs(self, idx: np.ndarray, actions: np.ndarray) -> None:
         """One compiled step of the environments ``idx`` (no request served)."""
+        raise NotImplementedError
+
+    def _worker_tail(self) -> tuple[Any, ...]:
+        """The arguments of ``_worker_kernel`` after ``(ctl, w, state, envs, actions)``."""
         raise NotImplementedError
 
     def _run(self, idx: np.ndarray, actions: np.ndarray) -> None:
@@ -135,15 +148,40 @@ class NativeVectorEnv(VectorEnv):
 
     # --------------------------------------------------------------------------------------------
     def _step_batch(self, idx: np.ndarray, actions: np.ndarray) -> None:
-        """``_step_envs``, split over the threads when every environment steps."""
-        if self._pool is not None and idx is self._all:
-            # the compiled step releases the GIL: the other threads step their share meanwhile
-            futures = [self._pool.submit(self._step_envs, chunk, actions) for chunk in self._chunks[1:]]
+        """``_step_envs``, split over the threads when every environment steps with the step's actions:
+        the worker threads (polling, see :mod:`msj_gym.core.spin`) step their chunks meanwhile."""
+        if self.threads > 1 and idx is self._all and actions is self._actions:
+            if self._ctl is None:
+                self._start_workers()
+            ctl = self._ctl
+            assert ctl is not None
+            g = int(ctl[0, spin.CTL_POSTED]) + 1
+            ctl[:, spin.CTL_POSTED] = g
             self._step_envs(self._chunks[0], actions)
-            for f in futures:
-                f.result()
+            while (ctl[:, spin.CTL_DONE] != g).any():
+                pass  # the workers run without the GIL; they are about as fast as this thread
         else:
             self._step_envs(idx, actions)
+
+    def _start_workers(self) -> None:
+        """One thread per chunk but the first, each in its compiled polling loop over the current
+        state arrays (restarted by :meth:`_stop_workers` whenever those are replaced)."""
+        ctl = np.zeros((self.threads - 1, 3), dtype=np.int64)
+        tail = self._worker_tail()
+        fn = entry_point(self._worker_kernel, ctl, 0, self._b, self._chunks[1], self._actions, *tail)
+        workers = []
+        for w in range(self.threads - 1):
+            args = (ctl, w, self._b, self._chunks[w + 1], self._actions, *tail)
+            t = threading.Thread(target=fn, args=args, name=f"msj-vector-{w}", daemon=True)
+            t.start()
+            workers.append(t)
+        self._ctl, self._workers = ctl, workers
+        self._worker_finalizer = weakref.finalize(self, _stop_threads, ctl, workers)
+
+    def _stop_workers(self) -> None:
+        if self._ctl is not None:
+            self._worker_finalizer()
+            self._ctl, self._workers = None, []
 
     def _start_episodes(
         self, idx: np.ndarray, seeds: list[int | None], advance: bool = True
@@ -301,9 +339,14 @@ class NativeVectorEnv(VectorEnv):
         return actions
 
     def close_extras(self, **kwargs: Any) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+        self._stop_workers()
+
+
+def _stop_threads(ctl: np.ndarray, workers: list[threading.Thread]) -> None:
+    """Stop the polling workers of ``ctl`` and wait for them (also run when their env is collected)."""
+    ctl[:, spin.CTL_STOP] = 1
+    for t in workers:
+        t.join()
 
 
 class MSJVectorEnv(NativeVectorEnv):
@@ -339,6 +382,7 @@ class MSJVectorEnv(NativeVectorEnv):
 
     _single_cls: ClassVar[type[MSJEnv]] = MSJEnv
     _label: ClassVar[str] = "MSJ vector env"
+    _worker_kernel = batch_worker
     final_info_keys: ClassVar[tuple[str, ...]] = ("stalled", "mean_response_time", "stable")
     _o_invalid: ClassVar[int] = O_INVALID
 
@@ -413,6 +457,9 @@ class MSJVectorEnv(NativeVectorEnv):
     def _step_envs(self, idx: np.ndarray, actions: np.ndarray) -> None:
         self._step_fn(self._b, idx, actions, *self._step_tail)
 
+    def _worker_tail(self) -> tuple[Any, ...]:
+        return self._step_tail
+
     def _run(self, idx: np.ndarray, actions: np.ndarray) -> None:
         """One compiled step of the environments ``idx``, then serve their requests until each is at a
         decision or its episode is over."""
@@ -444,6 +491,7 @@ class MSJVectorEnv(NativeVectorEnv):
                 else:
                     self._raise(i)
             if grow:
+                self._stop_workers()  # they hold the old arrays; restarted at the next step
                 self._b = grow_batch_slots(self._b)
                 self._template = S.grow_slots(self._template)
             if ended:

@@ -20,10 +20,11 @@ from numba import njit
 
 from ..core.batch import copy1d, copy2d
 from ..core.jit import inline_jit, kernel_jit
+from ..core.spin import CTL_DONE, publish, wait_posted
 from .loss import LossState
 from .stepping import step
 
-__all__ = ["BatchLossState", "allocate_batch", "batch_reset", "batch_step", "state_at"]
+__all__ = ["BatchLossState", "allocate_batch", "batch_reset", "batch_step", "batch_worker", "state_at"]
 
 
 class BatchLossState(NamedTuple):
@@ -91,10 +92,29 @@ def batch_step(b, idx, actions, max_par, obs, mask, out, status):
     ``actions[i]`` (``-1``: no action, advance to the next decision); ``status[i]`` gets its outcome.
     Rows of ``obs``, ``mask`` and ``out`` are per environment. Releases the GIL: disjoint sets of
     environments may be stepped by concurrent threads, as no two environments share mutable state."""
+    _step_each(b, idx, actions, max_par, obs, mask, out, status)
+    return 0
+
+
+@inline_jit
+def _step_each(b, idx, actions, max_par, obs, mask, out, status):
     for q in range(idx.size):
         i = idx[q]
         status[i] = step(state_at(b, i), actions[i], max_par, obs[i], mask[i], out[i])
-    return 0
+
+
+@njit(_nrt=False, nogil=True)  # not cached: the polls call libc through ctypes
+def batch_worker(ctl, w, b, idx, actions, max_par, obs, mask, out, status):
+    """A worker thread's loop: :func:`batch_step` of the environments ``idx`` each time the main thread
+    posts a generation on row ``w`` of ``ctl`` (see :mod:`msj_gym.core.spin`), until it is stopped."""
+    seen = ctl[w, CTL_DONE]
+    while True:
+        g = wait_posted(ctl, w, seen)
+        if g < 0:
+            return 0
+        _step_each(b, idx, actions, max_par, obs, mask, out, status)
+        publish(ctl, w, g)
+        seen = g
 
 
 @kernel_jit

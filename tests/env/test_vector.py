@@ -127,18 +127,28 @@ def test_equal_through_slot_growth_and_the_arrival_cap() -> None:
 
 
 def test_threads_give_the_same_trajectories() -> None:
+    """Two and three threads (polling workers) step exactly as one, also through a slot growth (the
+    workers restart on the new arrays) and autoresets; closing the env stops the workers."""
     runs = []
-    for threads in (1, 2):
-        venv = MSJVectorEnv(5, threads=threads, **SMALL)
+    for threads in (1, 2, 3):
+        venv = MSJVectorEnv(5, threads=threads, num_arrivals=150)
+        slots = venv._b.ji.shape[1]
         obs, _ = venv.reset(seed=1)
         rng = np.random.default_rng(2)
         trace = [obs]
-        for _ in range(150):
-            obs, reward, _, trunc, _ = venv.step(venv.sample_actions(rng))
+        for t in range(700):
+            # waiting piles up jobs (the slots grow), random actions then clear them
+            actions = np.zeros(5, dtype=np.int64) if t < 100 else venv.sample_actions(rng)
+            obs, reward, _, trunc, _ = venv.step(actions)
             trace += [obs, reward, trunc]
+        assert venv._b.ji.shape[1] > slots
+        workers = list(venv._workers)
+        assert len(workers) == threads - 1 and all(w.is_alive() for w in workers)
         venv.close()
+        assert not any(w.is_alive() for w in workers)
         runs.append(trace)
-    assert all(np.array_equal(x, y) for x, y in zip(*runs, strict=True))
+    assert all(np.array_equal(x, y) for x, y in zip(runs[0], runs[1], strict=True))
+    assert all(np.array_equal(x, y) for x, y in zip(runs[0], runs[2], strict=True))
 
 
 def test_no_cross_talk_between_envs() -> None:
