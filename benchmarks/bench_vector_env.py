@@ -108,12 +108,12 @@ def bench_training(args: argparse.Namespace) -> None:
     settings = {"n_steps": 128, "batch_size": 1024, "n_epochs": 4, "seed": 0, "verbose": 0}
     print(
         f"\nMaskablePPO, {args.train_timesteps} timesteps, {n} envs, n_steps=128, batch 1024, 4 epochs, "
-        "sf-fig2 (k=8, load 0.7), MlpPolicy 64x64, 1 torch thread:"
+        f"sf-fig2 (k=8, load 0.7), MlpPolicy 64x64, 1 torch thread, native env threads={args.threads}:"
     )
     times = {}
     for label in ("DummyVecEnv", "native"):
         if label == "native":
-            venv = MSJSB3VecEnv(n, **env_kwargs)
+            venv = MSJSB3VecEnv(n, threads=args.threads, **env_kwargs)
             venv.seed(0)
         else:
             venv = make_vec_env("msj_gym:MSJ-v0", n_envs=n, seed=0, env_kwargs=env_kwargs)

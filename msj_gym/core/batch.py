@@ -22,7 +22,7 @@ from numba import njit
 
 from . import state as S
 from .jit import inline_jit, kernel_jit
-from .spin import CTL_DONE, publish, wait_posted
+from .spin import CTL_DONE, CTL_WIDTH, publish, wait_posted
 from .state import Sim
 from .stepping import observe, step
 
@@ -141,15 +141,15 @@ def _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
         status[i] = step(sim_at(b, i), actions[i], ep, fpar, obs[i], mask[i], out[i], work[i], act1[i])
 
 
-@njit(_nrt=False, nogil=True)  # not cached: the polls call libc through ctypes
+@njit(cache=True, _nrt=False, nogil=True)
 def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
     """A worker thread's loop: :func:`batch_step` of the environments ``idx`` each time the main thread
-    posts a generation on row ``w`` of ``ctl`` (see :mod:`msj_gym.core.spin`), until it is stopped."""
-    seen = ctl[w, CTL_DONE]
+    posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.core.spin`), until it is stopped."""
+    seen = ctl[w * CTL_WIDTH + CTL_DONE]
     while True:
         g = wait_posted(ctl, w, seen)
         if g < 0:
-            return 0
+            return g  # -1: stopped, -2: idle (the caller sleeps until the next post)
         _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status)
         publish(ctl, w, g)
         seen = g

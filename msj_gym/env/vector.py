@@ -9,8 +9,6 @@
 from __future__ import annotations
 
 import itertools
-import platform
-import threading
 import weakref
 from typing import Any, ClassVar
 
@@ -103,14 +101,8 @@ class NativeVectorEnv(VectorEnv):
         self._autoreset = np.zeros(n, dtype=np.bool_)
         self._ready = False  # every env has been reset once
         self._sample_fn: Any = None
-        self._ctl: np.ndarray | None = None  # the worker threads' hand-off rows, once started
-        self._workers: list[threading.Thread] = []
+        self._pool: spin.WorkerPool | None = None  # the worker threads, once started
         if self.threads > 1:
-            if not spin.SUPPORTED:
-                raise ValueError(
-                    f"threads: more than one thread needs an x86-64 machine, got {self.threads} on "
-                    f"{platform.machine()}"
-                )
             bounds = np.linspace(0, n, self.threads + 1).astype(np.int64)
             self._chunks = [self._all[lo:hi] for lo, hi in itertools.pairwise(bounds)]
         return proto
@@ -149,39 +141,29 @@ class NativeVectorEnv(VectorEnv):
     # --------------------------------------------------------------------------------------------
     def _step_batch(self, idx: np.ndarray, actions: np.ndarray) -> None:
         """``_step_envs``, split over the threads when every environment steps with the step's actions:
-        the worker threads (polling, see :mod:`msj_gym.core.spin`) step their chunks meanwhile."""
+        polling worker threads (:mod:`msj_gym.core.spin`) step their chunks meanwhile."""
         if self.threads > 1 and idx is self._all and actions is self._actions:
-            if self._ctl is None:
+            if self._pool is None:
                 self._start_workers()
-            ctl = self._ctl
-            assert ctl is not None
-            g = int(ctl[0, spin.CTL_POSTED]) + 1
-            ctl[:, spin.CTL_POSTED] = g
-            self._step_envs(self._chunks[0], actions)
-            while (ctl[:, spin.CTL_DONE] != g).any():
-                pass  # the workers run without the GIL; they are about as fast as this thread
+            assert self._pool is not None
+            self._pool.run(lambda: self._step_envs(self._chunks[0], actions))
         else:
             self._step_envs(idx, actions)
 
     def _start_workers(self) -> None:
-        """One thread per chunk but the first, each in its compiled polling loop over the current
-        state arrays (restarted by :meth:`_stop_workers` whenever those are replaced)."""
-        ctl = np.zeros((self.threads - 1, 3), dtype=np.int64)
+        """One thread per chunk but the first, over the current state arrays (the pool is stopped by
+        :meth:`_stop_workers` whenever those are replaced, and started again at the next step)."""
         tail = self._worker_tail()
-        fn = entry_point(self._worker_kernel, ctl, 0, self._b, self._chunks[1], self._actions, *tail)
-        workers = []
-        for w in range(self.threads - 1):
-            args = (ctl, w, self._b, self._chunks[w + 1], self._actions, *tail)
-            t = threading.Thread(target=fn, args=args, name=f"msj-vector-{w}", daemon=True)
-            t.start()
-            workers.append(t)
-        self._ctl, self._workers = ctl, workers
-        self._worker_finalizer = weakref.finalize(self, _stop_threads, ctl, workers)
+        args = [(self._b, chunk, self._actions, *tail) for chunk in self._chunks[1:]]
+        ctl = np.zeros(spin.CTL_WIDTH * len(args), dtype=np.int64)
+        kernel = entry_point(self._worker_kernel, ctl, 0, *args[0])
+        self._pool = pool = spin.WorkerPool(kernel, args)
+        self._worker_finalizer = weakref.finalize(self, pool.stop)
 
     def _stop_workers(self) -> None:
-        if self._ctl is not None:
+        if self._pool is not None:
             self._worker_finalizer()
-            self._ctl, self._workers = None, []
+            self._pool = None
 
     def _start_episodes(
         self, idx: np.ndarray, seeds: list[int | None], advance: bool = True
@@ -340,13 +322,6 @@ class NativeVectorEnv(VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         self._stop_workers()
-
-
-def _stop_threads(ctl: np.ndarray, workers: list[threading.Thread]) -> None:
-    """Stop the polling workers of ``ctl`` and wait for them (also run when their env is collected)."""
-    ctl[:, spin.CTL_STOP] = 1
-    for t in workers:
-        t.join()
 
 
 class MSJVectorEnv(NativeVectorEnv):

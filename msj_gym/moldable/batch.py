@@ -20,7 +20,7 @@ from numba import njit
 
 from ..core.batch import copy1d, copy2d
 from ..core.jit import inline_jit, kernel_jit
-from ..core.spin import CTL_DONE, publish, wait_posted
+from ..core.spin import CTL_DONE, CTL_WIDTH, publish, wait_posted
 from .loss import LossState
 from .stepping import step
 
@@ -103,15 +103,15 @@ def _step_each(b, idx, actions, max_par, obs, mask, out, status):
         status[i] = step(state_at(b, i), actions[i], max_par, obs[i], mask[i], out[i])
 
 
-@njit(_nrt=False, nogil=True)  # not cached: the polls call libc through ctypes
+@njit(cache=True, _nrt=False, nogil=True)
 def batch_worker(ctl, w, b, idx, actions, max_par, obs, mask, out, status):
     """A worker thread's loop: :func:`batch_step` of the environments ``idx`` each time the main thread
-    posts a generation on row ``w`` of ``ctl`` (see :mod:`msj_gym.core.spin`), until it is stopped."""
-    seen = ctl[w, CTL_DONE]
+    posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.core.spin`), until it is stopped."""
+    seen = ctl[w * CTL_WIDTH + CTL_DONE]
     while True:
         g = wait_posted(ctl, w, seen)
         if g < 0:
-            return 0
+            return g  # -1: stopped, -2: idle (the caller sleeps until the next post)
         _step_each(b, idx, actions, max_par, obs, mask, out, status)
         publish(ctl, w, g)
         seen = g
