@@ -9,8 +9,10 @@ raises its idle flag and returns; the Python side of the worker then blocks on a
 main thread posts again (see :class:`WorkerPool`), so an idle environment costs nothing.
 
 The flags are read and written with atomic loads and stores (acquire / release), and the idle hand-
-shake uses sequentially consistent fences on both sides, so the protocol is correct whatever the
-processor's memory model; all of it compiles to plain instructions, and the kernels stay cacheable.
+shake uses sequentially consistent fences on both sides; all of it compiles to plain instructions, so
+the kernels stay cacheable. The Python side clears a worker's idle flag and sets the stop flags with
+ordinary stores: the idle flag is cleared by the worker's own thread, and a stop flag seen late only
+delays the stop.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ __all__ = ["CTL_WIDTH", "IDLE_POLLS", "WorkerPool", "publish", "wait_posted"]
 
 CTL_POSTED, CTL_DONE, CTL_STOP, CTL_IDLE = 0, 1, 2, 3
 CTL_WIDTH = 4
-IDLE_POLLS = 20_000_000  # empty polls (about 1 ns each) before a worker goes to sleep
+IDLE_POLLS = 20_000_000  # empty polls before a worker goes to sleep (measured: about 3 ms)
 
 
 def _slot_pointer(context: Any, builder: Any, aryty: Any, arr: Any, i: Any) -> Any:
