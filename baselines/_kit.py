@@ -4,7 +4,8 @@
   broken by job id (arrival order), so every ordering is total and deterministic;
 * ``fill_and_diff``: the step every preemptive policy ends with: go through candidates in priority order,
   keep those that fit in the k servers, and emit the difference to what runs now (preemptions first,
-  then starts);
+  then starts); ``serve_by_need`` is the same step for ServerFilling's service order (by decreasing
+  need over a prefix);
 * time-dependent job quantities (attained and remaining service).
 """
 
@@ -118,29 +119,6 @@ def keep_smallest(view, keys, slots, m, cap, key, s):
 
 
 @inline_jit
-def bucket_by_need(view, src, m, group_of_class, ngroup, counts, tmp, dst):
-    """Stable counting sort of the slots src[:m] into dst[:m] by need group (group 0 holds the largest
-    server need): decreasing need, the order of ``src`` kept within a need. ``tmp`` (m entries) keeps
-    each slot's group between the counting and the placing pass."""
-    ji = view.ji
-    for g in range(ngroup):
-        counts[g] = 0
-    for i in range(m):
-        g = int(group_of_class[ji[src[i], CLS]])
-        tmp[i] = g
-        counts[g] += 1
-    acc = 0
-    for g in range(ngroup):
-        c = counts[g]
-        counts[g] = acc
-        acc += c
-    for i in range(m):
-        g = tmp[i]
-        dst[counts[g]] = src[i]
-        counts[g] += 1
-
-
-@inline_jit
 def decision_still_valid(view, memo):
     """True if nothing but arrivals happened since the kernel's last complete decision, and that
     decision was applied in full. ``memo`` = [valid, departures, starts + preemptions expected, ...]."""
@@ -194,6 +172,84 @@ def fill_and_diff(view, cand, m, packing, marks, starts, actions):
         actions[n] = starts[i]
         n += 1
     return n
+
+
+@inline_jit
+def serve_by_need(
+    view, order, m, group_of_class, ngroup, packing, gpos, counts, gneed, marks, starts, actions
+):
+    """ServerFilling's service step over a priority order ``order[:m]``. M is the shortest prefix whose
+    server needs add up to at least k (all m jobs if none); M is served by decreasing need, within a
+    need in ``order``'s order, packed ``PACK_GREEDY`` or ``PACK_STOP`` as ``fill_and_diff`` would, and
+    the actions that turn the running set into the served set are written (preemptions, then starts).
+    Returns (n, M's length, M's total need, M's smallest need).
+
+    Same-need jobs are taken in order while they fit, so need group g serves min(count_g, cap // need_g)
+    jobs: the packing is O(groups) arithmetic and one pass over M picks the jobs, instead of a counting
+    sort by need and a fill. Scratch: ``gpos``, ``marks`` and ``starts`` k entries, ``counts`` and
+    ``gneed`` ``ngroup``."""
+    ji = view.ji
+    k = view.iv[I_K]
+    for g in range(ngroup):
+        counts[g] = 0
+        gneed[g] = 0
+    mm = 0
+    total = 0
+    smallest = k
+    while mm < m and total < k:
+        s = order[mm]
+        need = ji[s, NEED]
+        g = int(group_of_class[ji[s, CLS]])
+        gpos[mm] = g
+        counts[g] += 1
+        gneed[g] = need
+        total += need
+        smallest = min(smallest, need)
+        mm += 1
+    cap = k
+    full = True
+    for g in range(ngroup):
+        c = counts[g]
+        t = 0
+        if full and c > 0:
+            t = min(c, cap // gneed[g])
+            cap -= t * gneed[g]
+            if t < c and packing == PACK_STOP:
+                full = False
+        counts[g] = t  # from here on: how many more of group g are served
+    n = 0
+    ns = 0
+    seen = 0
+    for i in range(mm):
+        s = order[i]
+        g = gpos[i]
+        running = ji[s, STATE] == RUNNING
+        seen += 1 if running else 0
+        if counts[g] > 0:
+            counts[g] -= 1
+            if not running:
+                starts[ns] = s
+                ns += 1
+        elif running:
+            actions[n] = -s - 1
+            n += 1
+    nrun = view.iv[I_NRUN]
+    if seen < nrun:
+        # Running jobs outside M (a rank that rose, e.g. Gittins): preempt them too.
+        for p in range(nrun):
+            marks[p] = 0
+        for i in range(mm):
+            s = order[i]
+            if ji[s, STATE] == RUNNING:
+                marks[ji[s, RUNPOS]] = 1
+        for p in range(nrun):
+            if marks[p] == 0:
+                actions[n] = -view.run_list[p] - 1
+                n += 1
+    for i in range(ns):
+        actions[n] = starts[i]
+        n += 1
+    return n, mm, total, smallest
 
 
 @inline_jit

@@ -1,9 +1,10 @@
 """ServerFilling and its size-based variants, and First-Fit SRPT: the preemptive packing policies.
 
-All of them compute a target set of jobs to run and hand it to ``fill_and_diff``, which preempts what
-leaves the target and starts what enters it. Decisions are re-taken at every arrival and departure; a
-job's priority changing between two events (a remaining size shrinking while it runs) takes effect at
-the next event, as in the papers' event-driven simulations.
+All of them compute a target set of jobs to run and emit the difference to what runs now (preempt what
+leaves the target, start what enters it): ServerFilling and its ranked variants through
+``serve_by_need``, First-Fit SRPT through ``fill_and_diff``. Decisions are re-taken at every arrival
+and departure; a job's priority changing between two events (a remaining size shrinking while it
+runs) takes effect at the next event, as in the papers' event-driven simulations.
 
 Packing when needs do not divide k (the papers assume powers of two): ``packing="greedy"`` (default)
 places every job of the candidate set that fits, in priority order, and skips the others;
@@ -49,12 +50,12 @@ from ._kit import (
     PACK_GREEDY,
     PACKINGS,
     attained_now,
-    bucket_by_need,
     decision_still_valid,
     fill_and_diff,
     keep_smallest,
     remaining_now,
     remember_decision,
+    serve_by_need,
     sort_ascending,
 )
 
@@ -66,25 +67,25 @@ _PACKING = Param(
 
 # Layout shared by the ServerFilling kernels.
 #   params = [packing, fast path allowed, ngroup, group of each class (C), per-class extras ...]
-#   iwork  = [src: k][cand: k][marks: k][starts: k][group counts: C]; fwork = keys (k)
+#   iwork  = [src: k][group of each M position: k][marks: k][starts: k][group counts: C][group needs: C]
+#   fwork  = keys (k)
 #   state  = decision memo (see _kit.remember_decision) + the largest key in M
 P_PACKING, P_FAST, P_NGROUP, P_GMAP = 0, 1, 2, 3
 
 
 @inline_jit
-def _layout(view, pdata):
+def _serve(view, pdata, order, m, actions):
+    """Serve M, the shortest prefix of order[:m] needing >= k servers, by decreasing need (ties: order's
+    order); returns (actions, M's length, M's total need, M's smallest need)."""
     k = view.iv[I_K]
+    nclass = view.iv[I_NCLASS]
     w = pdata.iwork
-    return w[:k], w[k : 2 * k], w[2 * k : 3 * k], w[3 * k : 4 * k], w[4 * k :]
-
-
-@inline_jit
-def _serve_m(view, pdata, src, m, cand, marks, starts, counts, actions):
-    """Serve M = src[:m] by decreasing need (stable: ties keep src's order), then diff."""
     ngroup = int(pdata.params[P_NGROUP])
-    gmap = pdata.params[P_GMAP : P_GMAP + view.iv[I_NCLASS]]
-    bucket_by_need(view, src, m, gmap, ngroup, counts, starts, cand)
-    return fill_and_diff(view, cand, m, int(pdata.params[P_PACKING]), marks, starts, actions)
+    gmap = pdata.params[P_GMAP : P_GMAP + nclass]
+    gpos, marks, starts = w[k : 2 * k], w[2 * k : 3 * k], w[3 * k : 4 * k]
+    counts, gneed = w[4 * k : 4 * k + nclass], w[4 * k + nclass : 4 * k + 2 * nclass]
+    packing = int(pdata.params[P_PACKING])
+    return serve_by_need(view, order, m, gmap, ngroup, packing, gpos, counts, gneed, marks, starts, actions)
 
 
 @inline_jit
@@ -116,7 +117,7 @@ def _server_filling(view, pdata, actions):
     n = _start_all_if_room(view, memo, actions)
     if n >= 0:
         return n
-    src, cand, marks, starts, counts = _layout(view, pdata)
+    src = pdata.iwork[:k]
     # M: the shortest arrival-order prefix of all jobs in the system needing >= k servers in total.
     m = 0
     total = 0
@@ -126,7 +127,7 @@ def _server_filling(view, pdata, actions):
         total += view.ji[s, NEED]
         m += 1
         s = view.ji[s, SNEXT]
-    n = _serve_m(view, pdata, src, m, cand, marks, starts, counts, actions)
+    n, _, _, _ = _serve(view, pdata, src, m, actions)
     remember_decision(view, memo, n, total >= k)
     return n
 
@@ -156,7 +157,7 @@ class _Packing(Policy):
         )
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return 4 * num_servers + num_classes, num_servers
+        return 4 * num_servers + 2 * num_classes, num_servers
 
 
 class ServerFilling(_Packing):
@@ -185,7 +186,7 @@ class ServerFilling(_Packing):
 @inline_jit
 def _order_parts(view, pdata):
     k = view.iv[I_K]
-    fixed = 4 * k + view.iv[I_NCLASS]
+    fixed = 4 * k + 2 * view.iv[I_NCLASS]
     w = pdata.iwork
     cap = (w.size - fixed - 2) // 2
     head = w[fixed : fixed + 2]
@@ -233,7 +234,6 @@ def _order_sort_and_serve(view, pdata, m, actions):
     """Insertion-sort the refreshed order, then serve M, the shortest rank prefix needing >= k."""
     k = view.iv[I_K]
     _, slots, ids, keys = _order_parts(view, pdata)
-    ji = view.ji
     for i in range(1, m):
         key = keys[i]
         if key > keys[i - 1]:
@@ -249,15 +249,12 @@ def _order_sort_and_serve(view, pdata, m, actions):
         keys[j + 1] = key
         slots[j + 1] = s
         ids[j + 1] = jid
-    _, cand, marks, starts, counts = _layout(view, pdata)
-    mm = 0
-    total = 0
-    while mm < m and total < k:
-        total += ji[slots[mm], NEED]
-        mm += 1
-    n = _serve_m(view, pdata, slots, mm, cand, marks, starts, counts, actions)
+    n, mm, total, smallest = _serve(view, pdata, slots, m, actions)
     memo = pdata.state
-    remember_decision(view, memo, n, total >= k and pdata.params[P_FAST] == 1.0)
+    # Reusable only if no member can drop out of M when running jobs overtake waiting ones in rank:
+    # M minus any one member needs < k servers (see _sf_srpt).
+    reusable = total >= k and total - smallest < k and pdata.params[P_FAST] == 1.0
+    remember_decision(view, memo, n, reusable)
     memo[4] = keys[mm - 1] if mm > 0 else np.inf
     return n
 
@@ -273,8 +270,11 @@ def _sf_srpt(view, sizes, pdata, actions):
     memo = pdata.state
     by_duration = pdata.params[P_GMAP + view.iv[I_NCLASS]] == SIZE_DURATION
     if decision_still_valid(view, memo):
-        # Exact shortcut: since the last decision only jobs arrived, and running jobs only shrink; M
-        # changes only if a newcomer ranks before M's largest member.
+        # Exact shortcut: since the last decision only jobs arrived, and the keys of running jobs only
+        # fell. M's members still rank before everyone else, and M keeps all of them because M minus
+        # any one member needs < k (checked when the decision was remembered; without that check a
+        # running job overtaking a waiting one could shrink M). So M, and the jobs served in it,
+        # change only if a newcomer ranks before M's largest member.
         newest = memo[3]
         s = view.iv[I_STAIL]
         unchanged = True
@@ -299,7 +299,7 @@ def _sf_srpt(view, sizes, pdata, actions):
 
 class _Ranked(_Packing):
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return 4 * num_servers + num_classes + 2 + 2 * num_slots, num_servers + num_slots
+        return 4 * num_servers + 2 * num_classes + 2 + 2 * num_slots, num_servers + num_slots
 
 
 class ServerFillingSRPT(_Ranked):
