@@ -197,22 +197,22 @@ def _order_parts(view, pdata):
 
 
 @inline_jit
-def _order_refresh(view, pdata):
-    """Drop departed jobs from the stored order and append newcomers; the key of every newcomer and
-    running job (whose rank moves with time) is set to NaN for the caller to recompute. Returns the
-    length of the order."""
+def _order_rerank(view, pdata, key_of, key_data):
+    """Bring the stored order up to date in one pass: drop departed jobs, recompute the key of every
+    running job (whose rank moves with time) as ``key_of(view, key_data, slot)``, append newcomers,
+    and insertion-sort each entry into place as it is taken. The order is nearly sorted, so this
+    costs O(jobs + displacements). Returns the length of the order."""
     head, slots, ids, keys = _order_parts(view, pdata)
     ji = view.ji
     m = 0
     for i in range(head[0]):
         s = slots[i]
         state = ji[s, STATE]
-        if state != FREE_SLOT and ji[s, JOB_ID] == ids[i]:
-            if m != i:
-                slots[m], ids[m], keys[m] = s, ids[i], keys[i]
-            if state == RUNNING:
-                keys[m] = np.nan
-            m += 1
+        jid = ids[i]
+        if state == FREE_SLOT or ji[s, JOB_ID] != jid:
+            continue
+        key = key_of(view, key_data, s) if state == RUNNING else keys[i]
+        m = _insert_ranked(keys, slots, ids, m, key, s, jid)
     newest = head[1]
     s = view.iv[I_STAIL]
     first_new = -1
@@ -221,8 +221,7 @@ def _order_refresh(view, pdata):
         s = ji[s, SPREV]
     s = first_new
     while s != -1:
-        slots[m], ids[m], keys[m] = s, ji[s, JOB_ID], np.nan
-        m += 1
+        m = _insert_ranked(keys, slots, ids, m, key_of(view, key_data, s), s, ji[s, JOB_ID])
         s = ji[s, SNEXT]
     head[0] = m
     head[1] = view.iv[I_NARR]
@@ -230,25 +229,27 @@ def _order_refresh(view, pdata):
 
 
 @inline_jit
-def _order_sort_and_serve(view, pdata, m, actions):
-    """Insertion-sort the refreshed order, then serve M, the shortest rank prefix needing >= k."""
-    k = view.iv[I_K]
-    _, slots, ids, keys = _order_parts(view, pdata)
-    for i in range(1, m):
-        key = keys[i]
-        if key > keys[i - 1]:
-            continue
-        s = slots[i]
-        jid = ids[i]
-        j = i - 1
+def _insert_ranked(keys, slots, ids, m, key, s, jid):
+    """Insert (key, jid) into the sorted keys[:m] (ties: smaller job id first); returns m + 1. Entry m
+    may be the one being moved: the caller has read it."""
+    j = m - 1
+    if j >= 0 and (key < keys[j] or (key == keys[j] and jid < ids[j])):
         while j >= 0 and (key < keys[j] or (key == keys[j] and jid < ids[j])):
             keys[j + 1] = keys[j]
             slots[j + 1] = slots[j]
             ids[j + 1] = ids[j]
             j -= 1
-        keys[j + 1] = key
-        slots[j + 1] = s
-        ids[j + 1] = jid
+    keys[j + 1] = key
+    slots[j + 1] = s
+    ids[j + 1] = jid
+    return m + 1
+
+
+@inline_jit
+def _order_serve(view, pdata, m, actions):
+    """Serve M, the shortest prefix of the ranked order needing >= k, and remember the decision."""
+    k = view.iv[I_K]
+    _, slots, _, keys = _order_parts(view, pdata)
     n, mm, total, smallest = _serve(view, pdata, slots, m, actions)
     memo = pdata.state
     # Reusable only if no member can drop out of M when running jobs overtake waiting ones in rank:
@@ -263,6 +264,12 @@ def _order_sort_and_serve(view, pdata, m, actions):
 def _srpt_key(view, sizes, s, by_duration):
     r = remaining_now(view, sizes, s)
     return r if by_duration else r * view.ji[s, NEED]
+
+
+@inline_jit
+def _srpt_rank(view, data, s):
+    sizes, by_duration = data
+    return _srpt_key(view, sizes, s, by_duration)
 
 
 @inline_jit
@@ -289,12 +296,8 @@ def _sf_srpt(view, sizes, pdata, actions):
     n = _start_all_if_room(view, memo, actions)
     if n >= 0:
         return n  # the stored order catches up at the next full decision
-    m = _order_refresh(view, pdata)
-    _, slots, _, keys = _order_parts(view, pdata)
-    for i in range(m):
-        if np.isnan(keys[i]):
-            keys[i] = _srpt_key(view, sizes, slots[i], by_duration)
-    return _order_sort_and_serve(view, pdata, m, actions)
+    m = _order_rerank(view, pdata, _srpt_rank, (sizes, by_duration))
+    return _order_serve(view, pdata, m, actions)
 
 
 class _Ranked(_Packing):
@@ -321,22 +324,21 @@ class ServerFillingSRPT(_Ranked):
 
 
 @inline_jit
+def _gittins_rank(view, data, s):
+    table, inv_step = data
+    c = view.ji[s, CLS]
+    return table[c, min(int(attained_now(view, s) * inv_step[c]), table.shape[1] - 1)]
+
+
+@inline_jit
 def _sf_gittins(view, pdata, actions):
     nclass = view.iv[I_NCLASS]
     n = _start_all_if_room(view, pdata.state, actions)
     if n >= 0:
         return n
-    m = _order_refresh(view, pdata)
     inv_step = pdata.params[P_GMAP + nclass : P_GMAP + 2 * nclass]
-    table = pdata.table
-    grid = table.shape[1]
-    _, slots, _, keys = _order_parts(view, pdata)
-    for i in range(m):
-        if np.isnan(keys[i]):
-            s = slots[i]
-            c = view.ji[s, CLS]
-            keys[i] = table[c, min(int(attained_now(view, s) * inv_step[c]), grid - 1)]
-    return _order_sort_and_serve(view, pdata, m, actions)
+    m = _order_rerank(view, pdata, _gittins_rank, (pdata.table, inv_step))
+    return _order_serve(view, pdata, m, actions)
 
 
 def gittins_rank_table(distribution: Any, grid: int = 512, fine: int = 8) -> tuple[np.ndarray, float]:
