@@ -14,6 +14,25 @@ from msj_gym.metrics.stats import student_t_quantile
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
+def trace_records(policy, num_servers, times, needs, durations) -> dict:
+    """Per-job records of ``policy`` (a Policy) on a hand-made job stream, every job measured, with
+    the engine's invariants checked after every event."""
+    from msj_gym import Simulator
+    from msj_gym.workloads import TraceWorkload
+
+    sim = Simulator(
+        TraceWorkload(num_servers, times, needs, durations),
+        policy,
+        seed=0,
+        num_arrivals=len(times),
+        warmup=0,
+        record_jobs=True,
+        debug=True,
+    )
+    sim.run()
+    return sim.records()
+
+
 def ci99(half_width95: float, batches: int = 30) -> float:
     """Widen a 95 % batch-means half-width (``batches`` batches) to 99 %."""
     return half_width95 * student_t_quantile(0.995, batches - 1) / student_t_quantile(0.975, batches - 1)

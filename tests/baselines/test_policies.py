@@ -7,23 +7,13 @@ import pytest
 
 from baselines import make_policy
 from baselines.server_filling import gittins_rank_table
-from msj_gym import Simulator
-from msj_gym.workloads import Deterministic, Exponential, HyperExponential, TraceWorkload, Uniform
+from msj_gym.workloads import Deterministic, Exponential, HyperExponential, Uniform
+
+from ..conftest import trace_records
 
 
 def _schedule(policy_id, k, times, needs, durations, **params):
-    trace = TraceWorkload(k, times, needs, durations)
-    sim = Simulator(
-        trace,
-        make_policy(policy_id, **params),
-        seed=0,
-        num_arrivals=len(times),
-        warmup=0,
-        record_jobs=True,
-        debug=True,
-    )
-    sim.run()
-    return sim.records()
+    return trace_records(make_policy(policy_id, **params), k, times, needs, durations)
 
 
 def test_fcfs_blocks_first_fit_skips_msf_and_lsf_rank():

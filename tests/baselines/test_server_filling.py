@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from baselines.server_filling import ServerFilling, ServerFillingSRPT
-from msj_gym import Simulator
-from msj_gym.workloads import TraceWorkload
+
+from ..conftest import trace_records
 
 
 def _direct(k, times, needs, durations, ranked, packing):
@@ -57,20 +57,6 @@ def _direct(k, times, needs, durations, ranked, packing):
     return departure, preemptions
 
 
-def _records(policy, k, times, needs, durations):
-    sim = Simulator(
-        TraceWorkload(k, times, needs, durations),
-        policy,
-        seed=0,
-        num_arrivals=len(times),
-        warmup=0,
-        record_jobs=True,
-        debug=True,
-    )
-    sim.run()
-    return sim.records()
-
-
 def _random_trace(rng, n, rounded):
     k = int(rng.choice([7, 10, 16]))
     needs = rng.choice([1, 2, 3, 5, k // 2, k], size=n)
@@ -87,7 +73,7 @@ def test_matches_the_direct_definition(policy, packing):
     rng = np.random.default_rng(2026)
     for _ in range(25):
         k, times, needs, durations = _random_trace(rng, 60, rounded=False)
-        rec = _records(policy(packing=packing), k, times, needs, durations)
+        rec = trace_records(policy(packing=packing), k, times, needs, durations)
         departure, preemptions = _direct(k, times, needs, durations, policy is ServerFillingSRPT, packing)
         np.testing.assert_allclose(rec["departure_time"], departure, rtol=0, atol=1e-9)
         np.testing.assert_array_equal(rec["preemptions"], preemptions)
@@ -109,8 +95,8 @@ def test_reused_decisions_equal_full_decisions(fast, slow, packing):
     rng = np.random.default_rng(7)
     for _ in range(40):
         k, times, needs, durations = _random_trace(rng, 200, rounded=True)
-        a = _records(fast(packing=packing), k, times, needs, durations)
-        b = _records(slow(packing=packing), k, times, needs, durations)
+        a = trace_records(fast(packing=packing), k, times, needs, durations)
+        b = trace_records(slow(packing=packing), k, times, needs, durations)
         for name in a:
             np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
@@ -123,6 +109,6 @@ def test_a_running_job_overtaking_a_waiting_one_can_shrink_m():
     times = [0.91, 1.09, 1.64, 1.67, 2.74, 2.75, 3.94, 3.96, 4.07, 4.13]
     needs = [7, 3, 2, 3, 2, 1, 7, 1, 2, 2]
     durations = [1.14, 1.05, 0.97, 2.37, 2.28, 1.24, 0.74, 1.18, 1.09, 1.71]
-    rec = _records(ServerFillingSRPT(), 7, np.array(times), np.array(needs), np.array(durations))
+    rec = trace_records(ServerFillingSRPT(), 7, np.array(times), np.array(needs), np.array(durations))
     np.testing.assert_allclose(rec["departure_time"][[5, 7, 8]], [5.03, 6.15, 6.55], atol=1e-9)
     assert list(rec["preemptions"][[5, 7, 8]]) == [2, 3, 2]
