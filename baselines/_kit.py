@@ -178,9 +178,10 @@ def fill_and_diff(view, cand, m, packing, marks, starts, actions):
 def serve_by_need(
     view, order, m, group_of_class, ngroup, packing, gpos, counts, gneed, marks, starts, actions
 ):
-    """ServerFilling's service step over a priority order ``order[:m]``. M is the shortest prefix whose
-    server needs add up to at least k (all m jobs if none); M is served by decreasing need, within a
-    need in ``order``'s order, packed ``PACK_GREEDY`` or ``PACK_STOP`` as ``fill_and_diff`` would, and
+    """ServerFilling's service step over a priority order ``order[:m]``, which should hold every running
+    job (one it lacks costs a pass over the running list). M is the shortest prefix whose server needs
+    add up to at least k (all m jobs if none); M is served by decreasing need, within a need in
+    ``order``'s order, packed ``PACK_GREEDY`` or ``PACK_STOP`` as ``fill_and_diff`` would, and
     the actions that turn the running set into the served set are written (preemptions, then starts).
     Returns (n, M's length, M's total need, M's smallest need).
 
@@ -233,12 +234,19 @@ def serve_by_need(
         elif running:
             actions[n] = -s - 1
             n += 1
+    for i in range(mm, m):
+        # Running jobs ranked behind M: M shrank when the ranks moved (see _sf_srpt), or a rank rose.
+        s = order[i]
+        if ji[s, STATE] == RUNNING:
+            actions[n] = -s - 1
+            n += 1
+            seen += 1
     nrun = view.iv[I_NRUN]
     if seen < nrun:
-        # Running jobs outside M (a rank that rose, e.g. Gittins): preempt them too.
+        # Running jobs missing from order[:m] altogether: not served either.
         for p in range(nrun):
             marks[p] = 0
-        for i in range(mm):
+        for i in range(m):
             s = order[i]
             if ji[s, STATE] == RUNNING:
                 marks[ji[s, RUNPOS]] = 1
