@@ -16,13 +16,17 @@ from msj_gym.core.state import (
     ATTAINED,
     C_HEAD,
     C_NEED,
+    C_NRUN,
+    C_NWAIT,
     CLS,
     CNEXT,
     F_NOW,
     I_DONE,
     I_K,
     I_NARR,
+    I_NCLASS,
     I_NRUN,
+    I_NSYS,
     I_PREEMPTIONS,
     I_STARTS,
     JOB_ID,
@@ -176,54 +180,71 @@ def fill_and_diff(view, cand, m, packing, marks, starts, actions):
 
 @inline_jit
 def serve_by_need(
-    view, order, m, group_of_class, ngroup, packing, gpos, counts, gneed, marks, starts, actions
+    view, order, m, whole, group_of_class, ngroup, packing, counts, gneed, marks, starts, actions
 ):
     """ServerFilling's service step over a priority order ``order[:m]``, which should hold every running
     job (one it lacks costs a pass over the running list). M is the shortest prefix whose server needs
     add up to at least k (all m jobs if none); M is served by decreasing need, within a need in
-    ``order``'s order, packed ``PACK_GREEDY`` or ``PACK_STOP`` as ``fill_and_diff`` would, and
-    the actions that turn the running set into the served set are written (preemptions, then starts).
+    ``order``'s order, packed ``PACK_GREEDY`` or ``PACK_STOP`` as ``fill_and_diff`` would, and the
+    actions that turn the running set into the served set are written (preemptions, then starts).
     Returns (n, M's length, M's total need, M's smallest need).
 
-    Same-need jobs are taken in order while they fit, so need group g serves min(count_g, cap // need_g)
-    jobs: the packing is O(groups) arithmetic and one pass over M picks the jobs, instead of a counting
-    sort by need and a fill. Scratch: ``gpos``, ``marks`` and ``starts`` k entries, ``counts`` and
-    ``gneed`` ``ngroup``."""
-    ji = view.ji
+    With ``whole`` (order[:m] is every job in the system) M is found from the tail: the class counts
+    give every need group's size, and the jobs behind M are peeled off; otherwise by a pass over the
+    prefix. Same-need jobs are taken in order while they fit, so need group g serves min(count_g,
+    cap // need_g) jobs: the packing is O(groups) arithmetic and one pass over M picks the jobs.
+    Scratch: ``marks`` and ``starts`` k entries, ``counts`` and ``gneed`` ``ngroup``."""
+    ji, ci = view.ji, view.ci
     k = view.iv[I_K]
     for g in range(ngroup):
         counts[g] = 0
         gneed[g] = 0
-    mm = 0
     total = 0
-    smallest = k
-    while mm < m and total < k:
-        s = order[mm]
-        need = ji[s, NEED]
-        g = int(group_of_class[ji[s, CLS]])
-        gpos[mm] = g
-        counts[g] += 1
-        gneed[g] = need
-        total += need
-        smallest = min(smallest, need)
-        mm += 1
+    if whole and m == view.iv[I_NSYS]:
+        for c in range(view.iv[I_NCLASS]):
+            g = int(group_of_class[c])
+            jobs = ci[C_NWAIT, c] + ci[C_NRUN, c]
+            counts[g] += jobs
+            gneed[g] = ci[C_NEED, c]
+            total += jobs * ci[C_NEED, c]
+        mm = m
+        while mm > 0:
+            s = order[mm - 1]
+            need = ji[s, NEED]
+            if total - need < k:
+                break
+            total -= need
+            counts[int(group_of_class[ji[s, CLS]])] -= 1
+            mm -= 1
+    else:
+        mm = 0
+        while mm < m and total < k:
+            s = order[mm]
+            g = int(group_of_class[ji[s, CLS]])
+            counts[g] += 1
+            gneed[g] = ji[s, NEED]
+            total += gneed[g]
+            mm += 1
     cap = k
     full = True
+    smallest = k
     for g in range(ngroup):
         c = counts[g]
         t = 0
-        if full and c > 0:
-            t = min(c, cap // gneed[g])
-            cap -= t * gneed[g]
-            if t < c and packing == PACK_STOP:
-                full = False
+        if c > 0:
+            smallest = min(smallest, gneed[g])
+            if full:
+                t = min(c, cap // gneed[g])
+                cap -= t * gneed[g]
+                if t < c and packing == PACK_STOP:
+                    full = False
         counts[g] = t  # from here on: how many more of group g are served
     n = 0
     ns = 0
     seen = 0
     for i in range(mm):
         s = order[i]
-        g = gpos[i]
+        g = int(group_of_class[ji[s, CLS]])
         running = ji[s, STATE] == RUNNING
         seen += 1 if running else 0
         if counts[g] > 0:

@@ -67,25 +67,25 @@ _PACKING = Param(
 
 # Layout shared by the ServerFilling kernels.
 #   params = [packing, fast path allowed, ngroup, group of each class (C), per-class extras ...]
-#   iwork  = [src: k][group of each M position: k][marks: k][starts: k][group counts: C][group needs: C]
-#   fwork  = keys (k)
+#   iwork  = [src: k][marks: k][starts: k][group counts: C][group needs: C]
 #   state  = decision memo (see _kit.remember_decision) + the largest key in M
 P_PACKING, P_FAST, P_NGROUP, P_GMAP = 0, 1, 2, 3
 
 
 @inline_jit
-def _serve(view, pdata, order, m, actions):
+def _serve(view, pdata, order, m, whole, actions):
     """Serve M, the shortest prefix of order[:m] needing >= k servers, by decreasing need (ties: order's
-    order); returns (actions, M's length, M's total need, M's smallest need)."""
+    order); ``whole``: order[:m] is every job in the system. Returns (actions, M's length, M's total
+    need, M's smallest need)."""
     k = view.iv[I_K]
     nclass = view.iv[I_NCLASS]
     w = pdata.iwork
     ngroup = int(pdata.params[P_NGROUP])
     gmap = pdata.params[P_GMAP : P_GMAP + nclass]
-    gpos, marks, starts = w[k : 2 * k], w[2 * k : 3 * k], w[3 * k : 4 * k]
-    counts, gneed = w[4 * k : 4 * k + nclass], w[4 * k + nclass : 4 * k + 2 * nclass]
+    marks, starts = w[k : 2 * k], w[2 * k : 3 * k]
+    counts, gneed = w[3 * k : 3 * k + nclass], w[3 * k + nclass : 3 * k + 2 * nclass]
     packing = int(pdata.params[P_PACKING])
-    return serve_by_need(view, order, m, gmap, ngroup, packing, gpos, counts, gneed, marks, starts, actions)
+    return serve_by_need(view, order, m, whole, gmap, ngroup, packing, counts, gneed, marks, starts, actions)
 
 
 @inline_jit
@@ -127,7 +127,7 @@ def _server_filling(view, pdata, actions):
         total += view.ji[s, NEED]
         m += 1
         s = view.ji[s, SNEXT]
-    n, _, _, _ = _serve(view, pdata, src, m, actions)
+    n, _, _, _ = _serve(view, pdata, src, m, False, actions)
     remember_decision(view, memo, n, total >= k)
     return n
 
@@ -157,7 +157,7 @@ class _Packing(Policy):
         )
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return 4 * num_servers + 2 * num_classes, num_servers
+        return 3 * num_servers + 2 * num_classes, 0
 
 
 class ServerFilling(_Packing):
@@ -177,22 +177,23 @@ class ServerFilling(_Packing):
 
 
 # The ranked variants keep every job of the system in rank order between decisions (iwork after the
-# fixed part: [order length][newest id seen][order slots: S][order ids: S]; fwork = [sort buffer: k]
-# [order keys: S]). Each decision drops the jobs that left, appends the newcomers, refreshes the keys of
-# running jobs (the only ones whose rank moves) and re-sorts by insertion: the order is nearly sorted,
-# so this costs O(jobs + displacements) with predictable branches, instead of a full sort.
+# fixed part: [order length][newest id seen][order slots: S][order ids: S]; fwork = [order keys: S]).
+# Each decision drops the jobs that left, appends the newcomers, refreshes the keys of running jobs (the
+# only ones whose rank moves) and re-sorts by insertion in the same pass: the order is nearly sorted, so
+# this costs O(jobs + displacements) with predictable branches, instead of a full sort. If the slots
+# grow, the scratch arrays start empty and the next decision rebuilds the order from the job list.
 
 
 @inline_jit
 def _order_parts(view, pdata):
     k = view.iv[I_K]
-    fixed = 4 * k + 2 * view.iv[I_NCLASS]
+    fixed = 3 * k + 2 * view.iv[I_NCLASS]
     w = pdata.iwork
     cap = (w.size - fixed - 2) // 2
     head = w[fixed : fixed + 2]
     slots = w[fixed + 2 : fixed + 2 + cap]
     ids = w[fixed + 2 + cap : fixed + 2 + 2 * cap]
-    keys = pdata.fwork[k : k + cap]
+    keys = pdata.fwork[:cap]
     return head, slots, ids, keys
 
 
@@ -250,7 +251,7 @@ def _order_serve(view, pdata, m, actions):
     """Serve M, the shortest prefix of the ranked order needing >= k, and remember the decision."""
     k = view.iv[I_K]
     _, slots, _, keys = _order_parts(view, pdata)
-    n, mm, total, smallest = _serve(view, pdata, slots, m, actions)
+    n, mm, total, smallest = _serve(view, pdata, slots, m, True, actions)
     memo = pdata.state
     # Reusable only if no member can drop out of M when running jobs overtake waiting ones in rank:
     # M minus any one member needs < k servers (see _sf_srpt).
@@ -302,7 +303,7 @@ def _sf_srpt(view, sizes, pdata, actions):
 
 class _Ranked(_Packing):
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return 4 * num_servers + 2 * num_classes + 2 + 2 * num_slots, num_servers + num_slots
+        return 3 * num_servers + 2 * num_classes + 2 + 2 * num_slots, num_slots
 
 
 class ServerFillingSRPT(_Ranked):
