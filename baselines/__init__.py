@@ -54,7 +54,7 @@ def supports(policy_id: str, workload: Any) -> str | None:
     import numpy as np
 
     try:
-        make_policy(policy_id).prepare(workload, np.random.default_rng(0))
+        make_policy(policy_id).for_workload(workload).prepare(workload, np.random.default_rng(0))
     except ValueError as exc:
         return str(exc)
     return None

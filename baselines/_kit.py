@@ -32,6 +32,7 @@ from msj_gym.core.state import (
     JOB_ID,
     LAST_START,
     NEED,
+    RATE,
     REMAINING,
     RUNNING,
     RUNPOS,
@@ -44,19 +45,19 @@ PACKINGS = ("greedy", "stop")
 
 @inline_jit
 def attained_now(view, s):
-    """Service received so far by the job in slot ``s``."""
+    """Service (work) received so far by the job in slot ``s``."""
     a = view.jf[s, ATTAINED]
     if view.ji[s, STATE] == RUNNING:
-        a += view.fv[F_NOW] - view.jf[s, LAST_START]
+        a += (view.fv[F_NOW] - view.jf[s, LAST_START]) * view.jf[s, RATE]
     return a
 
 
 @inline_jit
 def remaining_now(view, sizes, s):
-    """Remaining service time of the job in slot ``s`` (size-aware policies only)."""
+    """Remaining service (work) of the job in slot ``s`` (size-aware policies only)."""
     r = sizes.js[s, REMAINING]
     if view.ji[s, STATE] == RUNNING:
-        r -= view.fv[F_NOW] - view.jf[s, LAST_START]
+        r -= (view.fv[F_NOW] - view.jf[s, LAST_START]) * view.jf[s, RATE]
     return max(r, 0.0)
 
 

@@ -1,4 +1,31 @@
-"""Balanced fair sharing on the job-server compatibility model: Algorithm 1 of Bonald & Comte (003)."""
+"""The job-server compatibility model of Bonald & Comte (003): FCFS on it (Sec. 2) and balanced fair
+sharing by random service interruptions (Algorithm 1, Sec. 4), as decision kernels of the engine.
+
+Model (003 Sec. 2). ``S`` servers of capacities ``C_s``; each job may use a set of servers (its
+class's compatibility set, or ``d`` servers drawn at arrival: the workload's per-job attributes, read
+from ``view.ji[s, JATTR:]``). Jobs stand in one *service order* (the engine's job lists, sorted by
+``ORDER``); each server serves the first job in that order that may use it, and a job is processed in
+parallel by every server serving it, at the sum of their capacities. Under FCFS the service order is
+the arrival order. The kernels tell the engine each job's server count and rate (``OP_SERVE``), so the
+engine's clock, departures, capacity check and metrics are the ones every MSJ policy runs on.
+
+Algorithm 1 (003 Sec. 4). Each server interrupts the job it serves after an exponential time of rate
+``C_s / theta``; the interrupted job releases all its servers and goes to the end of the order. A job
+served at rate ``r`` is thus interrupted at rate ``r / theta``: after Exp(``theta``) *work*, whatever its
+servers. The kernel draws that work (from the policy's own generator, at the job's arrival and after
+each interruption; memorylessness makes the two descriptions the same process), hands it to the engine
+as the job's budget (``OP_BUDGET``) when the job starts, and at the budget's expiry event requeues and
+preempts the job (``OP_REQUEUE``, then a preemption). ``theta = sigma / m``, ``m`` the mean number of
+interruptions per job; ``m = 0`` is FCFS.
+
+Bookkeeping (``pdata``, kept across decisions and across slot growth, see ``with_work``): per server
+the list of jobs in the system that may use it, in service order, whose head is the job it serves; per
+job its servers, the number it holds and their total capacity. Each decision updates the lists for
+what happened since the last one (departures, spent budgets, arrivals: ``O(d)`` per job involved, plus
+one pass over the servers at instants with a departure or an expiry) and emits the jobs whose servers
+changed. The kernels are driven whole by the batch loop (they are not prefix-consistent); in debug mode
+``_compat_check`` recomputes the allocation from the engine's state alone and compares.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +34,325 @@ from typing import Any, ClassVar
 import numpy as np
 
 from msj_gym.core import Param, Policy
-from msj_gym.core.state import PolicyData
+from msj_gym.core.actions import emit_budget, emit_requeue, emit_serve
+from msj_gym.core.jit import inline_jit, kernel_jit
+from msj_gym.core.state import (
+    BUDGET,
+    FREE_SLOT,
+    I_DONE,
+    I_EXPIRIES,
+    I_FREE,
+    I_K,
+    I_NARR,
+    I_SHEAD,
+    I_STAIL,
+    JATTR,
+    JOB_ID,
+    NEED,
+    RATE,
+    RUNNING,
+    SNEXT,
+    SPREV,
+    STATE,
+    WAITING,
+    PolicyData,
+)
+
+MODEL = "compatibility"
+
+# params = [theta, d (servers per job, max), b (node stride 2**b >= d), C_0 .. C_{S-1}]
+P_THETA, P_D, P_SHIFT, P_MU = 0, 1, 2, 3
+# iwork = [memo: 4][head: S][tail: S][interrupted: S][dirty: 2S + 1][taken: S]
+#         [servers: cap*w][next: cap*w][prev: cap*w][held: cap][dirty stamp: cap][interrupt stamp: cap]
+#         [job id: cap]            (w = 2**b: the node of job s's q-th server is s*w + q, its slot a shift)
+# fwork = [rate: cap][work until the next interruption: cap]      (cap: slots the arrays are sized for)
+M_NARR, M_DONE, M_EXP, M_STAMP = 0, 1, 2, 3
+N_MEMO = 4
 
 
-class BalancedFair(Policy):
+@inline_jit
+def _fixed(nserv):
+    return N_MEMO + 6 * nserv + 1
+
+
+@inline_jit
+def _parts(nserv, sh, iw, fw):
+    """Views of the bookkeeping arrays (layout above)."""
+    cap = fw.size // 2
+    h0 = N_MEMO
+    t0 = h0 + nserv
+    i0 = t0 + nserv
+    d0 = i0 + nserv
+    k0 = d0 + 2 * nserv + 1
+    x0 = _fixed(nserv)
+    nodes = cap << sh
+    return (
+        iw[h0:t0],
+        iw[t0:i0],
+        iw[i0:d0],
+        iw[d0:k0],
+        iw[k0:x0],
+        iw[x0 : x0 + nodes],
+        iw[x0 + nodes : x0 + 2 * nodes],
+        iw[x0 + 2 * nodes : x0 + 3 * nodes],
+        iw[x0 + 3 * nodes : x0 + 3 * nodes + cap],
+        iw[x0 + 3 * nodes + cap : x0 + 3 * nodes + 2 * cap],
+        iw[x0 + 3 * nodes + 2 * cap : x0 + 3 * nodes + 3 * cap],
+        iw[x0 + 3 * nodes + 3 * cap : x0 + 3 * nodes + 4 * cap],
+        fw[:cap],
+        fw[cap : 2 * cap],
+    )
+
+
+@inline_jit
+def _gain(par, held, rate, dst, dlist, nd, stamp, g, v):
+    """Job ``g`` becomes the head of server ``v``'s list: it holds ``v`` from now on."""
+    held[g] += 1
+    rate[g] += par[P_MU + v]
+    if dst[g] != stamp:
+        dst[g] = stamp
+        dlist[nd] = g
+        nd += 1
+    return nd
+
+
+@inline_jit
+def _unlink(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s):
+    """Take job ``s`` out of every server list; a server it held passes to the next job in its list."""
+    for q in range(d):
+        node = (s << sh) + q
+        v = srv[node]
+        if v < 0:
+            break
+        p, x = prv[node], nxt[node]
+        if p == -1:
+            head[v] = x
+            if x != -1:
+                nd = _gain(par, held, rate, dst, dlist, nd, stamp, x >> sh, v)
+        else:
+            nxt[p] = x
+        if x == -1:
+            tail[v] = p
+        else:
+            prv[x] = p
+    held[s] = 0
+    rate[s] = 0.0
+    return nd
+
+
+@inline_jit
+def _append(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s):
+    """Put job ``s`` at the end of every list of its servers; it takes those nobody else may use."""
+    for q in range(d):
+        node = (s << sh) + q
+        v = srv[node]
+        if v < 0:
+            break
+        t = tail[v]
+        prv[node] = t
+        nxt[node] = -1
+        tail[v] = node
+        if t == -1:
+            head[v] = node
+            nd = _gain(par, held, rate, dst, dlist, nd, stamp, s, v)
+        else:
+            nxt[t] = node
+    return nd
+
+
+@inline_jit
+def _compat_serve(view, pdata, actions):
+    par, iw, fw = pdata.params, pdata.iwork, pdata.fwork
+    ji, jf = view.ji, view.jf
+    nserv = view.iv[I_K]
+    d = int(par[P_D])
+    sh = int(par[P_SHIFT])
+    theta = par[P_THETA]
+    head, tail, ilist, dlist, _, srv, nxt, prv, held, dst, ist, jid, rate, frag = _parts(nserv, sh, iw, fw)
+    stamp = iw[M_STAMP] + 1
+    iw[M_STAMP] = stamp
+    ni = 0
+    nd = 0
+    # Departures and spent budgets: each such job heads the list of a server it held.
+    if view.iv[I_DONE] != iw[M_DONE] or view.iv[I_EXPIRIES] != iw[M_EXP]:
+        iw[M_DONE] = view.iv[I_DONE]
+        iw[M_EXP] = view.iv[I_EXPIRIES]
+        for v in range(nserv):
+            while head[v] >= 0:
+                s = head[v] >> sh
+                if ji[s, STATE] == FREE_SLOT or ji[s, JOB_ID] != jid[s]:  # departed (slot maybe reused)
+                    nd = _unlink(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
+                elif ji[s, STATE] == RUNNING and np.isnan(jf[s, BUDGET]):  # Algorithm 1: interrupted
+                    nd = _unlink(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
+                    ilist[ni] = s
+                    ni += 1
+                    ist[s] = stamp
+                else:
+                    break
+    # Arrivals since the last decision: the last ones of the engine's order, oldest first.
+    narr = view.iv[I_NARR]
+    new = narr - iw[M_NARR]
+    iw[M_NARR] = narr
+    if new > 0:
+        s = view.iv[I_STAIL]
+        for _ in range(new - 1):
+            s = ji[s, SPREV]
+        while s != -1:
+            for q in range(d):
+                srv[(s << sh) + q] = ji[s, JATTR + q]
+            jid[s] = ji[s, JOB_ID]
+            held[s] = 0
+            rate[s] = 0.0
+            frag[s] = theta * pdata.rng.standard_exponential() if theta < np.inf else np.inf
+            nd = _append(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
+            s = ji[s, SNEXT]
+    # Interrupted jobs join the end of the order behind this instant's arrivals, as the engine's
+    # requeue puts them.
+    for i in range(ni):
+        s = ilist[i]
+        frag[s] = theta * pdata.rng.standard_exponential()
+        nd = _append(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
+    n = 0
+    for i in range(ni):
+        s = ilist[i]
+        n = emit_requeue(actions, n, s)
+        actions[n] = -s - 1
+        n += 1
+    for i in range(nd):
+        s = dlist[i]
+        if held[s] == 0:
+            continue
+        if theta < np.inf and (ist[s] == stamp or ji[s, STATE] == WAITING):
+            n = emit_budget(actions, n, s, frag[s])
+        n = emit_serve(actions, n, s, held[s], rate[s])
+    return n
+
+
+@kernel_jit
+def _compat_check(view, pdata):
+    """0 if the allocation is the model's, computed from the engine's state alone: along the service
+    order, every server serves the first job that may use it (idle if none may), a job runs iff it
+    holds a server, on as many servers as it holds and at the sum of their capacities; and the
+    kernel's lists agree."""
+    par, iw, fw = pdata.params, pdata.iwork, pdata.fwork
+    ji, jf = view.ji, view.jf
+    nserv = view.iv[I_K]
+    d = int(par[P_D])
+    sh = int(par[P_SHIFT])
+    head, _, _, _, taken, srv, _, _, held, _, _, _, rate, _ = _parts(nserv, sh, iw, fw)
+    for v in range(nserv):
+        taken[v] = 0
+    s = view.iv[I_SHEAD]
+    while s != -1:
+        n = 0
+        r = 0.0
+        for q in range(d):
+            v = ji[s, JATTR + q]
+            if srv[(s << sh) + q] != v:
+                return 1
+            if v < 0:
+                break
+            if taken[v] == 0:
+                taken[v] = 1
+                n += 1
+                r += par[P_MU + v]
+                if head[v] < 0 or head[v] >> sh != s:
+                    return 2
+        running = ji[s, STATE] == RUNNING
+        if running != (n > 0) or held[s] != n or abs(rate[s] - r) > 1e-9 * max(1.0, r):
+            return 3
+        if running and (ji[s, NEED] != n or abs(jf[s, RATE] - r) > 1e-9 * max(1.0, r)):
+            return 4
+        s = ji[s, SNEXT]
+    idle = 0
+    for v in range(nserv):
+        if taken[v] == 0:
+            if head[v] != -1:
+                return 5
+            idle += 1
+    if idle != view.iv[I_FREE]:
+        return 6
+    return 0
+
+
+class _CompatPolicy(Policy):
+    """What the compatibility-model kernels share: parameters, bookkeeping, its growth."""
+
+    size_aware = False
+    kernel = _compat_serve
+    invariant = _compat_check
+    models: ClassVar[tuple[str, ...]] = (MODEL,)
+
+    def theta(self, workload: Any) -> float:
+        """Mean work between two interruptions of a job (inf: never interrupted)."""
+        return np.inf
+
+    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+        if getattr(workload, "model", "msj") != MODEL:
+            raise ValueError(
+                f"policy {self.policy_id!r}: defined on the job-server compatibility model "
+                f"(CompatWorkload), not on {type(workload).__name__}"
+            )
+        base = super().prepare(workload, rng)
+        d = workload.max_degree
+        shift = max(int(d - 1).bit_length(), 0)
+        params = np.array([self.theta(workload), float(d), float(shift), *workload.capacities])
+        # Interruption draws: child 0 of the policy's stream (stateless, so preparing twice for one
+        # run gives the same stream).
+        ss = rng.bit_generator.seed_seq
+        child = np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, 0), pool_size=ss.pool_size)
+        return base._replace(params=params, rng=np.random.Generator(np.random.PCG64(child)))
+
+    def action_words(self, num_servers: int) -> int:
+        # per job interrupted: requeue (2) + preemption (1); per job served: budget (3) + serve (4)
+        return 10 * num_servers + 2
+
+    def with_work(self, pdata: PolicyData, num_slots: int, num_servers: int, num_classes: int) -> PolicyData:
+        """Bookkeeping sized for ``num_slots`` slots, the existing one copied over (it must survive the
+        engine's slot growth: slots keep their numbers)."""
+        w = 1 << int(pdata.params[P_SHIFT])
+        old_cap = pdata.fwork.size // 2
+        if pdata.iwork.size and old_cap >= num_slots:
+            return pdata
+        cap = max(int(num_slots), 1)
+        fixed = _fixed(num_servers)
+        iw = np.zeros(fixed + cap * (3 * w + 4), dtype=np.int64)
+        fw = np.zeros(2 * cap)
+        if pdata.iwork.size:
+            iw[:fixed] = pdata.iwork[:fixed]
+            widths = (w, w, w, 1, 1, 1, 1)  # the per-slot sections, in layout order
+            for k, width in enumerate(widths):
+                lo_old = fixed + sum(widths[:k]) * old_cap
+                lo_new = fixed + sum(widths[:k]) * cap
+                iw[lo_new : lo_new + width * old_cap] = pdata.iwork[lo_old : lo_old + width * old_cap]
+            fw[:old_cap] = pdata.fwork[:old_cap]
+            fw[cap : cap + old_cap] = pdata.fwork[old_cap:]
+        else:
+            iw[N_MEMO : N_MEMO + 2 * num_servers] = -1  # empty server lists
+        return pdata._replace(iwork=iw, fwork=fw)
+
+    def busy_servers(self, pdata: PolicyData, num_servers: int) -> np.ndarray:
+        """Which servers serve a job now (for observations)."""
+        return pdata.iwork[N_MEMO : N_MEMO + num_servers] >= 0
+
+
+class CompatFCFS(_CompatPolicy):
+    """FCFS on the job-server compatibility model of Bonald & Comte (003 Sec. 2): every server serves
+    the oldest job in the system that may use it, and a job is served in parallel, at the sum of
+    their capacities, by every compatible server not busy with an earlier job (Algorithm 1 with
+    m = 0). What ``fcfs`` runs on a :class:`~msj_gym.workloads.compat.CompatWorkload`.
+
+    Non-preemptive (a job keeps its servers until it leaves; it gains the ones earlier jobs release);
+    size-oblivious.
+    """
+
+    policy_id = "fcfs"
+    preemptive = False
+    reference = "003 Sec. 2"
+    interruptions_per_job = 0.0
+
+
+class BalancedFair(_CompatPolicy):
     """Algorithm 1 (random service interruptions) of Bonald & Comte, *Balanced Fair Resource Sharing
     in Computer Clusters* (003 Sec. 4), on the job-server compatibility model of Sec. 2.
 
@@ -22,17 +364,15 @@ class BalancedFair(Policy):
     insensitive to the job-size distribution beyond its mean.
 
     Reading: the timers are driven per unit of work (rate C_s / theta at each serving server adds up to
-    the job's rate / theta), so a job is interrupted after Exp(theta) work, which is the same process.
-    Runs only on a :class:`~msj_gym.workloads.compat.CompatWorkload`, through
-    :class:`~msj_gym.core.pooled.PooledSimulator`; the allocation itself is the model's, so the policy
-    carries its parameter rather than a per-event decision kernel.
+    the job's rate / theta), so a job is interrupted after Exp(theta) work, which is the same process;
+    the engine raises the interruption as the expiry of the job's work budget. Runs only on a
+    :class:`~msj_gym.workloads.compat.CompatWorkload` (see the module docstring for the kernel).
 
     Preemptive (interruptions, preempt-resume: work done is kept); size-oblivious.
     """
 
     policy_id = "balanced-fair"
     preemptive = True
-    size_aware = False
     reference = "003 Sec. 4, Algorithm 1"
     params_spec: ClassVar[dict[str, Param]] = {
         "m": Param(
@@ -44,10 +384,6 @@ class BalancedFair(Policy):
     def interruptions_per_job(self) -> float:
         return float(self.param_values["m"])
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
-        if not hasattr(workload, "capacities"):
-            raise ValueError(
-                f"policy 'balanced-fair': defined on the job-server compatibility model (CompatWorkload), "
-                f"not on {type(workload).__name__}"
-            )
-        return super().prepare(workload, rng)
+    def theta(self, workload: Any) -> float:
+        m = self.interruptions_per_job
+        return workload.mean_size / m if m > 0 else np.inf

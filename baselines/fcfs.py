@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from msj_gym.core import Policy
 from msj_gym.core.jit import inline_jit
 from msj_gym.core.state import I_FREE, I_WHEAD, NEED, WNEXT
@@ -28,7 +30,8 @@ class FCFS(Policy):
     Non-preemptive; size-oblivious.
 
     On the job-server compatibility model (Bonald & Comte, 003 Sec. 2) it is the model's own
-    discipline: each server serves the oldest job that may use it (Algorithm 1 with m = 0).
+    discipline: each server serves the oldest job that may use it (Algorithm 1 with m = 0), run by
+    :class:`~baselines.balanced_fair.CompatFCFS`.
     """
 
     policy_id = "fcfs"
@@ -36,4 +39,11 @@ class FCFS(Policy):
     size_aware = False
     reference = "000 Sec. 2; 001 Sec. 2"
     kernel = _fcfs
-    interruptions_per_job = 0.0  # on the compatibility model (003 Sec. 2): FCFS at every server
+    models: ClassVar[tuple[str, ...]] = ("msj", "compatibility")
+
+    def for_workload(self, workload: Any) -> Policy:
+        if getattr(workload, "model", "msj") == "compatibility":
+            from .balanced_fair import CompatFCFS
+
+            return CompatFCFS()
+        return super().for_workload(workload)

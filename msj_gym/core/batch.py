@@ -57,6 +57,7 @@ class BatchSim(NamedTuple):
     ring_c: np.ndarray
     ring_s: np.ndarray
     ring_n: np.ndarray
+    ring_a: np.ndarray
     acc_f: np.ndarray
     acc_i: np.ndarray
     ck_key: np.ndarray
@@ -72,7 +73,7 @@ def allocate_batch(template: Sim, num_envs: int, ring: int) -> BatchSim:
     fields = {}
     for name, arr in template._asdict().items():
         if name.startswith("ring_"):
-            fields[name] = np.zeros((num_envs, ring), dtype=arr.dtype)
+            fields[name] = np.zeros((num_envs, ring, *arr.shape[1:]), dtype=arr.dtype)
         else:
             fields[name] = np.empty((num_envs, *arr.shape), dtype=arr.dtype)
             fields[name][:] = arr
@@ -84,7 +85,7 @@ def grow_batch_slots(batch: BatchSim) -> BatchSim:
     :func:`~msj_gym.core.state.grow_slots` does to one state)."""
     n, old = batch.ji.shape[0], batch.ji.shape[1]
     new = 2 * old
-    ji = np.full((n, new, S.N_JI), -1, dtype=np.int64)
+    ji = np.full((n, new, batch.ji.shape[2]), -1, dtype=np.int64)
     ji[:, :old] = batch.ji
     ji[:, old:new, S.STATE] = S.FREE_SLOT
     ji[:, old:new, S.WNEXT] = np.arange(old + 1, new + 1)
@@ -115,6 +116,7 @@ def sim_at(b, i):
         b.ring_c[i],
         b.ring_s[i],
         b.ring_n[i],
+        b.ring_a[i],
         b.acc_f[i],
         b.acc_i[i],
         b.ck_key[i],

@@ -3,17 +3,28 @@
 Two entry points drive it:
 
 * ``advance(sim)`` moves the clock to the next event instant and processes *every* event at that
-  instant (departures first, then arrivals, each in job-id order), then returns ``ST_EVENT``: the state
-  in which the policy is asked for a decision. Before touching anything it may instead return
-  ``ST_NEED_ARRIVALS`` (the arrival ring ran dry: the Python side refills it and calls again),
-  ``ST_NEED_SLOTS`` or ``ST_NEED_RECORDS`` (arrays to grow), or ``ST_OVERFLOW`` (the queue passed the
-  run's limit); it returns ``ST_FINISHED`` once every measured job has left and ``ST_ERROR`` on a stall.
-* ``apply(sim, actions, n)`` validates and applies a decision: action ``s >= 0`` starts the job in slot
-  ``s``, action ``-s - 1`` preempts it (preempt-resume: the remaining service time is kept). It is the one
-  place where capacity, job states and preemption rights are checked.
+  instant (departures and budget expiries first, then arrivals, each in job-id order), then returns
+  ``ST_EVENT``: the state in which the policy is asked for a decision. Before touching anything it may
+  instead return ``ST_NEED_ARRIVALS`` (the arrival ring ran dry: the Python side refills it and calls
+  again), ``ST_NEED_SLOTS`` or ``ST_NEED_RECORDS`` (arrays to grow), or ``ST_OVERFLOW`` (the queue passed
+  the run's limit); it returns ``ST_FINISHED`` once every measured job has left and ``ST_ERROR`` on a
+  stall.
+* ``apply(sim, actions, n)`` validates and applies a decision (the words of
+  :mod:`msj_gym.core.actions`): start, preempt (preempt-resume: the remaining work is kept), serve on
+  ``n`` servers at a rate, set a work budget, requeue. It is the one place where capacity, job states
+  and preemption rights are checked.
 
-``run_batch`` alternates the two with a policy's compiled decision rule; the Gymnasium environment drives
-the same two functions one action at a time.
+Service is measured in work: a running job receives work at its ``RATE`` (1.0 for every MSJ job, so
+work is time there, bit for bit), ``REMAINING`` / ``ATTAINED`` are settled (``done = elapsed * RATE``) at
+every rate change and preemption, and its heap key is when it next needs the engine: its departure,
+or the expiry of its work budget if that comes first. An expiry is an event instant with no arrival or
+departure: the job's budget is marked spent (NaN), it keeps running, and the policy decides (that is
+how Algorithm 1 of 003 interrupts jobs, or how a round-robin quantum would end). Jobs carry the
+workload's per-job attributes (``ji[s, JATTR:]``, e.g. a job's compatible servers) and a place in the
+service order (``ORDER``), which the job lists follow; both are inert for the MSJ policies.
+
+``run_batch`` alternates the two with a policy's compiled decision rule (and, in debug mode, the
+engine's and the policy's invariants); the Gymnasium environments drive the same two functions.
 """
 
 from __future__ import annotations
@@ -22,8 +33,9 @@ import numba
 import numpy as np
 from numba import literally
 
+from .actions import OP_BUDGET, OP_LIMIT, OP_REQUEUE, OP_SERVE, bits_f64
 from .jit import inline_jit, kernel_jit
-from .kernels import decide_kernel
+from .kernels import check_kernel, decide_kernel
 from .state import (
     A_COUNT,
     A_PREEMPT,
@@ -32,6 +44,7 @@ from .state import (
     A_WAITED,
     ARRIVAL,
     ATTAINED,
+    BUDGET,
     C_HEAD,
     C_NEED,
     C_NRUN,
@@ -40,9 +53,12 @@ from .state import (
     CLS,
     CNEXT,
     CPREV,
+    E_BAD_OPERAND,
     E_INVARIANT,
     E_NO_CAPACITY,
     E_NONE,
+    E_NOT_IN_SYSTEM,
+    E_POLICY_INVARIANT,
     E_PREEMPT_FORBIDDEN,
     E_PREEMPT_NOT_RUNNING,
     E_STALL,
@@ -52,6 +68,7 @@ from .state import (
     F_HORIZON,
     F_LAST,
     F_NOW,
+    F_RUN_AREA,
     F_SYS_AREA,
     F_WAIT_AREA,
     F_WARM_TIME,
@@ -66,6 +83,7 @@ from .state import (
     I_ERR_JOB,
     I_EVENTS,
     I_EXHAUSTED,
+    I_EXPIRIES,
     I_FREE,
     I_FREE_HEAD,
     I_HEAPN,
@@ -84,16 +102,19 @@ from .state import (
     I_PREEMPTIONS,
     I_PREEMPTIVE,
     I_RECORD,
+    I_SEQ,
     I_SHEAD,
     I_STAIL,
     I_STARTS,
     I_WHEAD,
     I_WTAIL,
+    JATTR,
     JOB_ID,
     LAST_START,
     NEED,
     NOISE,
     NPREEMPT,
+    ORDER,
     R_ARRIVAL,
     R_ATTAINED,
     R_CLASS,
@@ -101,6 +122,7 @@ from .state import (
     R_FIRST_START,
     R_NPREEMPT,
     R_SERVICE,
+    RATE,
     REMAINING,
     RUNNING,
     RUNPOS,
@@ -196,30 +218,30 @@ def _heap_remove(sim, s):
 
 @inline_jit
 def _list_insert(ji, nxt, prv, head, tail, s):
-    """Insert slot s keeping job ids increasing; returns the new (head, tail). Arrivals append in O(1);
-    a preempted job goes back to its arrival-order place, found by scanning from both ends at once, so
-    the cost is the distance to the nearer end in list entries (ids alone can mislead: a long queue
-    of recent arrivals behind a few old jobs)."""
+    """Insert slot s keeping ORDER increasing; returns the new (head, tail). Arrivals (and requeued
+    jobs) append in O(1); a preempted job goes back to its place in the order, found by scanning from
+    both ends at once, so the cost is the distance to the nearer end in list entries (order numbers
+    alone can mislead: a long queue of recent arrivals behind a few old jobs)."""
     if tail == -1:
         ji[s, nxt] = -1
         ji[s, prv] = -1
         return s, s
-    jid = ji[s, JOB_ID]
-    if ji[tail, JOB_ID] < jid:
+    jid = ji[s, ORDER]
+    if ji[tail, ORDER] < jid:
         ji[tail, nxt] = s
         ji[s, prv] = tail
         ji[s, nxt] = -1
         return head, s
-    # The tail's id is above jid, so the forward scan stops at the tail at the latest.
+    # The tail's order is above jid, so the forward scan stops at the tail at the latest.
     fwd = head
     bwd = tail
     while True:
-        if ji[fwd, JOB_ID] > jid:
+        if ji[fwd, ORDER] > jid:
             cur = fwd
             break
         fwd = ji[fwd, nxt]
         p = ji[bwd, prv]
-        if p == -1 or ji[p, JOB_ID] < jid:
+        if p == -1 or ji[p, ORDER] < jid:
             cur = bwd
             break
         bwd = p
@@ -309,6 +331,7 @@ def _integrate(sim, t):
         fv[F_BUSY_AREA] += dt * (iv[I_K] - iv[I_FREE])
         fv[F_SYS_AREA] += dt * iv[I_NSYS]
         fv[F_WAIT_AREA] += dt * iv[I_NWAIT]
+    fv[F_RUN_AREA] += (t - fv[F_LAST]) * iv[I_NSYS]
     fv[F_LAST] = t
 
 
@@ -326,10 +349,16 @@ def _arrive(sim, j, t):
     ji[s, NPREEMPT] = 0
     ji[s, RUNPOS] = -1
     ji[s, HEAPPOS] = -1
+    ji[s, ORDER] = iv[I_SEQ]
+    iv[I_SEQ] += 1
+    for q in range(sim.ring_a.shape[1]):
+        ji[s, JATTR + q] = sim.ring_a[r, q]
     jf[s, ARRIVAL] = t
     jf[s, LAST_START] = np.nan
     jf[s, FIRST_START] = np.nan
     jf[s, ATTAINED] = 0.0
+    jf[s, RATE] = 1.0
+    jf[s, BUDGET] = np.inf
     js[s, SERVICE] = sim.ring_s[r]
     js[s, REMAINING] = sim.ring_s[r]
     js[s, NOISE] = sim.ring_n[r]
@@ -392,12 +421,45 @@ def _measure(sim, s, t):
 
 
 @inline_jit
+def _due(sim, s, now):
+    """When the running job ``s`` next needs the engine: its departure, or the expiry of its budget
+    if that comes first (a spent (NaN) or unlimited budget bounds nothing)."""
+    w = max(sim.js[s, REMAINING], 0.0)
+    b = sim.jf[s, BUDGET]
+    if b < w:
+        w = max(b, 0.0)
+    return now + w / sim.jf[s, RATE]
+
+
+@inline_jit
+def _settle(sim, s, now):
+    """Account the work the running job ``s`` received at its current rate since ``LAST_START``."""
+    jf = sim.jf
+    done = (now - jf[s, LAST_START]) * jf[s, RATE]
+    sim.js[s, REMAINING] -= done
+    jf[s, ATTAINED] += done
+    jf[s, BUDGET] -= done
+    jf[s, LAST_START] = now
+
+
+@inline_jit
+def _expire(sim, s, t):
+    """The budget of the running job ``s`` ran out at ``t``: its work is settled, the budget marked
+    spent (NaN) and the job keyed at its departure; what follows is the policy's decision."""
+    _settle(sim, s, t)
+    sim.jf[s, BUDGET] = np.nan
+    _heap_remove(sim, s)
+    _heap_push(sim, s, _due(sim, s, t))
+    sim.iv[I_EXPIRIES] += 1
+
+
+@inline_jit
 def _depart(sim, s, t):
     iv, ji = sim.iv, sim.ji
     _heap_remove(sim, s)
     _remove_running(sim, s)
     iv[I_SHEAD], iv[I_STAIL] = _list_remove(ji, SNEXT, SPREV, iv[I_SHEAD], iv[I_STAIL], s)
-    sim.jf[s, ATTAINED] += t - sim.jf[s, LAST_START]  # before _measure, which records it
+    sim.jf[s, ATTAINED] += (t - sim.jf[s, LAST_START]) * sim.jf[s, RATE]  # before _measure records it
     sim.js[s, REMAINING] = 0.0
     iv[I_NSYS] -= 1
     iv[I_DONE] += 1
@@ -467,7 +529,11 @@ def advance(sim):
     fv[F_NOW] = t
     iv[I_EVENTS] += 1
     while iv[I_HEAPN] > 0 and sim.heap_t[0] <= t:
-        _depart(sim, sim.heap_s[0], t)
+        s = sim.heap_s[0]
+        if sim.js[s, REMAINING] > sim.jf[s, BUDGET]:  # never for an unlimited or spent budget
+            _expire(sim, s, t)
+        else:
+            _depart(sim, s, t)
     while narr < ngen and sim.ring_t[narr & mask] <= t:
         _arrive(sim, narr, t)
         narr += 1
@@ -493,7 +559,7 @@ def _start(sim, s):
     jf[s, LAST_START] = now
     if np.isnan(jf[s, FIRST_START]):
         jf[s, FIRST_START] = now
-    _heap_push(sim, s, now + sim.js[s, REMAINING])
+    _heap_push(sim, s, _due(sim, s, now))
     iv[I_STARTS] += 1
     return E_NONE
 
@@ -507,9 +573,10 @@ def _preempt(sim, s):
         return E_PREEMPT_FORBIDDEN
     if ji[s, STATE] != RUNNING:
         return E_PREEMPT_NOT_RUNNING
-    elapsed = sim.fv[F_NOW] - jf[s, LAST_START]
-    sim.js[s, REMAINING] = max(sim.js[s, REMAINING] - elapsed, 0.0)
-    jf[s, ATTAINED] += elapsed
+    done = (sim.fv[F_NOW] - jf[s, LAST_START]) * jf[s, RATE]
+    sim.js[s, REMAINING] = max(sim.js[s, REMAINING] - done, 0.0)
+    jf[s, ATTAINED] += done
+    jf[s, BUDGET] -= done
     _heap_remove(sim, s)
     _remove_running(sim, s)
     _enqueue_waiting(sim, s)
@@ -519,14 +586,123 @@ def _preempt(sim, s):
 
 
 @inline_jit
+def _in_system(sim, s):
+    if s < 0 or s >= sim.ji.shape[0]:
+        return E_UNKNOWN_JOB
+    st = sim.ji[s, STATE]
+    if st != WAITING and st != RUNNING:
+        return E_NOT_IN_SYSTEM
+    return E_NONE
+
+
+@inline_jit
+def _serve(sim, s, n, rate):
+    """``OP_SERVE``: job ``s`` holds ``n`` servers at ``rate`` (see :mod:`msj_gym.core.actions`)."""
+    iv, ji, jf = sim.iv, sim.ji, sim.jf
+    err = _in_system(sim, s)
+    if err != E_NONE:
+        return err
+    if n < 1 or n > sim.ci[C_NEED, ji[s, CLS]] or not (0.0 < rate < np.inf):
+        return E_BAD_OPERAND
+    now = sim.fv[F_NOW]
+    if ji[s, STATE] == WAITING:
+        if n > iv[I_FREE]:
+            return E_NO_CAPACITY
+        _dequeue_waiting(sim, s)
+        ji[s, NEED] = n
+        jf[s, RATE] = rate
+        _add_running(sim, s)
+        jf[s, LAST_START] = now
+        if np.isnan(jf[s, FIRST_START]):
+            jf[s, FIRST_START] = now
+        _heap_push(sim, s, _due(sim, s, now))
+        iv[I_STARTS] += 1
+        return E_NONE
+    gain = n - ji[s, NEED]
+    if gain > iv[I_FREE]:
+        return E_NO_CAPACITY
+    _settle(sim, s, now)
+    iv[I_FREE] -= gain
+    ji[s, NEED] = n
+    jf[s, RATE] = rate
+    _heap_remove(sim, s)
+    _heap_push(sim, s, _due(sim, s, now))
+    return E_NONE
+
+
+@inline_jit
+def _budget(sim, s, b):
+    """``OP_BUDGET``: job ``s`` may receive ``b`` more work before its next expiry event."""
+    err = _in_system(sim, s)
+    if err != E_NONE:
+        return err
+    if not b > 0.0:
+        return E_BAD_OPERAND
+    if sim.ji[s, STATE] == RUNNING:
+        now = sim.fv[F_NOW]
+        _settle(sim, s, now)
+        sim.jf[s, BUDGET] = b
+        _heap_remove(sim, s)
+        _heap_push(sim, s, _due(sim, s, now))
+    else:
+        sim.jf[s, BUDGET] = b
+    return E_NONE
+
+
+@inline_jit
+def _requeue(sim, s):
+    """``OP_REQUEUE``: job ``s`` goes to the end of the service order."""
+    iv, ji, ci = sim.iv, sim.ji, sim.ci
+    err = _in_system(sim, s)
+    if err != E_NONE:
+        return err
+    ji[s, ORDER] = iv[I_SEQ]
+    iv[I_SEQ] += 1
+    iv[I_SHEAD], iv[I_STAIL] = _list_remove(ji, SNEXT, SPREV, iv[I_SHEAD], iv[I_STAIL], s)
+    iv[I_SHEAD], iv[I_STAIL] = _list_insert(ji, SNEXT, SPREV, iv[I_SHEAD], iv[I_STAIL], s)
+    if ji[s, STATE] == WAITING:
+        c = ji[s, CLS]
+        iv[I_WHEAD], iv[I_WTAIL] = _list_remove(ji, WNEXT, WPREV, iv[I_WHEAD], iv[I_WTAIL], s)
+        iv[I_WHEAD], iv[I_WTAIL] = _list_insert(ji, WNEXT, WPREV, iv[I_WHEAD], iv[I_WTAIL], s)
+        ci[C_HEAD, c], ci[C_TAIL, c] = _list_remove(ji, CNEXT, CPREV, ci[C_HEAD, c], ci[C_TAIL, c], s)
+        ci[C_HEAD, c], ci[C_TAIL, c] = _list_insert(ji, CNEXT, CPREV, ci[C_HEAD, c], ci[C_TAIL, c], s)
+    return E_NONE
+
+
+@inline_jit
+def _operation(sim, actions, i, n):
+    """Apply the operation whose tag is ``actions[i]``; returns (error, its slot, next word)."""
+    a = actions[i]
+    s = actions[i + 1] if i + 1 < n else -1
+    if a == OP_SERVE and i + 4 <= n:
+        return _serve(sim, s, actions[i + 2], bits_f64(actions[i + 3])), s, i + 4
+    if a == OP_BUDGET and i + 3 <= n:
+        return _budget(sim, s, bits_f64(actions[i + 2])), s, i + 3
+    if a == OP_REQUEUE and i + 2 <= n:
+        return _requeue(sim, s), s, i + 2
+    return E_BAD_OPERAND, s, n
+
+
+@inline_jit
 def apply(sim, actions, n):
-    """Apply ``actions[:n]`` in order; stop at the first invalid one and return its error code."""
-    for i in range(n):
+    """Apply the decision ``actions[:n]`` (see :mod:`msj_gym.core.actions`) in order; stop at the first
+    invalid action and return its error code."""
+    i = 0
+    while i < n:
         a = actions[i]
-        err = _start(sim, a) if a >= 0 else _preempt(sim, -a - 1)
+        if a >= 0:
+            err = _start(sim, a)
+            job = a
+            i += 1
+        elif a > OP_LIMIT:
+            job = -a - 1
+            err = _preempt(sim, job)
+            i += 1
+        else:
+            err, job, i = _operation(sim, actions, i, n)
         if err != E_NONE:
             sim.iv[I_ERR] = err
-            sim.iv[I_ERR_JOB] = a if a >= 0 else -a - 1
+            sim.iv[I_ERR_JOB] = job
             return err
     if n > 0:
         sim.iv[I_DECISIONS] += 1
@@ -544,7 +720,7 @@ def check_invariants(sim):
         if ji[s, STATE] != RUNNING or ji[s, RUNPOS] != p:
             return 1
         busy += ji[s, NEED]
-        if ci[C_NEED, ji[s, CLS]] != ji[s, NEED]:
+        if ji[s, NEED] < 1 or ji[s, NEED] > ci[C_NEED, ji[s, CLS]] or not sim.jf[s, RATE] > 0.0:
             return 2
     if busy != k - iv[I_FREE] or busy > k or iv[I_FREE] < 0:
         return 3
@@ -560,9 +736,9 @@ def check_invariants(sim):
     prev = -1
     s = iv[I_WHEAD]
     while s != -1:
-        if ji[s, STATE] != WAITING or ji[s, JOB_ID] <= prev:
+        if ji[s, STATE] != WAITING or ji[s, ORDER] <= prev:
             return 8
-        prev = ji[s, JOB_ID]
+        prev = ji[s, ORDER]
         count += 1
         s = ji[s, WNEXT]
     if count != iv[I_NWAIT]:
@@ -575,8 +751,12 @@ def check_invariants(sim):
     if total != iv[I_NWAIT]:
         return 11
     count = 0
+    prev = -1
     s = iv[I_SHEAD]
     while s != -1:
+        if ji[s, ORDER] <= prev or ji[s, ORDER] >= iv[I_SEQ]:
+            return 13
+        prev = ji[s, ORDER]
         count += 1
         s = ji[s, SNEXT]
     if count != iv[I_NSYS]:
@@ -598,6 +778,11 @@ def run_batch(code, sim, view, sizes, pdata, actions, debug):
             detail = check_invariants(sim)
             if detail != 0:
                 sim.iv[I_ERR] = E_INVARIANT
+                sim.iv[I_ERR_JOB] = detail
+                return ST_ERROR
+            detail = check_kernel(literally(code), view, pdata)
+            if detail != 0:
+                sim.iv[I_ERR] = E_POLICY_INVARIANT
                 sim.iv[I_ERR_JOB] = detail
                 return ST_ERROR
 

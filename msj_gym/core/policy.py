@@ -41,7 +41,9 @@ class Policy:
     reference: ClassVar[str] = ""
     params_spec: ClassVar[Mapping[str, Param]] = {}
     kernel: ClassVar[Callable[..., int] | None] = None
+    invariant: ClassVar[Callable[..., int] | None] = None
     kernel_depends: ClassVar[tuple[str, ...]] = ()
+    models: ClassVar[tuple[str, ...]] = ("msj",)
     decides_every_event: ClassVar[bool] = False
     _codes: ClassVar[dict[type, int]] = {}
 
@@ -84,9 +86,32 @@ class Policy:
             raise TypeError(f"policy {cls.policy_id!r} has no compiled kernel")
         code = Policy._codes.get(cls)
         if code is None:
-            code = register_kernel(cls.kernel, size_aware=cls.size_aware, depends=cls.kernel_depends)
+            code = register_kernel(
+                cls.kernel, size_aware=cls.size_aware, depends=cls.kernel_depends, invariant=cls.invariant
+            )
             Policy._codes[cls] = code
         return code
+
+    def for_workload(self, workload: Any) -> Policy:
+        """The policy that runs on ``workload``: itself if it is defined on the workload's ``model``
+        (``"msj"`` unless the workload says otherwise), else a ``ValueError``. A policy defined on
+        several models may return its variant for the workload's model."""
+        model = getattr(workload, "model", "msj")
+        if model not in self.models:
+            raise ValueError(
+                f"policy {self.policy_id!r} is not defined on the {model} model "
+                f"(it is defined on: {', '.join(self.models)})"
+            )
+        return self
+
+    def action_words(self, num_servers: int) -> int:
+        """Room the kernel needs in ``actions`` for one decision (see :mod:`msj_gym.core.actions`)."""
+        return 2 * num_servers + 2
+
+    def check(self, view: Any, pdata: PolicyData) -> int:
+        """The policy's invariant (0: consistent) from Python; the batch path calls it compiled."""
+        check = type(self).invariant
+        return 0 if check is None else int(check(view, pdata))
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         """Arrays for the kernel. The default carries no parameters; override to add them."""
@@ -97,11 +122,13 @@ class Policy:
             uniforms=np.zeros(0),
             iwork=np.zeros(0, dtype=np.int64),
             fwork=np.zeros(0),
+            rng=rng,
         )
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
         """Scratch the kernel needs: (int64 entries, float64 entries). Re-evaluated when the
-        simulator grows its slot arrays; scratch content does not survive a resize."""
+        simulator grows its slot arrays; scratch content does not survive a resize (a policy whose
+        per-slot bookkeeping must survive overrides :meth:`with_work` and copies it)."""
         return 0, 0
 
     def with_work(self, pdata: PolicyData, num_slots: int, num_servers: int, num_classes: int) -> PolicyData:

@@ -121,7 +121,7 @@ class Simulator:
         if int(num_batches) < 2:
             raise ValueError(f"num_batches: expected an integer >= 2, got {num_batches!r}")
         self.workload = workload
-        self.policy = policy
+        self.policy = policy.for_workload(workload)
         self.seed = int(seed)
         self.num_arrivals = num_arrivals
         self.warmup = warmup
@@ -164,6 +164,7 @@ class Simulator:
             num_batches=self.num_batches,
             num_checkpoints=n_ck,
             records=records,
+            job_attributes=int(getattr(wl, "job_attributes", 0)),
         )
         iv, fv = self.sim.iv, self.sim.fv
         if self.num_arrivals is not None:
@@ -183,7 +184,7 @@ class Simulator:
         self._feed()
         self.policy_seed = root.spawn(4)[3]  # the policy's own child stream (random tie-breaks etc.)
         self.pdata = self.prepare_policy(self.policy)  # scratch already sized for the slots
-        self.actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
+        self.actions = np.zeros(self.policy.action_words(wl.num_servers), dtype=np.int64)
         self._views()
 
     def prepare_policy(self, policy: Policy) -> Any:
@@ -220,6 +221,14 @@ class Simulator:
         if m == 0:
             iv[S.I_EXHAUSTED] = 1
             return
+        self._write_arrivals(chunk)
+        if m < n and getattr(self.source, "finite", False):
+            iv[S.I_EXHAUSTED] = 1
+
+    def _write_arrivals(self, chunk: Any) -> None:
+        """Append the jobs of ``chunk`` (validated) to the arrival ring, which must have room."""
+        sim = self.sim
+        ngen, m = int(sim.iv[S.I_NGEN]), len(chunk)
         times = check_chunk(chunk, ngen, self._last_time)
         self._last_time = float(times[-1])
         pos = (ngen + np.arange(m)) & (sim.ring_t.size - 1)
@@ -227,9 +236,9 @@ class Simulator:
         sim.ring_c[pos] = chunk.job_class
         sim.ring_s[pos] = chunk.service_time
         sim.ring_n[pos] = chunk.estimate_noise
-        iv[S.I_NGEN] = ngen + m
-        if m < n and getattr(self.source, "finite", False):
-            iv[S.I_EXHAUSTED] = 1
+        if sim.ring_a.shape[1]:
+            sim.ring_a[pos] = chunk.job_attributes
+        sim.iv[S.I_NGEN] = ngen + m
 
     def _raise(self) -> None:
         code, job = int(self.sim.iv[S.I_ERR]), int(self.sim.iv[S.I_ERR_JOB])
@@ -293,6 +302,11 @@ class Simulator:
                 detail = check_invariants(self.sim)
                 if detail != 0:
                     self.sim.iv[S.I_ERR] = S.E_INVARIANT
+                    self.sim.iv[S.I_ERR_JOB] = detail
+                    return S.ST_ERROR
+                detail = policy.check(self.view, pdata)
+                if detail != 0:
+                    self.sim.iv[S.I_ERR] = S.E_POLICY_INVARIANT
                     self.sim.iv[S.I_ERR_JOB] = detail
                     return S.ST_ERROR
         return S.ST_EVENT

@@ -4,7 +4,8 @@ Memory stays flat however long the run: a job lives in a recycled *slot* from it
 departure (slot arrays grow only with the number of jobs present at once), future arrivals wait in a
 ring buffer that the Python side refills chunk by chunk, and the metrics are accumulated online at each
 departure (per-job records are optional). Every job also keeps its *id*, its arrival sequence number,
-which orders the queues and is the last tie-break between simultaneous events.
+which is the last tie-break between simultaneous events, and its place in the service order (``ORDER``),
+which orders the queues: the id itself unless a policy requeued the job.
 
 Per-slot fields are columns of 2-D arrays indexed ``[slot, FIELD]``; scalars live in ``iv`` (int64) and
 ``fv`` (float64). The named constants below are module globals, which numba folds into compile-time
@@ -25,14 +26,36 @@ import numpy as np
 FREE_SLOT, WAITING, RUNNING = 0, 1, 2
 
 # --- columns of Sim.jf (observable per-slot floats) ----------------------------------------------
-ARRIVAL, LAST_START, FIRST_START, ATTAINED = 0, 1, 2, 3
-N_JF = 4
+# RATE: work per unit time while the job runs (1.0 for every MSJ job); REMAINING and ATTAINED are in
+# work, so a job started at t departs at t + REMAINING / RATE. BUDGET: work the job may still receive
+# before the engine raises an expiry event for it (inf: none; NaN: spent, see ``engine``).
+ARRIVAL, LAST_START, FIRST_START, ATTAINED, RATE, BUDGET = 0, 1, 2, 3, 4, 5
+N_JF = 6
 # --- columns of Sim.js (size information) --------------------------------------------------------
 SERVICE, REMAINING, NOISE = 0, 1, 2
 N_JS = 3
 # --- columns of Sim.ji (per-slot integers) -------------------------------------------------------
-JOB_ID, CLS, NEED, STATE, NPREEMPT, WNEXT, WPREV, CNEXT, CPREV, SNEXT, SPREV, RUNPOS, HEAPPOS = range(13)
-N_JI = 13
+# ORDER: the job's place in the service order, by which the job lists are sorted: its arrival sequence
+# number, renewed when a policy requeues it (so ORDER = JOB_ID for every job never requeued). After the
+# N_JI engine columns come the workload's per-job attributes (``Sim.ring_a``), from column JATTR on.
+(
+    JOB_ID,
+    CLS,
+    NEED,
+    STATE,
+    NPREEMPT,
+    WNEXT,
+    WPREV,
+    CNEXT,
+    CPREV,
+    SNEXT,
+    SPREV,
+    RUNPOS,
+    HEAPPOS,
+    ORDER,
+) = range(14)
+N_JI = 14
+JATTR = N_JI
 # --- rows of Sim.ci (per-class integers) ---------------------------------------------------------
 C_NEED, C_HEAD, C_TAIL, C_NWAIT, C_NRUN = range(5)
 N_CI = 5
@@ -72,7 +95,9 @@ N_REC = 7
     I_NFREE,  # free slots
     I_RECORD,  # 1 if per-job records are kept
     I_MAX_SYS,  # a run whose queue passes this many jobs is stopped as unstable
-) = range(30)
+    I_SEQ,  # next service-order number (ORDER): arrivals and requeues draw from it
+    I_EXPIRIES,  # budget expiry events so far
+) = range(32)
 N_IV = 32
 
 # --- Sim.fv slots --------------------------------------------------------------------------------
@@ -86,7 +111,8 @@ N_IV = 32
     F_WAIT_AREA,  # integral of waiting jobs
     F_HORIZON,  # horizon mode: arrivals at or after it are not measured (inf in arrival-count mode)
     F_WARM_TIME,  # horizon mode: arrivals before it are not measured
-) = range(9)
+    F_RUN_AREA,  # integral of jobs in the system over the whole run, window or not (env rewards)
+) = range(10)
 N_FV = 16
 
 # --- columns of Sim.acc_f[batch, class, :] and Sim.acc_i[batch, class, :] (online metrics) --------
@@ -108,7 +134,7 @@ ST_EVENT, ST_NEED_ARRIVALS, ST_FINISHED, ST_ERROR, ST_NEED_SLOTS, ST_NEED_RECORD
 
 # --- error codes (Sim.iv[I_ERR]) -----------------------------------------------------------------
 E_NONE, E_START_NOT_WAITING, E_NO_CAPACITY, E_PREEMPT_NOT_RUNNING, E_PREEMPT_FORBIDDEN = 0, 1, 2, 3, 4
-E_UNKNOWN_JOB, E_INVARIANT, E_STALL = 5, 6, 7
+E_UNKNOWN_JOB, E_INVARIANT, E_STALL, E_BAD_OPERAND, E_NOT_IN_SYSTEM, E_POLICY_INVARIANT = 5, 6, 7, 8, 9, 10
 ERROR_MESSAGES = {
     E_START_NOT_WAITING: "the policy tried to start slot {job}, which holds no waiting job",
     E_NO_CAPACITY: "the policy tried to start slot {job}, whose server need exceeds the idle servers",
@@ -117,6 +143,11 @@ ERROR_MESSAGES = {
     E_UNKNOWN_JOB: "the policy named slot {job}, which does not exist",
     E_INVARIANT: "simulator invariant violated after an event (detail code {job})",
     E_STALL: "the policy left {job} jobs waiting with every server idle and no event pending",
+    E_BAD_OPERAND: (
+        "the policy gave slot {job} an invalid server count, rate or budget (or an unknown action)"
+    ),
+    E_NOT_IN_SYSTEM: "the policy named slot {job}, which holds no job in the system",
+    E_POLICY_INVARIANT: "the policy's own invariant violated after an event (detail code {job})",
 }
 
 
@@ -136,6 +167,7 @@ class Sim(NamedTuple):
     ring_c: np.ndarray  # int64[R]: classes
     ring_s: np.ndarray  # float64[R]: service times
     ring_n: np.ndarray  # float64[R]: estimate noise
+    ring_a: np.ndarray  # int64[R, A]: per-job attributes of future jobs (copied to ji[:, JATTR:])
     acc_f: np.ndarray  # float64[B, C, N_ACCF]: response / waiting sums per batch and class
     acc_i: np.ndarray  # int64[B, C, N_ACCI]: counts per batch and class
     ck_key: np.ndarray  # float64[K]: checkpoint keys (job id in count mode, time in horizon mode)
@@ -162,8 +194,10 @@ class Sizes(NamedTuple):
 
 class PolicyData(NamedTuple):
     """A policy's own arrays: fixed ``params``, mutable ``state``, a 2-D lookup ``table``, pre-drawn
-    ``uniforms`` (from the policy's own child stream) and scratch space ``iwork`` / ``fwork`` (kernels
-    may not allocate)."""
+    ``uniforms`` (from the policy's own child stream), scratch space ``iwork`` / ``fwork`` (kernels
+    may not allocate) and ``rng``, a ``numpy.random.Generator`` on the policy's own stream that a kernel
+    may draw from while it runs (numba shares the generator's state with Python: the same draws in the
+    same order whichever path drives the kernel)."""
 
     params: np.ndarray
     state: np.ndarray
@@ -171,6 +205,7 @@ class PolicyData(NamedTuple):
     uniforms: np.ndarray
     iwork: np.ndarray
     fwork: np.ndarray
+    rng: np.random.Generator
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -196,8 +231,9 @@ def allocate(
     num_batches: int,
     num_checkpoints: int,
     records: int = 0,
+    job_attributes: int = 0,
 ) -> Sim:
-    """A fresh, empty state."""
+    """A fresh, empty state; ``job_attributes`` integers per job are drawn with each arrival."""
     k = int(num_servers)
     nclass = int(class_needs.size)
     if ring & (ring - 1):
@@ -218,7 +254,9 @@ def allocate(
     ci[C_NEED] = class_needs
     ci[C_HEAD] = -1
     ci[C_TAIL] = -1
-    ji = np.full((slots, N_JI), -1, dtype=np.int64)
+    if int(job_attributes) < 0:
+        raise ValueError(f"job_attributes: expected an integer >= 0, got {job_attributes!r}")
+    ji = np.full((slots, N_JI + int(job_attributes)), -1, dtype=np.int64)
     iv[I_FREE_HEAD] = _link_free(ji, 0, slots, -1)
     iv[I_NFREE] = slots
     return Sim(
@@ -235,6 +273,7 @@ def allocate(
         ring_c=np.zeros(ring, dtype=np.int64),
         ring_s=np.zeros(ring),
         ring_n=np.zeros(ring),
+        ring_a=np.full((ring, int(job_attributes)), -1, dtype=np.int64),
         acc_f=np.zeros((num_batches, nclass, N_ACCF)),
         acc_i=np.zeros((num_batches, nclass, N_ACCI), dtype=np.int64),
         ck_key=np.full(max(num_checkpoints, 1), np.inf),
@@ -247,7 +286,7 @@ def grow_slots(sim: Sim) -> Sim:
     """The same state with twice the slots; the new ones join the free list."""
     old = sim.ji.shape[0]
     new = 2 * old
-    ji = np.full((new, N_JI), -1, dtype=np.int64)
+    ji = np.full((new, sim.ji.shape[1]), -1, dtype=np.int64)
     ji[:old] = sim.ji
     sim.iv[I_FREE_HEAD] = _link_free(ji, old, new, int(sim.iv[I_FREE_HEAD]))
     sim.iv[I_NFREE] += new - old

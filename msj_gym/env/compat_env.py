@@ -14,7 +14,8 @@ import numpy as np
 from gymnasium import spaces
 
 from ..core import state as S
-from ..core.pooled import P_AREA, P_GO, P_STOP, ST_DECIDE, PooledSimulator
+from ..core.engine import batch_runner
+from ..core.pooled import PooledSimulator
 from ..metrics.result import SimulationResult
 
 __all__ = ["CompatAssignEnv", "DrawnAssignmentAgent", "RandomAssignmentAgent"]
@@ -23,6 +24,37 @@ __all__ = ["CompatAssignEnv", "DrawnAssignmentAgent", "RandomAssignmentAgent"]
 def _squash(x: np.ndarray | float) -> np.ndarray | float:
     lx = np.log1p(x)
     return lx / (1.0 + lx)
+
+
+class _OneArrivalAtATime(PooledSimulator):
+    """A :class:`PooledSimulator` whose arrival ring is fed one job at a time, so that the engine asks
+    for the next job (``ST_NEED_ARRIVALS``) exactly when the last one fed is the next event: the
+    moment to choose its servers. The jobs are drawn in the same chunks as the native run's, so a seed
+    gives the same job stream."""
+
+    def _setup(self) -> None:
+        self._staged: Any = None
+        self._pos = 0
+        super()._setup()
+
+    def _feed(self) -> None:
+        iv = self.sim.iv
+        ngen = int(iv[S.I_NGEN])
+        if ngen >= self.max_arrivals:
+            iv[S.I_EXHAUSTED] = 1
+            self.capped = not getattr(self.source, "finite", False)
+            return
+        if self._staged is None or self._pos >= len(self._staged):
+            self._staged = self.source.next_chunk(min(self.CHUNK, self.max_arrivals - ngen))
+            self._pos = 0
+            if len(self._staged) == 0:
+                iv[S.I_EXHAUSTED] = 1
+                return
+        c, p = self._staged, slice(self._pos, self._pos + 1)
+        self._write_arrivals(
+            type(c)(c.arrival_time[p], c.job_class[p], c.service_time[p], c.estimate_noise[p], c.servers[p])
+        )
+        self._pos += 1
 
 
 class CompatAssignEnv(gym.Env):
@@ -34,7 +66,8 @@ class CompatAssignEnv(gym.Env):
     by every one of them not busy with an earlier job (the model of 003 Sec. 2). The agent chooses
     those ``d`` servers when the job arrives, one server per step (all at zero elapsed time); jobs of
     classes with fixed servers need no decision. The scheduler is ``fcfs`` or ``balanced-fair``
-    (Algorithm 1 with ``m`` interruptions per job), run by :class:`~msj_gym.core.pooled.PooledSimulator`.
+    (Algorithm 1 with ``m`` interruptions per job), run by the engine's loop as in
+    :class:`~msj_gym.core.pooled.PooledSimulator`; the run pauses before each arrival that needs servers.
 
     ## Action space
     ``Discrete(S)``: the next server for the arriving job. Masks (``action_masks()``,
@@ -116,7 +149,7 @@ class CompatAssignEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
         run_seed = int(self.np_random.integers(2**31)) if seed is None else int(seed)
-        self._sim = PooledSimulator(
+        self._sim = _OneArrivalAtATime(
             self.workload,
             self.scheduler,
             seed=run_seed,
@@ -124,7 +157,8 @@ class CompatAssignEnv(gym.Env):
             warmup=self.warmup,
             max_jobs_in_system=self.max_jobs,
         )
-        self._sim.pool.iv[P_STOP] = 1
+        self._code = self._sim.policy.kernel_code()
+        self._decided = 0  # jobs whose servers are final
         self._invalid = 0
         self._over = False
         self._area = 0.0
@@ -135,20 +169,18 @@ class CompatAssignEnv(gym.Env):
         """Run to the next arrival that needs servers chosen (or to the end of the episode)."""
         sim = self._sim
         assert sim is not None
-        from ..core.pooled import run_pooled
-
         while True:
-            status = run_pooled(sim.sim, sim.pool, False)
-            if status == ST_DECIDE:
-                j = int(sim.sim.iv[S.I_NARR])
-                r = j & (sim.sim.ring_t.size - 1)
+            status = batch_runner(self._code, sim.sim, sim.view, sim.sizes, sim.pdata, sim.actions, False)
+            ngen = int(sim.sim.iv[S.I_NGEN])
+            if status == S.ST_NEED_ARRIVALS and ngen > self._decided:
+                # The engine needs the job after the last one fed: that one's arrival is next.
+                r = (ngen - 1) & (sim.sim.ring_t.size - 1)
                 cls = self.workload.classes[int(sim.sim.ring_c[r])]
                 if cls.choose:
                     self._job, self._cls, self._chosen = r, cls, []
-                    self._drawn = [int(v) for v in sim.pool.ring_srv[r] if v >= 0]
+                    self._drawn = [int(v) for v in sim.sim.ring_a[r] if v >= 0]
                     return
-                sim.pool.iv[P_GO] = 1
-                continue
+                self._decided = ngen
             if not sim.handle(status):
                 self._over = True
                 return
@@ -165,7 +197,7 @@ class CompatAssignEnv(gym.Env):
         assert sim is not None
         n = self.workload.num_servers
         live = sim.sim.ji[:, S.STATE] != S.FREE_SLOT
-        srv = sim.pool.srv[: live.size][live].ravel()
+        srv = sim.sim.ji[live, S.JATTR :].ravel()
         counts = np.bincount(srv[srv >= 0], minlength=n)[:n]
         chosen = np.zeros(n)
         d = 1
@@ -174,7 +206,7 @@ class CompatAssignEnv(gym.Env):
             d = self._cls.choose
         obs = np.concatenate(
             [
-                (sim.pool.owner >= 0).astype(np.float64),
+                sim.policy.busy_servers(sim.pdata, n).astype(np.float64),
                 _squash(counts.astype(np.float64)),
                 chosen,
                 [_squash(float(sim.sim.iv[S.I_NSYS])), len(self._chosen) / d if not self._over else 0.0],
@@ -217,13 +249,13 @@ class CompatAssignEnv(gym.Env):
         reward = 0.0
         if len(self._chosen) == self._cls.choose:
             sim = self._sim
-            row = np.full(sim.pool.ring_srv.shape[1], -1, dtype=np.int64)
+            row = np.full(sim.sim.ring_a.shape[1], -1, dtype=np.int64)
             row[: len(self._chosen)] = sorted(self._chosen)
-            sim.pool.ring_srv[self._job] = row
-            sim.pool.iv[P_GO] = 1
-            before = float(sim.pool.fv[P_AREA])
+            sim.sim.ring_a[self._job] = row
+            self._decided = int(sim.sim.iv[S.I_NGEN])
+            before = float(sim.sim.fv[S.F_RUN_AREA])
             self._advance()
-            reward = -(float(sim.pool.fv[P_AREA]) - before) * self._reward_scale
+            reward = -(float(sim.sim.fv[S.F_RUN_AREA]) - before) * self._reward_scale
         return self._observation(), reward, False, self._over, self._info()
 
     def result(self) -> SimulationResult:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -121,6 +121,7 @@ class CompatWorkload:
     service_time: Distribution = field(default_factory=Exponential)
     name: str = "compat"
     meta: Mapping[str, Any] = field(default_factory=dict)
+    model: ClassVar[str] = "compatibility"  # the policies defined on it declare this model
 
     def __post_init__(self) -> None:
         caps = tuple(float(c) for c in self.capacities)
@@ -185,6 +186,11 @@ class CompatWorkload:
         return int(self.server_needs.max())
 
     @property
+    def job_attributes(self) -> int:
+        """Integers drawn with each job: its servers (``max_degree`` of them, -1 padded)."""
+        return self.max_degree
+
+    @property
     def load_weights(self) -> np.ndarray:
         """Class weights of the weighted mean response time: the arrival-rate shares."""
         return self.probabilities
@@ -226,6 +232,11 @@ class CompatChunk(ArrivalChunk):
     """An :class:`ArrivalChunk` plus each job's servers (rows padded with -1)."""
 
     servers: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), dtype=np.int64))
+
+    @property
+    def job_attributes(self) -> np.ndarray:
+        """The per-job attributes the simulator hands to the policies: the servers."""
+        return self.servers
 
 
 class CompatArrivals:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from baselines import make_policy
+from baselines import make_policy, supports
 from msj_gym import load_scenario
 from msj_gym.core.pooled import PooledSimulator
 from msj_gym.workloads.compat import CompatChunk, CompatClass, CompatWorkload, build_compat_scenario
@@ -142,6 +142,8 @@ def test_bad_input_is_named():
     wl = build_compat_scenario("003-tree-symmetric", load=0.5)
     with pytest.raises(ValueError, match="'msf' is not defined on the compatibility model"):
         PooledSimulator(wl, make_policy("msf"))
+    assert "not defined on the compatibility model" in supports("server-filling", wl)
+    assert supports("fcfs", wl) is None and supports("balanced-fair", wl) is None
     lopsided = CompatWorkload((1.0, 1.0, 1.0), (CompatClass((0, 2), 2.5, name="a"), CompatClass((1, 2), 0.1)))
     with pytest.raises(ValueError, match=r"unstable \(003 Theorem 1\): classes \['a'\]"):
         PooledSimulator(lopsided, make_policy("fcfs"))
@@ -155,3 +157,15 @@ def test_bad_input_is_named():
         build_compat_scenario("003-random-2", distribution="pareto")
     with pytest.raises(ValueError, match="compatibility model"):
         make_policy("balanced-fair").prepare(load_scenario("sf-fig2").build(), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(("policy", "params"), [("fcfs", {}), ("balanced-fair", {"m": 2.0})])
+def test_bookkeeping_survives_slot_growth(policy, params):
+    # From 2 slots the engine doubles them many times; the kernels' per-slot lists must carry over
+    # (the debug invariant checks them after every event) and the run must not depend on it.
+    wl = build_compat_scenario("003-random-2", load=0.9)
+    small, large = (
+        PooledSimulator(wl, make_policy(policy, **params), seed=2, num_arrivals=3000, slots=n, debug=d).run()
+        for n, d in ((2, True), (1024, False))
+    )
+    assert small.mean_response_time == large.mean_response_time and small.events == large.events

@@ -11,6 +11,7 @@ from gymnasium.utils.env_checker import check_env
 import msj_gym  # noqa: F401  (registers the ids)
 from baselines import make_policy
 from msj_gym.core.pooled import PooledSimulator
+from msj_gym.core.state import F_RUN_AREA, I_NARR
 from msj_gym.env import DrawnAssignmentAgent, RandomAssignmentAgent
 from msj_gym.workloads.compat import CompatClass, CompatWorkload
 
@@ -46,11 +47,11 @@ def test_drawn_assignment_is_the_native_run(scheduler, m):
     native_sim = PooledSimulator(SMALL.with_load(0.7), policy, seed=7, num_arrivals=600, warmup=0)
     native = native_sim.run()
     # two servers per job, one per step; arrivals go on until the 600 measured jobs have left
-    assert steps == 2 * int(native_sim.sim.iv[5])  # I_NARR
+    assert steps == 2 * int(native_sim.sim.iv[I_NARR])
     assert info["mean_response_time"] == native.mean_response_time
     assert env.unwrapped.result().per_class["r2"].count == 600
     # the return is minus the time integral of the number of jobs in the system over the run
-    assert -total == pytest.approx(float(native_sim.pool.fv[1]), rel=1e-12)  # P_AREA
+    assert -total == pytest.approx(float(native_sim.sim.fv[F_RUN_AREA]), rel=1e-12)
 
 
 def test_random_agent_masks_and_invalid_actions():
