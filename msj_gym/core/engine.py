@@ -611,16 +611,9 @@ def _serve(sim, s, n, rate):
     if ji[s, STATE] == WAITING:
         if n > iv[I_FREE]:
             return E_NO_CAPACITY
-        _dequeue_waiting(sim, s)
         ji[s, NEED] = n
         jf[s, RATE] = rate
-        _add_running(sim, s)
-        jf[s, LAST_START] = now
-        if np.isnan(jf[s, FIRST_START]):
-            jf[s, FIRST_START] = now
-        _heap_push(sim, s, _due(sim, s, now))
-        iv[I_STARTS] += 1
-        return E_NONE
+        return _start(sim, s)
     gain = n - ji[s, NEED]
     if gain > iv[I_FREE]:
         return E_NO_CAPACITY
