@@ -37,13 +37,17 @@ def make_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kwargs["queue_window"] = args.queue_window
     if args.reward != "integral":
         kwargs["reward"] = args.reward
+    if args.obs_jobs != 8:
+        kwargs["obs_jobs"] = args.obs_jobs
+    if args.env_id == "MSJPreemptive-v0" and args.preempt_window != 4:
+        kwargs["preempt_window"] = args.preempt_window
     return kwargs
 
 
 def build_model(algo: str, env: Any, seed: int, args: argparse.Namespace) -> Any:
     """An untrained model with small networks: the observation is a few dozen numbers."""
     common = {"seed": seed, "gamma": args.gamma, "learning_rate": args.learning_rate, "verbose": 0}
-    common["policy_kwargs"] = {"net_arch": [64, 64]}
+    common["policy_kwargs"] = {"net_arch": list(args.net_arch)}
     if algo in ("ppo", "maskable-ppo"):
         if algo == "maskable-ppo":
             from sb3_contrib import MaskablePPO as Algo
@@ -53,7 +57,8 @@ def build_model(algo: str, env: Any, seed: int, args: argparse.Namespace) -> Any
             "MlpPolicy",
             env,
             n_steps=args.n_steps,
-            batch_size=256,
+            batch_size=args.batch_size,
+            n_epochs=args.n_epochs,
             gae_lambda=args.gae_lambda,
             ent_coef=args.ent_coef,
             **common,
@@ -75,7 +80,7 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
 
     from msj_gym import PolicyAgent
 
-    env = gym.make("MSJ-v0", **env_kwargs)
+    env = gym.make(args.env_id, **env_kwargs)
     agent = PolicyAgent(args.imitate, env)
     observations, masks, actions = [], [], []
     seed = 10**6 + args.seed  # far from the evaluation seeds
@@ -112,12 +117,22 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--algo", choices=ALGOS, default="maskable-ppo")
+    ap.add_argument("--env-id", choices=("MSJ-v0", "MSJPreemptive-v0"), default="MSJ-v0")
     ap.add_argument("--scenario", default="sf-fig2")
     ap.add_argument("--load", type=float, default=None)
     ap.add_argument("--k", type=int, default=None)
     ap.add_argument("--timesteps", type=int, default=300_000)
     ap.add_argument("--episode-arrivals", type=int, default=1000)
     ap.add_argument("--queue-window", type=int, default=1)
+    ap.add_argument(
+        "--preempt-window", type=int, default=4, help="MSJPreemptive-v0: preempt actions per class"
+    )
+    ap.add_argument(
+        "--obs-jobs",
+        type=int,
+        default=8,
+        help="oldest waiting jobs in the observation (0: class counts only)",
+    )
     ap.add_argument("--n-envs", type=int, default=4)
     ap.add_argument(
         "--vec-env",
@@ -129,6 +144,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--gamma", type=float, default=0.999, help="per decision; long: starvation costs late")
     ap.add_argument("--gae-lambda", type=float, default=0.95)
     ap.add_argument("--ent-coef", type=float, default=0.0)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--n-epochs", type=int, default=10)
+    ap.add_argument("--net-arch", type=int, nargs="+", default=[64, 64], help="hidden layer widths")
+    ap.add_argument(
+        "--average-reward",
+        action="store_true",
+        help="differential rewards r - g*dt with g the running reward rate (agents.average_reward)",
+    )
+    ap.add_argument(
+        "--reward-scale",
+        type=float,
+        default=1.0,
+        help="divide the differential rewards by this (with --average-reward)",
+    )
     ap.add_argument("--reward", choices=("integral", "mean"), default="mean", help="the env's reward form")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--learning-rate", type=float, default=3e-4)
@@ -136,12 +165,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--imitate-steps", type=int, default=50_000, help="decisions to clone")
     ap.add_argument("--imitate-epochs", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--save-every", type=int, default=0, help="keep a checkpoint every N steps (0: only the last)"
+    )
     ap.add_argument("--out", type=Path, required=True, help="checkpoint path (.zip)")
     args = ap.parse_args(argv)
     if args.timesteps < 1:
         ap.error(f"--timesteps: expected a positive integer, got {args.timesteps}")
     if args.imitate is not None and args.algo != "maskable-ppo":
         ap.error("--imitate: only with --algo maskable-ppo")
+    if args.average_reward and args.reward != "integral":
+        ap.error("--average-reward: needs --reward integral (the rate is per unit of time)")
     return args
 
 
@@ -155,28 +189,43 @@ def main(argv: list[str] | None = None) -> Path:
     import msj_gym
 
     env_kwargs = make_env_kwargs(args)
-    gym.make("MSJ-v0", **env_kwargs).close()  # bad keywords fail here, before any worker starts
+    gym.make(args.env_id, **env_kwargs).close()  # bad keywords fail here, before any worker starts
     # Training seeds come from --seed; evaluation uses other seeds (agents/evaluate.py).
     if args.vec_env == "native":
         from agents.vec_env import MSJSB3VecEnv
 
-        venv = MSJSB3VecEnv(args.n_envs, **env_kwargs)
+        venv = MSJSB3VecEnv(args.n_envs, env_id=args.env_id, **env_kwargs)
         venv.seed(args.seed)
     else:
-        venv = make_vec_env("msj_gym:MSJ-v0", n_envs=args.n_envs, seed=args.seed, env_kwargs=env_kwargs)
+        venv = make_vec_env(
+            f"msj_gym:{args.env_id}", n_envs=args.n_envs, seed=args.seed, env_kwargs=env_kwargs
+        )
+    if args.average_reward:
+        from agents.average_reward import DifferentialReward
+
+        venv = DifferentialReward(venv, scale=args.reward_scale)
     model = build_model(args.algo, venv, args.seed, args)
     t0 = time.perf_counter()
     accuracy = imitate(model, args, env_kwargs) if args.imitate else None
-    model.learn(total_timesteps=args.timesteps)
+    callback = None
+    if args.save_every:
+        from stable_baselines3.common.callbacks import CheckpointCallback
+
+        # long runs keep intermediate checkpoints, so that a killed run is not lost
+        callback = CheckpointCallback(
+            max(1, args.save_every // args.n_envs), str(args.out.with_suffix("")) + "-steps", "model"
+        )
+    model.learn(total_timesteps=args.timesteps, callback=callback)
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model.save(args.out)
     meta = {
         "command": "python -m agents.train " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": args.algo,
-        "env_id": "MSJ-v0",
+        "env_id": args.env_id,
         "env_kwargs": env_kwargs,
         "vec_env": args.vec_env,
+        "average_reward": args.average_reward,
         "timesteps": args.timesteps,
         "seed": args.seed,
         "imitated": args.imitate,

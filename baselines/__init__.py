@@ -13,6 +13,7 @@ from .fcfs import FCFS
 from .max_weight import MaxWeight
 from .moldable import MOLDABLE_POLICIES, Greedy, PScheme, Reserved, make_moldable_policy
 from .nmsr import NMSR
+from .optimal import MDPOptimal, MDPOptimalPreemptive
 from .priority import FirstFit, LeastServersFirst, MostServersFirst, MostServersFirstPreemptive
 from .quickswap import MSFQ, AdaptiveQuickswap, StaticQuickswap
 from .server_filling import FirstFitSRPT, ServerFilling, ServerFillingGittins, ServerFillingSRPT
@@ -36,6 +37,8 @@ _ALL: tuple[type[Policy], ...] = (
     BalancedFair,
     BalancedSplitting,
     ModifiedBalancedSplitting,
+    MDPOptimal,
+    MDPOptimalPreemptive,
 )
 
 POLICIES: dict[str, type[Policy]] = {cls.policy_id: cls for cls in _ALL}

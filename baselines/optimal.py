@@ -1,0 +1,269 @@
+"""The exact average-cost optimal policy of a small exponential system, as a baseline.
+
+:func:`msj_gym.analysis.optimal.solve_optimal` solves the Markov decision process of the per-class
+counts; these policies read the solved table in compiled code, so that the optimum runs natively,
+through ``MSJ-v0`` / ``MSJPreemptive-v0`` with :class:`~msj_gym.PolicyAgent`, and in the leaderboard
+like any other baseline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from msj_gym.core import Policy
+from msj_gym.core.jit import inline_jit
+from msj_gym.core.policy import Param
+from msj_gym.core.state import C_HEAD, C_NRUN, C_NWAIT, CLS, CNEXT, I_NRUN, JOB_ID, PolicyData
+
+__all__ = ["MDPOptimal", "MDPOptimalPreemptive", "solved_table"]
+
+# layout of PolicyData.params: [C, nR, T_1..T_C, stride_1..stride_C, base_1..base_C,
+#                               lookup (prod_c (k // n_c + 1)), configs (nR * C), up (C * nR)]
+
+
+@inline_jit
+def _mdp_optimal(view, pdata, actions):
+    params = pdata.params
+    nclass = int(params[0])
+    nR = int(params[1])
+    t_flat = 0
+    code = 0
+    for c in range(nclass):
+        running = view.ci[C_NRUN, c]
+        t = view.ci[C_NWAIT, c] + running
+        cap = int(params[2 + c])
+        if t > cap:
+            t = cap
+        t_flat += t * int(params[2 + nclass + c])
+        code += running * int(params[2 + 2 * nclass + c])
+    head = 2 + 3 * nclass
+    n_lookup = int(params[head])
+    cfg = int(params[head + 1 + code])
+    up = head + 1 + n_lookup + nR * nclass
+    gsize = pdata.table.shape[1] // nR
+    cursor = pdata.iwork
+    for c in range(nclass):
+        cursor[c] = view.ci[C_HEAD, c]
+    n = 0
+    while True:
+        c = int(pdata.table[0, cfg * gsize + t_flat])
+        if c < 0:
+            break
+        s = cursor[c]
+        actions[n] = s
+        n += 1
+        cursor[c] = view.ji[s, CNEXT]
+        cfg = int(params[up + c * nR + cfg])
+    return n
+
+
+@inline_jit
+def _mdp_optimal_preemptive(view, pdata, actions):
+    params = pdata.params
+    nclass = int(params[0])
+    int(params[1])
+    t_flat = 0
+    for c in range(nclass):
+        t = view.ci[C_NWAIT, c] + view.ci[C_NRUN, c]
+        cap = int(params[2 + c])
+        if t > cap:
+            t = cap
+        t_flat += t * int(params[2 + nclass + c])
+    head = 2 + 3 * nclass
+    n_lookup = int(params[head])
+    configs = head + 1 + n_lookup
+    target = int(pdata.table[0, t_flat])
+    n = 0
+    # preempt first: the youngest running jobs of each class above its target
+    nrun = view.iv[I_NRUN]
+    for c in range(nclass):
+        excess = view.ci[C_NRUN, c] - int(params[configs + target * nclass + c])
+        below = -1  # job ids already chosen are the youngest; take the next below them
+        for _ in range(excess):
+            best = -1
+            best_id = -1
+            for p in range(nrun):
+                s = view.run_list[p]
+                j = view.ji[s, JOB_ID]
+                if view.ji[s, CLS] == c and j > best_id and (below < 0 or j < below):
+                    best, best_id = s, j
+            actions[n] = -best - 1
+            n += 1
+            below = best_id
+    for c in range(nclass):
+        short = int(params[configs + target * nclass + c]) - view.ci[C_NRUN, c]
+        s = view.ci[C_HEAD, c]
+        for _ in range(short):
+            actions[n] = s
+            n += 1
+            s = view.ji[s, CNEXT]
+    return n
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("MSJ_GYM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "msj_gym"
+    )
+    return Path(root) / "optimal"
+
+
+@cache
+def _solver_version() -> str:
+    from msj_gym.analysis import optimal
+
+    return hashlib.sha256(inspect.getsource(optimal).encode()).hexdigest()[:16]
+
+
+def solved_table(workload: Any, preemptive: bool, blocking_target: float = 1e-6) -> dict[str, Any]:
+    """The solved optimal policy of ``workload`` as arrays (``table``, ``configs``, ``up``,
+    ``buffers``) plus its ``value`` (``mean_response_time``, ``blocked``, ...), cached on disk by the
+    content of the problem and the solver's source, so that every worker of a leaderboard reuses one
+    solve and a changed problem or solver is never served a stale table."""
+    from msj_gym.analysis.optimal import _parameters
+
+    needs, k, lam, mu = _parameters(workload)
+    key_doc = json.dumps(
+        {
+            "needs": needs,
+            "k": k,
+            "arrival_rates": [float.hex(x) for x in lam],
+            "service_rates": [float.hex(x) for x in mu],
+            "preemptive": bool(preemptive),
+            "blocking_target": float.hex(float(blocking_target)),
+            "solver": _solver_version(),
+        },
+        sort_keys=True,
+    )
+    key = hashlib.sha256(key_doc.encode()).hexdigest()[:32]
+    solved = _SOLVED.get(key)
+    if solved is None:
+        solved = _SOLVED[key] = _solved(key, key_doc, workload, preemptive, blocking_target)
+    return solved
+
+
+_SOLVED: dict[str, dict[str, Any]] = {}
+
+
+def _solved(
+    key: str, key_doc: str, workload: Any, preemptive: bool, blocking_target: float
+) -> dict[str, Any]:
+    path = _cache_dir() / f"{key}.npz"
+    if path.exists():
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if str(z["key_doc"]) == key_doc:
+                    return {
+                        "table": z["table"],
+                        "configs": z["configs"],
+                        "up": z["up"],
+                        "buffers": z["buffers"],
+                        "value": json.loads(str(z["value"])),
+                    }
+        except (OSError, ValueError, KeyError):
+            pass  # unreadable: solve again and overwrite
+    from msj_gym.analysis.optimal import solve_optimal
+
+    sol = solve_optimal(workload, preemptive=preemptive, blocking_target=blocking_target, check_buffers=False)
+    out = {
+        "table": sol.table.astype(np.int64),
+        "configs": sol.chain.configs,
+        "up": sol.chain.up,
+        "buffers": np.asarray(sol.chain.buffers, dtype=np.int64),
+        "value": sol.value.to_dict(),
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+        np.savez_compressed(
+            tmp,
+            key_doc=np.array(key_doc),
+            value=np.array(json.dumps(out["value"])),
+            **{k: v for k, v in out.items() if k != "value"},
+        )
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the whole new one
+    except OSError:
+        pass  # a read-only cache only costs a solve per process
+    return out
+
+
+class _MDPOptimalBase(Policy):
+    size_aware = False
+    params_spec: ClassVar[dict[str, Param]] = {
+        "blocking_target": Param(
+            float, 1e-6, "largest fraction of arrivals the solver's truncation may lose", minimum=0.0
+        )
+    }
+
+    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+        solved = solved_table(workload, self.preemptive, self.param_values["blocking_target"])
+        configs, up, T = solved["configs"], solved["up"], solved["buffers"]
+        nR, C = configs.shape
+        k = int(workload.num_servers)
+        needs = [int(n) for n in workload.server_needs]
+        grid = [int(b) + 1 for b in T]
+        strides = [int(np.prod(grid[c + 1 :])) for c in range(C)]
+        radix = [k // n + 1 for n in needs]
+        bases = [int(np.prod(radix[:c])) for c in range(C)]
+        lookup = np.full(int(np.prod(radix)), -1, dtype=np.int64)
+        for i, r in enumerate(configs):
+            lookup[int(np.dot(r, bases))] = i
+        params = np.concatenate(
+            [
+                [C, nR],
+                T,
+                strides,
+                bases,
+                [lookup.size],
+                lookup,
+                configs.ravel(),
+                up.ravel(),
+            ]
+        ).astype(np.float64)
+        table = np.asarray(solved["table"], dtype=np.float64).reshape(1, -1)
+        base = super().prepare(workload, rng)
+        return base._replace(params=params, table=table)
+
+    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
+        return num_classes, 0
+
+
+class MDPOptimal(_MDPOptimalBase):
+    """The exact long-run average-cost optimal non-preemptive policy of an exponential system.
+
+    Source: the Markov decision process of the per-class numbers of jobs queued and in service (no
+    paper of the five solves it; the model is 001 Sec. 3 / 004 Sec. 3 with Poisson arrivals and
+    exponential service times), solved by :func:`msj_gym.analysis.optimal.solve_optimal` (policy
+    iteration on the uniformised chain, buffers grown until less than ``blocking_target`` of the
+    arrivals would be lost). At each decision it starts, one at a time, the oldest waiting job of the
+    class the solved table names, and may leave servers idle on purpose; beyond the solved buffers it
+    acts as at the buffer. Defined only on Poisson workloads with exponential service times whose
+    state space is small enough (sf-fig2, one-or-all, two-class systems with k <= 64).
+    Non-preemptive; size-oblivious (it knows the classes' rates, as the distributions are known).
+    """
+
+    policy_id = "mdp-optimal"
+    preemptive = False
+    reference = "exact MDP (analysis.optimal); model of 001 Sec. 3, 004 Sec. 3"
+    kernel = _mdp_optimal
+
+
+class MDPOptimalPreemptive(_MDPOptimalBase):
+    """The exact long-run average-cost optimal preemptive (preempt-resume) policy of an exponential
+    system: the state is the number of jobs of each class in the system, and the solved table names
+    the configuration to serve; jobs above it are preempted (the youngest of a class first), jobs
+    below it started (the oldest first). See :class:`MDPOptimal` for the solver and where it is defined.
+    Preemptive; size-oblivious.
+    """
+
+    policy_id = "mdp-optimal-preemptive"
+    preemptive = True
+    reference = "exact MDP (analysis.optimal); model of 001 Sec. 3"
+    kernel = _mdp_optimal_preemptive

@@ -1,0 +1,633 @@
+"""Exact long-run average-cost optimal scheduling of small multiserver-job systems.
+
+Poisson arrivals of ``C`` classes (rate ``lambda_c``), exponential service times (rate ``mu_c``),
+``k`` servers, a class-``c`` job holding ``n_c`` of them. The state of the Markov decision process is,
+per class, the number of jobs in the system ``t_c`` and the number in service ``r_c`` (the running
+*configuration* ``r`` packs: ``sum_c n_c r_c <= k``). The cost rate is the number of jobs in the system,
+so that the optimal gain divided by the total arrival rate is the optimal mean response time (Little's
+law).
+
+* **Non-preemptive** (what ``MSJ-v0``'s actions express): at every arrival or departure the controller
+  may start any set of waiting jobs that fits, or leave servers idle on purpose; running jobs run to
+  completion. From ``(t, r)`` it may move to any ``(t, r')`` with ``r <= r' <= t`` that packs.
+* **Preemptive** (preempt-resume; with exponential service times the remaining time of a preempted job
+  is again exponential, so the state is ``t`` alone): any packing configuration ``r' <= t``.
+
+Method: uniformisation (constant ``Lambda = sum_c lambda_c + max_r sum_c r_c mu_c``) turns the
+continuous-time problem into a discrete-time one in which a decision is taken at every (real or
+fictitious) event; its optimal average cost per step times ``Lambda`` is the continuous-time optimum.
+The state space is truncated at a buffer ``T_c`` jobs of class ``c`` in the system: an arrival finding
+``T_c`` is lost. The blocked fraction of arrivals is reported (PASTA: the stationary probability that
+``t_c = T_c``) and the buffers are grown until it is below ``blocking_target``; a check at larger
+buffers reports how much the answer moves.
+
+Policy iteration solves it: each policy is evaluated exactly by one sparse linear solve (gain and
+relative values), and improved greedily through the post-decision values
+``W(y) = N(y)/Lambda + sum_y' p(y, y') h(y')``, which do not depend on the state the decision was taken
+in. The greedy choice is made by walking up the lattice of configurations one start at a time, so the
+solved policy is *prefix-consistent*: starting the first job it names and asking again names the rest.
+That is how the compiled ``mdp-optimal`` policy replays it one action per step through ``MSJ-v0``.
+
+The same evaluation gives the exact value of any *class-level* stationary policy (one whose decision
+depends only on the per-class counts): Most Servers First and Least Servers First, non-preemptive
+and preemptive. Policies that look at arrival order (FCFS, First-Fit, ServerFilling) are not
+class-level and are not evaluated here.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "HEURISTICS",
+    "MSJChain",
+    "OptimalSolution",
+    "PolicyValue",
+    "count_configurations",
+    "evaluate_heuristic",
+    "solve_optimal",
+]
+
+# class-level heuristics evaluated exactly: id -> (preemptive, order of classes by need: -1 = largest first)
+HEURISTICS: dict[str, tuple[bool, int]] = {
+    "msf": (False, -1),
+    "lsf": (False, +1),
+    "msf-preemptive": (True, -1),
+    "lsf-preemptive": (True, +1),
+}
+
+
+def _configurations(needs: Sequence[int], k: int) -> np.ndarray:
+    """Every running configuration ``r`` (jobs in service per class) with ``sum n_c r_c <= k``."""
+    out: list[tuple[int, ...]] = []
+
+    def rec(c: int, room: int, cur: list[int]) -> None:
+        if c == len(needs):
+            out.append(tuple(cur))
+            return
+        for x in range(room // needs[c] + 1):
+            rec(c + 1, room - x * needs[c], [*cur, x])
+
+    rec(0, k, [])
+    return np.array(out, dtype=np.int64).reshape(len(out), len(needs))
+
+
+@dataclass(frozen=True)
+class MSJChain:
+    """The truncated state space of an exponential MSJ system and its uniformised transitions.
+
+    States live in a dense array of shape ``(num_configs, T_1 + 1, ..., T_C + 1)`` indexed by
+    ``(r, t)``; entries with ``r_c > t_c`` are invalid. ``pre_index`` numbers the pre-decision states
+    (valid ``(r, t)`` if non-preemptive, ``t`` alone if preemptive)."""
+
+    server_needs: tuple[int, ...]
+    num_servers: int
+    arrival_rates: tuple[float, ...]
+    service_rates: tuple[float, ...]
+    buffers: tuple[int, ...]
+    preemptive: bool
+    configs: np.ndarray = field(repr=False)
+    up: np.ndarray = field(repr=False)
+    down: np.ndarray = field(repr=False)
+    valid: np.ndarray = field(repr=False)
+    pre_index: np.ndarray = field(repr=False)
+    num_pre: int = 0
+    uniformization: float = 0.0
+
+    @classmethod
+    def build(
+        cls,
+        server_needs: Sequence[int],
+        num_servers: int,
+        arrival_rates: Sequence[float],
+        service_rates: Sequence[float],
+        buffers: Sequence[int],
+        preemptive: bool,
+    ) -> MSJChain:
+        needs = tuple(int(n) for n in server_needs)
+        k = int(num_servers)
+        C = len(needs)
+        R = _configurations(needs, k)
+        nR = len(R)
+        lookup = {tuple(r): i for i, r in enumerate(R)}
+        up = np.full((C, nR), nR, dtype=np.int64)  # nR: no such configuration
+        down = np.full((C, nR), nR, dtype=np.int64)
+        for i, r in enumerate(R):
+            for c in range(C):
+                e = np.zeros(C, dtype=np.int64)
+                e[c] = 1
+                up[c, i] = lookup.get(tuple(r + e), nR)
+                down[c, i] = lookup.get(tuple(r - e), nR)
+        T = tuple(int(b) for b in buffers)
+        grid = tuple(b + 1 for b in T)
+        axes = np.meshgrid(*[np.arange(g) for g in grid], indexing="ij")
+        valid = np.ones((nR, *grid), dtype=bool)
+        for c in range(C):
+            valid &= R[:, c].reshape((nR,) + (1,) * C) <= axes[c][None]
+        if preemptive:
+            pre_index = np.arange(int(np.prod(grid))).reshape(grid)
+        else:
+            pre_index = np.full(valid.shape, -1, dtype=np.int64)
+            pre_index[valid] = np.arange(int(valid.sum()))
+        mu = np.asarray(service_rates, dtype=np.float64)
+        lam = np.asarray(arrival_rates, dtype=np.float64)
+        uniformization = float(lam.sum() + (R * mu[None, :]).sum(axis=1).max())
+        return cls(
+            needs,
+            k,
+            tuple(float(x) for x in lam),
+            tuple(float(x) for x in mu),
+            T,
+            bool(preemptive),
+            R,
+            up,
+            down,
+            valid,
+            pre_index,
+            int(pre_index.max()) + 1,
+            uniformization,
+        )
+
+    # ---------------------------------------------------------------------------------------------
+    @property
+    def num_classes(self) -> int:
+        return len(self.server_needs)
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        return self.valid.shape[1:]
+
+    def jobs(self) -> np.ndarray:
+        """Number of jobs in the system at each grid point ``t``."""
+        axes = np.meshgrid(*[np.arange(g) for g in self.grid], indexing="ij")
+        return np.sum(axes, axis=0).astype(np.float64)
+
+    def transitions(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For every post-decision state ``y = (r', t)`` of the dense array: (probability, pre-decision
+        index of the next state) per event: each class's arrival, each class's departure, and the
+        fictitious self-loop. Blocked arrivals and invalid entries point back at ``y``'s own pre-decision
+        state (index 0 where ``y`` is invalid; its probability is then irrelevant)."""
+        C, R, nR, L = self.num_classes, self.configs, len(self.configs), self.uniformization
+        shape = self.valid.shape
+        axes = np.meshgrid(*[np.arange(g) for g in self.grid], indexing="ij")
+        ri = np.broadcast_to(np.arange(nR).reshape((nR,) + (1,) * C), shape)
+        t = [np.broadcast_to(a[None], shape) for a in axes]
+
+        def pre(r_idx: np.ndarray, tt: Sequence[np.ndarray]) -> np.ndarray:
+            if self.preemptive:
+                return self.pre_index[tuple(tt)]
+            return self.pre_index[(r_idx, *tt)]
+
+        own = np.where(self.valid, pre(ri, t), 0)
+        out: list[tuple[np.ndarray, np.ndarray]] = []
+        stay = np.ones(shape)
+        for c in range(C):
+            p = np.full(shape, self.arrival_rates[c] / L)
+            tt = list(t)
+            blocked = t[c] == self.buffers[c]
+            tt[c] = np.minimum(t[c] + 1, self.buffers[c])
+            dest = np.where(blocked | ~self.valid, own, pre(ri, tt))
+            out.append((p, dest))
+            stay = stay - p
+        for c in range(C):
+            p = R[:, c].reshape((nR,) + (1,) * C) * (self.service_rates[c] / L) * np.ones(shape)
+            tt = list(t)
+            tt[c] = np.maximum(t[c] - 1, 0)
+            rd = np.broadcast_to(self.down[c].reshape((nR,) + (1,) * C), shape)
+            ok = self.valid & (p > 0)
+            dest = np.where(ok, pre(np.minimum(rd, nR - 1), tt), own)
+            p = np.where(ok, p, 0.0)
+            out.append((p, dest))
+            stay = stay - p
+        out.append((stay, own))
+        return out
+
+
+# -------------------------------------------------------------------------------------------------
+@dataclass
+class _Policy:
+    """A stationary policy: for each pre-decision state, the dense index of its post-decision state,
+    and the successor table the compiled policy reads."""
+
+    post: np.ndarray  # (num_pre,) flat index into the dense (r, t) array
+    table: np.ndarray  # non-preemptive: next class to start per dense (r, t) (-1: none);
+    # preemptive: target configuration per grid point t
+
+
+def _greedy(chain: MSJChain, W: np.ndarray) -> _Policy:
+    """The policy that takes the reachable post-decision state of least ``W`` (invalid entries +inf),
+    walking up the configuration lattice one start at a time (ties: stop, then the lowest class)."""
+    C, nR = chain.num_classes, len(chain.configs)
+    level = chain.configs.sum(axis=1)
+    best = np.empty((nR + 1, *chain.grid))
+    best[nR] = np.inf
+    best[:nR] = W
+    step = np.full((nR, *chain.grid), -1, dtype=np.int64)
+    for lv in range(int(level.max()), -1, -1):
+        ids = np.nonzero(level == lv)[0]
+        cur = best[ids].copy()
+        for c in range(C):
+            cand = best[chain.up[c, ids]]
+            better = cand < cur
+            cur = np.where(better, cand, cur)
+            step[ids] = np.where(better, c, step[ids])
+        best[ids] = cur
+    return _from_steps(chain, step)
+
+
+def _from_steps(chain: MSJChain, step: np.ndarray) -> _Policy:
+    """The policy of a step table (per dense ``(r, t)``: the class to start next, -1: none)."""
+    C, nR = chain.num_classes, len(chain.configs)
+    level = chain.configs.sum(axis=1)
+    step = np.where(chain.valid, step, -1)
+    # follow the steps to the post-decision configuration of every (r, t)
+    target = np.broadcast_to(np.arange(nR).reshape((nR,) + (1,) * C), step.shape).copy()
+    for _ in range(int(level.max()) + 1):
+        s = np.take_along_axis(step, target, axis=0)
+        moving = s >= 0
+        if not moving.any():
+            break
+        nxt = chain.up[np.maximum(s, 0), target]
+        target = np.where(moving, nxt, target)
+    grid_flat = np.arange(int(np.prod(chain.grid))).reshape(chain.grid)
+    gsize = grid_flat.size
+    if chain.preemptive:
+        # any configuration below t: the walk from r = 0
+        post = target[0].ravel() * gsize + grid_flat.ravel()
+        return _Policy(post=post, table=target[0].astype(np.int64))
+    valid = chain.valid
+    post_dense = target * gsize + grid_flat[None]
+    post = post_dense[valid]
+    return _Policy(post=post, table=step.astype(np.int64))
+
+
+def _extend(chain: MSJChain, old: _Policy, old_buffers: Sequence[int]) -> _Policy:
+    """A policy on ``chain`` (larger buffers) that acts at every ``t`` as ``old`` acted at ``t``
+    clipped to ``old_buffers``: the warm start of policy iteration after the buffers grew."""
+    axes = np.meshgrid(
+        *[np.minimum(np.arange(g), b) for g, b in zip(chain.grid, old_buffers, strict=True)], indexing="ij"
+    )
+    if chain.preemptive:
+        target = old.table[tuple(axes)]
+        grid_flat = np.arange(int(np.prod(chain.grid)))
+        return _Policy(post=target.ravel() * grid_flat.size + grid_flat, table=target)
+    nR = len(chain.configs)
+    step = old.table[(np.arange(nR).reshape((nR,) + (1,) * chain.num_classes), *[a[None] for a in axes])]
+    return _from_steps(chain, step)
+
+
+def _policy_matrix(chain: MSJChain, trans: list[tuple[np.ndarray, np.ndarray]], post: np.ndarray) -> Any:
+    import scipy.sparse as sp
+
+    n = chain.num_pre
+    rows = np.repeat(np.arange(n), len(trans))
+    probs = np.stack([p.ravel()[post] for p, _ in trans], axis=1).ravel()
+    cols = np.stack([d.ravel()[post] for _, d in trans], axis=1).ravel()
+    keep = probs > 0
+    return sp.csr_matrix((probs[keep], (rows[keep], cols[keep])), shape=(n, n))
+
+
+def _evaluate(chain: MSJChain, P: Any, cost: np.ndarray) -> tuple[float, np.ndarray]:
+    """Gain (per uniformised step) and relative values (0 at the empty state) of a policy's chain."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
+    n = chain.num_pre
+    A = (sp.identity(n, format="csc") - P.tocsc()).tolil()
+    A[:, 0] = 1.0  # h(empty) = 0: its column carries the gain
+    z = spla.spsolve(A.tocsc(), cost)
+    g = float(z[0])
+    h = z.copy()
+    h[0] = 0.0
+    return g, h
+
+
+def _stationary(chain: MSJChain, P: Any) -> np.ndarray:
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
+    n = chain.num_pre
+    A = (sp.identity(n, format="csr") - P).T.tolil()
+    A[0, :] = 1.0
+    b = np.zeros(n)
+    b[0] = 1.0
+    pi = spla.spsolve(A.tocsc(), b)
+    return np.maximum(pi, 0.0) / np.maximum(pi, 0.0).sum()
+
+
+def _post_values(
+    chain: MSJChain, trans: list[tuple[np.ndarray, np.ndarray]], h: np.ndarray, cost_dense: np.ndarray
+) -> np.ndarray:
+    W = cost_dense.copy()
+    for p, dest in trans:
+        W += p * h[dest]
+    return np.where(chain.valid, W, np.inf)
+
+
+# -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PolicyValue:
+    """The exact long-run value of one policy on the truncated chain."""
+
+    policy: str
+    preemptive: bool
+    mean_response_time: float
+    mean_jobs: float
+    class_mean_jobs: tuple[float, ...]
+    class_mean_response_times: tuple[float, ...]
+    blocked: tuple[float, ...]  # per class: fraction of that class's arrivals lost at the buffer
+    buffers: tuple[int, ...]
+    states: int
+
+    @property
+    def max_blocked(self) -> float:
+        return max(self.blocked)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "preemptive": self.preemptive,
+            "mean_response_time": self.mean_response_time,
+            "mean_jobs": self.mean_jobs,
+            "class_mean_jobs": list(self.class_mean_jobs),
+            "class_mean_response_times": list(self.class_mean_response_times),
+            "blocked": list(self.blocked),
+            "buffers": list(self.buffers),
+            "states": self.states,
+        }
+
+
+@dataclass(frozen=True)
+class OptimalSolution:
+    """The solved optimal policy of an exponential MSJ system and how it was obtained."""
+
+    value: PolicyValue
+    chain: MSJChain = field(repr=False)
+    table: np.ndarray = field(repr=False)
+    iterations: int
+    seconds: float
+    buffer_check: dict[str, Any]
+
+    @property
+    def mean_response_time(self) -> float:
+        return self.value.mean_response_time
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.value.to_dict(),
+            "policy_iterations": self.iterations,
+            "seconds": round(self.seconds, 2),
+            "buffer_check": self.buffer_check,
+            "server_needs": list(self.chain.server_needs),
+            "num_servers": self.chain.num_servers,
+            "arrival_rates": list(self.chain.arrival_rates),
+            "service_rates": list(self.chain.service_rates),
+        }
+
+
+def _value(chain: MSJChain, name: str, P: Any) -> tuple[PolicyValue, list[np.ndarray]]:
+    pi = _stationary(chain, P)
+    C = chain.num_classes
+    axes = np.meshgrid(*[np.arange(g) for g in chain.grid], indexing="ij")
+    if chain.preemptive:
+        t = [a.ravel() for a in axes]
+    else:
+        t = [np.broadcast_to(a[None], chain.valid.shape)[chain.valid] for a in axes]
+    lam = np.asarray(chain.arrival_rates)
+    class_jobs = tuple(float(pi @ t[c]) for c in range(C))
+    marginals = [np.bincount(t[c], weights=pi, minlength=chain.buffers[c] + 1) for c in range(C)]
+    blocked = tuple(float(marginals[c][chain.buffers[c]]) for c in range(C))
+    # Little's law on the admitted arrivals
+    admitted = lam * (1.0 - np.asarray(blocked))
+    total_jobs = float(sum(class_jobs))
+    value = PolicyValue(
+        policy=name,
+        preemptive=chain.preemptive,
+        mean_response_time=total_jobs / float(admitted.sum()),
+        mean_jobs=total_jobs,
+        class_mean_jobs=class_jobs,
+        class_mean_response_times=tuple(
+            class_jobs[c] / admitted[c] if admitted[c] > 0 else math.nan for c in range(C)
+        ),
+        blocked=blocked,
+        buffers=chain.buffers,
+        states=chain.num_pre,
+    )
+    return value, marginals
+
+
+def _parameters(workload: Any) -> tuple[list[int], int, list[float], list[float]]:
+    """(needs, k, arrival rates, service rates) of a Poisson workload with exponential service."""
+    classes = getattr(workload, "classes", None)
+    if classes is None or not hasattr(workload, "arrival_rate"):
+        raise ValueError("workload: the exact solver needs a Poisson workload (a scenario), not a trace")
+    for c, cls in enumerate(classes):
+        if cls.service_time.kind != "exponential":
+            raise ValueError(
+                f"class {cls.name or c!r}.service_time: the exact solver needs exponential service "
+                f"times, got {cls.service_time.kind!r}"
+            )
+    needs = [int(c.server_need) for c in classes]
+    lam = [float(workload.arrival_rate) * c.probability for c in classes]
+    mu = [1.0 / float(c.service_time.mean) for c in classes]
+    return needs, int(workload.num_servers), lam, mu
+
+
+def count_configurations(server_needs: Sequence[int], num_servers: int, limit: int = 10**7) -> int:
+    """The number of running configurations (at most ``limit + 1``: counting stops there)."""
+    counts = np.zeros(num_servers + 1, dtype=np.int64)  # configurations by servers used
+    counts[0] = 1
+    for n in server_needs:
+        for used in range(n, num_servers + 1):  # unbounded knapsack count, ascending
+            counts[used] += counts[used - n]
+        if counts.sum() > limit:
+            return limit + 1
+    return int(min(counts.sum(), limit + 1))
+
+
+def _initial_buffers(needs: Sequence[int], k: int, lam: Sequence[float], mu: Sequence[float]) -> list[int]:
+    load = sum(l_ * n / m for l_, n, m in zip(lam, needs, mu, strict=True)) / k
+    if load >= 1.0:
+        raise ValueError(f"load: the optimum is finite only below load 1, got {load:.6g}")
+    base = 20.0 / (1.0 - load)
+    return [int(k // n + max(8, base * l_ / sum(lam) + 4)) for n, l_ in zip(needs, lam, strict=True)]
+
+
+def _heuristic_policy(chain: MSJChain, order: int) -> _Policy:
+    """Most (order -1) or Least (order +1) Servers First at class level, as a W table whose greedy
+    walk reproduces it: larger running totals of the preferred classes are cheaper."""
+    needs = np.asarray(chain.server_needs, dtype=np.float64)
+    rank = np.argsort(order * needs, kind="stable")  # preferred class first
+    nR = len(chain.configs)
+    # lexicographic preference on configurations, most preferred = most jobs of the first class, ...
+    keys = np.zeros(nR)
+    scale = 1.0
+    for c in reversed(rank):
+        keys += chain.configs[:, c] * scale
+        scale *= chain.num_servers + 1
+    W = np.broadcast_to(-keys.reshape((nR,) + (1,) * chain.num_classes), chain.valid.shape)
+    if chain.preemptive:
+        return _greedy(chain, np.where(chain.valid, W, np.inf))
+    # non-preemptive priority: start the preferred class first while it fits (a lexicographic
+    # maximum over reachable configurations is exactly that)
+    return _greedy(chain, np.where(chain.valid, W, np.inf))
+
+
+def _policy_iteration(
+    chain: MSJChain, start: _Policy | None, tol: float, max_iterations: int, log: Callable[[str], None]
+) -> tuple[_Policy, float, np.ndarray, int]:
+    trans = chain.transitions()
+    grid_jobs = chain.jobs()
+    cost_dense = np.broadcast_to(grid_jobs[None], chain.valid.shape) / chain.uniformization
+    if chain.preemptive:
+        cost = grid_jobs.ravel() / chain.uniformization
+    else:
+        cost = cost_dense[chain.valid]
+    policy = start or _heuristic_policy(chain, -1)
+    g_prev = math.inf
+    for it in range(1, max_iterations + 1):
+        P = _policy_matrix(chain, trans, policy.post)
+        g, h = _evaluate(chain, P, cost)
+        W = _post_values(chain, trans, h, cost_dense)
+        new = _greedy(chain, W)
+        # keep the current action unless the new one is better by more than round-off
+        w_flat = W.ravel()
+        cur_w = w_flat[policy.post]
+        new_w = w_flat[new.post]
+        improve = new_w < cur_w - tol * np.maximum(1.0, np.abs(cur_w))
+        log(
+            f"policy iteration {it}: mean jobs {g * chain.uniformization:.10g}, "
+            f"{int(improve.sum())} states improve"
+        )
+        if not improve.any():
+            return new, g, h, it
+        if g > g_prev * (1 + 1e-9):
+            log("policy iteration: gain rose (round-off); stopping")
+            return new, g, h, it
+        g_prev = g
+        policy = _Policy(post=np.where(improve, new.post, policy.post), table=new.table)
+    raise RuntimeError(f"policy iteration did not converge in {max_iterations} iterations")
+
+
+def solve_optimal(
+    workload: Any,
+    *,
+    preemptive: bool = False,
+    buffers: Sequence[int] | None = None,
+    blocking_target: float = 1e-6,
+    check_buffers: bool = True,
+    max_states: int = 3_000_000,
+    tol: float = 1e-10,
+    max_iterations: int = 100,
+    log: Callable[[str], None] | None = None,
+) -> OptimalSolution:
+    """The exact average-cost optimal policy of ``workload`` (Poisson arrivals, exponential service
+    times), non-preemptive (default) or preemptive.
+
+    ``buffers`` (jobs per class in the system) are chosen automatically unless given: they grow until
+    every class's blocked fraction of arrivals is below ``blocking_target`` (or ``max_states`` would be
+    exceeded: a ``ValueError``). With ``check_buffers`` the problem is solved again with every buffer
+    25 % larger and the change of the optimal mean response time is reported in ``buffer_check``."""
+    say = log or (lambda _msg: None)
+    needs, k, lam, mu = _parameters(workload)
+    t0 = time.perf_counter()
+    T = list(buffers) if buffers is not None else _initial_buffers(needs, k, lam, mu)
+    for c, n in enumerate(needs):
+        if T[c] < k // n:
+            raise ValueError(f"buffers[{c}]: expected at least {k // n} (class need {n}), got {T[c]}")
+    iterations = 0
+    previous: tuple[_Policy, list[int]] | None = None
+    while True:
+        chain = _build_checked(needs, k, lam, mu, T, preemptive, max_states)
+        say(f"buffers {T}: {chain.num_pre} states")
+        start = None if previous is None else _extend(chain, *previous)
+        policy, _g, _h, its = _policy_iteration(chain, start, tol, max_iterations, say)
+        iterations += its
+        P = _policy_matrix(chain, chain.transitions(), policy.post)
+        value, marginals = _value(chain, "mdp-optimal" + ("-preemptive" if preemptive else ""), P)
+        say(f"blocked fractions {[f'{b:.2e}' for b in value.blocked]}")
+        if buffers is not None or value.max_blocked <= blocking_target:
+            break
+        previous = (policy, T)
+        T = _grown_buffers(T, marginals, blocking_target)
+    check: dict[str, Any] = {}
+    if check_buffers:
+        T2 = [math.ceil(b * 1.25) for b in T]
+        chain2 = _build_checked(needs, k, lam, mu, T2, preemptive, max_states * 2)
+        pol2, _g2, _h2, its2 = _policy_iteration(chain2, _extend(chain2, policy, T), tol, max_iterations, say)
+        iterations += its2
+        v2, _ = _value(chain2, value.policy, _policy_matrix(chain2, chain2.transitions(), pol2.post))
+        check = {
+            "buffers": T2,
+            "mean_response_time": v2.mean_response_time,
+            "relative_change": abs(v2.mean_response_time - value.mean_response_time)
+            / value.mean_response_time,
+        }
+        say(f"larger buffers {T2}: {v2.mean_response_time:.10g}")
+    return OptimalSolution(
+        value=value,
+        chain=chain,
+        table=policy.table,
+        iterations=iterations,
+        seconds=time.perf_counter() - t0,
+        buffer_check=check,
+    )
+
+
+def _grown_buffers(T: Sequence[int], marginals: list[np.ndarray], target: float) -> list[int]:
+    """Buffers at which each class's blocking should fall below ``target``: its stationary tail
+    ``P(t_c = x)`` extrapolated geometrically from the last quarter below the buffer (doubled where
+    the tail does not decay)."""
+    out = []
+    for b, pmf in zip(T, marginals, strict=True):
+        if pmf[b] <= target:
+            out.append(int(b))
+            continue
+        m = max(2, b // 4)
+        ratio = pmf[b] / pmf[b - m] if pmf[b - m] > 0 else 1.0
+        if not 0 < ratio < 1:
+            out.append(2 * int(b))
+            continue
+        beta = ratio ** (1.0 / m)
+        extra = math.log(target / pmf[b]) / math.log(beta)
+        out.append(int(b + min(max(math.ceil(1.2 * extra), b // 4), 2 * b)))
+    return out
+
+
+def _build_checked(
+    needs: Sequence[int],
+    k: int,
+    lam: Sequence[float],
+    mu: Sequence[float],
+    T: Sequence[int],
+    preemptive: bool,
+    max_states: int,
+) -> MSJChain:
+    nR = count_configurations(needs, k, max_states)
+    size = nR * math.prod(b + 1 for b in T)
+    if size > max_states:
+        raise ValueError(
+            f"buffers {list(T)}: {size} states exceed max_states={max_states}; the system is too large "
+            "(or too heavily loaded) for the exact solver"
+        )
+    return MSJChain.build(needs, k, lam, mu, T, preemptive)
+
+
+def evaluate_heuristic(
+    workload: Any, policy_id: str, *, buffers: Sequence[int], max_states: int = 3_000_000
+) -> PolicyValue:
+    """The exact value of a class-level heuristic (:data:`HEURISTICS`) on the chain truncated at
+    ``buffers``; its ``blocked`` fractions say whether the buffers are large enough for it."""
+    if policy_id not in HEURISTICS:
+        raise ValueError(f"policy: expected one of {sorted(HEURISTICS)}, got {policy_id!r}")
+    preemptive, order = HEURISTICS[policy_id]
+    needs, k, lam, mu = _parameters(workload)
+    chain = _build_checked(needs, k, lam, mu, buffers, preemptive, max_states)
+    pol = _heuristic_policy(chain, order)
+    return _value(chain, policy_id, _policy_matrix(chain, chain.transitions(), pol.post))[0]
