@@ -348,7 +348,7 @@ def _read_philly(path: Path, class_by: str | None, rows: _Rows) -> None:
             rows.keep(submit, gpus, duration, i, label)
 
 
-def _csv_rows(path: Path, fmt: str, where: str) -> Iterator[tuple[int, list[str]]]:
+def _csv_rows(path: Path, where: str) -> Iterator[tuple[int, list[str]]]:
     try:
         with _open_text(path) as fh:
             reader = csv.reader(fh)
@@ -362,7 +362,7 @@ def _csv_rows(path: Path, fmt: str, where: str) -> Iterator[tuple[int, list[str]
 
 
 def _read_csv(path: Path, fmt: str, class_by: str | None, rows: _Rows) -> None:
-    it = _csv_rows(path, fmt, rows.where)
+    it = _csv_rows(path, rows.where)
     first = next(it, None)
     if first is None:
         raise ValueError(f"{rows.where}: the file is empty")
