@@ -692,11 +692,12 @@ def philly_workload(
 
     Mapping: arrival = ``submitted_time``; GPUs = the number of GPUs over the **last** attempt's
     machines; service time = the last attempt's ``end_time`` - ``start_time`` (earlier, failed
-    attempts are not replayed). Skipped and counted: no attempt, a last attempt without both times,
-    no GPU, zero duration. ``class_by``: a job key, e.g. ``"vc"`` or ``"status"``. Times are
-    naive local times of the cluster (US Pacific), read as UTC: a last attempt across the 2017-11-05
-    fall-back hour is off by an hour, and one that appears to end before it starts is refused. Other
-    arguments: :func:`gpu_trace_workload`.
+    attempts are not replayed); every ``status`` (Pass, Killed, Failed) is kept, since each held its
+    GPUs. Skipped and counted: no attempt, a last attempt without both times, no GPU, zero duration.
+    ``class_by``: a job key, e.g. ``"vc"`` or ``"status"``. The times carry no zone (the same
+    release's utilization logs are in US Pacific time) and are read as UTC: a last attempt across the
+    2017-11-05 fall-back hour is off by an hour, and one that appears to end before it starts is
+    refused. Other arguments: :func:`gpu_trace_workload`.
     """
     return gpu_trace_workload(
         path,
@@ -796,9 +797,9 @@ def pai_workload(
     Mapping: one job per task row; arrival = ``start_time`` (task launch), service time =
     ``end_time - start_time``; GPUs = ``inst_num * plan_gpu / 100`` rounded **up**, at least 1 (two
     half-GPU instances hold one GPU, three hold two: fractional instances are packed, and a share of a
-    GPU holds all of it). Rows without GPUs (``plan_gpu`` empty or 0) or without both times are
-    skipped. ``class_by``: e.g. ``"gpu_type"``, ``"task_name"`` or ``"status"``. Other arguments:
-    :func:`gpu_trace_workload`.
+    GPU holds all of it). Every ``status`` is kept; rows without GPUs (``plan_gpu`` empty or 0) or
+    without both times (e.g. tasks still running or waiting) are skipped. ``class_by``: e.g.
+    ``"gpu_type"``, ``"task_name"`` or ``"status"``. Other arguments: :func:`gpu_trace_workload`.
     """
     return gpu_trace_workload(
         path, "pai", num_servers, load=load, time_scale=time_scale, first=first, class_by=class_by, name=name

@@ -127,6 +127,10 @@ class TraceWorkload(ClassTable):
             or load <= 0
         ):
             raise ValueError(f"load: expected a positive number, got {load!r}")
+        if not math.isfinite(self.load):
+            raise ValueError(
+                f"trace {self.name!r}: all jobs arrive at one instant; no time scale gives load {load}"
+            )
         return self.with_time_scale(self.load / load)
 
     def with_arrival_rate(self, arrival_rate: float) -> TraceWorkload:
@@ -138,6 +142,11 @@ class TraceWorkload(ClassTable):
             or arrival_rate <= 0
         ):
             raise ValueError(f"arrival_rate: expected a positive number, got {arrival_rate!r}")
+        if not math.isfinite(self.arrival_rate):
+            raise ValueError(
+                f"trace {self.name!r}: all jobs arrive at one instant; no time scale gives arrival rate "
+                f"{arrival_rate}"
+            )
         return self.with_time_scale(self.arrival_rate / arrival_rate)
 
     @property

@@ -288,6 +288,9 @@ def test_trace_load_by_hand(tmp_path):
     assert wl.load == pytest.approx(work / (16 * 540), rel=1e-12)
     assert wl.arrival_rate == pytest.approx(2 / 540, rel=1e-12)
     assert wl.with_arrival_rate(0.01).arrival_rate == pytest.approx(0.01, rel=1e-12)
+    at_once = TraceWorkload(4, [5.0, 5.0], [1, 2], [1.0, 2.0])
+    with pytest.raises(ValueError, match="all jobs arrive at one instant"):
+        at_once.with_load(0.5)
 
 
 def test_first_and_default_cluster_size(tmp_path):
