@@ -27,7 +27,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     sim = sub.add_parser("simulate", help="run one policy on one scenario and print its metrics")
-    sim.add_argument("--scenario", required=True, help="a built-in scenario name or a .toml/.json/.yaml file")
+    sim.add_argument(
+        "--scenario",
+        required=True,
+        help="a built-in scenario name, a .toml/.json/.yaml file, or a GPU trace FORMAT:PATH[?options] "
+        "(FORMAT gpu, philly, helios, acme, pai, openb or gfs)",
+    )
     sim.add_argument("--policy", required=True, help="policy id (see `msj-gym list`)")
     rate = sim.add_mutually_exclusive_group()
     rate.add_argument("--load", type=float, help="offered load rho (default: the scenario's)")
@@ -63,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         "--scenario",
         action="append",
         default=None,
-        help="scenario name or file (repeatable; default sf-fig2)",
+        help="scenario name, file or GPU trace FORMAT:PATH (repeatable; default sf-fig2)",
     )
     lb.add_argument("--loads", default=None, help="'0.5,0.7,0.9' or 'START:STOP:STEP' (default 0.5:0.9:0.1)")
     lb.add_argument(

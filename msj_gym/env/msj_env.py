@@ -157,6 +157,7 @@ class MSJEnv(gym.Env):
     ``gym.make("MSJ-v0", **kwargs)``:
 
     * ``scenario`` (``"sf-fig2"``): a registered scenario name, the path of a scenario file, a
+      GPU-cluster trace ``FORMAT:PATH[?options]`` (see :mod:`msj_gym.workloads.gpu_traces`), a
       :class:`~msj_gym.Scenario` or a workload; ``num_servers``, ``load`` / ``arrival_rate`` override its
       defaults (sf-fig2 defaults to k=8, load 0.7, where FCFS is unstable and good schedulers are not);
     * ``num_arrivals`` (1000) or ``horizon``; ``warmup`` (0 arrivals) or ``warmup_time`` (0.0);

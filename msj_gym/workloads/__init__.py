@@ -1,5 +1,5 @@
 """Workloads: service-time distributions, job classes, named scenarios and trace replay
-(recorded streams and SWF logs)."""
+(recorded streams, SWF logs and GPU-cluster traces)."""
 
 from .distributions import (
     Deterministic,
@@ -15,6 +15,7 @@ from .distributions import (
     Uniform,
     distribution_from_dict,
 )
+from .gpu_traces import GPUTraceScenario, gpu_trace_workload, read_gpu_trace
 from .scenarios import Scenario, evaluate_expression, list_scenarios, load_scenario
 from .swf import SWFLog, read_swf, swf_workload
 from .trace import TraceWorkload
@@ -26,6 +27,7 @@ __all__ = [
     "Empirical",
     "Erlang",
     "Exponential",
+    "GPUTraceScenario",
     "Gamma",
     "HyperExponential",
     "JobClass",
@@ -40,8 +42,10 @@ __all__ = [
     "Workload",
     "distribution_from_dict",
     "evaluate_expression",
+    "gpu_trace_workload",
     "list_scenarios",
     "load_scenario",
+    "read_gpu_trace",
     "read_swf",
     "swf_workload",
 ]

@@ -32,9 +32,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .workload import JobClass, Workload
+
+if TYPE_CHECKING:
+    from .gpu_traces import GPUTraceScenario
 
 __all__ = ["Scenario", "evaluate_expression", "list_scenarios", "load_scenario"]
 
@@ -268,13 +271,20 @@ def list_scenarios() -> dict[str, Scenario]:
     return out
 
 
-def load_scenario(name_or_path: str | Path | Mapping[str, Any] | Scenario) -> Scenario:
-    """A built-in scenario by name, a scenario file by path, or a scenario given as a dict."""
-    if isinstance(name_or_path, Scenario):
+def load_scenario(name_or_path: str | Path | Mapping[str, Any] | Scenario | GPUTraceScenario) -> Any:
+    """A built-in scenario by name, a scenario file by path, a scenario given as a dict, or a GPU
+    trace ``FORMAT:PATH[?options]`` (a :class:`~msj_gym.workloads.gpu_traces.GPUTraceScenario`; see
+    :mod:`msj_gym.workloads.gpu_traces`). Each has ``name`` and ``build(num_servers=, load=,
+    arrival_rate=)``."""
+    from .gpu_traces import GPUTraceScenario, gpu_trace_scenario, is_gpu_trace_spec
+
+    if isinstance(name_or_path, Scenario | GPUTraceScenario):
         return name_or_path
     if isinstance(name_or_path, Mapping):
         return Scenario.from_dict(name_or_path)
     text = str(name_or_path)
+    if isinstance(name_or_path, str) and is_gpu_trace_spec(text):
+        return gpu_trace_scenario(text)
     builtins = list_scenarios()
     if text in builtins:
         return builtins[text]
@@ -284,5 +294,6 @@ def load_scenario(name_or_path: str | Path | Mapping[str, Any] | Scenario) -> Sc
             raise ValueError(f"scenario file {text!r}: no such file")
         return Scenario.from_file(p)
     raise ValueError(
-        f"unknown scenario {text!r}; built-in: {', '.join(builtins)}; or give a .toml/.json/.yaml path"
+        f"unknown scenario {text!r}; built-in: {', '.join(builtins)}; or give a .toml/.json/.yaml path "
+        f"or a GPU trace FORMAT:PATH (FORMAT one of gpu, philly, helios, acme, pai, openb, gfs)"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,10 @@ __all__ = ["TraceWorkload"]
 class TraceWorkload(ClassTable):
     """A recorded job stream replayed as is. Jobs are grouped into classes by server need (one class per
     distinct need, ascending), each with the empirical distribution of its service times, so policies and
-    metrics see the same class structure as for a synthetic workload.
+    metrics see the same class structure as for a synthetic workload. With ``job_label`` (one label per
+    job, e.g. a trace's priority or queue) a class is a distinct (label, need) pair, named
+    ``"label/need-n"``, sorted by label and then need: a class keeps a single server need, as the
+    model requires.
 
     ``time_scale`` multiplies every inter-arrival gap (values < 1 compress time and raise the load).
     """
@@ -32,6 +36,7 @@ class TraceWorkload(ClassTable):
         *,
         name: str = "trace",
         time_scale: float = 1.0,
+        job_label: Sequence[str] | None = None,
     ) -> None:
         t = np.asarray(arrival_time, dtype=np.float64)
         n = np.asarray(server_need)
@@ -54,6 +59,13 @@ class TraceWorkload(ClassTable):
                     f"trace {name!r}.{label}: invalid value {arr[idx[0]].item()!r} for job {idx[0]} "
                     f"(num_servers = {num_servers})"
                 )
+        labels = None
+        if job_label is not None:
+            labels = np.asarray([str(v) for v in job_label], dtype=object)
+            if labels.shape != t.shape:
+                raise ValueError(
+                    f"trace {name!r}.job_label: expected one label per job ({t.size}), got {labels.shape}"
+                )
         order = np.argsort(t, kind="stable")
         t0 = t[order][0]
         self.arrival_time = t0 + (t[order] - t0) * time_scale
@@ -61,23 +73,81 @@ class TraceWorkload(ClassTable):
         self.service_time_per_job = s[order]
         self.num_servers = int(num_servers)
         self.name = name
-        needs, inverse = np.unique(self.server_need_per_job, return_inverse=True)
+        self.job_label = None if labels is None else labels[order]
+        span_need = self.num_servers + 1
+        if self.job_label is None:
+            label_names = np.array([""], dtype=object)
+            keys = self.server_need_per_job
+        else:
+            label_names, label_code = np.unique(self.job_label.astype(str), return_inverse=True)
+            # one integer per (label, need) pair, ordered by label and then need
+            keys = label_code.astype(np.int64) * span_need + self.server_need_per_job
+        uniq, inverse = np.unique(keys, return_inverse=True)
         self.job_class = inverse.astype(np.int64)
-        counts = np.bincount(self.job_class, minlength=needs.size)
-        self.classes = tuple(
-            JobClass(
-                server_need=int(need),
-                service_time=Empirical(self.service_time_per_job[self.job_class == i]),
-                probability=counts[i] / counts.sum(),
-                name=f"need-{int(need)}",
+        counts = np.bincount(self.job_class, minlength=uniq.size)
+        classes = []
+        for i, key in enumerate(uniq):
+            need, label = int(key) % span_need, str(label_names[int(key) // span_need])
+            classes.append(
+                JobClass(
+                    server_need=need,
+                    service_time=Empirical(self.service_time_per_job[self.job_class == i]),
+                    probability=counts[i] / counts.sum(),
+                    name=f"{label}/need-{need}" if label else f"need-{need}",
+                )
             )
-            for i, need in enumerate(needs)
-        )
+        self.classes = tuple(classes)
         span = float(self.arrival_time[-1] - self.arrival_time[0])
         self.arrival_rate = (t.size - 1) / span if span > 0 else float("inf")
         work = float(np.sum(self.server_need_per_job * self.service_time_per_job))
         self.load = work / (self.num_servers * span) if span > 0 else float("inf")
         self.meta: dict[str, Any] = {"trace_jobs": int(t.size), "time_scale": time_scale}
+
+    def with_time_scale(self, factor: float) -> TraceWorkload:
+        """The same jobs with every inter-arrival gap further multiplied by ``factor``."""
+        out = TraceWorkload(
+            self.num_servers,
+            self.arrival_time,
+            self.server_need_per_job,
+            self.service_time_per_job,
+            name=self.name,
+            time_scale=factor,
+            job_label=self.job_label,
+        )
+        out.meta = {**self.meta, "time_scale": self.meta.get("time_scale", 1.0) * factor}
+        return out
+
+    def with_load(self, load: float) -> TraceWorkload:
+        """The same jobs at offered load ``load``, by time dilation (inter-arrival gaps scaled by
+        current load / ``load``; service times unchanged)."""
+        if (
+            isinstance(load, bool)
+            or not isinstance(load, int | float)
+            or not math.isfinite(load)
+            or load <= 0
+        ):
+            raise ValueError(f"load: expected a positive number, got {load!r}")
+        if not math.isfinite(self.load):
+            raise ValueError(
+                f"trace {self.name!r}: all jobs arrive at one instant; no time scale gives load {load}"
+            )
+        return self.with_time_scale(self.load / load)
+
+    def with_arrival_rate(self, arrival_rate: float) -> TraceWorkload:
+        """The same jobs at mean arrival rate ``arrival_rate``, by time dilation."""
+        if (
+            isinstance(arrival_rate, bool)
+            or not isinstance(arrival_rate, int | float)
+            or not math.isfinite(arrival_rate)
+            or arrival_rate <= 0
+        ):
+            raise ValueError(f"arrival_rate: expected a positive number, got {arrival_rate!r}")
+        if not math.isfinite(self.arrival_rate):
+            raise ValueError(
+                f"trace {self.name!r}: all jobs arrive at one instant; no time scale gives arrival rate "
+                f"{arrival_rate}"
+            )
+        return self.with_time_scale(self.arrival_rate / arrival_rate)
 
     @property
     def load_weights(self) -> np.ndarray:
