@@ -620,14 +620,32 @@ def _build_checked(
 
 
 def evaluate_heuristic(
-    workload: Any, policy_id: str, *, buffers: Sequence[int], max_states: int = 3_000_000
+    workload: Any,
+    policy_id: str,
+    *,
+    buffers: Sequence[int] | None = None,
+    blocking_target: float = 1e-6,
+    max_states: int = 3_000_000,
 ) -> PolicyValue:
-    """The exact value of a class-level heuristic (:data:`HEURISTICS`) on the chain truncated at
-    ``buffers``; its ``blocked`` fractions say whether the buffers are large enough for it."""
+    """The exact value of a class-level heuristic (:data:`HEURISTICS`). Without ``buffers`` they grow
+    as in :func:`solve_optimal` until the blocked fractions fall below ``blocking_target`` or the next
+    chain would exceed ``max_states``; the returned ``blocked`` fractions then say how far the
+    truncated value is to be trusted (a heuristic that is unstable, or nearly so, keeps blocking)."""
     if policy_id not in HEURISTICS:
         raise ValueError(f"policy: expected one of {sorted(HEURISTICS)}, got {policy_id!r}")
     preemptive, order = HEURISTICS[policy_id]
     needs, k, lam, mu = _parameters(workload)
-    chain = _build_checked(needs, k, lam, mu, buffers, preemptive, max_states)
-    pol = _heuristic_policy(chain, order)
-    return _value(chain, policy_id, _policy_matrix(chain, chain.transitions(), pol.post))[0]
+    T = list(buffers) if buffers is not None else _initial_buffers(needs, k, lam, mu)
+    value: PolicyValue | None = None
+    while True:
+        try:
+            chain = _build_checked(needs, k, lam, mu, T, preemptive, max_states)
+        except ValueError:
+            if value is None:
+                raise
+            return value
+        pol = _heuristic_policy(chain, order)
+        value, marginals = _value(chain, policy_id, _policy_matrix(chain, chain.transitions(), pol.post))
+        if buffers is not None or value.max_blocked <= blocking_target:
+            return value
+        T = _grown_buffers(T, marginals, blocking_target)
