@@ -23,6 +23,7 @@ phases; a Pareto's alpha is at least 0.1 (smaller ones overflow its samples to i
 from __future__ import annotations
 
 import math
+import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -56,6 +57,16 @@ MAX_GAMMA_SCV = 20.0
 MIN_GAMMA_SCV = 1e-6
 MAX_PHASES = 10**4
 MIN_PARETO_ALPHA = 0.1
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 80
+_REPR.maxlevel = 3
+
+
+def short_repr(value: Any) -> str:
+    """``repr(value)`` cut short: a YAML file can alias one list into a tree of 10**8 items."""
+    return _REPR.repr(value)
 
 
 def _positive(name: str, value: Any) -> float:
@@ -504,13 +515,16 @@ def distribution_from_dict(
         return spec
     if not isinstance(spec, Mapping):
         raise ValueError(
-            f"{where}: expected a table like {{distribution = 'exponential', mean = 1}}, got {spec!r}"
+            f"{where}: expected a table like {{distribution = 'exponential', mean = 1}}, "
+            f"got {short_repr(spec)}"
         )
     params = dict(spec)
     kind = params.pop("distribution", None)
-    if kind not in Distribution._registry:
+    if not isinstance(kind, str) or kind not in Distribution._registry:
         known = ", ".join(sorted(Distribution._registry))
-        raise ValueError(f"{where}.distribution: unknown distribution {kind!r}; known: {known}")
+        raise ValueError(f"{where}.distribution: unknown distribution {short_repr(kind)}; known: {known}")
+    if not all(isinstance(key, str) for key in params):
+        raise ValueError(f"{where}: parameter names must be text, got {short_repr(list(params))}")
     try:
         return Distribution._registry[kind](**params)
     except (TypeError, OverflowError) as exc:

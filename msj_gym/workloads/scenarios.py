@@ -40,7 +40,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .distributions import distribution_from_dict
+from .distributions import distribution_from_dict, short_repr
 from .workload import MAX_SERVERS, JobClass, Workload, check_integer, check_load, check_probability
 
 __all__ = ["Scenario", "evaluate_expression", "list_scenarios", "load_scenario"]
@@ -164,7 +164,7 @@ def evaluate_expression(
     starts with ``where`` and shows the expression.
     """
     if isinstance(expr, bool) or not isinstance(expr, int | float | str):
-        raise ValueError(f"{where}: expected a number or an arithmetic expression, got {expr!r}")
+        raise ValueError(f"{where}: expected a number or an arithmetic expression, got {short_repr(expr)}")
     if not isinstance(expr, str):
         try:
             return _number(expr, "the value")
@@ -288,20 +288,29 @@ class Scenario:
             raise ValueError(f"{origin}: expected a table of scenario fields, got {type(data).__name__}")
         unknown = set(data) - _KNOWN_KEYS
         if unknown:
-            raise ValueError(f"{origin}: unknown field(s) {sorted(unknown)}; known: {sorted(_KNOWN_KEYS)}")
+            names = sorted(map(short_repr, unknown))
+            raise ValueError(f"{origin}: unknown field(s) [{', '.join(names)}]; known: {sorted(_KNOWN_KEYS)}")
+        for key in ("name", "description", "source", "notes"):
+            if not isinstance(data.get(key, ""), str | int | float):  # text; str() of a tree could explode
+                raise ValueError(f"{origin}.{key}: expected text, got {short_repr(data[key])}")
         if "num_servers" not in data:
             raise ValueError(f"{origin}: missing field 'num_servers'")
         classes = data.get("classes")
         if not isinstance(classes, list) or not classes:
-            raise ValueError(f"{origin}.classes: expected a non-empty list of job classes, got {classes!r}")
+            raise ValueError(
+                f"{origin}.classes: expected a non-empty list of job classes, got {short_repr(classes)}"
+            )
         for i, c in enumerate(classes):
             if not isinstance(c, Mapping):
-                raise ValueError(f"{origin}.classes[{i}]: expected a table, got {c!r}")
+                raise ValueError(f"{origin}.classes[{i}]: expected a table, got {short_repr(c)}")
+            if not isinstance(c.get("name", ""), str | int | float):
+                raise ValueError(f"{origin}.classes[{i}].name: expected text, got {short_repr(c['name'])}")
             bad = set(c) - _CLASS_KEYS
             missing = {"server_need", "probability", "service_time"} - set(c)
             if bad:
+                names = ", ".join(sorted(map(short_repr, bad)))
                 raise ValueError(
-                    f"{origin}.classes[{i}]: unknown field(s) {sorted(bad)}; known: {sorted(_CLASS_KEYS)}"
+                    f"{origin}.classes[{i}]: unknown field(s) [{names}]; known: {sorted(_CLASS_KEYS)}"
                 )
             if missing:
                 raise ValueError(f"{origin}.classes[{i}]: missing field(s) {sorted(missing)}")
@@ -309,11 +318,13 @@ class Scenario:
             raise ValueError(f"{origin}: give at most one of load and arrival_rate")
         variables = data.get("vars", {})
         if not isinstance(variables, Mapping):
-            raise ValueError(f"{origin}.vars: expected a table of name = expression, got {variables!r}")
+            raise ValueError(
+                f"{origin}.vars: expected a table of name = expression, got {short_repr(variables)}"
+            )
         for var in variables:
             if not isinstance(var, str) or not var.isidentifier() or var == "k" or var in _FUNCS:
                 raise ValueError(
-                    f"{origin}.vars: {var!r} is not a usable name (an identifier other than k and "
+                    f"{origin}.vars: {short_repr(var)} is not a usable name (an identifier other than k and "
                     "the function names)"
                 )
         return cls(
