@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -117,7 +118,15 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
 def _workers(args: argparse.Namespace) -> int:
     import os
 
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers: expected a positive integer, got {args.workers}")
     return args.workers if args.workers is not None else (os.cpu_count() or 1)
+
+
+def _positive_finite(flag: str, value: float | None) -> None:
+    """Refuse a time or rate flag that is not a positive finite number (argparse accepts nan, inf)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{flag}: expected a positive finite number, got {value!r}")
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
@@ -131,10 +140,14 @@ def _leaderboard(args: argparse.Namespace) -> int:
         run_leaderboard,
     )
 
+    workers = _workers(args)  # every flag is checked before anything is written to --out
+    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    if not policies and not args.agent:
+        raise ValueError(f"--policies: expected policy ids or a group, got {args.policies!r}")
     config = LeaderboardConfig(
         scenarios=tuple(args.scenario or [DEFAULT_SCENARIO]),
         loads=args.loads if args.loads is not None else DEFAULT_LOADS,
-        policies=tuple(p.strip() for p in args.policies.split(",") if p.strip()),
+        policies=policies,
         agents=tuple(args.agent),
         seeds=args.seeds,
         arrivals=args.arrivals,
@@ -142,7 +155,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
         reference=args.reference,
     )
     report = run_leaderboard(
-        config, Path(args.out), backend=args.backend, workers=_workers(args), address=args.address
+        config, Path(args.out), backend=args.backend, workers=workers, address=args.address
     )
     print(format_tables(report))
     print("wrote " + ", ".join(str(f) for f in report["files"]) + f" and {Path(args.out) / 'runs.jsonl'}")
@@ -154,11 +167,25 @@ def _simulate(args: argparse.Namespace) -> int:
 
     from .core.simulator import Simulator
     from .workloads.scenarios import load_scenario
+    from .workloads.workload import MAX_SERVERS, check_integer, check_load
 
+    # the flags first (cheap, and each error names its flag), then the scenario
+    if args.k is not None:
+        check_integer("--k", args.k, 1, MAX_SERVERS)
+    if args.load is not None:
+        check_load(args.load, "--load")
+    _positive_finite("--arrival-rate", args.arrival_rate)
+    _positive_finite("--horizon", args.horizon)
+    if args.warmup is not None and not (math.isfinite(args.warmup) and args.warmup >= 0):
+        raise ValueError(f"--warmup: expected a finite number >= 0, got {args.warmup!r}")
     scenario = load_scenario(args.scenario)
-    if args.k is not None and args.k < 1:
-        raise ValueError(f"--k: expected a positive integer, got {args.k}")
-    workload = scenario.build(num_servers=args.k, load=args.load, arrival_rate=args.arrival_rate)
+    try:
+        workload = scenario.build(num_servers=args.k, load=args.load, arrival_rate=args.arrival_rate)
+    except ValueError as exc:
+        # the rate's usable range depends on the scenario: name the flag in Workload's message
+        if args.arrival_rate is not None and str(exc).startswith("arrival_rate:"):
+            raise ValueError("--arrival-rate" + str(exc).removeprefix("arrival_rate")) from None
+        raise
     policy = make_policy(args.policy, **_policy_params(args.policy_param))
     kwargs: dict[str, Any] = {"seed": args.seed}
     if args.horizon is not None:
@@ -174,6 +201,10 @@ def _simulate(args: argparse.Namespace) -> int:
                 raise ValueError(f"--warmup: expected a whole number of arrivals, got {args.warmup}")
             kwargs["warmup"] = int(args.warmup)
     result = Simulator(workload, policy, **kwargs).run()
+    if result.num_measured == 0:  # stopped (queue limit, arrival cap) before any measured job left
+        raise ValueError(
+            f"no job was measured: {result.stability_note}; use a lower --load or fewer --warmup arrivals"
+        )
     if args.json:
         out = result.to_dict()
         out["scenario"] = scenario.name
@@ -217,6 +248,12 @@ def _figure(args: argparse.Namespace) -> int:
         for name, fig in all_figures().items():
             print(f"  {name:<12} {fig.title}  [{fig.source}]")
         return 0
+    # every flag before the first figure writes anything (``all`` runs many)
+    workers = _workers(args)
+    if args.seeds < 1:
+        raise ValueError(f"--seeds: expected a positive integer, got {args.seeds}")
+    if args.arrivals is not None and args.arrivals < 100:
+        raise ValueError(f"--arrivals: expected an integer >= 100, got {args.arrivals}")
     names = list(all_figures()) if args.name == "all" else [args.name]
     for name in names:
         csv_path, png = make_figure(
@@ -225,7 +262,7 @@ def _figure(args: argparse.Namespace) -> int:
             arrivals=args.arrivals,
             seeds=args.seeds,
             backend=args.backend,
-            workers=_workers(args),
+            workers=workers,
             address=args.address,
         )
         print(f"wrote {csv_path}" + (f" and {png}" if png else " (install matplotlib for the PNG)"))

@@ -134,12 +134,21 @@ class Simulator:
             raise ValueError(f"max_jobs_in_system: expected a positive integer, got {max_jobs_in_system!r}")
         self.max_jobs_in_system = int(max_jobs_in_system)
         self._last_time = -np.inf
+        expected_f = num_arrivals if num_arrivals is not None else workload.arrival_rate * horizon
+        if expected_f > self.MAX_ARRIVALS:  # a typo such as --horizon 1e308 would never finish
+            what = "num_arrivals" if num_arrivals is not None else "horizon"
+            value = num_arrivals if num_arrivals is not None else horizon
+            raise ValueError(
+                f"{what}: {value!r} means about {expected_f:.3g} arrivals; the limit is {self.MAX_ARRIVALS:g}"
+            )
         expected = num_arrivals if num_arrivals is not None else int(workload.arrival_rate * horizon) + 1
         self._expected = expected
         self.max_arrivals = int(max_arrivals) if max_arrivals is not None else 2 * expected + self.CHUNK
         if self.max_arrivals < expected:
             raise ValueError(f"max_arrivals: expected >= {expected}, got {max_arrivals!r}")
         self._setup()
+
+    MAX_ARRIVALS = 10**12  # arrivals one run may ask for: more is a typo, not an experiment
 
     # ------------------------------------------------------------------------------------------------
     CHUNK = 1 << 15  # arrivals generated per refill; fixed so that a seed gives one job stream
@@ -268,7 +277,12 @@ class Simulator:
 
     # ------------------------------------------------------------------------------------------------
     def run(self) -> SimulationResult:
-        """Run to the end of the measurement and return the result."""
+        """Run to the end of the measurement and return the result.
+
+        Raises ``ValueError`` when the measurement held no job although the run was not stopped (a
+        horizon or a trace too short for the warm-up): its averages would be NaN, so there is no result.
+        A run stopped by the arrival cap or the queue limit before any measured job left returns an
+        unstable result instead (``num_measured == 0``, ``stable`` False)."""
         compiled = type(self.policy).kernel is not None
         code = self.policy.kernel_code() if compiled else 0
         while True:
@@ -279,7 +293,26 @@ class Simulator:
             else:
                 status = self._run_python()
             if not self.handle(status):
-                return self.result()
+                result = self.result()
+                if result.num_measured == 0 and not (self.capped or self.overflowed):
+                    raise ValueError(self._no_measurement())
+                return result
+
+    def _no_measurement(self) -> str:
+        """Why a run that ended normally measured no job, and what to change."""
+        arrived = int(self.sim.iv[S.I_NGEN])
+        if self.num_arrivals is not None:
+            return (
+                f"no job was measured: the arrival stream ended after {arrived} arrivals, before the "
+                f"first measured one (warmup = {self.warmup} of num_arrivals = {self.num_arrivals}); "
+                "use a shorter warm-up or a longer stream"
+            )
+        expected = self.workload.arrival_rate * (self.horizon - self.warmup_time)
+        return (
+            f"no job was measured: no job arrived in the window [warmup_time, horizon) = "
+            f"[{self.warmup_time:g}, {self.horizon:g}) (about {expected:.3g} expected at arrival rate "
+            f"{self.workload.arrival_rate:.4g}); use a longer horizon or a shorter warm-up"
+        )
 
     def _run_python(self) -> int:
         """The same loop as ``run_batch`` for policies that only implement ``decide`` in Python."""

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics.stats import replication_ci
-from .runner import Point, provenance, run_points
+from ..workloads.workload import check_load
+from .runner import Point, check_backend, provenance, run_points
 
 __all__ = [
     "DEFAULT_LOADS",
@@ -45,6 +46,8 @@ __all__ = [
 DEFAULT_SCENARIO = "sf-fig2"
 DEFAULT_LOADS = (0.5, 0.6, 0.7, 0.8, 0.9)
 POLICY_GROUPS = ("all", "non-preemptive", "preemptive")
+MAX_LOADS = 1000  # loads in one sweep, and below seeds per point: bounds a typo like a step of 1e-9
+MAX_SEEDS = 100_000
 
 
 def parse_loads(text: str | Sequence[float]) -> tuple[float, ...]:
@@ -58,19 +61,26 @@ def parse_loads(text: str | Sequence[float]) -> tuple[float, ...]:
                 if len(parts) != 3 or parts[2] <= 0:
                     raise ValueError
                 start, stop, step = parts
+                if not all(math.isfinite(x) for x in parts):
+                    raise ValueError
                 n = math.floor((stop - start) / step + 1e-9) + 1
+                if n > MAX_LOADS:
+                    raise ValueError(f"--loads: {text!r} gives {n} loads; the limit is {MAX_LOADS}")
                 loads = tuple(round(start + i * step, 10) for i in range(max(n, 0)))
             else:
                 loads = tuple(float(x) for x in text.split(",") if x.strip())
-        except ValueError:
+        except ValueError as exc:
+            if str(exc).startswith("--loads"):
+                raise
             raise ValueError(
                 f"--loads: expected a list '0.5,0.7' or a range 'START:STOP:STEP', got {text!r}"
             ) from None
     if not loads:
         raise ValueError(f"--loads: the load sweep {text!r} is empty")
+    if len(loads) > MAX_LOADS:
+        raise ValueError(f"--loads: {len(loads)} loads; the limit is {MAX_LOADS}")
     for rho in loads:
-        if not math.isfinite(rho) or rho <= 0:
-            raise ValueError(f"--loads: expected positive loads, got {rho!r}")
+        check_load(rho, "--loads")
     if len(set(loads)) != len(loads):
         raise ValueError(f"--loads: repeated load in {text!r}")
     return tuple(sorted(loads))
@@ -86,13 +96,18 @@ def parse_seeds(text: str | int | Sequence[int]) -> tuple[int, ...]:
         try:
             if "-" in text:
                 lo, hi = (int(x) for x in text.split("-", 1))
-                seeds = tuple(range(lo, hi + 1))
+                count = hi + 1 - lo
             elif "," in text:
                 seeds = tuple(int(x) for x in text.split(",") if x.strip())
+                count = len(seeds)
             else:
-                seeds = tuple(range(int(text)))
+                lo, count = 0, int(text)
         except ValueError:
             raise ValueError(f"--seeds: expected a count, 'LO-HI' or a list, got {text!r}") from None
+        if count > MAX_SEEDS:  # checked before building the range
+            raise ValueError(f"--seeds: {text!r} gives {count} seeds; the limit is {MAX_SEEDS}")
+        if "," not in text:
+            seeds = tuple(range(lo, lo + max(count, 0)))
     if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
         raise ValueError(f"--seeds: expected distinct non-negative seeds, got {text!r}")
     return seeds
@@ -117,6 +132,8 @@ class LeaderboardConfig:
     def __post_init__(self) -> None:
         if not self.scenarios:
             raise ValueError("--scenario: at least one scenario is needed")
+        if not self.policies and not self.agents:
+            raise ValueError("--policies: no policy or agent to rank; give policy ids or a group")
         if isinstance(self.arrivals, bool) or not isinstance(self.arrivals, int) or self.arrivals < 100:
             raise ValueError(f"--arrivals: expected an integer >= 100, got {self.arrivals!r}")
         if self.warmup is not None and not 0 <= self.warmup < self.arrivals - 1:
@@ -437,9 +454,10 @@ def run_leaderboard(
 ) -> dict[str, Any]:
     """Run (or resume) the leaderboard into ``out``; write its tables and plots; return
     ``{"rows": [Row...], "standings": [Standing...], "skipped": {...}, "files": [...]}``."""
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    check_backend(backend, workers)  # every check before _check_out creates anything in ``out``
     points, entrants, skipped = plan(config)
     _check_out(out, config)
-    workers = workers if workers is not None else (os.cpu_count() or 1)
     results = run_points(
         points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
     )

@@ -24,7 +24,16 @@ from typing import Any
 
 from ..metrics.stats import replication_ci
 
-__all__ = ["BACKENDS", "Point", "aggregate", "build_workload", "provenance", "run_point", "run_points"]
+__all__ = [
+    "BACKENDS",
+    "Point",
+    "aggregate",
+    "build_workload",
+    "check_backend",
+    "provenance",
+    "run_point",
+    "run_points",
+]
 
 BACKENDS = ("local", "ray")
 
@@ -238,6 +247,15 @@ def _execute_ray(
             ray.shutdown()
 
 
+def check_backend(backend: str, workers: int) -> None:
+    """Refuse an unknown backend or a worker count that is not a positive integer (before any output
+    is created: callers check this first)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"--backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"--workers: expected a positive integer, got {workers!r}")
+
+
 def run_points(
     points: Sequence[Point],
     results: Path,
@@ -257,10 +275,7 @@ def run_points(
     ``backend``: ``"local"`` (``workers`` processes; 1 runs in this process) or ``"ray"`` (a Ray
     cluster at ``address``, or a local one with ``workers`` CPUs started on demand). A second process
     using the same ``results`` at once is refused."""
-    if backend not in BACKENDS:
-        raise ValueError(f"--backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"--workers: expected a positive integer, got {workers!r}")
+    check_backend(backend, workers)
     results.parent.mkdir(parents=True, exist_ok=True)
     with _exclusive(results):
         done = _read_results(results)

@@ -114,13 +114,16 @@ def assess_stability(
 ) -> tuple[bool, str]:
     """Is the run believable as a steady-state estimate? Unstable when the offered load is >= 1, when
     the measured jobs had not all left by the arrival cap, or when the number in system keeps growing
-    over the measurement window (a rising trend whose net growth is a visible fraction of the arrivals)."""
+    over the measurement window (a rising trend whose net growth is a visible fraction of the arrivals).
+    A run that measured no job is never stable: its averages are NaN, not estimates."""
     if offered_load >= 1.0:
         return False, f"offered load {offered_load:.4g} >= 1: no policy can be stable"
     if overflow is not None:
         return False, f"the queue passed {overflow} jobs and the run was stopped there (queue keeps growing)"
     if capped:
         return False, "measured jobs were still queued when the arrival cap was reached (queue keeps growing)"
+    if num_measured <= 0:
+        return False, "no job was measured: the averages are undefined"
     x = np.asarray(checkpoints, dtype=np.float64)
     if x.size >= 8 and num_measured > 0:
         q = max(2, x.size // 4)

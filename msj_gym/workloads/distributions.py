@@ -10,11 +10,20 @@ knows its first two moments, and round-trips through a plain dict so that scenar
 The survival function ``survival(x) = P(D > x)`` is what size-oblivious, distribution-aware policies
 (ServerFilling-Gittins) need; distributions without a closed form estimate it from a large fixed-seed
 sample.
+
+Parameter limits (checked when a distribution is built, so a scenario fails before anything runs): a
+duration parameter given by the user (a mean, value, scale, std, bound or branch mean) lies in
+[MIN_DURATION, MAX_DURATION] = [1e-6, 1e9] time units, which keeps samples, their sums and the
+simulation clock far from float underflow and overflow; a squared coefficient of variation is at most
+MAX_SCV = 1e4 (lognormal, hyperexponential: sample means would not settle anyway) and a gamma's at most
+20 (smaller shapes make NumPy's sampler return exact zeros); an Erlang has at most MAX_PHASES = 10**4
+phases; a Pareto's alpha is at least 0.1 (smaller ones overflow its samples to infinity).
 """
 
 from __future__ import annotations
 
 import math
+import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -22,6 +31,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 __all__ = [
+    "MAX_DURATION",
+    "MAX_PHASES",
+    "MAX_SCV",
+    "MIN_DURATION",
     "Deterministic",
     "Distribution",
     "Empirical",
@@ -37,14 +50,45 @@ __all__ = [
 ]
 
 
+MIN_DURATION = 1e-6
+MAX_DURATION = 1e9
+MAX_SCV = 1e4
+MAX_GAMMA_SCV = 20.0
+MIN_GAMMA_SCV = 1e-6
+MAX_PHASES = 10**4
+MIN_PARETO_ALPHA = 0.1
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 80
+_REPR.maxlevel = 3
+
+
+def short_repr(value: Any) -> str:
+    """``repr(value)`` cut short: a YAML file can alias one list into a tree of 10**8 items."""
+    return _REPR.repr(value)
+
+
 def _positive(name: str, value: Any) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name}: expected a positive number, got {value!r}") from None
-    if not math.isfinite(v) or v <= 0.0:
+    if isinstance(value, bool) or not math.isfinite(v) or v <= 0.0:
         raise ValueError(f"{name}: expected a positive finite number, got {value!r}")
     return v
+
+
+def _within(name: str, value: Any, lo: float, hi: float) -> float:
+    """``value`` as a float if it is finite and in [lo, hi], else an error naming ``name``."""
+    v = _positive(name, value)
+    if not lo <= v <= hi:
+        raise ValueError(f"{name}: expected a number in [{lo:g}, {hi:g}], got {value!r}")
+    return v
+
+
+def _duration(name: str, value: Any) -> float:
+    return _within(name, value, MIN_DURATION, MAX_DURATION)
 
 
 def _probabilities(name: str, values: Sequence[float]) -> np.ndarray:
@@ -119,7 +163,7 @@ class Exponential(Distribution):
     kind = "exponential"
 
     def __init__(self, mean: float = 1.0) -> None:
-        self._mean = _positive("exponential.mean", mean)
+        self._mean = _duration("exponential.mean", mean)
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.exponential(self._mean, n)
@@ -143,7 +187,7 @@ class Deterministic(Distribution):
     kind = "deterministic"
 
     def __init__(self, value: float = 1.0) -> None:
-        self.value = _positive("deterministic.value", value)
+        self.value = _duration("deterministic.value", value)
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return np.full(n, self.value)
@@ -167,9 +211,13 @@ class Uniform(Distribution):
     kind = "uniform"
 
     def __init__(self, low: float, high: float) -> None:
-        lo, hi = float(low), float(high)
+        try:
+            lo, hi = float(low), float(high)
+        except (TypeError, ValueError):
+            lo = hi = math.nan
         if not (math.isfinite(lo) and math.isfinite(hi)) or lo < 0 or hi <= lo:
             raise ValueError(f"uniform: expected 0 <= low < high, got low={low!r}, high={high!r}")
+        _duration("uniform.high", hi)
         self.low, self.high = lo, hi
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -207,17 +255,18 @@ class HyperExponential(Distribution):
         if mean is not None or scv is not None:
             if probabilities is not None or means is not None:
                 raise ValueError("hyperexponential: give either probabilities/means or mean/scv, not both")
-            m = _positive("hyperexponential.mean", mean)
-            c2 = _positive("hyperexponential.scv", scv)
-            if c2 < 1.0:
-                raise ValueError(f"hyperexponential.scv: expected >= 1, got {scv!r}")
+            m = _duration("hyperexponential.mean", mean)
+            c2 = _within("hyperexponential.scv", scv, 1.0, MAX_SCV)
             p1 = 0.5 * (1.0 + math.sqrt((c2 - 1.0) / (c2 + 1.0)))
             probabilities = [p1, 1.0 - p1]
             means = [m / (2.0 * p1), m / (2.0 * (1.0 - p1))]
+            check = _positive  # the fitted branch means may leave the range of the given mean
+        else:
+            check = _duration
         if probabilities is None or means is None:
             raise ValueError("hyperexponential: needs probabilities and means (or mean and scv)")
         self.probabilities = _probabilities("hyperexponential.probabilities", probabilities)
-        self.means = np.array([_positive("hyperexponential.means", m) for m in means])
+        self.means = np.array([check("hyperexponential.means", m) for m in means])
         if self.means.size != self.probabilities.size:
             raise ValueError(
                 f"hyperexponential: {self.probabilities.size} probabilities but {self.means.size} means"
@@ -260,10 +309,11 @@ class Erlang(Distribution):
     kind = "erlang"
 
     def __init__(self, shape: int, mean: float = 1.0) -> None:
-        if int(shape) != shape or int(shape) < 1:
-            raise ValueError(f"erlang.shape: expected an integer >= 1, got {shape!r}")
+        ok = not isinstance(shape, bool) and isinstance(shape, int | float | np.integer | np.floating)
+        if not (ok and math.isfinite(shape) and shape == int(shape) and 1 <= shape <= MAX_PHASES):
+            raise ValueError(f"erlang.shape: expected an integer in [1, {MAX_PHASES}], got {shape!r}")
         self.shape = int(shape)
-        self._mean = _positive("erlang.mean", mean)
+        self._mean = _duration("erlang.mean", mean)
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.gamma(self.shape, self._mean / self.shape, n)
@@ -328,8 +378,8 @@ class Gamma(Distribution):
     kind = "gamma"
 
     def __init__(self, mean: float, scv: float) -> None:
-        self._mean = _positive("gamma.mean", mean)
-        self._scv = _positive("gamma.scv", scv)
+        self._mean = _duration("gamma.mean", mean)
+        self._scv = _within("gamma.scv", scv, MIN_GAMMA_SCV, MAX_GAMMA_SCV)
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         shape = 1.0 / self._scv
@@ -353,14 +403,16 @@ class Pareto(Distribution):
     kind = "pareto"
 
     def __init__(self, alpha: float, scale: float | None = None, *, mean: float | None = None) -> None:
-        self.alpha = _positive("pareto.alpha", alpha)
+        self.alpha = _within("pareto.alpha", alpha, MIN_PARETO_ALPHA, math.inf)
         if (scale is None) == (mean is None):
             raise ValueError("pareto: give exactly one of scale and mean")
         if mean is not None:
             if self.alpha <= 1.0:
                 raise ValueError(f"pareto.alpha: a finite mean needs alpha > 1, got {alpha!r}")
-            scale = _positive("pareto.mean", mean) * (self.alpha - 1.0) / self.alpha
-        self.scale = _positive("pareto.scale", scale)
+            scale = _duration("pareto.mean", mean) * (self.alpha - 1.0) / self.alpha
+            self.scale = _positive("pareto.scale", scale)
+        else:
+            self.scale = _duration("pareto.scale", scale)
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         # Inverse transform on 1 - U, which lies in (0, 1].
@@ -388,8 +440,13 @@ class LogNormal(Distribution):
     kind = "lognormal"
 
     def __init__(self, mean: float, std: float) -> None:
-        self._mean = _positive("lognormal.mean", mean)
+        self._mean = _duration("lognormal.mean", mean)
         self.std = _positive("lognormal.std", std)
+        if (self.std / self._mean) ** 2 > MAX_SCV:
+            raise ValueError(
+                f"lognormal.std: {std!r} is more than {math.sqrt(MAX_SCV):g} times the mean {mean!r} "
+                f"(squared coefficient of variation above {MAX_SCV:g})"
+            )
         self.sigma2 = math.log1p((self.std / self._mean) ** 2)
         self.mu = math.log(self._mean) - 0.5 * self.sigma2
 
@@ -458,16 +515,19 @@ def distribution_from_dict(
         return spec
     if not isinstance(spec, Mapping):
         raise ValueError(
-            f"{where}: expected a table like {{distribution = 'exponential', mean = 1}}, got {spec!r}"
+            f"{where}: expected a table like {{distribution = 'exponential', mean = 1}}, "
+            f"got {short_repr(spec)}"
         )
     params = dict(spec)
     kind = params.pop("distribution", None)
-    if kind not in Distribution._registry:
+    if not isinstance(kind, str) or kind not in Distribution._registry:
         known = ", ".join(sorted(Distribution._registry))
-        raise ValueError(f"{where}.distribution: unknown distribution {kind!r}; known: {known}")
+        raise ValueError(f"{where}.distribution: unknown distribution {short_repr(kind)}; known: {known}")
+    if not all(isinstance(key, str) for key in params):
+        raise ValueError(f"{where}: parameter names must be text, got {short_repr(list(params))}")
     try:
         return Distribution._registry[kind](**params)
-    except TypeError as exc:
+    except (TypeError, OverflowError) as exc:
         raise ValueError(f"{where}: bad parameters for {kind!r}: {exc}") from None
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None

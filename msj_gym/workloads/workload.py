@@ -3,6 +3,14 @@
 Vocabulary of the papers: ``num_servers`` (k), ``server_need`` (n_i), ``service_time`` (D_i, a
 duration), ``arrival_rate`` (lambda), class ``probability`` (alpha_i), ``load``
 rho = lambda * sum_i alpha_i E[D_i] n_i / k.
+
+Input limits, checked where a workload is built (once, before anything runs): ``num_servers`` is an
+integer in [1, MAX_SERVERS] (2**20: the engine allocates per-server and per-slot arrays, and larger
+systems would only be a typo or a memory bomb); a ``server_need`` is an integer in [1, num_servers];
+a class ``probability`` is finite and in (0, 1]; the ``load`` is finite and in [MIN_LOAD, MAX_LOAD]
+(1e-6 .. 1e6), and an ``arrival_rate`` must be finite, positive and give a load in that range (below
+1e-6 the arrival times grow so large that durations lose their precision next to them; above 1e6 the
+queue can only explode, and rates near the float limit overflow the clock).
 """
 
 from __future__ import annotations
@@ -16,7 +24,59 @@ import numpy as np
 
 from .distributions import Distribution, distribution_from_dict
 
-__all__ = ["ArrivalChunk", "ClassTable", "JobClass", "PoissonArrivals", "Workload"]
+__all__ = [
+    "MAX_LOAD",
+    "MAX_SERVERS",
+    "MIN_LOAD",
+    "ArrivalChunk",
+    "ClassTable",
+    "JobClass",
+    "PoissonArrivals",
+    "Workload",
+    "check_integer",
+    "check_load",
+    "check_probability",
+]
+
+MAX_SERVERS = 2**20
+MIN_LOAD = 1e-6
+MAX_LOAD = 1e6
+
+
+def check_integer(name: str, value: Any, lo: int, hi: int) -> int:
+    """``value`` as an int if it is a whole number in [lo, hi] (an integral float is fine), else a
+    one-line ``ValueError`` naming ``name`` and the value."""
+    ok = not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
+    if ok and not (math.isfinite(value) and value == int(value) and lo <= value <= hi):
+        ok = False
+    if not ok:
+        bound = "a positive integer" if lo == 1 else "an integer"
+        raise ValueError(f"{name}: expected {bound}, got {value!r} (allowed: {lo} to {hi})")
+    return int(value)
+
+
+def check_load(value: Any, name: str = "load") -> float:
+    """``value`` as a float if it is a usable load, finite and in [MIN_LOAD, MAX_LOAD]."""
+    try:
+        rho = float(value)
+    except (TypeError, ValueError):
+        rho = math.nan
+    if isinstance(value, bool) or not (math.isfinite(rho) and MIN_LOAD <= rho <= MAX_LOAD):
+        raise ValueError(
+            f"{name}: expected a positive finite number in [{MIN_LOAD:g}, {MAX_LOAD:g}], got {value!r}"
+        )
+    return rho
+
+
+def check_probability(value: Any, name: str = "probability") -> float:
+    """``value`` as a float if it is a class probability: finite and in (0, 1]."""
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        p = math.nan
+    if isinstance(value, bool) or not (math.isfinite(p) and 0.0 < p <= 1.0):
+        raise ValueError(f"{name}: expected a number in (0, 1], got {value!r}")
+    return p
 
 
 @dataclass(frozen=True)
@@ -31,18 +91,13 @@ class JobClass:
 
     def __post_init__(self) -> None:
         label = f"class {self.name!r}" if self.name else "class"
-        if isinstance(self.server_need, bool) or int(self.server_need) != self.server_need:
-            raise ValueError(f"{label}.server_need: expected a positive integer, got {self.server_need!r}")
-        if int(self.server_need) < 1:
-            raise ValueError(f"{label}.server_need: expected a positive integer, got {self.server_need!r}")
-        object.__setattr__(self, "server_need", int(self.server_need))
+        need = check_integer(f"{label}.server_need", self.server_need, 1, MAX_SERVERS)
+        object.__setattr__(self, "server_need", need)
         if not isinstance(self.service_time, Distribution):
             object.__setattr__(
                 self, "service_time", distribution_from_dict(self.service_time, where=f"{label}.service_time")
             )
-        p = float(self.probability)
-        if not math.isfinite(p) or p < 0.0 or p > 1.0:
-            raise ValueError(f"{label}.probability: expected a number in [0, 1], got {self.probability!r}")
+        p = check_probability(self.probability, f"{label}.probability")
         object.__setattr__(self, "probability", p)
 
     def to_dict(self) -> dict[str, Any]:
@@ -106,10 +161,7 @@ class Workload(ClassTable):
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        k = self.num_servers
-        if isinstance(k, bool) or int(k) != k or int(k) < 1:
-            raise ValueError(f"num_servers: expected a positive integer, got {k!r}")
-        self.num_servers = int(k)
+        self.num_servers = check_integer("num_servers", self.num_servers, 1, MAX_SERVERS)
         self.classes = tuple(c if isinstance(c, JobClass) else JobClass(**c) for c in self.classes)
         if not self.classes:
             raise ValueError("classes: expected at least one job class, got none")
@@ -135,19 +187,26 @@ class Workload(ClassTable):
             )
         demand = self.demand_per_arrival
         if self.load is not None:
-            rho = float(self.load)
-            if not math.isfinite(rho) or rho <= 0.0:
-                raise ValueError(f"load: expected a positive finite number, got {self.load!r}")
+            rho = check_load(self.load, "load")
             self.load = rho
             self.arrival_rate = rho * self.num_servers / demand
         else:
-            lam = float(self.arrival_rate)
-            if not math.isfinite(lam) or lam <= 0.0:
+            try:
+                lam = float(self.arrival_rate)
+            except (TypeError, ValueError):
+                lam = math.nan
+            if isinstance(self.arrival_rate, bool) or not math.isfinite(lam) or lam <= 0.0:
                 raise ValueError(
                     f"arrival_rate: expected a positive finite number, got {self.arrival_rate!r}"
                 )
+            rho = lam * demand / self.num_servers
+            if not MIN_LOAD <= rho <= MAX_LOAD:  # also catches a rate whose load overflows to inf
+                raise ValueError(
+                    f"arrival_rate: {self.arrival_rate!r} gives the load {rho:.3g}, outside "
+                    f"[{MIN_LOAD:g}, {MAX_LOAD:g}]"
+                )
             self.arrival_rate = lam
-            self.load = lam * demand / self.num_servers
+            self.load = rho
 
     # ----------------------------------------------------------------------------------------------
     @property
