@@ -59,6 +59,25 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="list the built-in scenarios and policies")
 
+    opt = sub.add_parser(
+        "optimal",
+        help="solve the exact optimal policy of a small exponential system (Markov decision process)",
+    )
+    opt.add_argument("--scenario", required=True, help="a built-in scenario name or a scenario file")
+    orate = opt.add_mutually_exclusive_group()
+    orate.add_argument("--load", type=float, help="offered load rho (default: the scenario's)")
+    orate.add_argument("--arrival-rate", type=float, help="arrival rate lambda instead of a load")
+    opt.add_argument("--k", type=int, help="number of servers (default: the scenario's)")
+    opt.add_argument("--preemptive", action="store_true", help="preempt-resume instead of non-preemptive")
+    opt.add_argument(
+        "--blocking", type=float, default=1e-6, help="largest fraction of arrivals the truncation may lose"
+    )
+    opt.add_argument(
+        "--max-states", type=int, default=3_000_000, help="refuse chains larger than this (default 3e6)"
+    )
+    opt.add_argument("--png", help="write a picture of the policy over the state space to this path")
+    opt.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
     lb = sub.add_parser(
         "leaderboard",
         help="rank policies and agents over scenarios x loads x seeds (paired, resumable)",
@@ -269,6 +288,83 @@ def _figure(args: argparse.Namespace) -> int:
     return 0
 
 
+def _optimal(args: argparse.Namespace) -> int:
+    import json
+
+    from .analysis.optimal import HEURISTICS, describe_policy, evaluate_heuristic, solve_optimal
+    from .workloads.scenarios import load_scenario
+    from .workloads.workload import MAX_SERVERS, check_integer, check_load
+
+    if args.k is not None:
+        check_integer("--k", args.k, 1, MAX_SERVERS)
+    if args.load is not None:
+        check_load(args.load, "--load")
+    _positive_finite("--arrival-rate", args.arrival_rate)
+    if not (math.isfinite(args.blocking) and 0 < args.blocking < 1):
+        raise ValueError(f"--blocking: expected a number in (0, 1), got {args.blocking!r}")
+    check_integer("--max-states", args.max_states, 1, 10**8)
+    workload = load_scenario(args.scenario).build(
+        num_servers=args.k, load=args.load, arrival_rate=args.arrival_rate
+    )
+    sol = solve_optimal(
+        workload, preemptive=args.preemptive, blocking_target=args.blocking, max_states=args.max_states
+    )
+    heuristics = {}
+    for pid, (preemptive, _order) in HEURISTICS.items():
+        if preemptive == args.preemptive:
+            # an unstable heuristic would grow its chain to the limit: a tenth is enough to say so
+            heuristics[pid] = evaluate_heuristic(
+                workload,
+                pid,
+                blocking_target=args.blocking,
+                max_states=min(args.max_states, max(10 * sol.value.states, 200_000)),
+            )
+    words = describe_policy(sol, [c.name or f"class{i}" for i, c in enumerate(workload.classes)])
+    if args.png:
+        from .analysis.optimal import plot_policy
+
+        plot_policy(sol, args.png, [c.name or f"class{i}" for i, c in enumerate(workload.classes)])
+    if args.json:
+        out = {
+            **sol.to_dict(),
+            "scenario": workload.name,
+            "load": workload.load,
+            "arrival_rate": workload.arrival_rate,
+            "heuristics": {pid: v.to_dict() for pid, v in heuristics.items()},
+            "structure": words,
+        }
+        print(json.dumps(out, indent=2))
+        return 0
+    kind = "preemptive" if args.preemptive else "non-preemptive"
+    v = sol.value
+    print(
+        f"scenario {workload.name}  k={workload.num_servers}  load={workload.load:.6g}  "
+        f"lambda={workload.arrival_rate:.6g}  {kind}"
+    )
+    print(
+        f"optimal mean response time  {v.mean_response_time:.6f}   (mean jobs {v.mean_jobs:.6f}; "
+        f"{v.states} states, buffers {list(v.buffers)}, blocked <= {v.max_blocked:.1e}; "
+        f"{sol.iterations} policy iterations, {sol.seconds:.1f} s)"
+    )
+    if sol.buffer_check:
+        print(
+            f"  buffers {sol.buffer_check['buffers']}: {sol.buffer_check['mean_response_time']:.6f} "
+            f"(relative change {sol.buffer_check['relative_change']:.1e})"
+        )
+    for pid, hv in heuristics.items():
+        note = ""
+        if hv.max_blocked > args.blocking:
+            note = f"   blocked {hv.max_blocked:.1e}: unstable, or its tail exceeds the chain (a lower bound)"
+        ratio = hv.mean_response_time / v.mean_response_time
+        print(f"{pid:<22} {hv.mean_response_time:.6f}   ({ratio:.3f}x the optimum){note}")
+    print("structure:")
+    for line in words:
+        print(f"  {line}")
+    if args.png:
+        print(f"wrote {args.png}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -278,6 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _figure(args)
         if args.command == "leaderboard":
             return _leaderboard(args)
+        if args.command == "optimal":
+            return _optimal(args)
         return _list()
     except ValueError as exc:
         print(f"msj-gym: error: {exc}", file=sys.stderr)

@@ -125,3 +125,17 @@ def test_unstable_table_leads_with_the_warning(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].startswith("UNSTABLE: queue keeps growing")
     assert lines[2].endswith("<- not a steady-state value")
+
+
+def test_optimal_prints_the_optimum_and_the_heuristics(tmp_path, capsys) -> None:
+    png = tmp_path / "policy.png"
+    assert main(["optimal", "--scenario", "sf-fig2", "--load", "0.5", "--json", "--png", str(png)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mean_response_time"] < out["heuristics"]["msf"]["mean_response_time"]
+    assert out["blocked"][0] < 1e-6 and out["buffer_check"]["relative_change"] < 1e-4
+    assert out["structure"] and png.stat().st_size > 10_000
+    assert main(["optimal", "--scenario", "sf-fig2", "--load", "0.5", "--preemptive"]) == 0
+    text = capsys.readouterr().out
+    assert "optimal mean response time" in text and "msf-preemptive" in text
+    assert main(["optimal", "--scenario", "bs-fig1"]) == 2
+    assert "max_states" in capsys.readouterr().err

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from baselines import make_policy
@@ -59,28 +58,32 @@ def test_two_classes_on_one_server_follow_the_c_mu_rule() -> None:
 
 
 def test_the_answer_does_not_depend_on_the_buffer() -> None:
-    sol = solve_optimal(load_scenario("sf-fig2").build(load=0.6))
-    assert sol.value.max_blocked < 1e-6
+    # truncation losing < 1e-8 of the arrivals, policy iteration to 1e-10: the value holds to 1e-6
+    sol = solve_optimal(load_scenario("sf-fig2").build(load=0.6), blocking_target=1e-8, tol=1e-10)
+    assert sol.value.max_blocked < 1e-8
     assert sol.buffer_check["relative_change"] < 1e-6
     bigger = solve_optimal(
         load_scenario("sf-fig2").build(load=0.6),
         buffers=[b + 20 for b in sol.value.buffers],
         check_buffers=False,
+        tol=1e-10,
     )
     assert bigger.mean_response_time == pytest.approx(sol.mean_response_time, rel=1e-6)
 
 
 def test_optimum_is_below_every_heuristic() -> None:
+    # on one truncated chain the optimum's mean number of jobs is below every policy's
     wl = load_scenario("sf-fig2").build(load=0.6)
     for preemptive, heuristics in ((False, ("msf", "lsf")), (True, ("msf-preemptive", "lsf-preemptive"))):
         opt = solve_optimal(wl, preemptive=preemptive, check_buffers=False)
         for h in heuristics:
-            value = evaluate_heuristic(wl, h, max_states=400_000)
-            assert opt.mean_response_time <= value.mean_response_time * (1 + 1e-9), h
+            value = evaluate_heuristic(wl, h, buffers=opt.value.buffers)
+            assert opt.value.mean_jobs <= value.mean_jobs * (1 + 1e-9), h
     # preempting can only help
-    assert solve_optimal(wl, preemptive=True, check_buffers=False).mean_response_time < solve_optimal(
-        wl, check_buffers=False
-    ).mean_response_time
+    assert (
+        solve_optimal(wl, preemptive=True, check_buffers=False).mean_response_time
+        < solve_optimal(wl, check_buffers=False).mean_response_time
+    )
 
 
 def test_exact_msf_equals_its_simulated_mean() -> None:
@@ -101,7 +104,7 @@ def test_mdp_optimal_simulates_to_its_exact_value() -> None:
 
 def test_bad_input_is_refused() -> None:
     hyper = load_scenario("bs-fig1").build()
-    with pytest.raises(ValueError, match="exponential|max_states"):
+    with pytest.raises(ValueError, match=r"exponential|max_states"):
         solve_optimal(hyper)
     with pytest.raises(ValueError, match="load"):
         solve_optimal(load_scenario("sf-fig2").build(load=1.0))
