@@ -122,9 +122,12 @@ def _solver_version() -> str:
     return hashlib.sha256(inspect.getsource(optimal).encode()).hexdigest()[:16]
 
 
-def solved_table(workload: Any, preemptive: bool, blocking_target: float = 1e-6) -> dict[str, Any]:
+def solved_table(
+    workload: Any, preemptive: bool, blocking_target: float = 1e-6, max_states: int = 1_000_000
+) -> dict[str, Any]:
     """The solved optimal policy of ``workload`` as arrays (``table``, ``configs``, ``up``,
-    ``buffers``) plus its ``value`` (``mean_response_time``, ``blocked``, ...), cached on disk by the
+    ``buffers``) plus its ``value`` (``mean_response_time``, ``blocked``, ...); a ``ValueError`` where the
+    chain would exceed ``max_states`` or the workload is not exponential. Cached on disk by the
     content of the problem and the solver's source, so that every worker of a leaderboard reuses one
     solve and a changed problem or solver is never served a stale table."""
     from msj_gym.analysis.optimal import _parameters
@@ -143,17 +146,23 @@ def solved_table(workload: Any, preemptive: bool, blocking_target: float = 1e-6)
         sort_keys=True,
     )
     key = hashlib.sha256(key_doc.encode()).hexdigest()[:32]
-    solved = _SOLVED.get(key)
+    solved = _SOLVED.get((key, max_states))
     if solved is None:
-        solved = _SOLVED[key] = _solved(key, key_doc, workload, preemptive, blocking_target)
+        try:
+            solved = _solved(key, key_doc, workload, preemptive, blocking_target, max_states)
+        except ValueError as exc:
+            solved = exc  # a problem too large stays too large: do not try again in this process
+        _SOLVED[(key, max_states)] = solved
+    if isinstance(solved, ValueError):
+        raise solved
     return solved
 
 
-_SOLVED: dict[str, dict[str, Any]] = {}
+_SOLVED: dict[tuple[str, int], dict[str, Any] | ValueError] = {}
 
 
 def _solved(
-    key: str, key_doc: str, workload: Any, preemptive: bool, blocking_target: float
+    key: str, key_doc: str, workload: Any, preemptive: bool, blocking_target: float, max_states: int
 ) -> dict[str, Any]:
     path = _cache_dir() / f"{key}.npz"
     if path.exists():
@@ -171,7 +180,13 @@ def _solved(
             pass  # unreadable: solve again and overwrite
     from msj_gym.analysis.optimal import solve_optimal
 
-    sol = solve_optimal(workload, preemptive=preemptive, blocking_target=blocking_target, check_buffers=False)
+    sol = solve_optimal(
+        workload,
+        preemptive=preemptive,
+        blocking_target=blocking_target,
+        check_buffers=False,
+        max_states=max_states,
+    )
     out = {
         "table": sol.table.astype(np.int64),
         "configs": sol.chain.configs,
@@ -196,6 +211,7 @@ def _solved(
 
 class _MDPOptimalBase(Policy):
     size_aware = False
+    support_depends_on_load: ClassVar[bool] = True  # the chain grows with the load
     params_spec: ClassVar[dict[str, Param]] = {
         "blocking_target": Param(
             float, 1e-6, "largest fraction of arrivals the solver's truncation may lose", minimum=0.0

@@ -192,6 +192,13 @@ def _entrants(config: LeaderboardConfig, scenario: str) -> tuple[list[Entrant], 
     out: list[Entrant] = []
     for pid in dict.fromkeys(ids):
         reason = supports(pid, workload)
+        if reason is None and getattr(POLICIES[pid], "support_depends_on_load", False):
+            scenario_ = load_scenario(scenario)
+            for rho in config.loads[1:]:
+                reason = supports(pid, scenario_.build(load=rho))
+                if reason is not None:
+                    reason = f"at load {rho:g}: {reason}"
+                    break
         if reason is not None:
             if pid in config.policies:
                 raise ValueError(f"--policies: {pid!r} is not defined on scenario {scenario!r}: {reason}")
@@ -303,6 +310,7 @@ class Row:
     ratio_ci95: float
     per_class: dict[str, float]
     unstable_note: str = ""
+    gap: float = math.nan  # (T - T*) / T*, T* the exact optimum of the entrant's kind, where known
 
 
 def _mean(values: list[float]) -> tuple[float, float]:
@@ -466,16 +474,43 @@ def run_leaderboard(
         grouped.setdefault((p.scenario, p.x), {}).setdefault(p.series, {})[p.seed] = r
     rows: list[Row] = []
     standings: list[Standing] = []
+    optima: dict[tuple[str, float], dict[str, float]] = {}
     for scenario in config.scenarios:
         mine = []
         for rho in config.loads:
-            mine += _table(scenario, rho, grouped[(scenario, rho)], entrants[scenario], config.reference)
+            at = _table(scenario, rho, grouped[(scenario, rho)], entrants[scenario], config.reference)
+            optima[(scenario, rho)] = best = exact_optima(scenario, rho)
+            for row in at:
+                exact = best.get("preemptive" if row.kind.startswith("preemptive") else "non-preemptive")
+                if exact is not None:
+                    row.gap = (row.mean_response_time - exact) / exact
+            mine += at
         rows += mine
         standings += _standings(scenario, mine, entrants[scenario], config.loads)
-    report = {"rows": rows, "standings": standings, "skipped": skipped, "config": config}
+    report = {"rows": rows, "standings": standings, "skipped": skipped, "config": config, "optima": optima}
     files = _write(out, report)
     report["files"] = files
     return report
+
+
+def exact_optima(scenario: str, load: float, max_states: int = 1_000_000) -> dict[str, float]:
+    """The exact optimal mean response times (``"non-preemptive"``, ``"preemptive"``) of a scenario at a
+    load, where the Markov decision process is small enough to solve (see
+    :mod:`msj_gym.analysis.optimal`; solved once and cached on disk); an empty dict elsewhere."""
+    from baselines.optimal import solved_table
+
+    from ..workloads.scenarios import load_scenario
+
+    workload = load_scenario(scenario).build(load=load)
+    out: dict[str, float] = {}
+    for kind, preemptive in (("non-preemptive", False), ("preemptive", True)):
+        try:
+            out[kind] = float(
+                solved_table(workload, preemptive, max_states=max_states)["value"]["mean_response_time"]
+            )
+        except ValueError:
+            continue  # not exponential, or too large: no reference
+    return out
 
 
 def _fmt(x: float, ci: float | None = None, digits: int = 4) -> str:
@@ -501,6 +536,7 @@ def format_tables(report: dict[str, Any], markdown: bool = False) -> str:
         "P(wait)",
         "util",
         ref_word,
+        "gap to optimum",
         "stable",
     ]
     for scenario in config.scenarios:
@@ -523,10 +559,15 @@ def format_tables(report: dict[str, Any], markdown: bool = False) -> str:
                     f"{r.p_wait:.3f}",
                     f"{r.utilization:.3f}",
                     _fmt(r.ratio, r.ratio_ci95, 3) + ("" if r.entrant != r.vs else " (ref)"),
+                    f"{100 * r.gap:+.1f} %" if math.isfinite(r.gap) else "n/a",
                     "yes" if r.stable else "UNSTABLE",
                 ]
                 for r in at
             ]
+            for kind, value in report.get("optima", {}).get((scenario, rho), {}).items():
+                # the exact optimum of the Markov decision process: a reference, not a simulated entrant
+                exact = ["-", f"optimum ({kind}, exact)", kind, f"{value:.4g}", "", "", "", "", "+0.0 %", ""]
+                table.insert(0, exact)
             title = (
                 f"{scenario}  load {rho:g}  ({len(config.seeds)} seeds x {config.arrivals} arrivals, "
                 f"{config.warmup_arrivals} warm-up)"

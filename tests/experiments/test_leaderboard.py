@@ -158,3 +158,20 @@ def test_cli_leaderboard(tmp_path, capsys) -> None:
     assert "unknown policy 'bogus'" in capsys.readouterr().err
     assert main(["reproduce", "--list"]) == 0
     assert "004-fig2" in capsys.readouterr().out
+
+
+def test_exact_optimum_rows_and_gap_column(tmp_path) -> None:
+    from msj_gym.analysis.optimal import solve_optimal
+
+    config = LeaderboardConfig(policies=("msf", "mdp-optimal"), loads="0.6", seeds=2, arrivals=3000)
+    report = run_leaderboard(config, tmp_path, workers=1, progress=False)
+    exact = solve_optimal(load_scenario("sf-fig2").build(load=0.6), check_buffers=False).mean_response_time
+    assert report["optima"][("sf-fig2", 0.6)]["non-preemptive"] == pytest.approx(exact, rel=1e-9)
+    for row in report["rows"]:
+        assert row.gap == pytest.approx((row.mean_response_time - exact) / exact)
+    md = (tmp_path / "leaderboard.md").read_text()
+    assert "optimum (non-preemptive, exact)" in md and "gap to optimum" in md
+    # no optimum where the chain is out of reach: the column says n/a
+    big = LeaderboardConfig(scenarios=("bs-fig1",), policies=("msf",), loads="0.6", seeds=1, arrivals=500)
+    rows = run_leaderboard(big, tmp_path / "big", workers=1, progress=False)["rows"]
+    assert all(r.gap != r.gap for r in rows)  # NaN
