@@ -181,19 +181,25 @@ def _leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def _simulate(args: argparse.Namespace) -> int:
-    from baselines import make_policy
-
-    from .core.simulator import Simulator
-    from .workloads.scenarios import load_scenario
+def _check_system_flags(args: argparse.Namespace) -> None:
+    """``--k``, ``--load`` and ``--arrival-rate``, each error naming its flag."""
     from .workloads.workload import MAX_SERVERS, check_integer, check_load
 
-    # the flags first (cheap, and each error names its flag), then the scenario
     if args.k is not None:
         check_integer("--k", args.k, 1, MAX_SERVERS)
     if args.load is not None:
         check_load(args.load, "--load")
     _positive_finite("--arrival-rate", args.arrival_rate)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from baselines import make_policy
+
+    from .core.simulator import Simulator
+    from .workloads.scenarios import load_scenario
+
+    # the flags first (cheap, and each error names its flag), then the scenario
+    _check_system_flags(args)
     _positive_finite("--horizon", args.horizon)
     if args.warmup is not None and not (math.isfinite(args.warmup) and args.warmup >= 0):
         raise ValueError(f"--warmup: expected a finite number >= 0, got {args.warmup!r}")
@@ -293,13 +299,9 @@ def _optimal(args: argparse.Namespace) -> int:
 
     from .analysis.optimal import HEURISTICS, describe_policy, evaluate_heuristic, solve_optimal
     from .workloads.scenarios import load_scenario
-    from .workloads.workload import MAX_SERVERS, check_integer, check_load
+    from .workloads.workload import check_integer
 
-    if args.k is not None:
-        check_integer("--k", args.k, 1, MAX_SERVERS)
-    if args.load is not None:
-        check_load(args.load, "--load")
-    _positive_finite("--arrival-rate", args.arrival_rate)
+    _check_system_flags(args)
     if not (math.isfinite(args.blocking) and 0 < args.blocking < 1):
         raise ValueError(f"--blocking: expected a number in (0, 1), got {args.blocking!r}")
     check_integer("--max-states", args.max_states, 1, 10**8)
