@@ -58,6 +58,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from .swf import _is_number
 from .trace import TraceWorkload
 
 __all__ = [
@@ -166,14 +167,6 @@ def _head(path: Path) -> str:
     except (EOFError, gzip.BadGzipFile) as exc:
         raise ValueError(f"GPU trace {str(path)!r}: corrupt gzip data: {exc}") from None
     return ""
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _detect(path: Path) -> str | None:
