@@ -5,8 +5,9 @@ duration), ``arrival_rate`` (lambda), class ``probability`` (alpha_i), ``load``
 rho = lambda * sum_i alpha_i E[D_i] n_i / k.
 
 Input limits, checked where a workload is built (once, before anything runs): ``num_servers`` is an
-integer in [1, MAX_SERVERS] (2**20: the engine allocates per-server and per-slot arrays, and larger
-systems would only be a typo or a memory bomb); a ``server_need`` is an integer in [1, num_servers];
+integer in [1, MAX_SERVERS] (2**24: the analysis of the many-server limits of paper 002 evaluates
+systems up to k = 2**22, while the engine allocates per-server and per-slot arrays, so larger values
+would only be a typo or a memory bomb); a ``server_need`` is an integer in [1, num_servers];
 a class ``probability`` is finite and in (0, 1]; the ``load`` is finite and in [MIN_LOAD, MAX_LOAD]
 (1e-6 .. 1e6), and an ``arrival_rate`` must be finite, positive and give a load in that range (below
 1e-6 the arrival times grow so large that durations lose their precision next to them; above 1e6 the
@@ -38,7 +39,7 @@ __all__ = [
     "check_probability",
 ]
 
-MAX_SERVERS = 2**20
+MAX_SERVERS = 2**24
 MIN_LOAD = 1e-6
 MAX_LOAD = 1e6
 

@@ -242,6 +242,7 @@ def test_policy_flags_match_the_papers():
         "server-filling-srpt",
         "server-filling-gittins",
         "first-fit-srpt",
+        "mdp-optimal-preemptive",  # the exact optimum of the preempt-resume chain (issue 17)
     }
     assert size_aware == {"server-filling-srpt", "first-fit-srpt", "easy-backfilling"}
     for cls in POLICIES.values():
