@@ -23,7 +23,6 @@ import errno
 import hashlib
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -42,7 +41,6 @@ __all__ = [
     "build_workload",
     "check_backend",
     "code_version",
-    "folder_writable",
     "hold_folder",
     "provenance",
     "run_point",
@@ -524,12 +522,6 @@ def hold_folder(folder: Path) -> Iterator[bool]:
         del _HELD[key]
         if fh is not None:
             fh.close()
-
-
-def folder_writable(folder: Path) -> bool:
-    """Whether this process may write ``folder`` (held with :func:`hold_folder`, else by access)."""
-    key = str(folder.resolve())
-    return _HELD[key] if key in _HELD else os.access(folder, os.W_OK)
 
 
 class _Progress:

@@ -334,3 +334,31 @@ def test_finished_folder_on_read_only_media_is_reprinted(tmp_path, monkeypatch, 
         monkeypatch.undo()
         for p in [out, *out.rglob("*")]:
             p.chmod(p.stat().st_mode | 0o200)
+
+
+def fake_run(point) -> dict:
+    """A stand-in for a simulation: the runner's bookkeeping is what is tested."""
+    return {"mean_response_time": float(point.seed), "stable": True}
+
+
+def test_a_swapped_trace_is_a_different_run(tmp_path, monkeypatch) -> None:
+    import msj_gym.experiments.runner as runner
+    import msj_gym.workloads.swf as swf
+    from msj_gym.experiments.runner import Point, StaleRuns, run_points, scenario_content
+
+    jobs = [f"{i} {10 * i} 0 {50 + i} {1 + i % 2} -1 -1 1 100 -1 1 3 1 -1 0 -1 -1 -1" for i in range(1, 30)]
+    trace = tmp_path / "log.swf"
+    trace.write_text("; MaxProcs: 8\n" + "\n".join(jobs) + "\n")
+    point = Point("msf", 0.5, f"swf:{trace}", "msf", 0, 100, build={"num_servers": 8, "load": 0.5})
+    results = tmp_path / "out" / "runs.jsonl"
+    run_points([point], results, progress=False, run=fake_run, content=scenario_content)
+    kept = results.read_text()
+    run_points([point], results, progress=False, run=fake_run, content=scenario_content)  # resumed
+    assert results.read_text() == kept
+    # the same file name, one job 1 s longer: a new process reads it anew, and refuses the old run
+    trace.write_text("; MaxProcs: 8\n" + "\n".join([jobs[0].replace(" 51 ", " 52 "), *jobs[1:]]) + "\n")
+    monkeypatch.setattr(runner, "_CONTENT", {})
+    monkeypatch.setattr(swf, "_LOGS", {})
+    with pytest.raises(StaleRuns, match="scenario content"):
+        run_points([point], results, progress=False, run=fake_run, content=scenario_content)
+    assert results.read_text() == kept
