@@ -97,10 +97,6 @@ def build_workload(scenario: str, build: dict[str, Any]) -> Any:
 _CONTENT: dict[str, str] = {}
 
 
-def _digest(data: Any) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=repr).encode()).hexdigest()[:16]
-
-
 def scenario_content(point: Point) -> str:
     """A hash of what ``point`` simulates: its built workload's ``to_dict()`` (the scenario document
     after evaluation, at the point's overrides) and, for a trace, every job's arrival, class, need and
@@ -141,11 +137,23 @@ def _file_hash(path: str) -> str:
     return _FILE_HASHES[path]
 
 
+_BASE_FILES: frozenset[str] | None = None
+
+
+def _base_files() -> frozenset[str]:
+    """The source files of :data:`_CODE_GLOBS` (listed once per process)."""
+    global _BASE_FILES
+    if _BASE_FILES is None:
+        root = Path(__file__).resolve().parents[1]
+        _BASE_FILES = frozenset(str(f) for g in _CODE_GLOBS for f in root.glob(g))
+    return _BASE_FILES
+
+
 def _code_files(point: Point, run: Run | None) -> tuple[str, ...]:
     import inspect
 
     root = Path(__file__).resolve().parents[1]
-    files = {str(f) for g in _CODE_GLOBS for f in root.glob(g)}
+    files = set(_base_files())
     if run is not None:
         files.add(inspect.getsourcefile(run) or "")
     if point.agent is not None:
@@ -156,10 +164,10 @@ def _code_files(point: Point, run: Run | None) -> tuple[str, ...]:
         from baselines import POLICIES
 
         cls = POLICIES.get(point.policy)
-        if cls is not None:
-            files.add(inspect.getsourcefile(cls) or "")
-    files.discard("")
-    return tuple(sorted(files))
+        if cls is not None:  # its module, and the registry and helpers every policy shares
+            module = Path(inspect.getsourcefile(cls) or "")
+            files |= {str(module), *(str(module.parent / n) for n in ("__init__.py", "_kit.py"))}
+    return tuple(sorted(f for f in files if f and Path(f).is_file()))
 
 
 def code_version(point: Point | None = None, run: Run | None = None) -> str:
@@ -168,11 +176,7 @@ def code_version(point: Point | None = None, run: Run | None = None) -> str:
     or its agent's checkpoint, or the ``run`` function's module). Each file is read once per process."""
     from ..core.simulator import _version
 
-    files = (
-        _code_files(point, run)
-        if point is not None
-        else tuple(sorted(str(f) for g in _CODE_GLOBS for f in Path(__file__).resolve().parents[1].glob(g)))
-    )
+    files = _code_files(point, run) if point is not None else tuple(sorted(_base_files()))
     if files not in _CODE:
         h = hashlib.sha256()
         for f in files:
