@@ -280,17 +280,22 @@ def _figure(args: argparse.Namespace) -> int:
     if args.arrivals is not None and args.arrivals < 100:
         raise ValueError(f"--arrivals: expected an integer >= 100, got {args.arrivals}")
     names = list(all_figures()) if args.name == "all" else [args.name]
-    for name in names:
-        csv_path, png = make_figure(
-            name,
-            Path(args.out),
-            arrivals=args.arrivals,
-            seeds=args.seeds,
-            backend=args.backend,
-            workers=workers,
-            address=args.address,
-        )
-        print(f"wrote {csv_path}" + (f" and {png}" if png else " (install matplotlib for the PNG)"))
+    if args.name != "all" and args.name not in all_figures():  # before --out is created
+        raise ValueError(f"unknown figure {args.name!r}; known: {', '.join(all_figures())}")
+    from .experiments.runner import hold_folder
+
+    with hold_folder(Path(args.out)):  # one writer for the whole command (``all`` runs many figures)
+        for name in names:
+            csv_path, png = make_figure(
+                name,
+                Path(args.out),
+                arrivals=args.arrivals,
+                seeds=args.seeds,
+                backend=args.backend,
+                workers=workers,
+                address=args.address,
+            )
+            print(f"wrote {csv_path}" + (f" and {png}" if png else " (install matplotlib for the PNG)"))
     return 0
 
 

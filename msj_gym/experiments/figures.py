@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .moldable import MOLDABLE_FIGURES, make_moldable_figure
-from .runner import Point, aggregate, run_points
+from .runner import Point, aggregate, hold_folder, run_points, scenario_content
 
 __all__ = ["FIGURES", "SAMPLE_PATHS", "Figure", "all_figures", "make_figure", "sample_path"]
 
@@ -448,9 +448,33 @@ def make_figure(
 ) -> tuple[Path, Path | None]:
     """Run (or reuse, from ``out/runs.jsonl``) the figure's points; write ``out/NAME.csv`` and, if
     matplotlib is installed, ``out/NAME.png``. Returns both paths (the PNG's is None without it).
-    ``backend``, ``workers``, ``address``: where the runs go (see :func:`run_points`)."""
+    ``backend``, ``workers``, ``address``: where the runs go (see :func:`run_points`). The command
+    holds ``out`` (:func:`~.runner.hold_folder`): a second writer is refused. Each CSV row carries
+    the ``content`` hash of the scenario it was computed on (runs and analysis curves alike), and runs
+    of an older scenario content are refused, so a figure never mixes two versions of a trace."""
     if arrivals is not None and (isinstance(arrivals, bool) or arrivals < 100):
         raise ValueError(f"arrivals: expected an integer >= 100, got {arrivals!r}")
+    if name not in SAMPLE_PATHS and name not in MOLDABLE_FIGURES and name not in FIGURES:
+        known = ", ".join([*SAMPLE_PATHS, *FIGURES, *MOLDABLE_FIGURES])
+        raise ValueError(f"unknown figure {name!r}; known: {known}")
+    if name in FIGURES and (isinstance(seeds, bool) or seeds < 1):  # checked before ``out`` is made
+        raise ValueError(f"seeds: expected a positive integer, got {seeds!r}")
+    with hold_folder(out) as writable:
+        if not writable:
+            raise ValueError(f"--out {str(out)!r}: not writable; a figure writes {name}.csv there")
+        return _make_figure(name, out, arrivals, seeds, progress, backend, workers, address)
+
+
+def _make_figure(
+    name: str,
+    out: Path,
+    arrivals: int | None,
+    seeds: int,
+    progress: bool,
+    backend: str,
+    workers: int,
+    address: str | None,
+) -> tuple[Path, Path | None]:
     if name in SAMPLE_PATHS:
         return sample_path(name, out, arrivals)
     if name in MOLDABLE_FIGURES:
@@ -464,13 +488,7 @@ def make_figure(
             workers=workers,
             address=address,
         )
-    fig = FIGURES.get(name)
-    if fig is None:
-        known = ", ".join([*SAMPLE_PATHS, *FIGURES, *MOLDABLE_FIGURES])
-        raise ValueError(f"unknown figure {name!r}; known: {known}")
-    if isinstance(seeds, bool) or seeds < 1:
-        raise ValueError(f"seeds: expected a positive integer, got {seeds!r}")
-    out.mkdir(parents=True, exist_ok=True)
+    fig = FIGURES[name]
     rows = run_points(
         fig.points(arrivals or fig.arrivals, seeds),
         out / "runs.jsonl",
@@ -479,9 +497,16 @@ def make_figure(
         workers=workers,
         address=address,
     )
+    # the content hash of each (series, x)'s runs, and of the scenario an analysis curve is computed on
+    content: dict[tuple[str, float], str] = {}
+    for r in rows:
+        content[(r["series"], r["x"])] = r["content"]
+    at_x = {x: scenario_content(_analysis_point(fig, x)) for x in fig.xs} if fig.analysis else {}
     table = []
     for metric, _ in fig.panels:
-        table += [r for r in aggregate(rows, metric) if r["seeds"] and not math.isnan(r["mean"])]
+        for r in aggregate(rows, metric):
+            if r["seeds"] and not math.isnan(r["mean"]):
+                table.append({**r, "content": content[(r["series"], r["x"])]})
         if fig.analysis is not None:
             for x in fig.xs:
                 for label, value in (fig.analysis(metric, x) or {}).items():
@@ -495,14 +520,21 @@ def make_figure(
                                 "ci95": "",
                                 "seeds": "",
                                 "stable": True,
+                                "content": at_x[x],
                             }
                         )
     csv_path = out / f"{name}.csv"
     with csv_path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["series", "x", "metric", "mean", "ci95", "seeds", "stable"])
+        fields = ["series", "x", "metric", "mean", "ci95", "seeds", "stable", "content"]
+        writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         writer.writerows(table)
     return csv_path, _plot(fig, table, out / f"{name}.png")
+
+
+def _analysis_point(fig: Figure, x: float) -> Point:
+    """A point of ``fig`` at ``x`` (its first series, seed 0): what its analysis curve models there."""
+    return next(p for p in fig.points(fig.arrivals, 1) if p.x == x)
 
 
 def _plot(fig: Figure, table: list[dict[str, Any]], path: Path) -> Path | None:

@@ -12,8 +12,10 @@ entrant's *empirical stability limit* is bracketed between the largest load up t
 stable on every seed and the first load at which it was not, next to the theoretical limit where a
 theorem gives one (see :func:`msj_gym.analysis.stability_limit`).
 
-Outputs in ``out``: ``runs.jsonl`` (one row per run, appended as it finishes, with provenance),
-``leaderboard.json`` (the configuration: a rerun with another one is refused), ``leaderboard.md``,
+Outputs in ``out``: ``runs.jsonl`` (one row per run, appended as it finishes, with provenance and
+the hashes of the scenario content and code it ran: a rerun after a scenario file, trace or the code
+changed is refused, see :mod:`.runner`), ``leaderboard.json`` (the configuration: a rerun with another
+one is refused), ``.msj-gym.lock`` (one writer at a time), ``leaderboard.md``,
 ``leaderboard.csv`` and ``leaderboard-<scenario>.png`` (response time vs load with CI bands,
 per-class bars, the stability region).
 """
@@ -31,7 +33,7 @@ from typing import Any
 
 from ..metrics.stats import replication_ci
 from ..workloads.workload import check_load
-from .runner import Point, check_backend, provenance, run_points
+from .runner import Point, check_backend, hold_folder, provenance, run_points
 
 __all__ = [
     "DEFAULT_LOADS",
@@ -254,8 +256,9 @@ def plan(
     return points, entrants, skipped
 
 
-def _check_out(out: Path, config: LeaderboardConfig) -> None:
-    """Refuse an output folder that holds results of another configuration."""
+def _check_out(out: Path, config: LeaderboardConfig, writable: bool = True) -> None:
+    """Refuse an output folder that holds results of another configuration (or, not ``writable``,
+    none at all)."""
     path = out / "leaderboard.json"
     identity = config.identity()
     if path.exists():
@@ -280,6 +283,8 @@ def _check_out(out: Path, config: LeaderboardConfig) -> None:
         return
     if (out / "runs.jsonl").exists():
         raise ValueError(f"--out {str(out)!r} holds runs.jsonl of something else; use another --out")
+    if not writable:
+        raise ValueError(f"--out {str(out)!r}: not writable, and no leaderboard there; use a writable --out")
     out.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps({"config": identity, "provenance": provenance()}, indent=2) + "\n")
@@ -461,14 +466,41 @@ def run_leaderboard(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Run (or resume) the leaderboard into ``out``; write its tables and plots; return
-    ``{"rows": [Row...], "standings": [Standing...], "skipped": {...}, "files": [...]}``."""
+    ``{"rows": [Row...], "standings": [Standing...], "skipped": {...}, "files": [...]}``.
+
+    The whole command holds ``out`` (:func:`~.runner.hold_folder`): a second writer is refused. A
+    finished leaderboard in a folder this process cannot write (read-only media) is recomputed from
+    its runs and returned without writing anything; its ``files`` are the ones already there."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
     check_backend(backend, workers)  # every check before _check_out creates anything in ``out``
     points, entrants, skipped = plan(config)
-    _check_out(out, config)
-    results = run_points(
-        points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
-    )
+    with hold_folder(out) as writable:
+        _check_out(out, config, writable)
+        results = run_points(
+            points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
+        )
+        report = _report(config, points, results, entrants, skipped)
+        if writable:
+            report["files"] = _write(out, report)
+        else:  # a finished folder on read-only media: print it, write nothing
+            report["files"] = [f for f in _output_names(out, config) if f.exists()]
+    return report
+
+
+def _output_names(out: Path, config: LeaderboardConfig) -> list[Path]:
+    """The files :func:`_write` writes for ``config``."""
+    names = [out / "leaderboard.md", out / "leaderboard.csv"]
+    return names + [out / f"leaderboard-{scenario_slug(s)}.png" for s in config.scenarios]
+
+
+def _report(
+    config: LeaderboardConfig,
+    points: list[Point],
+    results: list[dict[str, Any]],
+    entrants: dict[str, list[Entrant]],
+    skipped: dict[str, dict[str, str]],
+) -> dict[str, Any]:
+    """The ranked rows, standings and exact optima of a leaderboard's finished runs."""
     grouped: dict[tuple[str, float], dict[str, dict[int, dict[str, Any]]]] = {}
     for p, r in zip(points, results, strict=True):
         grouped.setdefault((p.scenario, p.x), {}).setdefault(p.series, {})[p.seed] = r
@@ -487,10 +519,7 @@ def run_leaderboard(
             mine += at
         rows += mine
         standings += _standings(scenario, mine, entrants[scenario], config.loads)
-    report = {"rows": rows, "standings": standings, "skipped": skipped, "config": config, "optima": optima}
-    files = _write(out, report)
-    report["files"] = files
-    return report
+    return {"rows": rows, "standings": standings, "skipped": skipped, "config": config, "optima": optima}
 
 
 def exact_optima(scenario: str, load: float, max_states: int = 1_000_000) -> dict[str, float]:

@@ -1,9 +1,15 @@
 """Resumable batches of simulation runs, aggregated into tables with confidence intervals.
 
 A *point* is one run: scenario, workload overrides, policy (or agent) and parameters, seed, run
-length. Results are appended to a JSON-lines file as each run finishes, keyed by the point, so an
-interrupted batch restarted with the same file skips what is done and loses nothing, and figures that
-share points (e.g. the same runs plotted as two metrics) share the runs.
+length. Results are appended to a JSON-lines file as each run finishes, keyed by the point *and by
+what it ran*: a hash of the scenario's resolved content (the built workload, a trace's jobs) and of
+the code that computes the result (:func:`code_version`). An interrupted batch restarted with the same
+file skips what is done and loses nothing, and figures that share points (e.g. the same runs plotted
+as two metrics) share the runs; a point whose scenario file, trace or code changed since its row was
+written is refused (:class:`StaleRuns`), never silently reused nor mixed with new runs.
+
+One process writes an output folder at a time: :func:`hold_folder` takes an exclusive ``flock`` on
+``FOLDER/.msj-gym.lock`` (released by the OS if the process dies).
 
 Points are independent and each is a pure function of its fields (its seed included), so they can run
 in any order on any number of processes (``backend="local"``, a process pool) or machines
@@ -12,6 +18,9 @@ in any order on any number of processes (``backend="local"``, a process pool) or
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import hashlib
 import json
 import math
 import subprocess
@@ -27,12 +36,16 @@ from ..metrics.stats import replication_ci
 __all__ = [
     "BACKENDS",
     "Point",
+    "StaleRuns",
     "aggregate",
     "build_workload",
     "check_backend",
+    "code_version",
+    "hold_folder",
     "provenance",
     "run_point",
     "run_points",
+    "scenario_content",
 ]
 
 BACKENDS = ("local", "ray")
@@ -79,6 +92,101 @@ def build_workload(scenario: str, build: dict[str, Any]) -> Any:
     from ..workloads.scenarios import load_scenario
 
     return load_scenario(scenario).build(**build)
+
+
+_CONTENT: dict[str, str] = {}
+
+
+def scenario_content(point: Point) -> str:
+    """A hash of what ``point`` simulates: its built workload's ``to_dict()`` (the scenario document
+    after evaluation, at the point's overrides) and, for a trace, every job's arrival, class, need and
+    size, so an edited scenario file or a swapped trace is a different run. Cached per process."""
+    cache_key = json.dumps([point.scenario, point.build], sort_keys=True)
+    if cache_key not in _CONTENT:
+        import numpy as np
+
+        from ..workloads.compat import COMPAT_SCENARIOS, build_compat_scenario
+
+        if point.scenario in COMPAT_SCENARIOS:
+            wl: Any = build_compat_scenario(point.scenario, **point.build)
+        else:
+            wl = build_workload(point.scenario, point.build)
+        h = hashlib.sha256(json.dumps(wl.to_dict(), sort_keys=True, default=repr).encode())
+        for name in ("arrival_time", "job_class", "server_need_per_job", "service_time_per_job"):
+            arr = getattr(wl, name, None)  # a trace's jobs: its to_dict() only counts them
+            if arr is not None:
+                h.update(name.encode() + np.ascontiguousarray(arr).tobytes())
+        _CONTENT[cache_key] = h.hexdigest()[:16]
+    return _CONTENT[cache_key]
+
+
+def _point_content(point: Point) -> str:
+    """The content of a point that is its own description (no scenario to resolve)."""
+    return "point"
+
+
+_FILE_HASHES: dict[str, str] = {}
+_CODE: dict[tuple[str, ...], str] = {}
+# the modules every simulated result depends on (the policy's and the run's own are added per point)
+_CODE_GLOBS = ("core/*.py", "workloads/*.py", "metrics/*.py", "experiments/runner.py")
+
+
+def _file_hash(path: str) -> str:
+    if path not in _FILE_HASHES:
+        _FILE_HASHES[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return _FILE_HASHES[path]
+
+
+_BASE_FILES: frozenset[str] | None = None
+
+
+def _base_files() -> frozenset[str]:
+    """The source files of :data:`_CODE_GLOBS` (listed once per process)."""
+    global _BASE_FILES
+    if _BASE_FILES is None:
+        root = Path(__file__).resolve().parents[1]
+        _BASE_FILES = frozenset(str(f) for g in _CODE_GLOBS for f in root.glob(g))
+    return _BASE_FILES
+
+
+def _code_files(point: Point, run: Run | None) -> tuple[str, ...]:
+    import inspect
+
+    root = Path(__file__).resolve().parents[1]
+    files = set(_base_files())
+    if run is not None:
+        files.add(inspect.getsourcefile(run) or "")
+    if point.agent is not None:
+        files |= {str(f) for f in (root / "env").glob("*.py")} | {str(root / "experiments" / "agents.py")}
+        if Path(point.agent).is_file():  # a checkpoint: its weights are part of the code
+            files.add(str(Path(point.agent).resolve()))
+    elif run is None:
+        from baselines import POLICIES
+
+        cls = POLICIES.get(point.policy)
+        if cls is not None:  # its module, and the registry and helpers every policy shares
+            module = Path(inspect.getsourcefile(cls) or "")
+            files |= {str(module), *(str(module.parent / n) for n in ("__init__.py", "_kit.py"))}
+    return tuple(sorted(f for f in files if f and Path(f).is_file()))
+
+
+def code_version(point: Point | None = None, run: Run | None = None) -> str:
+    """``VERSION+HASH``: the package version and a hash of the source of the modules that compute a
+    result (msj_gym's core, workloads and metrics, the runner, and for ``point`` its policy's module
+    or its agent's checkpoint, or the ``run`` function's module). Each file is read once per process."""
+    from ..core.simulator import _version
+
+    files = _code_files(point, run) if point is not None else tuple(sorted(_base_files()))
+    if files not in _CODE:
+        h = hashlib.sha256()
+        for f in files:
+            h.update(Path(f).name.encode() + _file_hash(f).encode())
+        _CODE[files] = f"{_version()}+{h.hexdigest()[:12]}"
+    return _CODE[files]
+
+
+class StaleRuns(ValueError):
+    """A results file holds runs of the same points made from other content or code."""
 
 
 def run_point(point: Point) -> dict[str, Any]:
@@ -159,17 +267,18 @@ def provenance() -> dict[str, Any]:
     return dict(_PROVENANCE)
 
 
-def _read_results(results: Path) -> dict[str, dict[str, Any]]:
-    """The finished rows of ``results``. A last line cut short by a killed process is dropped from
-    the file; any other unreadable line is an error."""
+def _read_results(results: Path, writable: bool = True) -> dict[str, dict[str, Any]]:
+    """The finished rows of ``results``. A last line cut short by a killed process is dropped (from
+    the file too when ``writable``); any other unreadable line is an error."""
     done: dict[str, dict[str, Any]] = {}
     if not results.exists():
         return done
     text = results.read_text()
     if text and not text.endswith("\n"):  # a write torn by a killed process: that point reruns
         cut = text.rfind("\n") + 1
-        with results.open("r+") as fh:
-            fh.truncate(len(text[:cut].encode()))
+        if writable:
+            with results.open("r+") as fh:
+                fh.truncate(len(text[:cut].encode()))
         text = text[:cut]
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -265,67 +374,158 @@ def run_points(
     workers: int = 1,
     address: str | None = None,
     run: Run | None = None,
+    content: Callable[[Point], str] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every point not yet in ``results`` (JSON lines, appended run by run, each row with the
-    point, its metrics and :func:`provenance`); returns the rows of ``points`` in order.
+    point, its metrics, its ``content`` and ``code`` hashes and :func:`provenance`); returns the rows
+    of ``points`` in order.
 
     ``run`` turns a point into its metrics (default :func:`run_point`, a queueing-simulator run; the
     moldable loss system passes its own). It must be a module-level function for the pool and Ray.
+    ``content`` hashes what a point simulates (default :func:`scenario_content` for simulator runs;
+    with another ``run``, the point's fields alone describe it). A row of the same point made from
+    other content or code is refused (:class:`StaleRuns`), never reused.
 
     ``backend``: ``"local"`` (``workers`` processes; 1 runs in this process) or ``"ray"`` (a Ray
     cluster at ``address``, or a local one with ``workers`` CPUs started on demand). A second process
-    using the same ``results`` at once is refused."""
+    writing the same folder at once is refused (:func:`hold_folder`); a folder this process cannot
+    write is read, and is enough when every point is done."""
     check_backend(backend, workers)
-    results.parent.mkdir(parents=True, exist_ok=True)
-    with _exclusive(results):
-        done = _read_results(results)
-        seen: set[str] = set()
-        todo = []
+    content_of = content or (scenario_content if run is None else _point_content)
+    with hold_folder(results.parent) as writable:
+        done = _read_results(results, writable)
+        keys: dict[str, tuple[str, str, str]] = {}  # point key -> (full key, content, code)
         for p in points:
-            k = p.key()
-            if k not in done and k not in seen:
-                seen.add(k)
+            pk = p.key()
+            if pk not in keys:
+                c, v = content_of(p), code_version(p, run)
+                keys[pk] = (json.dumps({**json.loads(pk), "content": c, "code": v}, sort_keys=True), c, v)
+        todo = []
+        seen: set[str] = set()
+        for p in points:
+            pk = p.key()
+            full = keys[pk][0]
+            if full not in done and full not in seen:
+                seen.add(full)
                 todo.append(p)
+        if todo:
+            _refuse_stale(results, done, todo, keys)
+        if todo and not writable:
+            raise ValueError(
+                f"--out {str(results.parent)!r}: not writable, and {len(todo)} of its runs are missing; "
+                "use a writable --out"
+            )
         prov = provenance()
         bar = _Progress(len(todo)) if progress and todo else None
         for p, metrics in _execute(todo, run or run_point, backend, workers, address):
-            row = {"key": p.key(), **asdict(p), **metrics, "provenance": prov}
+            full, c, v = keys[p.key()]
+            row = {"key": full, **asdict(p), **metrics, "content": c, "code": v, "provenance": prov}
             with results.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
-            done[row["key"]] = row
+            done[full] = row
             if bar is not None:
                 bar.step(f"{p.scenario} {p.policy} x={p.x:g} seed={p.seed}")
         if bar is not None:
             bar.close()
     out = []
     for p in points:
-        row = dict(done[p.key()])
+        row = dict(done[keys[p.key()][0]])
         row["series"], row["x"] = p.series, p.x
         out.append(row)
     return out
 
 
-class _exclusive:
-    """An advisory lock on ``results`` (a sibling ``.lock`` file) for the duration of a batch."""
+def _row_point_key(row: dict[str, Any]) -> str:
+    """The point key of a stored row (its key without the content and code hashes; rows written
+    before those hashes existed are keyed by the point alone)."""
+    if "content" not in row:
+        return str(row["key"])
+    d = json.loads(row["key"])
+    d.pop("content", None)
+    d.pop("code", None)
+    return json.dumps(d, sort_keys=True)
 
-    def __init__(self, results: Path) -> None:
-        self.path = results.with_name(results.name + ".lock")
-        self.fh: Any = None
 
-    def __enter__(self) -> _exclusive:
-        import fcntl
+def _refuse_stale(
+    results: Path,
+    done: dict[str, dict[str, Any]],
+    todo: Sequence[Point],
+    keys: dict[str, tuple[str, str, str]],
+) -> None:
+    """Refuse to run a point whose row in ``results`` was made from other content or code: the folder
+    would then hold (and a table could mix) runs of two different systems."""
+    by_point: dict[str, dict[str, Any]] = {}
+    for row in done.values():
+        by_point.setdefault(_row_point_key(row), row)
+    for p in todo:
+        old = by_point.get(p.key())
+        if old is None:
+            continue
+        _, c, v = keys[p.key()]
+        if "content" not in old:
+            what = "inputs (written by an msj_gym without content hashes)"
+        else:
+            changes = []
+            if old["content"] != c:
+                changes.append(
+                    f"scenario content {old['content']} there vs {c} now: the scenario file, trace or "
+                    "overrides changed"
+                )
+            if old.get("code") != v:
+                changes.append(f"code {old.get('code')} there vs {v} now")
+            what = "; ".join(changes)
+        raise StaleRuns(
+            f"--out {str(results.parent)!r}: {results.name} holds runs of {p.scenario!r} "
+            f"({p.policy}, seed {p.seed}) made from other {what}; use another --out "
+            f"(or delete {results} to rerun everything)"
+        )
 
-        self.fh = self.path.open("w")
+
+LOCK_NAME = ".msj-gym.lock"
+_HELD: dict[str, bool] = {}  # folders this process holds (resolved path -> writable): re-entrant
+
+
+@contextlib.contextmanager
+def hold_folder(folder: Path) -> Iterator[bool]:
+    """Hold ``folder`` (an output folder) for one writer: an exclusive ``flock`` on
+    ``folder/.msj-gym.lock``, released by the OS if the process dies. Yields whether the folder is
+    writable; one this process may not write (read-only media) is held with a shared lock on an
+    existing lock file, or none, so a finished folder can still be read. Re-entrant in a process. A
+    folder another process holds is refused with a one-line :class:`ValueError`."""
+    import fcntl
+
+    key = str(folder.resolve())
+    if key in _HELD:
+        yield _HELD[key]
+        return
+    lock = folder / LOCK_NAME
+    writable = True
+    fh: Any = None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fh = lock.open("a")  # never truncated nor removed: unlinking a lock file races with its next taker
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        writable = False
+        with contextlib.suppress(OSError):
+            fh = lock.open("r")
+    if fh is not None:
         try:
-            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh, (fcntl.LOCK_EX if writable else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except BlockingIOError:
-            self.fh.close()
-            raise ValueError(f"{self.path.parent}: another run is writing there now") from None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.fh.close()
-        self.path.unlink(missing_ok=True)
+            fh.close()
+            raise ValueError(
+                f"--out {str(folder)!r}: another msj-gym command is writing there now (it holds {lock}); "
+                "wait for it to finish or use another --out"
+            ) from None
+    _HELD[key] = writable
+    try:
+        yield writable
+    finally:
+        del _HELD[key]
+        if fh is not None:
+            fh.close()
 
 
 class _Progress:

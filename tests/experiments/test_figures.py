@@ -20,6 +20,9 @@ def test_figure_writes_csv_and_png_and_resumes(tmp_path) -> None:
     analysis = [r for r in rows if r["series"] == "MSFQ (analysis)"]
     assert [float(r["x"]) for r in sim] == list(FIGURES["004-fig2"].xs)
     assert len(analysis) == len(sim) and all(float(r["mean"]) > 0 for r in rows)
+    # runs and analysis carry the content hash of the one scenario they were computed on
+    runs_content = {json.loads(x)["content"] for x in (tmp_path / "runs.jsonl").read_text().splitlines()}
+    assert len(runs_content) == 1 and {r["content"] for r in rows} == runs_content
     pytest.importorskip("matplotlib")
     assert png is not None and png.stat().st_size > 10_000
     runs = (tmp_path / "runs.jsonl").read_text().splitlines()

@@ -175,3 +175,190 @@ def test_exact_optimum_rows_and_gap_column(tmp_path) -> None:
     big = LeaderboardConfig(scenarios=("bs-fig1",), policies=("msf",), loads="0.6", seeds=1, arrivals=500)
     rows = run_leaderboard(big, tmp_path / "big", workers=1, progress=False)["rows"]
     assert all(r.gap != r.gap for r in rows)  # NaN
+
+
+# --- issue 19: a run's identity is its content; an output folder has one writer ---------------------
+
+TINY = dict(policies=("msf",), loads="0.5", seeds=1, arrivals=1000)
+
+
+def _scenario_file(tmp_path, big_job_mean: float = 1.0):
+    """sf-fig2 as a file, its need-8 jobs' mean duration set to ``big_job_mean``."""
+    from importlib.resources import files
+
+    text = (files("msj_gym.workloads") / "scenarios" / "sf-fig2.toml").read_text()
+    head, sep, tail = text.rpartition("mean = 1.0")
+    path = tmp_path / "mine.toml"
+    path.write_text(head + sep.replace("1.0", repr(big_job_mean)) + tail)
+    return path
+
+
+def test_edited_scenario_file_is_refused_never_reused(tmp_path, monkeypatch, capsys) -> None:
+    import msj_gym.experiments.runner as runner
+
+    scenario = _scenario_file(tmp_path)
+    config = LeaderboardConfig(**TINY, scenarios=(str(scenario),))
+    out = tmp_path / "out"
+    first = run_leaderboard(config, out, workers=1, progress=False)["rows"][0].mean_response_time
+    kept = (out / "runs.jsonl").read_text()
+    row = json.loads(kept)
+    assert row["content"] and row["code"].startswith(row["provenance"]["version"] + "+")
+
+    def no_run(point):
+        raise AssertionError(f"reran {point}")
+
+    # the same file unchanged: resumed, nothing reruns
+    with monkeypatch.context() as m:
+        m.setattr(runner, "run_point", no_run)
+        again = run_leaderboard(config, out, workers=1, progress=False)["rows"][0].mean_response_time
+    assert again == first and (out / "runs.jsonl").read_text() == kept
+
+    # the big jobs made 10x longer in the same file: refused, nothing written, the old run not reused
+    _scenario_file(tmp_path, 10.0)
+    monkeypatch.setattr(runner, "_CONTENT", {})  # a new process would not have the old hash cached
+    argv = ["leaderboard", "--scenario", str(scenario), "--policies", "msf", "--loads", "0.5"]
+    argv += ["--seeds", "1", "--arrivals", "1000", "--workers", "1", "--out", str(out)]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert "\n" not in err and "scenario content" in err and str(out) in err and "mine.toml" in err
+    assert row["content"] in err and "sf-fig2" not in captured.out
+    assert (out / "runs.jsonl").read_text() == kept
+    # into a new folder it runs anew, on the new system
+    new = run_leaderboard(config, tmp_path / "new", workers=1, progress=False)["rows"][0]
+    assert new.mean_response_time > 2 * first
+    assert json.loads((tmp_path / "new" / "runs.jsonl").read_text())["content"] != row["content"]
+
+
+def test_changed_code_and_rows_without_hashes_are_refused(tmp_path, monkeypatch) -> None:
+    import msj_gym.experiments.runner as runner
+
+    config = LeaderboardConfig(**TINY)
+    run_leaderboard(config, tmp_path, workers=1, progress=False)
+    runs = tmp_path / "runs.jsonl"
+    kept = runs.read_text()
+    with monkeypatch.context() as m:
+        m.setattr(runner, "_CODE", {k: v + "x" for k, v in runner._CODE.items()})  # as if a module changed
+        with pytest.raises(runner.StaleRuns, match=r"code \S+ there vs \S+x now"):
+            run_leaderboard(config, tmp_path, workers=1, progress=False)
+    # a row written before content hashes existed (keyed by the point alone)
+    row = json.loads(kept)
+    d = json.loads(row["key"])
+    del d["content"], d["code"]
+    old = {k: v for k, v in row.items() if k not in ("content", "code")}
+    runs.write_text(json.dumps({**old, "key": json.dumps(d, sort_keys=True)}) + "\n")
+    with pytest.raises(runner.StaleRuns, match="without content hashes"):
+        run_leaderboard(config, tmp_path, workers=1, progress=False)
+
+
+def test_a_second_writer_is_refused_and_writes_nothing(tmp_path, capsys) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    out.mkdir()
+    lock = out / ".msj-gym.lock"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time\n"
+            "f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True)\n"
+            "time.sleep(120)",
+            str(lock),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        argv = ["leaderboard", "--policies", "msf", "--loads", "0.5", "--seeds", "1", "--arrivals", "1000"]
+        assert main([*argv, "--workers", "1", "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and str(out) in err and "another msj-gym command is writing" in err
+        assert main(["figure", "004-fig2", "--arrivals", "1000", "--workers", "1", "--out", str(out)]) == 2
+        assert "another msj-gym command is writing" in capsys.readouterr().err
+        assert [p.name for p in out.iterdir()] == [".msj-gym.lock"] and lock.read_text() == ""
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder gone (killed: the OS released its lock), the folder is free again
+    assert main([*argv, "--workers", "1", "--out", str(out)]) == 0
+
+
+def _make_read_only(out, monkeypatch) -> None:
+    """``chmod -R a-w out``; as root (who may write anyway) refuse every write under ``out`` instead."""
+    import builtins
+    import errno
+    import io
+    import os
+    import stat
+
+    if os.geteuid() != 0:
+        for p in [out, *out.rglob("*")]:
+            p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        return
+    real_open = io.open
+    root = str(out)
+
+    def guarded(file, mode="r", *args, **kwargs):
+        if str(file).startswith(root) and any(c in mode for c in "wax+"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    def no_replace(src, dst, *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(dst))
+
+    monkeypatch.setattr(io, "open", guarded)
+    monkeypatch.setattr(builtins, "open", guarded)
+    monkeypatch.setattr(os, "replace", no_replace)
+
+
+def test_finished_folder_on_read_only_media_is_reprinted(tmp_path, monkeypatch, capsys) -> None:
+    out = tmp_path / "out"
+    argv = ["leaderboard", "--policies", "msf", "--loads", "0.5", "--seeds", "1", "--arrivals", "1000"]
+    argv += ["--workers", "1", "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()}
+    _make_read_only(out, monkeypatch)
+    try:
+        assert main(argv) == 0
+        again = capsys.readouterr()
+        assert again.out.splitlines()[:-1] == printed.splitlines()[:-1] and "msf" in again.out
+        assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()} == before
+        # a run missing there cannot be made: a one-line error, nothing written
+        assert main([*argv[:-4], "--seeds", "2", "--workers", "1", "--out", str(out)]) == 2
+        assert "another configuration" in capsys.readouterr().err
+    finally:
+        monkeypatch.undo()
+        for p in [out, *out.rglob("*")]:
+            p.chmod(p.stat().st_mode | 0o200)
+
+
+def fake_run(point) -> dict:
+    """A stand-in for a simulation: the runner's bookkeeping is what is tested."""
+    return {"mean_response_time": float(point.seed), "stable": True}
+
+
+def test_a_swapped_trace_is_a_different_run(tmp_path, monkeypatch) -> None:
+    import msj_gym.experiments.runner as runner
+    import msj_gym.workloads.swf as swf
+    from msj_gym.experiments.runner import Point, StaleRuns, run_points, scenario_content
+
+    jobs = [f"{i} {10 * i} 0 {50 + i} {1 + i % 2} -1 -1 1 100 -1 1 3 1 -1 0 -1 -1 -1" for i in range(1, 30)]
+    trace = tmp_path / "log.swf"
+    trace.write_text("; MaxProcs: 8\n" + "\n".join(jobs) + "\n")
+    point = Point("msf", 0.5, f"swf:{trace}", "msf", 0, 100, build={"num_servers": 8, "load": 0.5})
+    results = tmp_path / "out" / "runs.jsonl"
+    run_points([point], results, progress=False, run=fake_run, content=scenario_content)
+    kept = results.read_text()
+    run_points([point], results, progress=False, run=fake_run, content=scenario_content)  # resumed
+    assert results.read_text() == kept
+    # the same file name, one job 1 s longer: a new process reads it anew, and refuses the old run
+    trace.write_text("; MaxProcs: 8\n" + "\n".join([jobs[0].replace(" 51 ", " 52 "), *jobs[1:]]) + "\n")
+    monkeypatch.setattr(runner, "_CONTENT", {})
+    monkeypatch.setattr(swf, "_LOGS", {})
+    with pytest.raises(StaleRuns, match="scenario content"):
+        run_points([point], results, progress=False, run=fake_run, content=scenario_content)
+    assert results.read_text() == kept
