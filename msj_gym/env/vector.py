@@ -387,19 +387,21 @@ class MSJVectorEnv(NativeVectorEnv):
     * a sequence of ``num_envs`` loads: environment ``i`` always runs at ``load[i]``, and is bit for
       bit the single ``MSJ-v0`` made with ``load=load[i]`` (same seeds, across autoresets);
     * a sampler, a callable ``rng -> load``: at every episode start (``reset`` or autoreset) environment
-      ``i`` calls it with its own ``numpy.random.Generator`` (the one ``reset(seed=...)`` seeds, right
-      after the episode's job-stream seed is drawn from it), e.g.
+      ``i`` calls it with its own ``numpy.random.Generator`` (the one ``reset(seed=...)`` seeds),
+      after the episode's job-stream seed is taken from that generator, e.g.
       ``load=lambda rng: rng.uniform(0.5, 0.95)`` for domain randomisation. A seed thus fixes every
       episode's load, and each episode is bit for bit the single env made with its load and reset with
       its ``info["seed"]``. The sampler is also called once at construction with a throwaway generator
       (``default_rng(0)``), to check what it returns and to build the spaces.
 
-    There is no ``(low, high)`` form: with ``num_envs=2`` it would read as two fixed loads. Only the
-    workload's arrival rate changes with the load; the spaces do not, and the parameters that
-    follow the load (the reward scale of ``reward="mean"`` with a ``horizon``, the arrival cap of a
-    ``horizon`` episode) are per environment. :attr:`loads` holds each environment's current load,
-    :attr:`workloads` its workload (``workload`` is the first environment's at construction). A
-    per-env load excludes ``arrival_rate``. Bad loads raise ``ValueError`` before any episode runs.
+    There is no ``(low, high)`` form: with ``num_envs=2`` it would read as two fixed loads. The load
+    sets the workload's arrival rate; the spaces do not depend on it, and what does (the job stream,
+    the reward scale of ``reward="mean"`` with a ``horizon``, the arrival cap of a ``horizon``
+    episode, the stability verdict) is per environment. :attr:`loads` holds each environment's
+    current load, :attr:`workloads` its workload (``workload`` and ``single_env`` are the prototype's:
+    at the first listed load, or the sampler's check draw). A per-env load excludes
+    ``arrival_rate``. Bad loads raise a ``ValueError`` naming ``load``: at construction, or for a
+    sampler's draw at the reset, before any environment starts its episode.
 
     ``copy=False`` returns the internal observation buffer (overwritten by the next step) instead of
     a copy.

@@ -322,7 +322,8 @@ LOADS = [0.5, 0.95, 0.7]
     ("env_id", "mode", "kwargs"),
     [
         ("MSJ-v0", "NextStep", SMALL),
-        ("MSJ-v0", "SameStep", SMALL),
+        # the class weights (in fpar) differ in their last bits between loads
+        ("MSJ-v0", "SameStep", {**SMALL, "weighted": True}),
         # per-env reward scale and arrival cap: both follow the arrival rate in horizon episodes
         ("MSJ-v0", "NextStep", {"horizon": 25.0, "reward": "mean"}),
         ("MSJPreemptive-v0", "NextStep", {"num_arrivals": 25, "observation": "dict"}),
