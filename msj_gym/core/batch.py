@@ -129,7 +129,8 @@ def sim_at(b, i):
 def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
     """:func:`~msj_gym.core.stepping.env_step` for each environment ``i`` in ``idx`` with action
     ``actions[i]`` (``-1``: no action, advance to the next decision); ``status[i]`` gets its engine
-    status. Rows of ``obs``, ``mask``, ``out``, ``work`` and ``act1`` are per environment. Releases
+    status. Rows of ``fpar`` (the float parameters, which depend on the environment's load),
+    ``obs``, ``mask``, ``out``, ``work`` and ``act1`` are per environment. Releases
     the GIL (``kernel_jit`` plus ``nogil``): disjoint sets of environments may be stepped by
     concurrent threads, as no two environments share state."""
     _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status)
@@ -140,7 +141,7 @@ def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
 def _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
     for q in range(idx.size):
         i = idx[q]
-        status[i] = step(sim_at(b, i), actions[i], ep, fpar, obs[i], mask[i], out[i], work[i], act1[i])
+        status[i] = step(sim_at(b, i), actions[i], ep, fpar[i], obs[i], mask[i], out[i], work[i], act1[i])
 
 
 @njit(cache=True, _nrt=False, nogil=True)
@@ -159,10 +160,11 @@ def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, act1, 
 
 @kernel_jit
 def batch_observe(b, idx, ep, fpar, obs, mask, work):
-    """Observation and mask of the current state of each environment in ``idx``."""
+    """Observation and mask of the current state of each environment in ``idx`` (rows of ``fpar`` and
+    the outputs per environment)."""
     for q in range(idx.size):
         i = idx[q]
-        observe(sim_at(b, i), ep, fpar, obs[i], mask[i], work[i])
+        observe(sim_at(b, i), ep, fpar[i], obs[i], mask[i], work[i])
     return 0
 
 

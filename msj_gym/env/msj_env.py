@@ -259,7 +259,7 @@ class MSJEnv(gym.Env):
             raise ValueError("warm_start: only with num_arrivals episodes, not with horizon")
 
         wl = self.workload
-        nclass, k = wl.num_classes, wl.num_servers
+        nclass = wl.num_classes
         self.num_classes = nclass
         self._n_actions = num_actions(nclass, self.queue_window, self.preempt_window, self.preemptive)
         self.action_space = spaces.Discrete(self._n_actions)
@@ -274,17 +274,12 @@ class MSJEnv(gym.Env):
         self._ep[EP_OBSJOBS] = self.obs_jobs
         self._ep[EP_REVEAL] = int(self.reveal_sizes)
         self._ep[EP_WEIGHTED] = int(self.weighted)
-        means = np.asarray(wl.mean_service_times, dtype=np.float64)
-        weights = np.asarray(wl.load_weights, dtype=np.float64) / np.asarray(wl.probabilities)
-        mean_need = float(np.dot(wl.probabilities, wl.server_needs))
-        self._fpar = np.concatenate([means, weights, [mean_need / k]])
+        self._fpar, self._reward_scale = self.workload_parameters(wl)
         self._obs = np.zeros(dim, dtype=np.float32)
         self._mask = np.zeros(self._n_actions, dtype=np.bool_)
         self._out = np.zeros(N_OUT)
         self._work = np.zeros(max(nclass * self.preempt_window, 1), dtype=np.int64)
         self._act1 = np.zeros(1, dtype=np.int64)
-        expected = num_arrivals if num_arrivals is not None else wl.arrival_rate * horizon
-        self._reward_scale = 1.0 / expected if reward == "mean" else 1.0
         self._agent_slot = AgentSlot(self.preemptive)
         self.core: Simulator | None = None
         self.episode = -1
@@ -292,6 +287,30 @@ class MSJEnv(gym.Env):
         self._invalid = 0
 
     # ------------------------------------------------------------------------------------------------
+    def workload_parameters(self, workload: Any) -> tuple[np.ndarray, float]:
+        """What of the env's setup depends on the workload beyond its classes: the compiled step's float
+        parameters ``fpar`` (mean service times, which scale the observation's ages; class weights;
+        mean server need / k) and the reward scale (``reward="mean"`` with a ``horizon``: 1 / the
+        expected arrivals, which follow the arrival rate). The vector env calls it once per load."""
+        wl = workload
+        means = np.asarray(wl.mean_service_times, dtype=np.float64)
+        weights = np.asarray(wl.load_weights, dtype=np.float64) / np.asarray(wl.probabilities)
+        mean_need = float(np.dot(wl.probabilities, wl.server_needs))
+        fpar = np.concatenate([means, weights, [mean_need / wl.num_servers]])
+        return fpar, 1.0 / self._expected_arrivals(wl) if self.reward_mode == "mean" else 1.0
+
+    def _expected_arrivals(self, workload: Any) -> float:
+        """An episode's expected arrivals on ``workload`` (``num_arrivals``, or rate * ``horizon``)."""
+        return self.num_arrivals if self.num_arrivals is not None else workload.arrival_rate * self.horizon
+
+    def max_arrivals_for(self, workload: Any) -> int:
+        """The arrival cap of an episode on ``workload``: ``max_arrivals`` if given, else twice the
+        expected arrivals plus slack and the warm start's arrivals."""
+        warm = self.warm_start_arrivals if self.warm_start is not None else 0
+        if self.max_arrivals is not None:
+            return self.max_arrivals
+        return 2 * int(self._expected_arrivals(workload)) + 2 + warm
+
     def _warm_policy(self, warm_start: Any) -> Policy | None:
         if warm_start is None:
             return None
@@ -364,19 +383,15 @@ class MSJEnv(gym.Env):
         info["seed"] = run_seed
         return self._observation(), info
 
-    def make_simulator(self, run_seed: int, slots: int = 1024) -> Simulator:
+    def make_simulator(self, run_seed: int, slots: int = 1024, workload: Any = None) -> Simulator:
         """The simulator of an episode with job-stream seed ``run_seed`` (before any warm start): the
-        agent's slot as its policy, this env's measurement and limits; ``slots`` initial job slots."""
+        agent's slot as its policy, this env's measurement and limits; ``slots`` initial job slots;
+        ``workload``: another load of this env's workload (the vector env's per-env loads)."""
         warm = self.warm_start_arrivals if self.warm_start is not None else 0
-        max_arrivals = self.max_arrivals
-        if max_arrivals is None:
-            expected = (
-                self.num_arrivals if self.horizon is None else self.workload.arrival_rate * self.horizon
-            )
-            max_arrivals = 2 * int(expected) + 2 + warm
+        wl = self.workload if workload is None else workload
         kwargs: dict[str, Any] = {
             "seed": run_seed,
-            "max_arrivals": max_arrivals,
+            "max_arrivals": self.max_arrivals_for(wl),
             "max_jobs_in_system": self.max_jobs_in_system,
             "slots": slots,
         }
@@ -384,7 +399,7 @@ class MSJEnv(gym.Env):
             kwargs.update(horizon=float(self.horizon), warmup_time=self.warmup_time)
         else:
             kwargs.update(num_arrivals=self.num_arrivals + warm, warmup=self.warmup + warm)
-        return Simulator(self.workload, self._agent_slot, **kwargs)
+        return Simulator(wl, self._agent_slot, **kwargs)
 
     def _bind(self) -> None:
         """Entry points of the compiled step for the current state arrays (they change as slots grow)."""

@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 import itertools
+import math
 import weakref
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,7 +35,7 @@ from ..core.jit import entry_point
 from ..core.simulator import SimulationError, check_chunk
 from ..core.stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWARD
 from ..metrics.result import SimulationResult, assess_stability
-from .msj_env import MSJEnv, MSJPreemptiveEnv, _positive_int
+from .msj_env import _DEFAULT_SCENARIO, MSJEnv, MSJPreemptiveEnv, _positive_int
 
 __all__ = ["MSJPreemptiveVectorEnv", "MSJVectorEnv", "NativeVectorEnv"]
 
@@ -41,6 +43,35 @@ _MAX_RING = 1 << 13  # arrivals held per env: a default episode's whole stream, 
 # Job slots per env at the start (all envs double together when one needs more): a small state per env
 # keeps a batched step's memory traffic low (sf-fig2, N=256: 236 -> 142 us per compiled batch step).
 _BATCH_SLOTS = 64
+
+LoadSampler = Callable[[np.random.Generator], float]
+
+
+def _check_load(value: Any, where: str = "") -> float:
+    """``value`` as a load: a positive finite real number, else a ``ValueError`` naming ``load``."""
+    ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_)
+    if not ok or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"load: expected a positive finite number{where}, got {value!r}")
+    return float(value)
+
+
+def _per_env_loads(load: Any, num_envs: int) -> tuple[list[float] | None, LoadSampler | None]:
+    """``(loads, sampler)`` from the ``load`` keyword: a list of ``num_envs`` loads, a sampler, or
+    ``(None, None)`` for one load (or none) for every env, which the single env checks."""
+    if load is None or isinstance(load, int | float | np.integer | np.floating | bool | np.bool_):
+        return None, None
+    if callable(load):
+        return None, load
+    if isinstance(load, np.ndarray) and load.ndim == 1:
+        load = load.tolist()
+    if not isinstance(load, Sequence) or isinstance(load, str | bytes):
+        raise ValueError(
+            f"load: expected a number, a sequence of num_envs={num_envs} numbers or a callable "
+            f"rng -> load, got {load!r}"
+        )
+    if len(load) != num_envs:
+        raise ValueError(f"load: expected num_envs={num_envs} loads (one per env), got {len(load)}: {load!r}")
+    return [_check_load(x, f" for env {i}") for i, x in enumerate(load)], None
 
 
 class NativeVectorEnv(VectorEnv):
@@ -351,6 +382,27 @@ class MSJVectorEnv(NativeVectorEnv):
     gives the masks as one ``(N, A)`` array, :meth:`sample_actions` a masked uniform random action per
     environment (compiled), :meth:`result` an environment's :class:`~msj_gym.SimulationResult`.
 
+    **Per-env loads** (training one agent across loads): ``load`` may also be
+
+    * a sequence of ``num_envs`` loads: environment ``i`` always runs at ``load[i]``, and is bit for
+      bit the single ``MSJ-v0`` made with ``load=load[i]`` (same seeds, across autoresets);
+    * a sampler, a callable ``rng -> load``: at every episode start (``reset`` or autoreset) environment
+      ``i`` calls it with its own ``numpy.random.Generator`` (the one ``reset(seed=...)`` seeds),
+      after the episode's job-stream seed is taken from that generator, e.g.
+      ``load=lambda rng: rng.uniform(0.5, 0.95)`` for domain randomisation. A seed thus fixes every
+      episode's load, and each episode is bit for bit the single env made with its load and reset with
+      its ``info["seed"]``. The sampler is also called once at construction with a throwaway generator
+      (``default_rng(0)``), to check what it returns and to build the spaces.
+
+    There is no ``(low, high)`` form: with ``num_envs=2`` it would read as two fixed loads. The load
+    sets the workload's arrival rate; the spaces do not depend on it, and what does (the job stream,
+    the reward scale of ``reward="mean"`` with a ``horizon``, the arrival cap of a ``horizon``
+    episode, the stability verdict) is per environment. :attr:`loads` holds each environment's
+    current load, :attr:`workloads` its workload (``workload`` and ``single_env`` are the prototype's:
+    at the first listed load, or the sampler's check draw). A per-env load excludes
+    ``arrival_rate``. Bad loads raise a ``ValueError`` naming ``load``: at construction, or for a
+    sampler's draw at the reset, before any environment starts its episode.
+
     ``copy=False`` returns the internal observation buffer (overwritten by the next step) instead of
     a copy.
     """
@@ -375,11 +427,25 @@ class MSJVectorEnv(NativeVectorEnv):
                 "warm_start: not supported by the vector env; "
                 "use gym.make_vec(..., vectorization_mode='sync')"
             )
+        n = _positive_int("num_envs", num_envs)
+        load = env_kwargs.get("load")
+        loads, sampler = _per_env_loads(load, n)
+        if loads is not None or sampler is not None:
+            if env_kwargs.get("arrival_rate") is not None:
+                rate = env_kwargs["arrival_rate"]
+                raise ValueError(f"load: per-env loads exclude arrival_rate, got arrival_rate={rate!r}")
+            if sampler is not None:
+                # a throwaway generator: the envs' own generators are not drawn from before reset
+                first = _check_load(sampler(np.random.default_rng(0)), " from the load sampler")
+            # the prototype (spaces, template state) at one of the loads: nothing of it but the
+            # workload's arrival rate depends on the load, and that is per env below
+            env_kwargs["load"] = loads[0] if loads is not None else first
+        self._loads_given, self._sampler = loads, sampler
         # The single env checks the keywords and gives the spaces, parameters and episode setup.
         proto = self._setup(num_envs, autoreset_mode, copy, threads, env_kwargs)
+        self.env_kwargs["load"] = load
         self.workload = proto.workload
-        self._ep, self._fpar = proto._ep, proto._fpar
-        self._reward_scale = proto._reward_scale
+        self._ep = proto._ep
 
         # A fresh episode's state, from the very simulator setup the single env uses.
         self._core = core = proto.make_simulator(0, slots=_BATCH_SLOTS)
@@ -387,10 +453,24 @@ class MSJVectorEnv(NativeVectorEnv):
         template.iv[S.I_NGEN] = 0
         template.iv[S.I_EXHAUSTED] = 0
         self._template = template
-        self._max_arrivals = core.max_arrivals
-        ring = 1 << max(int(core.max_arrivals - 1).bit_length(), 6)
+
+        # What depends on the load, per env (rows set at construction for fixed loads, at every
+        # episode start for a sampler): workload, kernel parameters, reward scale, arrival cap.
+        self._scenario_source: Any = None
+        self._workloads: list[Any] = [proto.workload] * n
+        self._loads = np.full(n, float(proto.workload.load))
+        self._fpar = np.tile(proto._fpar, (n, 1))
+        self._reward_scale = np.full(n, proto._reward_scale)
+        self._max_arrivals = np.full(n, core.max_arrivals, dtype=np.int64)
+        if loads is not None:
+            params = {x: self._load_parameters(x) for x in loads}  # once per distinct load
+            for i, x in enumerate(loads):
+                self._set_load(i, x, params[x])
+        # The arrival ring is shared in shape; its size only sets how often a stream is refilled
+        # (the stream does not depend on the chunk sizes), so fit it to the largest cap known.
+        cap = int(self._max_arrivals.max())
+        ring = 1 << max(int(cap - 1).bit_length(), 6)
         self._ring = min(ring, _MAX_RING, core.sim.ring_t.size)
-        n = self.num_envs
         self._b = allocate_batch(template, n, self._ring)
 
         dim = proto._obs.size
@@ -409,6 +489,46 @@ class MSJVectorEnv(NativeVectorEnv):
         self._bind()
 
     # --------------------------------------------------------------------------------------------
+    @property
+    def loads(self) -> np.ndarray:
+        """Each environment's load in its current episode (a copy)."""
+        return self._loads.copy()
+
+    @property
+    def workloads(self) -> list[Any]:
+        """Each environment's workload in its current episode."""
+        return list(self._workloads)
+
+    def _workload_at(self, load: float) -> Any:
+        """The workload at ``load``, built as the single env builds it from its keywords (as
+        :func:`~msj_gym.env.msj_env.resolve_workload` does), the scenario loaded once."""
+        scenario = self.env_kwargs.get("scenario", _DEFAULT_SCENARIO)
+        if hasattr(scenario, "arrivals") and hasattr(scenario, "num_servers"):
+            return scenario.with_load(load)
+        if self._scenario_source is None:
+            from ..workloads.scenarios import load_scenario
+
+            self._scenario_source = load_scenario(scenario)
+        return self._scenario_source.build(num_servers=self.env_kwargs.get("num_servers"), load=load)
+
+    def _load_parameters(self, load: float) -> tuple[Any, np.ndarray, float, int]:
+        """``(workload, fpar, reward scale, arrival cap)`` of an episode at ``load``, exactly as the
+        single env made with that load has them."""
+        try:
+            wl = self._workload_at(load)
+        except ValueError as exc:
+            raise ValueError(f"load: {load!r}: {exc}") from None
+        fpar, scale = self.single_env.workload_parameters(wl)
+        return wl, fpar, scale, self.single_env.max_arrivals_for(wl)
+
+    def _set_load(self, i: int, load: float, params: tuple[Any, np.ndarray, float, int]) -> None:
+        wl, fpar, scale, cap = params
+        self._loads[i] = load
+        self._workloads[i] = wl
+        self._fpar[i] = fpar  # in place: the compiled entry points and worker threads hold the array
+        self._reward_scale[i] = scale
+        self._max_arrivals[i] = cap
+
     def _bind(self) -> None:
         """Entry points of the compiled kernels for the current arrays (skip numba's dispatch)."""
         b = self._b
@@ -490,10 +610,11 @@ class MSJVectorEnv(NativeVectorEnv):
         iv = self._b.iv[i]
         size = self._ring
         ngen, narr = int(iv[S.I_NGEN]), int(iv[S.I_NARR])
-        n = min(size - (ngen - narr), self._max_arrivals - ngen)
+        cap = int(self._max_arrivals[i])
+        n = min(size - (ngen - narr), cap - ngen)
         source = self._sources[i]
         if n <= 0:
-            if ngen >= self._max_arrivals:
+            if ngen >= cap:
                 iv[S.I_EXHAUSTED] = 1
                 self._capped[i] = not getattr(source, "finite", False)
             return
@@ -516,8 +637,18 @@ class MSJVectorEnv(NativeVectorEnv):
             iv[S.I_EXHAUSTED] = 1
 
     def _start_envs(self, idx: np.ndarray) -> None:
+        if self._sampler is not None:
+            # every draw is checked before any environment changes; each from the env's own generator,
+            # after the episode's seed (as the single env draws that seed first)
+            drawn = [
+                _check_load(self._sampler(self._np_randoms[i]), f" from the load sampler for env {i}")
+                for i in idx.tolist()
+            ]
+            params = [self._load_parameters(x) for x in drawn]
+            for i, x, p in zip(idx.tolist(), drawn, params, strict=True):
+                self._set_load(i, x, p)
         for i in idx.tolist():
-            self._sources[i] = self.workload.arrivals(np.random.SeedSequence(int(self._seeds[i])))
+            self._sources[i] = self._workloads[i].arrivals(np.random.SeedSequence(int(self._seeds[i])))
         self._reset_fn(self._b, self._template, idx)
         self._last_time[idx] = -np.inf
         self._capped[idx] = False
@@ -582,7 +713,7 @@ class MSJVectorEnv(NativeVectorEnv):
         overflow = self._core.max_jobs_in_system if self._overflowed[i] else None
         checkpoints = b.ck_nsys[i, : int(b.iv[i, S.I_NCHECK])]
         stable, _ = assess_stability(
-            float(self.workload.load), bool(self._capped[i]), checkpoints, int(count_b.sum()), overflow
+            float(self._workloads[i].load), bool(self._capped[i]), checkpoints, int(count_b.sum()), overflow
         )
         return mean, stable
 
@@ -605,6 +736,9 @@ class MSJVectorEnv(NativeVectorEnv):
         if not self._started[i]:
             raise RuntimeError("MSJ vector env: call reset() first")
         core = self._core
+        if self._workloads[i] is not core.workload:
+            # another load: a simulator on this env's workload (its arrival cap, its provenance)
+            core = self.single_env.make_simulator(0, slots=_BATCH_SLOTS, workload=self._workloads[i])
         core.sim = sim_at.py_func(self._b, i)
         core.seed = int(self._seeds[i])
         core.capped = bool(self._capped[i])

@@ -44,8 +44,15 @@ def _run_pair(env_id: str, mode: str, steps: int, num_envs: int = 3, masked: boo
     sync = gym.make_vec(
         env_id, num_envs=num_envs, vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode}, **kwargs
     )
-    assert isinstance(native.unwrapped, NativeVectorEnv) and isinstance(sync, gym.vector.SyncVectorEnv)
     seeds = [11, 4, 11][:num_envs] + list(range(100, 100 + num_envs - 3))
+    return _compare_runs(native, sync, mode, steps, seeds, masked)
+
+
+def _compare_runs(native, sync, mode: str, steps: int, seeds, masked: bool = True) -> int:
+    """Step ``native`` and ``sync`` (reset with ``seeds``) with the same actions and compare everything
+    (see :func:`_run_pair`), and the last episodes' results. Returns the number of episodes that ended."""
+    num_envs = native.num_envs
+    assert isinstance(native.unwrapped, NativeVectorEnv) and isinstance(sync, gym.vector.SyncVectorEnv)
     a, info_a = native.reset(seed=seeds)
     b, info_b = sync.reset(seed=seeds)
     assert _equal(a, b) and a in native.observation_space
@@ -74,6 +81,8 @@ def _run_pair(env_id: str, mode: str, steps: int, num_envs: int = 3, masked: boo
         assert np.array_equal(native.unwrapped.action_masks(), out_b[4]["action_mask"])
         trunc = out_a[3]
         ends += int(trunc.sum())
+    for i, env in enumerate(sync.envs):
+        assert native.unwrapped.result(i).to_dict() == env.unwrapped.result().to_dict(), i
     native.close()
     sync.close()
     return ends
@@ -303,3 +312,154 @@ def test_registered_vector_entry_points() -> None:
         venv = gym.make_vec(env_id, num_envs=2)
         assert isinstance(venv, MSJVectorEnv) and venv.spec.id == env_id
         assert venv.single_env.preemptive == (env_id == "MSJPreemptive-v0")
+
+
+# --- per-env loads ------------------------------------------------------------------------------------
+LOADS = [0.5, 0.95, 0.7]
+
+
+@pytest.mark.parametrize(
+    ("env_id", "mode", "kwargs"),
+    [
+        ("MSJ-v0", "NextStep", SMALL),
+        # the class weights (in fpar) differ in their last bits between loads
+        ("MSJ-v0", "SameStep", {**SMALL, "weighted": True}),
+        # per-env reward scale and arrival cap: both follow the arrival rate in horizon episodes
+        ("MSJ-v0", "NextStep", {"horizon": 25.0, "reward": "mean"}),
+        ("MSJPreemptive-v0", "NextStep", {"num_arrivals": 25, "observation": "dict"}),
+    ],
+)
+def test_per_env_loads_equal_single_envs_with_those_loads(env_id: str, mode: str, kwargs: dict) -> None:
+    """``load=[l0, l1, l2]``: env i is bit for bit the single env made with ``load=li`` and seeded
+    ``s + i`` (observations, rewards, flags, every info, results), across autoresets."""
+    native = gym.make_vec(env_id, num_envs=3, autoreset_mode=mode, load=LOADS, **kwargs)
+    sync = gym.vector.SyncVectorEnv(
+        [lambda load=load: gym.make(env_id, load=load, **kwargs) for load in LOADS], autoreset_mode=mode
+    )
+    assert native.unwrapped.loads.tolist() == LOADS
+    assert [wl.load for wl in native.unwrapped.workloads] == LOADS
+    ends = _compare_runs(native, sync, mode, 400, 7)
+    assert ends >= (6 if env_id == "MSJ-v0" else 3)  # preemptive episodes take more steps
+
+
+def test_per_env_loads_change_only_the_load() -> None:
+    """Envs with one seed and different loads part ways (the load reached the job stream), and a list
+    of equal loads is the scalar load."""
+    venv = MSJVectorEnv(3, load=[0.7, 0.7, 0.95], **SMALL)
+    scalar = MSJVectorEnv(3, load=0.7, **SMALL)
+    obs, _ = venv.reset(seed=[3, 3, 3])
+    obs_s, _ = scalar.reset(seed=[3, 3, 3])
+    assert np.array_equal(obs[:2], obs_s[:2])
+    times, times_s = [], []
+    for _ in range(100):
+        # a deterministic policy (the first valid action, starting a job if one fits): envs 0 and 1
+        # see the same states
+        masks = venv.action_masks()
+        _, _, _, _, info = venv.step(np.where(masks[:, 1:].any(axis=1), masks[:, 1:].argmax(axis=1) + 1, 0))
+        masks = scalar.action_masks()
+        _, _, _, _, info_s = scalar.step(
+            np.where(masks[:, 1:].any(axis=1), masks[:, 1:].argmax(axis=1) + 1, 0)
+        )
+        times.append(info["time"])
+        times_s.append(info_s["time"])
+    times, times_s = np.array(times), np.array(times_s)
+    assert np.array_equal(times[:, :2], times_s[:, :2])
+    assert np.array_equal(times[:, 0], times[:, 1]) and not np.array_equal(times[:, 0], times[:, 2])
+
+
+def _uniform_load(rng: np.random.Generator) -> float:
+    return rng.uniform(0.5, 0.95)
+
+
+def _sampled_run(threads: int, steps: int = 300) -> tuple[list, list]:
+    """A run with the sampler: per env, its episodes ``(seed, load, [(action, obs, reward, trunc,
+    info)...])`` with the reset's ``(obs, info)`` first; and the whole trace."""
+    n = 3
+    venv = MSJVectorEnv(n, load=_uniform_load, threads=threads, **SMALL)
+    obs, info = venv.reset(seed=10)
+    episodes: list[list] = [[] for _ in range(n)]
+    for i in range(n):
+        episodes[i].append((int(info["seed"][i]), venv.loads[i], [(obs[i], _env_info(info, i))]))
+    rng = np.random.default_rng(3)
+    trace = [obs]
+    prev_trunc = np.zeros(n, dtype=np.bool_)
+    for _ in range(steps):
+        actions = venv.sample_actions(rng)
+        obs, reward, _, trunc, info = venv.step(actions)
+        trace += [obs, reward, trunc, venv.loads]
+        for i in range(n):
+            if prev_trunc[i]:  # autoreset: the new episode's first observation
+                assert reward[i] == 0 and info["_seed"][i]
+                episodes[i].append((int(info["seed"][i]), venv.loads[i], [(obs[i], _env_info(info, i))]))
+            else:
+                episodes[i][-1][2].append((int(actions[i]), obs[i], reward[i], trunc[i], _env_info(info, i)))
+        prev_trunc = trunc
+    venv.close()
+    return episodes, trace
+
+
+def _env_info(info: dict, i: int) -> dict:
+    return {k: v[i] for k, v in info.items() if not k.startswith("_") and info["_" + k][i]}
+
+
+def _same_info(a: dict, b: dict) -> bool:
+    nan_ok = {"mean_response_time"}  # NaN if no measured job left
+    return set(a) == set(b) and all(np.array_equal(a[k], b[k], equal_nan=k in nan_ok) for k in b)
+
+
+def test_load_sampler_draws_from_each_envs_generator_and_equals_single_envs() -> None:
+    """``load=callable``: each episode's load is drawn from the env's own generator right after the
+    episode's seed; a seed fixes the whole run (also with worker threads); each episode is bit for bit
+    the single env made with its load and reset with its seed."""
+    episodes, trace = _sampled_run(threads=1)
+    again, trace2 = _sampled_run(threads=2)
+    assert all(np.array_equal(x, y) for x, y in zip(trace, trace2, strict=True))
+    assert [[(s, x) for s, x, _ in eps] for eps in again] == [[(s, x) for s, x, _ in eps] for eps in episodes]
+    for i, eps in enumerate(episodes):
+        assert len(eps) >= 3, i  # several episodes, each with its own load
+        gen, _ = gym.utils.seeding.np_random(10 + i)
+        for j, (seed, load, steps) in enumerate(eps):
+            assert seed == (10 + i if j == 0 else int(gen.integers(2**63 - 1)))
+            assert load == _uniform_load(gen)
+            single = gym.make("MSJ-v0", load=load, **SMALL)
+            obs, info = single.reset(seed=seed)
+            assert np.array_equal(obs, steps[0][0]) and _same_info(info, steps[0][1]), (i, j)
+            for t, (action, obs_v, reward_v, trunc_v, info_v) in enumerate(steps[1:]):
+                obs, reward, _, trunc, info = single.step(action)
+                assert np.array_equal(obs, obs_v) and reward == reward_v and trunc == trunc_v, (i, j, t)
+                assert _same_info(info, info_v), (i, j, t)
+    loads = {load for eps in episodes for _, load, _ in eps}
+    assert len(loads) == sum(len(eps) for eps in episodes) and all(0.5 <= x < 0.95 for x in loads)
+
+
+def _garbage_after_the_check():
+    calls = iter([0.7])
+    return lambda rng: next(calls, float("nan"))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"load": [0.5, 0.7]}, r"load: expected num_envs=3 loads \(one per env\), got 2"),
+        ({"load": [0.5, float("nan"), 0.7]}, r"load: expected a positive finite number for env 1, got nan"),
+        ({"load": [0.5, 0.7, 0.0]}, r"load: .* for env 2, got 0.0"),
+        ({"load": np.array([0.5, -1.0, 0.7])}, r"load: .* for env 1, got -1.0"),
+        ({"load": [0.5, "0.7", 0.7]}, r"load: .* for env 1, got '0.7'"),
+        ({"load": "0.7"}, r"load: expected a number, .* got '0.7'"),
+        ({"load": [0.5, 0.7, 0.9], "arrival_rate": 1.0}, r"load: per-env loads exclude arrival_rate"),
+        ({"load": lambda rng: "high"}, r"load: .* from the load sampler, got 'high'"),
+        ({"load": lambda rng: float("inf")}, r"load: .* from the load sampler, got inf"),
+        ({"load": lambda rng: None}, r"load: .* from the load sampler, got None"),
+    ],
+)
+def test_bad_per_env_loads(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match) as err:
+        MSJVectorEnv(3, **SMALL, **kwargs)
+    assert "\n" not in str(err.value)
+
+
+def test_a_sampler_turning_bad_fails_the_reset_before_any_episode_starts() -> None:
+    venv = MSJVectorEnv(3, load=_garbage_after_the_check(), **SMALL)
+    with pytest.raises(ValueError, match=r"load: .* from the load sampler for env 0, got nan"):
+        venv.reset(seed=0)
+    assert not venv._started.any()
