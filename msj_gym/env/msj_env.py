@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import copy
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from ..core import state as S
+from ..core.engine import apply, batch_runner
 from ..core.jit import entry_point
 from ..core.policy import Policy
 from ..core.simulator import SimulationError, Simulator
@@ -39,7 +41,7 @@ from ..core.stepping import (
 )
 from ..metrics.result import SimulationResult
 
-__all__ = ["AgentSlot", "MSJEnv", "MSJPreemptiveEnv", "resolve_workload"]
+__all__ = ["AgentSlot", "EnvSnapshot", "MSJEnv", "MSJPreemptiveEnv", "resolve_workload"]
 
 _DEFAULT_SCENARIO = "sf-fig2"
 
@@ -53,6 +55,15 @@ class AgentSlot(Policy):
     def __init__(self, preemptive: bool) -> None:
         super().__init__()
         self.preemptive = preemptive  # type: ignore[misc]  # per instance: admission or preemptive env
+
+
+class EnvSnapshot(NamedTuple):
+    """An episode's state as :meth:`MSJEnv.snapshot` saves it (treat as opaque)."""
+
+    owner: int
+    core: Simulator
+    counters: tuple[int, bool, int]
+    arrays: tuple[np.ndarray, np.ndarray]
 
 
 def resolve_workload(
@@ -489,6 +500,92 @@ class MSJEnv(gym.Env):
         return a
 
     # ------------------------------------------------------------------------------------------------
+    def snapshot(self) -> EnvSnapshot:
+        """The episode's full state now (simulator, future job stream, counters): restore it with
+        :meth:`restore` as often as needed. Branches restored from one snapshot see the same future
+        arrivals and service times (common random numbers), which is what rollout-based planning and
+        policy improvement compare actions with."""
+        if self.core is None:
+            raise RuntimeError("MSJ env: call reset() first")
+        return EnvSnapshot(
+            id(self),
+            self._copy_core(self.core),
+            (self.episode, self._over, self._invalid),
+            (self._obs.copy(), self._mask.copy()),
+        )
+
+    def _copy_core(self, core: Simulator) -> Simulator:
+        # the workload and the agent's slot are shared (read-only); everything else is copied
+        memo = {id(self.workload): self.workload, id(self._agent_slot): self._agent_slot}
+        return copy.deepcopy(core, memo)
+
+    def restore(self, snapshot: EnvSnapshot) -> tuple[Any, dict[str, Any]]:
+        """Go back to ``snapshot`` (taken from this env); returns the observation and the decision's
+        info (its ``action_mask``) as they were then. The snapshot stays usable."""
+        if not isinstance(snapshot, EnvSnapshot):
+            raise TypeError(
+                f"snapshot: expected an EnvSnapshot from snapshot(), got {type(snapshot).__name__}"
+            )
+        if snapshot.owner != id(self):
+            raise ValueError("snapshot: taken from another environment")
+        self.core = self._copy_core(snapshot.core)
+        self.core._views()
+        self.episode, self._over, self._invalid = snapshot.counters
+        self._obs[:], self._mask[:] = snapshot.arrays
+        self._bind()
+        info = {
+            "time": float(self._sim.fv[S.F_NOW]),
+            "action_mask": self._mask.copy(),
+            "jobs_in_system": int(self._sim.iv[S.I_NSYS]),
+        }
+        return self._observation(), info
+
+    def play_out(self, policy: str | Policy) -> float:
+        """Hand the rest of the episode to a baseline ``policy`` (an id or a :class:`Policy`), run
+        natively from the current decision on, and return the reward the episode would still have
+        paid (the sum of the remaining steps' rewards, in this env's reward units). The episode is over
+        afterwards. Unweighted rewards only."""
+        if self.core is None:
+            raise RuntimeError("MSJ env: call reset() first")
+        if self._over:
+            raise RuntimeError("MSJ env: the episode is over (truncated); call reset() first")
+        if self.weighted:
+            raise ValueError("play_out: weighted=True rewards are not supported; make the env unweighted")
+        if isinstance(policy, str):
+            from baselines import make_policy
+
+            policy = make_policy(policy)
+        if not isinstance(policy, Policy):
+            raise TypeError(f"policy: expected a Policy or a policy id, got {type(policy).__name__}")
+        if policy.preemptive and not self.preemptive:
+            raise ValueError(
+                f"policy {policy.policy_id!r} preempts; MSJ-v0 plays out non-preemptive policies"
+            )
+        core = self.core
+        start = float(core.sim.fv[S.F_RUN_AREA])
+        pdata = core.prepare_policy(policy)
+        # the decision due now is the policy's, then it runs event by event to the end
+        n = policy.decide(core.view, core.sizes if policy.size_aware else None, pdata, core.actions)
+        if n > 0 and apply(core.sim, core.actions, n) != S.E_NONE:
+            core._raise()
+        compiled = type(policy).kernel is not None
+        wl = self.workload
+        while True:
+            if compiled:
+                sizes = core.sizes
+                status = batch_runner(
+                    policy.kernel_code(), core.sim, core.view, sizes, pdata, core.actions, False
+                )
+            else:
+                status = core.run_policy_python(policy, pdata)
+            if not core.handle(status):
+                break
+            pdata = policy.with_work(pdata, core.sim.ji.shape[0], wl.num_servers, wl.num_classes)
+        self._over = True
+        self._bind()
+        env_observe(self._sim, self._ep, self._fpar, self._obs, self._mask, self._work)
+        return -(float(core.sim.fv[S.F_RUN_AREA]) - start) * self._reward_scale
+
     def decide_every_event(self, flag: bool) -> None:
         """Also stop at events where nothing can be decided (only "wait" is valid there). For agents
         whose decision rule keeps state that must see every event, as the batch loop shows it
