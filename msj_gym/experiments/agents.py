@@ -2,6 +2,8 @@
 
 An agent spec is either
 
+* the name of an agent shipped with the package (``agents/checkpoints/<name>.zip``, e.g.
+  ``maskable-ppo-sf-fig2-0.7``; :func:`shipped_agents` lists them), usable from any directory;
 * the path of a stable-baselines3 checkpoint (``.zip``). The algorithm and the env keywords it was
   trained with come from the ``.json`` beside it (written by ``agents/train.py``); without one, the
   algorithms MaskablePPO, PPO, A2C and DQN are tried in turn and the env's defaults are used; or
@@ -21,7 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AgentSpec", "agent_label", "load_agent", "run_agent"]
+__all__ = ["AgentSpec", "agent_label", "load_agent", "run_agent", "shipped_agents"]
 
 # env keywords that a leaderboard point sets; the rest come from the agent's training
 _POINT_KEYS = ("scenario", "num_servers", "load", "arrival_rate", "num_arrivals", "horizon", "warmup")
@@ -73,6 +75,24 @@ def agent_label(spec: str) -> str:
     return f"agent:{Path(spec).stem}"
 
 
+def _shipped_dir() -> Path | None:
+    try:
+        from importlib.resources import files
+
+        folder = Path(str(files("agents") / "checkpoints"))
+    except (ImportError, TypeError):
+        return None
+    return folder if folder.is_dir() else None
+
+
+def shipped_agents() -> dict[str, Path]:
+    """The checkpoints installed with the package, by name (the file stem)."""
+    folder = _shipped_dir()
+    if folder is None:
+        return {}
+    return {p.stem: p for p in sorted(folder.glob("*.zip"))}
+
+
 @cache
 def load_agent(spec: str) -> AgentSpec:
     """Load ``spec`` (cached per process). Raises ``ValueError`` naming the spec when it does not load."""
@@ -80,7 +100,13 @@ def load_agent(spec: str) -> AgentSpec:
         return _load_checkpoint(spec)
     if ":" in spec:
         return _load_object(spec)
-    raise ValueError(f"--agent {spec!r}: no such file, and not a 'module:attr' spec")
+    shipped = shipped_agents()
+    if spec in shipped:
+        return _load_checkpoint(str(shipped[spec]))
+    names = ", ".join(shipped) or "none installed"
+    raise ValueError(
+        f"--agent {spec!r}: no such file, not a shipped agent ({names}), and not a 'module:attr' spec"
+    )
 
 
 def _load_checkpoint(spec: str) -> AgentSpec:

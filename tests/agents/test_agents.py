@@ -89,3 +89,15 @@ def test_shipped_checkpoint_beats_fcfs_on_a_held_out_seed() -> None:
     table = evaluate.main([str(ckpt), "--seeds", "2024", "--arrivals", "3000"])
     by = {t["policy"]: t for t in table}
     assert by["agent:maskable-ppo"]["mean_response_time"] < by["fcfs"]["mean_response_time"]
+
+
+def test_shipped_agents_load_by_name_from_any_directory(tmp_path, monkeypatch) -> None:
+    from msj_gym.experiments.agents import load_agent, shipped_agents
+
+    monkeypatch.chdir(tmp_path)  # not the checkout: the name resolves to the installed checkpoint
+    names = shipped_agents()
+    assert "maskable-ppo-sf-fig2-0.7" in names
+    spec = load_agent("maskable-ppo-sf-fig2-0.7")
+    assert spec.env_id == "MSJ-v0" and spec.env_kwargs["scenario"] == "sf-fig2"
+    with pytest.raises(ValueError, match="not a shipped agent"):
+        load_agent("no-such-agent")
