@@ -257,7 +257,7 @@ def swf_workload(
 
 
 def table_rows_as_text(rows: Sequence[dict[str, float]]) -> str:
-    """The class table as aligned text (for the CLI and the README)."""
+    """The class table as aligned text (for the CLI and the docs)."""
     lines = [f"{'n_i':>4} {'count':>7} {'alpha':>7} {'E[D]':>10} {'std(D)':>10}"]
     for r in rows:
         lines.append(

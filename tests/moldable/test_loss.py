@@ -46,8 +46,8 @@ def test_simulation_reproduces_exact_ctmc(n, s, lam, policy) -> None:
 def test_hyperexponential_sizes_reproduce_ctmc() -> None:
     """Spec 6.3 reports insensitivity to the size law. A two-phase hyperexponential matches the Exp
     CTMC within CIs at n = 6; deterministic sizes do not (blocking 0.3254 +- 0.0004 against 0.3290 with
-    4e6 arrivals: the state-dependent allocation breaks exact insensitivity; see the README), so only
-    the direction and size of that gap are pinned here."""
+    4e6 arrivals: the state-dependent allocation breaks exact insensitivity; see
+    docs/papers/002-moldable.md), so only the direction and size of that gap are pinned here."""
     n, s, lam = 6, (1, 1.8, 2.5), 0.87
     exact = small_system_ctmc(n, s, lam, lp_optimum(s, lam).p)
     system = MoldableSystem(n, (MoldableClass(s, lam, HyperExponential([0.5, 0.5], [0.5, 1.5])),))

@@ -6,7 +6,8 @@ closed forms within confidence intervals. With the non-exponential sizes of Sec.
 and Algorithm 1 with m = 5 must come close (approximate insensitivity, a qualitative claim in the
 paper). Criteria: balanced fairness outside FCFS's 99 % CI; the distance to it shrinking from FCFS to
 m = 1 to m = 5; m = 5 at most a fifth of FCFS's distance. (A first criterion, m = 5 within 5 %, fails:
-at rho = 0.8 m = 5 is 8-14 % above balanced fairness, m = 20 within 2-6 %; see the README.)
+at rho = 0.8 m = 5 is 8-14 % above balanced fairness, m = 20 within 2-6 %; see
+docs/papers/003-balanced-fairness.md.)
 """
 
 from __future__ import annotations

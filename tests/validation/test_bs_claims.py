@@ -1,9 +1,9 @@
 """Paper 000's qualitative claims (Figs. 1-2, Theorems 1-2) at small sizes, with paired runs (same seed,
 hence the same jobs for every policy). Where our measurements disagree with the paper (BS-FCFS above
-FCFS at k <= 64 in the critical regime, a tie at k = 1024, see the README), the tests check the range
-where the claim holds and the README reports the rest. 200,000 arrivals: with 40,000 the FCFS and
-ServerFilling means swing enough between seeds (long blocking episodes) that a paired comparison flips
-for some seeds."""
+FCFS at k <= 64 in the critical regime, a tie at k = 1024, see docs/papers/000-balanced-splitting.md),
+the tests check the range where the claim holds and that page reports the rest. 200,000 arrivals:
+with 40,000 the FCFS and ServerFilling means swing enough between seeds (long blocking episodes) that a
+paired comparison flips for some seeds."""
 
 from __future__ import annotations
 
