@@ -603,7 +603,11 @@ def write_gif(frames: list[np.ndarray], path: str | Path, ms_per_frame: int = 15
 
     if not frames:
         raise ValueError("write_gif: no frames")
-    images = [Image.fromarray(f).quantize(colors=255) for f in frames]
+    # one palette for every frame (from a sample of them): smaller files, no colour flicker
+    step = max(1, len(frames) // 16)
+    sample = Image.fromarray(np.concatenate(frames[::step][:16], axis=0))
+    palette = sample.quantize(colors=255)
+    images = [Image.fromarray(f).quantize(palette=palette, dither=Image.Dither.NONE) for f in frames]
     path = Path(path)
     images[0].save(
         path, save_all=True, append_images=images[1:], duration=ms_per_frame, loop=0, optimize=False
