@@ -1,5 +1,5 @@
-"""Command line: ``msj-gym leaderboard``, ``simulate``, ``reproduce`` and ``list`` (a stable contract
-other tooling relies on)."""
+"""Command line: ``msj-gym leaderboard``, ``simulate``, ``reproduce``, ``render`` and ``list`` (a stable
+contract other tooling relies on)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     opt.add_argument("--png", help="write a picture of the policy over the state space to this path")
     opt.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+    ren = sub.add_parser(
+        "render",
+        help="run a policy through the env and draw its schedule: an animated GIF or a Gantt chart PNG",
+        description="Run POLICY through MSJ-v0 (MSJPreemptive-v0 for a preemptive policy) on one "
+        "episode and write FILE: .gif, one frame per decision instant (servers as lanes, the queue, the "
+        "clock), each once the scheduler has acted at that instant; .png, a Gantt chart "
+        "(time on x, servers on y, each job a bar in its class colour).",
+    )
+    ren.add_argument("--scenario", required=True, help="a built-in scenario name or a scenario file")
+    ren.add_argument("--policy", required=True, help="policy id (see `msj-gym list`)")
+    ren.add_argument("--load", type=float, help="offered load rho (default: the scenario's)")
+    ren.add_argument("--k", type=int, help="number of servers (default: the scenario's)")
+    ren.add_argument("--seed", type=int, default=0, help="job-stream seed (default 0)")
+    ren.add_argument("--arrivals", type=int, default=100, help="arrivals in the episode (default 100)")
+    ren.add_argument("--fps", type=float, default=6.0, help="GIF frames per second (default 6)")
+    ren.add_argument("--out", required=True, metavar="FILE", help="FILE.gif or FILE.png")
 
     lb = sub.add_parser(
         "leaderboard",
@@ -244,6 +261,87 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _render(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from baselines import POLICIES, make_policy
+
+    # every flag before any simulation
+    out = Path(args.out)
+    kind = out.suffix.lower()
+    if kind not in (".gif", ".png"):
+        raise ValueError(
+            f"--out: expected a file ending in .gif (animation) or .png (Gantt chart), got {args.out!r}"
+        )
+    if not out.parent.is_dir():
+        raise ValueError(f"--out: folder {str(out.parent)!r} does not exist")
+    if args.policy not in POLICIES:
+        raise ValueError(f"--policy: unknown policy {args.policy!r}; see `msj-gym list`")
+    if args.arrivals < 2:
+        raise ValueError(f"--arrivals: expected an integer >= 2, got {args.arrivals}")
+    if args.seed < 0:
+        raise ValueError(f"--seed: expected a non-negative integer, got {args.seed}")
+    if not (math.isfinite(args.fps) and 0 < args.fps <= 100):
+        raise ValueError(f"--fps: expected a number in (0, 100], got {args.fps!r}")
+    args.arrival_rate = None
+    _check_system_flags(args)
+    try:
+        import PIL  # noqa: F401
+
+        if kind == ".png":
+            import matplotlib  # noqa: F401
+    except ImportError:
+        raise ValueError("render needs Pillow and matplotlib: pip install msj-gym[plot]") from None
+    import gymnasium as gym
+
+    from .env import PolicyAgent
+    from .env.render import DecisionFrames, ScheduleRecorder, gantt_png, write_gif
+    from .workloads.scenarios import load_scenario
+
+    policy = make_policy(args.policy)
+    workload = load_scenario(args.scenario).build(num_servers=args.k, load=args.load)
+    env = gym.make(
+        "MSJPreemptive-v0" if policy.preemptive else "MSJ-v0",
+        scenario=workload,
+        num_arrivals=args.arrivals,
+        # windows wide enough for any baseline's decisions (EASY backfilling skips within a class)
+        queue_window=64,
+        preempt_window=workload.num_servers,
+        disable_env_checker=True,
+    )
+    agent = PolicyAgent(policy, env)
+    start = time.perf_counter()
+    obs, info = env.reset(seed=args.seed)
+    recorder = ScheduleRecorder() if kind == ".png" else DecisionFrames(env)
+    if kind == ".png":
+        recorder.after(env)
+    truncated = False
+    while not truncated:
+        action, _ = agent.predict(obs)
+        recorder.before(env if kind == ".png" else action)
+        obs, _, _, truncated, info = env.step(action)
+        recorder.after(env if kind == ".png" else truncated)
+    result = env.unwrapped.result()
+    names = [c.name or f"class{i}" for i, c in enumerate(workload.classes)]
+    title = (
+        f"{workload.name}  k={workload.num_servers}  load={workload.load:.3g}  policy {policy.policy_id}  "
+        f"seed {args.seed}, {args.arrivals} arrivals: mean response time {result.mean_response_time:.4g}"
+        + ("" if result.stable else " (unstable)")
+    )
+    if isinstance(recorder, DecisionFrames):
+        frames = recorder.frames
+        write_gif(frames, out, ms_per_frame=round(1000 / args.fps))
+        per = 1000 * recorder.seconds / max(len(frames), 1)
+        print(f"wrote {out}: {len(frames)} frames ({per:.1f} ms per frame to draw); {title}")
+    else:
+        recorder.close(info["time"])
+        gantt_png(recorder.segments, workload.num_servers, names, out, title=title)
+        print(f"wrote {out}: {len(recorder.segments)} service segments; {title}")
+    print(f"({time.perf_counter() - start:.1f} s)")
+    return 0
+
+
 def _list() -> int:
     from baselines import POLICIES
 
@@ -383,6 +481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _leaderboard(args)
         if args.command == "optimal":
             return _optimal(args)
+        if args.command == "render":
+            return _render(args)
         return _list()
     except ValueError as exc:
         print(f"msj-gym: error: {exc}", file=sys.stderr)

@@ -178,8 +178,14 @@ class MSJEnv(gym.Env):
     * ``warm_start`` (None), ``warm_start_arrivals`` (1000);
     * ``max_arrivals`` (None: twice the episode's expected arrivals; a policy that has not cleared the
       measured jobs by then is unstable), ``max_jobs_in_system`` (100000);
-    * ``render_mode`` (None | ``"ansi"``: a text summary of servers and queues; the image modes are
-      accepted and ignored, as stable-baselines3's ``make_vec_env`` asks for ``"rgb_array"``).
+    * ``render_mode`` (None | ``"ansi"`` | ``"rgb_array"``): ``"ansi"`` gives a text summary of servers
+      and queues; ``"rgb_array"`` an ``H x W x 3`` uint8 picture of the state (drawn with Pillow, a few
+      ms a frame; see :mod:`msj_gym.env.render`): the ``k`` servers as lanes, each held by a running job
+      in its class colour with the share of its service received, the waiting queue in service order
+      (truncated with "+N more"), the clock and the job counts. ``gym.make`` adds ``"rgb_array_list"``
+      (every frame of the episode) and ``"human"`` (a window, needs pygame) on top of it, and
+      ``gymnasium.wrappers.RecordVideo`` records it (needs moviepy). stable-baselines3's
+      ``make_vec_env`` asks for ``"rgb_array"`` by default: rendering costs nothing until ``render()``.
 
     ## Info
     Every step: ``time`` (simulator clock), ``elapsed_time`` (since the previous decision),
@@ -190,7 +196,7 @@ class MSJEnv(gym.Env):
     * v0: initial version.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     preemptive = False
 
     def __init__(
@@ -250,16 +256,16 @@ class MSJEnv(gym.Env):
             raise ValueError(f"observation: expected 'flat' or 'dict', got {observation!r}")
         if reward not in ("integral", "mean"):
             raise ValueError(f"reward: expected 'integral' or 'mean', got {reward!r}")
-        if render_mode in ("human", "rgb_array", "rgb_array_list"):
-            render_mode = None  # gym.make warns; SB3's make_vec_env asks for rgb_array by default
-        elif render_mode is not None and render_mode != "ansi":
-            raise ValueError(f"render_mode: expected None or 'ansi', got {render_mode!r}")
+        if render_mode not in (None, "ansi", "rgb_array"):
+            # gym.make turns "human" and "rgb_array_list" into "rgb_array" plus a wrapper
+            raise ValueError(f"render_mode: expected None, 'ansi' or 'rgb_array', got {render_mode!r}")
         for name, flag in (("reveal_sizes", reveal_sizes), ("weighted", weighted)):
             if not isinstance(flag, bool | np.bool_):
                 raise ValueError(f"{name}: expected True or False, got {flag!r}")
         self.observation_mode, self.reward_mode = observation, reward
         self.reveal_sizes, self.weighted = bool(reveal_sizes), bool(weighted)
         self.render_mode = render_mode
+        self._renderer: Any = None  # drawn lazily: SB3's make_vec_env asks for rgb_array by default
         if max_arrivals is not None:
             max_arrivals = _positive_int("max_arrivals", max_arrivals, 2)
         self.max_arrivals = max_arrivals
@@ -618,7 +624,19 @@ class MSJEnv(gym.Env):
             f"make the env with a larger {window}"
         )
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        """``render_mode="ansi"``: a text summary; ``"rgb_array"``: an ``H x W x 3`` uint8 picture of
+        the current state (an empty system before ``reset``; see the class docstring). The frame size is
+        fixed per env (it depends on ``k`` and the number of classes only). Like the observation, a frame
+        shows the state at a decision, before the agent's action: the env moves on right after the last
+        start of an instant, so that state is never rendered; ``msj-gym render --out FILE.gif``
+        (:class:`msj_gym.env.render.DecisionFrames`) draws one frame per instant after its decisions."""
+        if self.render_mode == "rgb_array":
+            if self._renderer is None:
+                from .render import FrameRenderer
+
+                self._renderer = FrameRenderer(self.workload)
+            return self._renderer.frame(None if self.core is None else self._sim, self.episode)
         if self.render_mode != "ansi" or self.core is None:
             return None
         iv, ci, fv = self._sim.iv, self._sim.ci, self._sim.fv

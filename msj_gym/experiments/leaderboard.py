@@ -684,7 +684,42 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+FAMILIES = ("non-preemptive", "preemptive", "size-aware", "agents")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p")
+
+
+def plot_family(entrant: str, kind: str) -> str:
+    """The leaderboard plot's panel of an entrant: agents (``agent:`` entrants), size-aware policies,
+    then preemptive and non-preemptive ones (the registry's ``size_aware`` / ``preemptive`` flags)."""
+    from baselines import POLICIES
+
+    if entrant.startswith("agent:") or kind == "agent":
+        return "agents"
+    cls = POLICIES.get(entrant)
+    size_aware = cls.size_aware if cls is not None else "size-aware" in kind
+    preemptive = cls.preemptive if cls is not None else kind.startswith("preemptive")
+    if size_aware:
+        return "size-aware"
+    return "preemptive" if preemptive else "non-preemptive"
+
+
+def _curve_groups(rows: list[Row], entrants: list[str]) -> list[list[str]]:
+    """Entrants grouped by identical curves (the same mean response time at every load), best first."""
+    groups: dict[tuple, list[str]] = {}
+    for e in entrants:
+        key = tuple(
+            (r.load, r.mean_response_time, r.stable)
+            for r in sorted((r for r in rows if r.entrant == e), key=lambda r: r.load)
+        )
+        groups.setdefault(key, []).append(e)
+    return list(groups.values())
+
+
 def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
+    """The scenario's leaderboard picture: one panel of mean response time against load per family
+    of entrants (shared log axis; entrants with identical curves share one legend entry, "a = b"; a
+    curve stops with an x at its first unstable load), then per-class response times at the highest load
+    where most entrants are stable."""
     try:
         import matplotlib
 
@@ -696,29 +731,103 @@ def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
     standings = [s for s in report["standings"] if s.scenario == scenario]
     loads = sorted({r.load for r in rows})
     entrants = [s.entrant for s in sorted(standings, key=lambda s: s.mean_rank)]
-    fig, axes = plt.subplots(1, 3, figsize=(18, 5.5))
-    ax = axes[0]
-    cmap = plt.get_cmap("tab20")
-    colors = {e: cmap(i % 20) for i, e in enumerate(entrants)}
+    kinds = {r.entrant: r.kind for r in rows}
+    by_family: dict[str, list[str]] = {f: [] for f in FAMILIES}
     for e in entrants:
-        pts = sorted((r for r in rows if r.entrant == e), key=lambda r: r.load)
-        xs = [r.load for r in pts]
-        ys = [r.mean_response_time for r in pts]
-        lo = [r.mean_response_time - (r.ci95 if math.isfinite(r.ci95) else 0) for r in pts]
-        hi = [r.mean_response_time + (r.ci95 if math.isfinite(r.ci95) else 0) for r in pts]
-        ax.plot(xs, ys, marker="o", ms=3, color=colors[e], label=e, lw=1.6 if pts[0].kind == "agent" else 1)
-        ax.fill_between(xs, [max(v, 1e-9) for v in lo], hi, color=colors[e], alpha=0.15)
-        bad = [(r.load, r.mean_response_time) for r in pts if not r.stable]
-        if bad:
-            ax.plot(*zip(*bad, strict=True), "o", mfc="none", mec="red", ms=9)
-    ax.set_yscale("log")
-    ax.set_xlabel("load")
-    ax.set_ylabel("mean response time")
-    ax.set_title("mean response time (95 % CI bands; red rings: unstable)", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+        by_family[plot_family(e, kinds.get(e, ""))].append(e)
+    families = [f for f in FAMILIES if by_family[f]]
+    if not families:
+        return None
+    groups = {f: _curve_groups(rows, by_family[f]) for f in families}
+    heights = [4.0, 0.2 + 0.36 * max(len(g) for g in groups.values()), 3.2]  # inches: curves, legends, bars
+    top, bottom = 1.0, 1.5
+    total = top + bottom + sum(heights) + 0.9
+    fig = plt.figure(figsize=(5.0 * max(len(families), 2), total))
+    grid = fig.add_gridspec(
+        3,
+        len(families),
+        height_ratios=heights,
+        left=0.06,
+        right=0.92,
+        top=1 - top / total,
+        bottom=bottom / total,
+        hspace=0.3,
+        wspace=0.18,
+    )
+    first = None
+    shown_y: list[float] = []
+    config: LeaderboardConfig = report["config"]
+    bands = len(config.seeds) >= 3  # a 95 % interval over two seeds is too wide to show anything
+    for j, family in enumerate(families):
+        ax = fig.add_subplot(grid[0, j], sharey=first)
+        first = first or ax
+        colors = plt.get_cmap("tab10")
+        notes = []
+        for i, group in enumerate(groups[family]):
+            pts = sorted((r for r in rows if r.entrant == group[0]), key=lambda r: r.load)
+            bad = next((n for n, r in enumerate(pts) if not r.stable), None)
+            ok = pts if bad is None else pts[:bad]
+            color, marker = colors(i % 10), _MARKERS[i % len(_MARKERS)]
+            name = " = ".join(group)
+            if bad is None:
+                status = f"stable at every load tested (to {pts[-1].load:g})" if pts else ""
+            else:
+                status = f"unstable from load {pts[bad].load:g}" + (" (every load)" if bad == 0 else "")
+            label = f"{name}\n    {status}"
+            if len(group) > 1:
+                notes.append(group)
+            xs = [r.load for r in ok]
+            ys = [r.mean_response_time for r in ok]
+            shown_y += [y for y in ys if math.isfinite(y) and y > 0]
+            if bad is not None and math.isfinite(pts[bad].mean_response_time):
+                shown_y.append(pts[bad].mean_response_time)
+            ax.plot(xs, ys, marker=marker, ms=5, color=color, lw=1.4, label=label)
+            ci = [r.ci95 if math.isfinite(r.ci95) else 0.0 for r in ok]
+            if ok and bands:
+                ax.fill_between(
+                    xs,
+                    [max(y - c, 1e-9) for y, c in zip(ys, ci, strict=True)],
+                    [y + c for y, c in zip(ys, ci, strict=True)],
+                    color=color,
+                    alpha=0.12,
+                )
+            if bad is not None:
+                r = pts[bad]
+                if ok:  # a dotted step to the first unstable point
+                    ax.plot(
+                        [ok[-1].load, r.load],
+                        [ok[-1].mean_response_time, r.mean_response_time],
+                        ls=":",
+                        color=color,
+                        lw=1.2,
+                    )
+                ax.plot([r.load], [r.mean_response_time], marker="x", ms=11, mew=2.5, color=color, ls="none")
+        ax.set_yscale("log")
+        ax.set_xlabel("load")
+        if j == 0:
+            ax.set_ylabel("mean response time")
+        ax.set_xlim(loads[0] - 0.03, loads[-1] + 0.03)
+        ax.set_xticks(loads)
+        ax.grid(True, alpha=0.3)
+        ax.set_title(f"{family} ({len(by_family[family])})", fontsize=10)
+        handles, labels = ax.get_legend_handles_labels()
+        lax = fig.add_subplot(grid[1, j])
+        lax.axis("off")
+        lax.legend(
+            handles,
+            labels,
+            fontsize=8,
+            loc="upper left",
+            ncol=1,
+            frameon=False,
+            borderaxespad=0,
+            title="a = b: identical curves (equal at every load)" if notes else None,
+            title_fontsize=7.5,
+        )
+    if shown_y:  # the means set the axis; 95 % bands over few seeds may reach far beyond
+        first.set_ylim(min(shown_y) / 1.6, max(shown_y) * 1.6)
     # per-class bars at the highest load where most entrants are stable
-    ax = axes[1]
+    ax = fig.add_subplot(grid[2, :])
     counts = {x: sum(r.stable for r in rows if r.load == x) for x in loads}
     at = max((x for x in loads if counts[x] >= max(counts.values()) / 2), default=loads[-1])
     shown = [r for r in sorted((r for r in rows if r.load == at), key=lambda r: r.rank)]
@@ -733,37 +842,20 @@ def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
         )
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(shown))])
     ax.set_xticklabels(
-        [r.entrant + ("" if r.stable else " *") for r in shown], rotation=60, ha="right", fontsize=7
+        [r.entrant + ("" if r.stable else " (unstable)") for r in shown], rotation=35, ha="right", fontsize=8
     )
     ax.set_yscale("log")
     ax.set_ylabel("mean response time")
-    ax.set_title(f"per class at load {at:g} (* unstable)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title(f"per class at load {at:g}, best first", fontsize=10)
+    ax.legend(fontsize=8, title="class", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.grid(True, axis="y", alpha=0.3)
-    # stability region: stable up to (green), bracket to the first unstable load (orange), theory (x)
-    ax = axes[2]
-    order = sorted(standings, key=lambda s: (s.unstable_from or math.inf, s.stable_up_to or 0))
-    for i, s in enumerate(order):
-        lo = s.stable_up_to or 0.0
-        ax.barh(i, lo, color="tab:green", alpha=0.6)
-        hi = s.unstable_from if s.unstable_from is not None else loads[-1]
-        if s.unstable_from is not None:
-            ax.barh(i, hi - lo, left=lo, color="tab:orange", alpha=0.6)
-        if s.theory is not None:
-            ax.plot(min(s.theory, 1.05), i, "kx", ms=8)
-    ax.set_yticks(range(len(order)))
-    ax.set_yticklabels([s.entrant for s in order], fontsize=7)
-    ax.axvline(1.0, color="k", lw=0.5)
-    ax.set_xlim(0, 1.08)
-    ax.set_xlabel("load")
-    ax.set_title("stability: stable (green), limit lies in (orange), theory (x)", fontsize=9)
-    config: LeaderboardConfig = report["config"]
     fig.suptitle(
         f"{scenario}: {len(config.seeds)} seeds x {config.arrivals} arrivals per point; "
-        f"code {provenance()['git_revision'][:12]}",
-        fontsize=10,
+        f"code {provenance()['git_revision'][:12]}\n"
+        + ("bands: 95 % CI over seeds;  " if bands else "")
+        + "x: the first unstable load (its mean is over a growing queue); the curve stops there",
+        fontsize=11,
     )
-    fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

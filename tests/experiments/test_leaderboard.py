@@ -362,3 +362,80 @@ def test_a_swapped_trace_is_a_different_run(tmp_path, monkeypatch) -> None:
     with pytest.raises(StaleRuns, match="scenario content"):
         run_points([point], results, progress=False, run=fake_run, content=scenario_content)
     assert results.read_text() == kept
+
+
+def test_plot_has_a_panel_per_family_and_merges_identical_curves(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib.figure
+
+    from msj_gym.experiments.leaderboard import Row, Standing, _plot
+
+    curves = {  # entrant -> (kind, mean response time per load, first unstable load index or None)
+        "fcfs": ("non-preemptive", [2.0, 9.0, 80.0], 1),
+        "bs": ("non-preemptive", [2.0, 9.0, 80.0], 1),
+        "msf": ("non-preemptive", [1.5, 3.0, 6.0], None),
+        "server-filling": ("preemptive", [1.2, 2.0, 4.0], None),
+        "server-filling-srpt": ("preemptive, size-aware", [1.0, 1.5, 2.5], None),
+        "agent:ppo": ("agent", [1.3, 2.5, 5.0], 2),
+    }
+    loads = [0.5, 0.7, 0.9]
+    rows, standings = [], []
+    for e, (kind, ys, bad) in curves.items():
+        for i, (x, y) in enumerate(zip(loads, ys, strict=True)):
+            stable = bad is None or i < bad
+            rows.append(
+                Row(
+                    "sf-fig2",
+                    x,
+                    e,
+                    kind,
+                    1,
+                    y,
+                    0.1,
+                    y,
+                    0.1,
+                    0.5,
+                    0.6,
+                    stable,
+                    3,
+                    "msf",
+                    0,
+                    0,
+                    1,
+                    0,
+                    {"need-1": y, "need-8": 2 * y},
+                )
+            )
+        standings.append(
+            Standing(
+                "sf-fig2",
+                e,
+                kind,
+                1.0,
+                loads[bad - 1] if bad else (None if bad == 0 else 0.9),
+                None if bad is None else loads[bad],
+                None,
+                "",
+            )
+        )
+    report = {"rows": rows, "standings": standings, "config": LeaderboardConfig(**{**SMALL, "seeds": 3})}
+    figures = []
+    save = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(
+        matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: (figures.append(fig), save(fig, *a, **k))
+    )
+    path = _plot("sf-fig2", report, tmp_path / "plot.png")
+    assert path is not None and path.stat().st_size > 20_000
+    (fig,) = figures
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert [ax.get_title().split(" (")[0] for ax in panels[:4]] == [
+        "non-preemptive",
+        "preemptive",
+        "size-aware",
+        "agents",
+    ]
+    assert len(panels) == 5  # four families and the per-class bars
+    legends = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("fcfs = bs\n") and "unstable from load 0.7" in t for t in legends)
+    assert any(t.startswith("msf\n") and "stable at every load tested" in t for t in legends)
+    assert not any(t.startswith("bs") for t in legends)

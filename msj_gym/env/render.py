@@ -1,0 +1,615 @@
+"""Pictures of an MSJ episode: the ``rgb_array`` frames of :class:`~msj_gym.env.msj_env.MSJEnv`, a
+schedule recorder, a Gantt chart of the recorded schedule and an animated GIF of frames.
+
+The frames are drawn with Pillow (which matplotlib depends on: ``pip install msj-gym[plot]`` brings
+it); a frame takes a few milliseconds. The Gantt chart uses matplotlib.
+
+A frame shows, top to bottom: the clock and the number of jobs; the ``k`` servers as horizontal lanes,
+each busy lane in the colour of the class of the job that holds it (a job needing ``n`` servers holds
+``n`` lanes, labelled with its id; the dark part of its bar is the share of its service time it has
+received, the light part what remains), idle lanes grey; beside them the waiting queue in service order
+(one block per job, in its class colour, with its server need written in it; a queue longer than the
+panel ends with "+N more"); and a legend of the classes with their waiting and running counts.
+
+The simulator knows how many servers each running job holds, not which: lanes are given to a job when
+it is first seen running (the first run of free adjacent lanes that fits, else the lowest free lanes)
+and kept until it leaves, so that a job stays put from frame to frame.
+"""
+
+from __future__ import annotations
+
+import heapq
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..core import state as S
+
+__all__ = [
+    "DecisionFrames",
+    "FrameRenderer",
+    "LaneMap",
+    "ScheduleRecorder",
+    "Segment",
+    "gantt_png",
+    "write_gif",
+]
+
+# tab10, then the light half of tab20: distinct class colours, cycled past 20 classes
+_PALETTE = [
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+    (174, 199, 232),
+    (255, 187, 120),
+    (152, 223, 138),
+    (255, 152, 150),
+    (197, 176, 213),
+    (196, 156, 148),
+    (247, 182, 210),
+    (199, 199, 199),
+    (219, 219, 141),
+    (158, 218, 229),
+]
+_BG = (255, 255, 255)
+_IDLE = (232, 232, 232)
+_INK = (20, 20, 20)
+_GRID = (200, 200, 200)
+
+
+def class_color(c: int) -> tuple[int, int, int]:
+    """The RGB colour of job class ``c`` (the same in frames and Gantt charts)."""
+    return _PALETTE[int(c) % len(_PALETTE)]
+
+
+def _light(rgb: tuple[int, int, int], f: float = 0.55) -> tuple[int, int, int]:
+    return tuple(int(v + (255 - v) * f) for v in rgb)  # type: ignore[return-value]
+
+
+def _text_color(rgb: tuple[int, int, int]) -> tuple[int, int, int]:
+    return _INK if 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] > 150 else (255, 255, 255)
+
+
+@lru_cache(maxsize=8)
+def _font(size: int) -> Any:
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow < 10.1: one bitmap size
+        return ImageFont.load_default()
+
+
+def require_pillow() -> None:
+    """Raise an ``ImportError`` naming the fix if Pillow is missing."""
+    try:
+        import PIL  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            "render_mode='rgb_array' draws with Pillow: pip install pillow (or msj-gym[plot])"
+        ) from None
+
+
+class LaneMap:
+    """Which server lanes each running job holds: stable from one update to the next."""
+
+    def __init__(self, k: int) -> None:
+        self.k = int(k)
+        self.owner = np.full(self.k, -1, dtype=np.int64)
+        self.lanes: dict[int, np.ndarray] = {}
+
+    def clear(self) -> None:
+        self.owner[:] = -1
+        self.lanes.clear()
+
+    def update(self, jobs: list[tuple[int, int]]) -> dict[int, np.ndarray]:
+        """``jobs``: (job id, server need) of the running jobs, the new ones in the order they should be
+        placed; returns job id -> its lanes."""
+        present = {j for j, _ in jobs}
+        for j in [j for j in self.lanes if j not in present]:
+            self.owner[self.lanes.pop(j)] = -1
+        for j, need in jobs:
+            if j not in self.lanes:
+                self.lanes[j] = lanes = self._place(int(need))
+                self.owner[lanes] = j
+        return self.lanes
+
+    def _place(self, need: int) -> np.ndarray:
+        free = self.owner < 0
+        if need <= 0:
+            return np.zeros(0, dtype=np.int64)
+        # first run of `need` adjacent free lanes
+        run = np.convolve(free.astype(np.int64), np.ones(need, dtype=np.int64), "valid")
+        hit = np.flatnonzero(run == need)
+        if hit.size:
+            return np.arange(hit[0], hit[0] + need)
+        idle = np.flatnonzero(free)
+        return idle[:need]  # fragmented: the lowest idle lanes (fewer only if the state is inconsistent)
+
+
+class JobView(NamedTuple):
+    job_id: int
+    cls: int
+    need: int
+    received: float  # service received so far
+    service: float  # total service time
+
+
+def running_jobs(sim: Any) -> list[JobView]:
+    """The running jobs, oldest start first."""
+    iv, ji, jf, js = sim.iv, sim.ji, sim.jf, sim.js
+    now = float(sim.fv[S.F_NOW])
+    out = []
+    for s in sim.run_list[: int(iv[S.I_NRUN])]:
+        got = jf[s, S.ATTAINED] + (now - jf[s, S.LAST_START]) * jf[s, S.RATE]
+        out.append(
+            (
+                jf[s, S.LAST_START],
+                JobView(int(ji[s, S.JOB_ID]), int(ji[s, S.CLS]), int(ji[s, S.NEED]), got, js[s, S.SERVICE]),
+            )
+        )
+    out.sort(key=lambda p: (p[0], p[1].job_id))
+    return [v for _, v in out]
+
+
+def waiting_jobs(sim: Any, limit: int) -> list[tuple[int, int, int]]:
+    """(job id, class, need) of the first ``limit`` waiting jobs in service order."""
+    ji = sim.ji
+    out = []
+    s = int(sim.iv[S.I_WHEAD])
+    while s >= 0 and len(out) < limit:
+        out.append((int(ji[s, S.JOB_ID]), int(ji[s, S.CLS]), int(ji[s, S.NEED])))
+        s = int(ji[s, S.WNEXT])
+    return out
+
+
+class FrameRenderer:
+    """Draws ``rgb_array`` frames of one workload's states (a fixed size per workload)."""
+
+    WIDTH = 800
+    HEADER = 30
+    LANE_X0, LANE_X1 = 62, 470  # server lanes
+    QUEUE_X0 = 490
+    CELL = 24  # queue block (pixels, with its gap)
+
+    def __init__(self, workload: Any) -> None:
+        require_pillow()
+        self.k = int(workload.num_servers)
+        self.names = [cls.name or f"class{c}" for c, cls in enumerate(workload.classes)]
+        self.lanes = LaneMap(self.k)
+        self.body = float(min(320, max(160, 24 * self.k)))
+        self.lane_h = self.body / self.k
+        self.legend_cols = 3
+        rows = -(-len(self.names) // self.legend_cols)
+        self.legend_y = self.HEADER + self.body + 14
+        height = int(self.legend_y + 20 * rows + 8)
+        self.height = -(-height // 16) * 16  # video encoders like multiples of 16
+        self.episode = None
+        self._bg: Any = None
+        self._cells: dict[tuple[int, int], Any] = {}
+
+    def frame(self, sim: Any | None, episode: Any = None) -> np.ndarray:
+        """The picture of state ``sim`` (None: an empty system at time 0) as an HxWx3 uint8 array."""
+        from PIL import ImageDraw
+
+        if episode != self.episode:
+            self.lanes.clear()
+            self.episode = episode
+        img = self._background().copy()
+        d = ImageDraw.Draw(img)
+        f12, f11, f10 = _font(13), _font(11), _font(10)
+        k, lane_h, y0 = self.k, self.lane_h, float(self.HEADER)
+        if sim is None:
+            now, nsys, nwait, free = 0.0, 0, 0, k
+            running: list[JobView] = []
+            queue: list[tuple[int, int, int]] = []
+            counts = np.zeros((2, len(self.names)), dtype=np.int64)
+        else:
+            iv = sim.iv
+            now, nsys, nwait = float(sim.fv[S.F_NOW]), int(iv[S.I_NSYS]), int(iv[S.I_NWAIT])
+            free = int(iv[S.I_FREE])
+            running = running_jobs(sim)
+            queue = waiting_jobs(sim, self._queue_capacity())
+            counts = np.stack([sim.ci[S.C_NWAIT], sim.ci[S.C_NRUN]])
+        d.text(
+            (8, 8),
+            f"t = {now:.3f}     jobs in system: {nsys}  ({nsys - nwait} running, {nwait} waiting)"
+            f"     idle servers: {free}/{k}",
+            fill=_INK,
+            font=f12,
+        )
+        # server lanes
+        x0, x1 = self.LANE_X0, self.LANE_X1
+        where = self.lanes.update([(j.job_id, j.need) for j in running])
+        for job in running:
+            lanes = where[job.job_id]
+            if lanes.size == 0:
+                continue
+            color = class_color(job.cls)
+            frac = min(max(job.received / job.service, 0.0), 1.0) if job.service > 0 else 1.0
+            xm = x0 + frac * (x1 - x0)
+            # contiguous runs of lanes: one rectangle each
+            breaks = np.flatnonzero(np.diff(lanes) != 1) + 1
+            for i, run in enumerate(np.split(lanes, breaks)):
+                top = y0 + run[0] * lane_h
+                bot = y0 + (run[-1] + 1) * lane_h - (1 if lane_h >= 4 else 0)
+                d.rectangle([x0, top, x1, bot], fill=_light(color))
+                d.rectangle([x0, top, xm, bot], fill=color)
+                if bot - top >= 11:
+                    d.rectangle([x0, top, x1, bot], outline=_INK)
+                    label = f"#{job.job_id}" + (f"  {self.names[job.cls]}" if i == 0 else "")
+                    d.text(
+                        (x0 + 4, (top + bot) / 2),
+                        label,
+                        fill=_INK,
+                        font=f11,
+                        anchor="lm",
+                        stroke_width=2,
+                        stroke_fill=_BG,
+                    )
+        # queue
+        qx0 = self.QUEUE_X0
+        d.text((qx0 + 44, y0 - 2), f"({nwait} waiting, in service order)", fill=_INK, font=f10)
+        cols = (self.WIDTH - 8 - qx0) // self.CELL
+        shown = queue
+        more = nwait - len(queue)
+        if more > 0:  # the last row's end holds the "+N more" note
+            shown = queue[: len(queue) - 3]
+            more = nwait - len(shown)
+        for i, (_jid, c, need) in enumerate(shown):
+            r, q = divmod(i, cols)
+            img.paste(self._cell(c, need), (qx0 + q * self.CELL, int(y0) + 12 + r * self.CELL))
+        if more > 0:
+            r, q = divmod(len(shown), cols)
+            d.text(
+                (qx0 + q * self.CELL + 2, y0 + 12 + r * self.CELL + 10),
+                f"+{more} more",
+                fill=_INK,
+                font=f11,
+                anchor="lm",
+            )
+        # legend
+        colw = (self.WIDTH - 16) // self.legend_cols
+        for c, name in enumerate(self.names):
+            r, q = divmod(c, self.legend_cols)
+            lx, ly = 8 + q * colw, self.legend_y + 20 * r
+            need = "" if sim is None else f" (n={int(sim.ci[S.C_NEED, c])})"
+            d.text(
+                (lx + 18, ly + 8),
+                f"{name}{need}: {counts[0, c]} waiting, {counts[1, c]} running",
+                fill=_INK,
+                font=f11,
+                anchor="lm",
+            )
+        return np.asarray(img, dtype=np.uint8)
+
+    def _background(self) -> Any:
+        """What every frame shares: idle lanes, lane numbers, panel titles, legend swatches."""
+        if self._bg is None:
+            from PIL import Image, ImageDraw
+
+            img = Image.new("RGB", (self.WIDTH, self.height), _BG)
+            d = ImageDraw.Draw(img)
+            f10 = _font(10)
+            x0, x1, y0 = self.LANE_X0, self.LANE_X1, float(self.HEADER)
+            d.rectangle([x0, y0, x1, y0 + self.body - 1], fill=_IDLE)
+            step = max(1, int(np.ceil(12 / self.lane_h)))  # every lane if there is room, else a few
+            for lane in range(0, self.k, step):
+                d.text((x0 - 4, y0 + (lane + 0.5) * self.lane_h), str(lane), fill=_INK, font=f10, anchor="rm")
+            d.text((4, y0 + self.body + 2), "server", fill=_INK, font=f10)
+            d.text(
+                (x1, y0 + self.body + 2),
+                "bar: service received (dark) and to come (light)",
+                fill=_INK,
+                font=f10,
+                anchor="ra",
+            )
+            d.text((self.QUEUE_X0, y0 - 2), "queue", fill=_INK, font=_font(11))
+            d.text(
+                (self.QUEUE_X0, y0 + self.body + 2),
+                "block: a waiting job; number: servers it needs",
+                fill=_INK,
+                font=f10,
+            )
+            colw = (self.WIDTH - 16) // self.legend_cols
+            for c in range(len(self.names)):
+                r, q = divmod(c, self.legend_cols)
+                lx, ly = 8 + q * colw, self.legend_y + 20 * r
+                d.rectangle([lx, ly + 2, lx + 12, ly + 14], fill=class_color(c), outline=_INK)
+            self._bg = img
+        return self._bg
+
+    def _cell(self, c: int, need: int) -> Any:
+        """A queue block of class ``c`` with ``need`` written in it (cached)."""
+        key = (c, need)
+        cell = self._cells.get(key)
+        if cell is None:
+            from PIL import Image, ImageDraw
+
+            size = self.CELL - 3
+            cell = Image.new("RGB", (size + 1, size + 1), _BG)
+            d = ImageDraw.Draw(cell)
+            color = class_color(c)
+            d.rectangle([0, 0, size, size], fill=color, outline=_INK)
+            text = str(need)
+            d.text(
+                (size / 2 + 0.5, size / 2 + 0.5),
+                text,
+                fill=_text_color(color),
+                font=_font(10 if len(text) < 3 else 8),
+                anchor="mm",
+            )
+            if len(self._cells) < 4096:
+                self._cells[key] = cell
+        return cell
+
+    def _queue_capacity(self) -> int:
+        cols = (self.WIDTH - 8 - self.QUEUE_X0) // self.CELL
+        rows = int((self.body - 12) // self.CELL)
+        return max(cols * rows, 4)
+
+
+def engine_action(env: Any, action: int) -> int | None:
+    """The engine action (start slot ``s``, preempt ``-s-1``) that env ``action`` names now (None for
+    wait, or if it names nothing)."""
+    u = env.unwrapped
+    sim = u._sim
+    if action <= 0:
+        return None
+    qwin = u.queue_window
+    if action <= u.num_classes * qwin:  # start the r-th waiting job of class c
+        c, r = divmod(action - 1, qwin)
+        s = int(sim.ci[S.C_HEAD, c])
+        for _ in range(r):
+            s = int(sim.ji[s, S.CNEXT]) if s >= 0 else -1
+        candidates = [s] if s >= 0 else []
+    else:
+        candidates = [-int(s) - 1 for s in sim.run_list[: int(sim.iv[S.I_NRUN])]]
+    for a in candidates:
+        try:
+            if u.encode(a) == action:
+                return a
+        except ValueError:
+            continue
+    return None
+
+
+class DecisionFrames:
+    """The frames of an episode for an animation: one per decision instant, showing the state once the
+    scheduler has made all its decisions there (what ``render()`` cannot show: the env asks the agent
+    only while a decision is due, so after the last start of an instant it has already moved on).
+
+    Call :meth:`before` with the action just before each ``env.step(action)`` and :meth:`after` just
+    after it. The state before the step is copied and the action applied to the copy by the engine."""
+
+    def __init__(self, env: Any) -> None:
+        from ..core.engine import apply
+
+        self._apply = apply
+        self.env = env.unwrapped
+        self.renderer = FrameRenderer(self.env.workload)
+        self.frames: list[np.ndarray] = []
+        self.times: list[float] = []
+        self.seconds = 0.0  # spent drawing
+        self._pre: Any = None
+        self._engine: int | None = None
+        self._t = -1.0
+
+    def before(self, action: int) -> None:
+        sim = self.env._sim
+        self._t = float(sim.fv[S.F_NOW])
+        self._pre = S.Sim(*(a.copy() for a in sim))
+        self._engine = engine_action(self.env, int(action))
+
+    def after(self, truncated: bool) -> None:
+        sim = self.env._sim
+        if float(sim.fv[S.F_NOW]) != self._t:  # the instant is over: its state after the decisions
+            pre = self._pre
+            if self._engine is not None:
+                self._apply(pre, np.array([self._engine], dtype=np.int64), 1)
+            self._draw(pre)
+        if truncated:  # and the last state (after the last decision if the episode ended at its instant)
+            self._draw(sim)
+
+    def _draw(self, sim: Any) -> None:
+        import time
+
+        t0 = time.perf_counter()
+        self.frames.append(self.renderer.frame(sim, 0))
+        self.seconds += time.perf_counter() - t0
+        self.times.append(float(sim.fv[S.F_NOW]))
+
+
+class Segment(NamedTuple):
+    """A stretch of service: job ``job_id`` (class ``cls``) on ``need`` servers over [start, end)."""
+
+    job_id: int
+    cls: int
+    need: int
+    start: float
+    end: float
+
+
+class ScheduleRecorder:
+    """Records the service segments of an episode from outside the compiled step.
+
+    Call :meth:`before` just before each ``env.step`` and :meth:`after` just after (and :meth:`after`
+    once after ``reset``). Starts and preemptions happen at the decision instant of a step, so a job seen
+    waiting before a step and running (or gone) after it started then; a job that started and left within
+    one step departed after its remaining service time; a running job that is waiting again after a step
+    was preempted at its instant."""
+
+    def __init__(self) -> None:
+        self.segments: list[Segment] = []
+        self._running: dict[int, tuple[int, int, float, float]] = {}  # id -> cls, need, start, planned end
+        self._candidates: list[tuple[int, int, int, int, float]] = []
+        self._t0 = 0.0
+
+    def before(self, env: Any) -> None:
+        sim = env.unwrapped._sim
+        self._t0 = float(sim.fv[S.F_NOW])
+        free = int(sim.iv[S.I_FREE])
+        ji, js = sim.ji, sim.js
+        cands = []
+        s = int(sim.iv[S.I_WHEAD])
+        while s >= 0:  # waiting jobs that fit now: the ones the step may start
+            if ji[s, S.NEED] <= free:
+                cands.append(
+                    (s, int(ji[s, S.JOB_ID]), int(ji[s, S.CLS]), int(ji[s, S.NEED]), js[s, S.REMAINING])
+                )
+            s = int(ji[s, S.WNEXT])
+        self._candidates = cands
+
+    def after(self, env: Any) -> None:
+        sim = env.unwrapped._sim
+        ji, jf, js = sim.ji, sim.jf, sim.js
+        t0 = self._t0
+        now_running = {}
+        for s in sim.run_list[: int(sim.iv[S.I_NRUN])]:
+            start = float(jf[s, S.LAST_START])
+            end = start + js[s, S.REMAINING] / jf[s, S.RATE]
+            now_running[int(ji[s, S.JOB_ID])] = (int(ji[s, S.CLS]), int(ji[s, S.NEED]), start, float(end))
+        for slot, jid, c, need, remaining in self._candidates:  # started and left within the step
+            if jid in now_running or jid in self._running:
+                continue
+            if ji[slot, S.JOB_ID] == jid and ji[slot, S.STATE] == S.WAITING:
+                continue  # still waiting
+            self.segments.append(Segment(jid, c, need, t0, t0 + float(remaining)))
+        self._candidates = []
+        for jid, (c, need, start, end) in self._running.items():
+            if jid in now_running and now_running[jid][2] == start:
+                continue
+            # gone (departed at its planned end) or preempted at the step's instant
+            self.segments.append(
+                Segment(
+                    jid,
+                    c,
+                    need,
+                    start,
+                    min(end, t0) if jid in now_running or self._waiting(sim, jid) else end,
+                )
+            )
+        self._running = now_running
+
+    @staticmethod
+    def _waiting(sim: Any, jid: int) -> bool:
+        ji = sim.ji
+        rows = np.flatnonzero((ji[:, S.JOB_ID] == jid) & (ji[:, S.STATE] == S.WAITING))
+        return rows.size > 0
+
+    def close(self, now: float) -> None:
+        """End the segments of the jobs still running (the episode stopped at ``now``)."""
+        for jid, (c, need, start, end) in self._running.items():
+            self.segments.append(Segment(jid, c, need, start, min(end, now)))
+        self._running = {}
+
+
+def assign_lanes(segments: list[Segment], k: int) -> list[np.ndarray]:
+    """Server lanes for every segment (first fit in time order, ends before starts at ties)."""
+    order = sorted(range(len(segments)), key=lambda i: (segments[i].start, segments[i].job_id))
+    lanes = LaneMap(k)
+    active: list[tuple[float, int]] = []  # (end, segment index)
+    out: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(segments)
+    for i in order:
+        seg = segments[i]
+        tol = 1e-9 * max(1.0, abs(seg.start))
+        while active and active[0][0] <= seg.start + tol:
+            _, j = heapq.heappop(active)
+            lanes.owner[out[j]] = -1
+        if int((lanes.owner < 0).sum()) < seg.need:  # rounding: free the earliest ends
+            while active and int((lanes.owner < 0).sum()) < seg.need:
+                _, j = heapq.heappop(active)
+                lanes.owner[out[j]] = -1
+        got = lanes._place(seg.need)
+        lanes.owner[got] = i
+        out[i] = got
+        heapq.heappush(active, (seg.end, i))
+    return out
+
+
+def gantt_png(
+    segments: list[Segment], k: int, class_names: list[str], path: str | Path, title: str = ""
+) -> Path:
+    """Write a Gantt chart of ``segments``: time on x, the ``k`` servers on y, each job's service a bar
+    in its class colour over the servers it held (lanes assigned first fit in time order)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import PolyCollection
+    from matplotlib.patches import Patch
+
+    lanes = assign_lanes(segments, k)
+    polys, colors = [], []
+    for seg, ln in zip(segments, lanes, strict=True):
+        if ln.size == 0:
+            continue
+        breaks = np.flatnonzero(np.diff(ln) != 1) + 1
+        for run in np.split(ln, breaks):
+            lo, hi = run[0], run[-1] + 1
+            polys.append([(seg.start, lo), (seg.end, lo), (seg.end, hi), (seg.start, hi)])
+            colors.append(np.array(class_color(seg.cls)) / 255)
+    t_end = max((s.end for s in segments), default=1.0)
+    width = 12 if len(segments) < 400 else 16
+    fig, ax = plt.subplots(figsize=(width, min(2.0 + 0.22 * k, 9.0)))
+    ax.add_collection(
+        PolyCollection(polys, facecolors=colors, edgecolors="k", linewidths=0.3 if len(polys) < 2000 else 0)
+    )
+    ax.set_xlim(0, t_end)
+    ax.set_ylim(k, 0)
+    ax.set_xlabel("time")
+    ax.set_ylabel("server")
+    if k <= 32:
+        ax.set_yticks(np.arange(k) + 0.5)
+        ax.set_yticklabels([str(i) for i in range(k)], fontsize=7)
+    used = sorted({s.cls for s in segments})
+    ax.legend(
+        handles=[
+            Patch(facecolor=np.array(class_color(c)) / 255, edgecolor="k", label=class_names[c]) for c in used
+        ],
+        loc="upper left",
+        bbox_to_anchor=(1.005, 1.0),
+        fontsize=8,
+        title="class",
+        title_fontsize=8,
+        frameon=False,
+    )
+    busy = sum((s.end - s.start) * s.need for s in segments)
+    jobs = len({s.job_id for s in segments})
+    ax.set_title(
+        (title + "\n" if title else "")
+        + f"{jobs} jobs served; servers busy {busy / (k * t_end):.0%} of [0, {t_end:.4g}]",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_gif(frames: list[np.ndarray], path: str | Path, ms_per_frame: int = 150) -> Path:
+    """Write ``frames`` (HxWx3 uint8) as a looping animated GIF."""
+    from PIL import Image
+
+    if not frames:
+        raise ValueError("write_gif: no frames")
+    # one palette for every frame (from a sample of them): smaller files, no colour flicker
+    step = max(1, len(frames) // 16)
+    sample = Image.fromarray(np.concatenate(frames[::step][:16], axis=0))
+    palette = sample.quantize(colors=255)
+    images = [Image.fromarray(f).quantize(palette=palette, dither=Image.Dither.NONE) for f in frames]
+    path = Path(path)
+    images[0].save(
+        path, save_all=True, append_images=images[1:], duration=ms_per_frame, loop=0, optimize=False
+    )
+    return path
