@@ -156,13 +156,20 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--seeds", default="1000-1019", help="held-out seeds: 'LO-HI' or a list")
     ap.add_argument("--arrivals", type=int, default=20_000)
     ap.add_argument("--warmup", type=int, default=None, help="default: arrivals // 10")
-    ap.add_argument("--label", default=None, help="the agent's name in the table (default: the algorithm)")
+    ap.add_argument("--label", default=None, help="the agent's name in the table (default: agent:<stem>)")
     ap.add_argument("--out", type=Path, default=None, help="JSON lines of per-seed results (resumable)")
     args = ap.parse_args(argv)
     seeds = parse_seeds(args.seeds)
+    if not args.checkpoint.exists():
+        from msj_gym.experiments.agents import shipped_agents
+
+        shipped = shipped_agents()
+        if str(args.checkpoint) not in shipped:
+            ap.error(f"checkpoint {str(args.checkpoint)!r}: no such file and no shipped agent of that name")
+        args.checkpoint = shipped[str(args.checkpoint)]
     warmup = args.warmup if args.warmup is not None else args.arrivals // 10
     _, meta = load_agent(args.checkpoint)
-    label = args.label or f"agent:{meta['algo']}"
+    label = args.label or f"agent:{args.checkpoint.stem}"
     rows = evaluate(args.checkpoint, seeds, args.arrivals, warmup, args.out, label)
     table = rank(rows, label)
     print(f"{len(seeds)} held-out seeds, {args.arrivals} arrivals each ({warmup} warm-up)")

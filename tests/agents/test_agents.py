@@ -6,6 +6,7 @@ import json
 import pathlib
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 pytest.importorskip("stable_baselines3")
@@ -88,7 +89,7 @@ def test_shipped_checkpoint_beats_fcfs_on_a_held_out_seed() -> None:
     assert env.unwrapped.workload.name == "sf-fig2" and env.unwrapped.workload.load == 0.7
     table = evaluate.main([str(ckpt), "--seeds", "2024", "--arrivals", "3000"])
     by = {t["policy"]: t for t in table}
-    assert by["agent:maskable-ppo"]["mean_response_time"] < by["fcfs"]["mean_response_time"]
+    assert by["agent:maskable-ppo-sf-fig2-0.7"]["mean_response_time"] < by["fcfs"]["mean_response_time"]
 
 
 def test_shipped_agents_load_by_name_from_any_directory(tmp_path, monkeypatch) -> None:
@@ -101,3 +102,27 @@ def test_shipped_agents_load_by_name_from_any_directory(tmp_path, monkeypatch) -
     assert spec.env_id == "MSJ-v0" and spec.env_kwargs["scenario"] == "sf-fig2"
     with pytest.raises(ValueError, match="not a shipped agent"):
         load_agent("no-such-agent")
+
+
+def test_rollout_improvement_smoke(tmp_path: pathlib.Path) -> None:
+    from agents import improve
+
+    out = tmp_path / "rollout.zip"
+    data = tmp_path / "data"
+    argv = ["--decisions", "60", "--rounds", "2", "--epochs", "2", "--episode-arrivals", "300"]
+    argv += ["--skip", "20", "--tail", "100", "--data", str(data), "--out", str(out)]
+    improve.main(argv)
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["method"] == "rollout-improvement" and meta["decisions"] == 120
+    part = np.load(data / "round-1.npz")
+    cost, mask = part["cost"], part["mask"]
+    # every valid action was compared (finite cost, minus the time jobs spend in the system), none other
+    assert np.array_equal(~np.isnan(cost), mask) and (cost[mask] > 0).all()
+    # a rerun with the same settings reuses both rounds; other settings redo them
+    before = (data / "round-2.npz").stat().st_mtime_ns
+    improve.main(argv)
+    assert (data / "round-2.npz").stat().st_mtime_ns == before
+    improve.main([*argv[:-2], "--explore", "0.2", "--out", str(out)])
+    assert (data / "round-2.npz").stat().st_mtime_ns != before
+    table = evaluate.main([str(out), "--seeds", "5", "--arrivals", "200"])
+    assert {t["policy"] for t in table} >= {"agent:rollout", "msf"}

@@ -1,0 +1,327 @@
+"""Learn a scheduler by rollout policy improvement: compare every action by simulation, with common
+random numbers, and fit a policy network to the better ones.
+
+    python -m agents.improve --scenario sf-fig2 --load 0.7 --base msf --rounds 2 --decisions 35000 \\
+        --seed 0 --out agents/checkpoints/rollout-sf-fig2-0.7.zip
+
+One step of approximate policy iteration (Bertsekas & Tsitsiklis, Neuro-Dynamic Programming, Sec. 6.2;
+classification-based, as in Lagoudakis & Parr 2003). Along episodes driven by a base heuristic
+(``--base``, with ``--explore`` of its decisions replaced by a random valid action so that the states an
+improved policy reaches are seen too), at sampled decisions the environment is snapshotted and every
+valid action is tried: take it, then let the base policy play the episode out natively
+(:meth:`msj_gym.MSJEnv.play_out`). All branches of a decision see the same future arrivals and service
+times, so the differences of their costs (the time jobs spend in the system until the episode's end)
+are the differences the action makes, without the noise of the job stream: branches that reach the
+same state coincide from then on. The policy network (a MaskablePPO policy, so that the checkpoint
+loads and runs like any other) is first fitted to the base's own decisions (behaviour cloning), then
+trained to minimise the expected cost of its action distribution, ``sum_a pi(a|s) (C_a - mean C)``, a
+cost-sensitive classification whose minimiser picks ``argmin_a E[C_a | observation]``: the policy
+improvement step, averaged over all the states that look alike to the network.
+
+The learned policy never sees the exact optimum: it learns from the environment only. Its checkpoint
+is a MaskablePPO model (the ``.json`` beside it records ``"algo": "maskable-ppo"`` as the model format
+and ``"method": "rollout-improvement"``), evaluated like any agent with ``agents/evaluate.py`` and
+ranked by ``msj-gym leaderboard --agent``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m agents.improve", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--env-id", default="MSJ-v0", choices=("MSJ-v0", "MSJPreemptive-v0"))
+    ap.add_argument("--scenario", default="sf-fig2")
+    ap.add_argument("--load", type=float, default=None)
+    ap.add_argument("--k", type=int, default=None, help="number of servers (default: the scenario's)")
+    ap.add_argument("--base", default="msf", help="the heuristic to improve on (a policy id)")
+    ap.add_argument("--decisions", type=int, default=30_000, help="decisions whose actions are compared")
+    ap.add_argument("--episode-arrivals", type=int, default=3000, help="arrivals per collection episode")
+    ap.add_argument("--skip", type=int, default=300, help="arrivals before the first sampled decision")
+    ap.add_argument(
+        "--tail", type=int, default=1000, help="arrivals after the last sampled decision (the look-ahead)"
+    )
+    ap.add_argument("--sample-every", type=float, default=8.0, help="mean decisions between two samples")
+    ap.add_argument("--explore", type=float, default=0.1, help="share of decisions made at random")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="collection rounds; from the second on, episodes follow the last fitted policy",
+    )
+    ap.add_argument("--obs-jobs", type=int, default=0, help="oldest waiting jobs in the observation")
+    ap.add_argument("--queue-window", type=int, default=1)
+    ap.add_argument("--net-arch", type=int, nargs="+", default=[64, 64])
+    ap.add_argument("--epochs", type=int, default=60)
+    ap.add_argument("--learning-rate", type=float, default=1e-3)
+    ap.add_argument("--imitate-epochs", type=int, default=5)
+    ap.add_argument("--entropy", type=float, default=0.01, help="entropy bonus of the expected-cost loss")
+    ap.add_argument(
+        "--loss",
+        choices=("regress", "expected-cost"),
+        default="regress",
+        help="fit the logits to minus the centred costs, or minimise the policy's expected cost",
+    )
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--data", type=Path, default=None, help="folder keeping each round's compared decisions (resume)"
+    )
+    ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
+    args = ap.parse_args(argv)
+    for name in ("decisions", "episode_arrivals", "epochs", "rounds"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')}: expected a positive integer, got {getattr(args, name)}")
+    if not 0 <= args.explore < 1:
+        ap.error(f"--explore: expected a share in [0, 1), got {args.explore}")
+    if args.sample_every < 1:
+        ap.error(f"--sample-every: expected at least 1, got {args.sample_every}")
+    if args.skip + args.tail >= args.episode_arrivals:
+        ap.error(
+            f"--skip + --tail: expected fewer than --episode-arrivals = {args.episode_arrivals}, "
+            f"got {args.skip} + {args.tail}"
+        )
+    if args.out.suffix != ".zip":
+        ap.error(f"--out: expected a .zip path, got {str(args.out)!r}")
+    return args
+
+
+def env_kwargs_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The env the agent acts in: the same keywords at collection, training and evaluation."""
+    kwargs: dict[str, Any] = {"scenario": args.scenario, "obs_jobs": args.obs_jobs}
+    if args.load is not None:
+        kwargs["load"] = args.load
+    if args.k is not None:
+        kwargs["num_servers"] = args.k
+    if args.queue_window != 1:
+        kwargs["queue_window"] = args.queue_window
+    return kwargs
+
+
+class BaseActions:
+    """The base heuristic's next single action in the current state (asked again after every start,
+    which for the class-priority heuristics is the same as its whole decision)."""
+
+    def __init__(self, policy: Any, env: Any) -> None:
+        self.policy, self.env = policy, env
+        wl = env.workload
+        self.actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
+        self.core: Any = None
+
+    def __call__(self) -> int:
+        env = self.env
+        core = env.core
+        if core is not self.core or self.pdata_slots != core.sim.ji.shape[0]:
+            self.core, self.pdata_slots = core, core.sim.ji.shape[0]
+            self.pdata = core.prepare_policy(self.policy)
+        sizes = core.sizes if self.policy.size_aware else None
+        n = self.policy.decide(core.view, sizes, self.pdata, self.actions)
+        return env.encode(int(self.actions[0])) if n > 0 else 0
+
+
+def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> dict[str, np.ndarray]:
+    """Observations, masks and per-action costs of ``args.decisions`` sampled decisions, on episodes
+    driven by the base (``follow=None``) or by the model ``follow``, with ``args.explore`` random."""
+    import gymnasium as gym
+
+    import msj_gym  # noqa: F401  (registers the envs)
+    from baselines import make_policy
+    from msj_gym.core import state as S
+
+    env = gym.make(args.env_id, num_arrivals=args.episode_arrivals, **env_kwargs_of(args)).unwrapped
+    base = make_policy(args.base)
+    base_action = BaseActions(base, env)
+    # one stream per round for the sampling, another for the episodes' job streams
+    sampling, streams = np.random.SeedSequence([args.seed, round_index]).spawn(2)
+    rng = np.random.default_rng(sampling)
+    episode_seeds = streams.generate_state(10**5, dtype=np.uint64)
+    n_act = env.action_space.n
+    obs_l, mask_l, cost_l, base_l = [], [], [], []
+    t0, episode = time.perf_counter(), 0
+    while len(cost_l) < args.decisions:
+        obs, info = env.reset(seed=int(episode_seeds[episode] >> np.uint64(1)))
+        episode += 1
+        over = False
+        while not over and len(cost_l) < args.decisions:
+            mask = info["action_mask"]
+            arrived = int(env.core.sim.iv[S.I_NARR])
+            window = args.skip <= arrived < args.episode_arrivals - args.tail
+            choice = base_action()
+            if window and mask.sum() >= 2 and rng.random() < 1.0 / args.sample_every:
+                snap = env.snapshot()
+                costs = np.full(n_act, np.nan)
+                for a in np.flatnonzero(mask):
+                    env.restore(snap)
+                    _, reward, _, truncated, _ = env.step(int(a))
+                    costs[a] = -(reward + (0.0 if truncated else env.play_out(base)))
+                env.restore(snap)
+                obs_l.append(obs)
+                mask_l.append(mask.copy())
+                cost_l.append(costs)
+                base_l.append(choice)
+                if len(cost_l) % 5000 == 0:
+                    seconds = time.perf_counter() - t0
+                    log(f"round {round_index + 1}: {len(cost_l)} decisions compared ({seconds:.0f} s)")
+            if rng.random() < args.explore:
+                action = int(rng.choice(np.flatnonzero(mask)))
+            elif follow is not None:
+                action = int(follow.predict(obs, action_masks=mask, deterministic=True)[0])
+            else:
+                action = choice
+            obs, _, _, over, info = env.step(action)
+    return {
+        "obs": np.array(obs_l, dtype=np.float32),
+        "mask": np.array(mask_l),
+        "cost": np.array(cost_l),
+        "base": np.array(base_l, dtype=np.int64),
+    }
+
+
+def fit(model: Any, data: dict[str, np.ndarray], args: argparse.Namespace) -> dict:
+    """Behaviour cloning of the base's decisions, then the cost-sensitive loss.
+    Returns held-out regrets (mean cost above the best compared action) of the base and the fit."""
+    import torch
+
+    policy = model.policy
+    obs, mask, cost = data["obs"], data["mask"], data["cost"]
+    n = len(cost)
+    valid = ~np.isnan(cost)
+    mean = np.nanmean(cost, axis=1, keepdims=True)
+    adv = np.where(valid, cost - mean, 0.0)
+    scale = float(np.sqrt(np.mean(adv[valid] ** 2))) or 1.0
+    gen = torch.Generator().manual_seed(args.seed)
+    perm = torch.randperm(n, generator=gen).numpy()
+    n_val = max(1, n // 10)
+    val, train = perm[:n_val], perm[n_val:]
+    obs_t = torch.as_tensor(obs, dtype=torch.float32)
+    adv_t = torch.as_tensor(adv / scale, dtype=torch.float32)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate)
+
+    def probs(idx: np.ndarray) -> Any:
+        return policy.get_distribution(obs_t[idx], action_masks=mask[idx]).distribution.probs
+
+    def regret(idx: np.ndarray, choice: np.ndarray) -> float:
+        best = np.nanmin(cost[idx], axis=1)
+        return float(np.mean(cost[idx, choice] - best))
+
+    def batches() -> list[np.ndarray]:
+        order = train[torch.randperm(len(train), generator=gen).numpy()]
+        return np.array_split(order, max(1, len(order) // 256))
+
+    base_choice = data["base"]
+    base_t = torch.as_tensor(base_choice)
+    for _ in range(args.imitate_epochs):  # start from the base's decisions (a prior where data is thin)
+        for chunk in batches():
+            dist = policy.get_distribution(obs_t[chunk], action_masks=mask[chunk])
+            loss = -dist.log_prob(base_t[chunk]).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    valid_t = torch.as_tensor(valid, dtype=torch.float32)
+
+    def loss_of(idx: np.ndarray) -> Any:
+        if args.loss == "expected-cost":
+            dist = policy.get_distribution(obs_t[idx], action_masks=mask[idx])
+            # the entropy bonus keeps the softmax from saturating before the costs have been seen
+            return (dist.distribution.probs * adv_t[idx]).sum(
+                dim=1
+            ).mean() - args.entropy * dist.entropy().mean()
+        # the logits regress minus the centred costs over the valid actions: the minimiser of the
+        # squared error is -E[C_a - mean C | observation], so the greedy action is the improvement
+        # step's, and no saturated softmax stalls the fit
+        z = policy.get_distribution(obs_t[idx]).distribution.logits
+        v = valid_t[idx]
+        centred = z - (z * v).sum(dim=1, keepdim=True) / v.sum(dim=1, keepdim=True)
+        return (((centred + adv_t[idx]) * v) ** 2).sum(dim=1).mean()
+
+    for epoch in range(args.epochs):
+        for chunk in batches():
+            loss = loss_of(chunk)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        if epoch % 10 == 9 or epoch == args.epochs - 1:
+            with torch.no_grad():
+                choice = probs(val).argmax(dim=1).numpy()
+            log(f"epoch {epoch + 1}: held-out regret {regret(val, choice):.4f}")
+    with torch.no_grad():
+        choice = probs(val).argmax(dim=1).numpy()
+    return {"val_regret": regret(val, choice), "val_regret_base": regret(val, base_choice[val])}
+
+
+def main(argv: list[str] | None = None) -> Path:
+    args = parse_args(argv)
+    import gymnasium as gym
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    import msj_gym
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    t0 = time.perf_counter()
+    env = gym.make(args.env_id, **env_kwargs_of(args))
+    key = json.dumps(
+        {k: v for k, v in sorted(vars(args).items()) if k not in ("out", "data", "threads")}, default=str
+    )
+    data: dict[str, np.ndarray] | None = None
+    model, scores, t_collect = None, {}, 0.0
+    for r in range(args.rounds):
+        cached = None if args.data is None else args.data / f"round-{r + 1}.npz"
+        if cached is not None and cached.exists() and str(np.load(cached)["key"]) == f"{key}/{r}":
+            part = {k: v for k, v in np.load(cached).items() if k != "key"}
+            log(f"round {r + 1}: {len(part['cost'])} compared decisions from {cached}")
+        else:
+            t1 = time.perf_counter()
+            part = collect(args, r, follow=model)
+            t_collect += time.perf_counter() - t1
+            if cached is not None:  # written whole or not at all (a killed run redoes the round)
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                tmp = cached.with_suffix(".tmp.npz")
+                np.savez_compressed(tmp, key=np.array(f"{key}/{r}"), **part)
+                tmp.replace(cached)
+        data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
+        model = MaskablePPO(
+            "MlpPolicy", env, seed=args.seed, policy_kwargs={"net_arch": list(args.net_arch)}, verbose=0
+        )
+        scores = fit(model, data, args)
+        regrets = f"held-out regret {scores['val_regret']:.3f} (base {scores['val_regret_base']:.3f})"
+        seconds = time.perf_counter() - t0
+        log(f"round {r + 1}: fitted on {len(data['cost'])} decisions, {regrets}, {seconds:.0f} s")
+    wall = time.perf_counter() - t0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    model.save(args.out)
+    meta = {
+        "command": "python -m agents.improve " + " ".join(sys.argv[1:] if argv is None else argv),
+        "algo": "maskable-ppo",
+        "method": "rollout-improvement",
+        "base": args.base,
+        "rounds": args.rounds,
+        "env_id": args.env_id,
+        "env_kwargs": env_kwargs_of(args),
+        "decisions": len(data["cost"]),
+        "seed": args.seed,
+        "collect_wall_seconds": round(t_collect, 1),
+        "train_wall_seconds": round(wall, 1),
+        **{k: round(v, 5) for k, v in scores.items()},
+        "msj_gym_version": msj_gym.__version__,
+    }
+    args.out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+    log(f"rollout improvement of {args.base}: {len(data['cost'])} decisions, {wall:.0f} s -> {args.out}")
+    return args.out
+
+
+if __name__ == "__main__":
+    main()
