@@ -13,10 +13,17 @@ valid action is tried: take it, then let the base policy play the episode out na
 times, so the differences of their costs (the time jobs spend in the system until the episode's end)
 are the differences the action makes, without the noise of the job stream: branches that reach the
 same state coincide from then on. The policy network (a MaskablePPO policy, so that the checkpoint
-loads and runs like any other) is first fitted to the base's own decisions (behaviour cloning), then
-trained to minimise the expected cost of its action distribution, ``sum_a pi(a|s) (C_a - mean C)``, a
-cost-sensitive classification whose minimiser picks ``argmin_a E[C_a | observation]``: the policy
-improvement step, averaged over all the states that look alike to the network.
+loads and runs like any other) is trained to minimise the expected cost of its action distribution,
+``sum_a pi(a|s) (C_a - mean C)`` with a small entropy bonus, a cost-sensitive classification whose
+minimiser picks ``argmin_a E[C_a | observation]``: the policy improvement step, averaged over all the
+states that look alike to the network. From the second round on (``--rounds``), the collection
+episodes follow the last fitted policy, so that the states it reaches are compared too, and the fit
+uses every round's decisions.
+
+Measured on sf-fig2 at load 0.7 (docs/agents.md): without the entropy bonus, or started from a clone
+of the base's decisions (``--imitate-epochs``), the softmax saturates on the base's actions and the
+fit never leaves them; regressing the logits on the costs (``--loss regress``) is dominated by the
+rare decisions with large cost differences and does worse than the base.
 
 The learned policy never sees the exact optimum: it learns from the environment only. Its checkpoint
 is a MaskablePPO model (the ``.json`` beside it records ``"algo": "maskable-ppo"`` as the model format
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -47,7 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--load", type=float, default=None)
     ap.add_argument("--k", type=int, default=None, help="number of servers (default: the scenario's)")
     ap.add_argument("--base", default="msf", help="the heuristic to improve on (a policy id)")
-    ap.add_argument("--decisions", type=int, default=30_000, help="decisions whose actions are compared")
+    ap.add_argument("--decisions", type=int, default=30_000, help="decisions compared per round")
     ap.add_argument("--episode-arrivals", type=int, default=3000, help="arrivals per collection episode")
     ap.add_argument("--skip", type=int, default=300, help="arrivals before the first sampled decision")
     ap.add_argument(
@@ -64,16 +72,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--obs-jobs", type=int, default=0, help="oldest waiting jobs in the observation")
     ap.add_argument("--queue-window", type=int, default=1)
     ap.add_argument("--net-arch", type=int, nargs="+", default=[64, 64])
-    ap.add_argument("--epochs", type=int, default=60)
+    ap.add_argument("--epochs", type=int, default=40)
     ap.add_argument("--learning-rate", type=float, default=1e-3)
-    ap.add_argument("--imitate-epochs", type=int, default=5)
+    ap.add_argument(
+        "--imitate-epochs", type=int, default=0, help="epochs of cloning the base before the cost loss"
+    )
     ap.add_argument("--entropy", type=float, default=0.01, help="entropy bonus of the expected-cost loss")
     ap.add_argument(
         "--loss",
-        choices=("regress", "expected-cost"),
-        default="regress",
+        choices=("expected-cost", "regress"),
+        default="expected-cost",
         help="fit the logits to minus the centred costs, or minimise the policy's expected cost",
     )
+    ap.add_argument("--candidates", type=int, default=3, help="fits per round, the best simulated kept")
+    ap.add_argument("--select-seeds", type=int, default=2, help="training episodes scoring each fit")
+    ap.add_argument("--select-arrivals", type=int, default=10_000, help="arrivals per scoring episode")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument(
@@ -81,9 +94,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
     args = ap.parse_args(argv)
-    for name in ("decisions", "episode_arrivals", "epochs", "rounds"):
+    for name in ("decisions", "episode_arrivals", "epochs", "rounds", "candidates", "select_seeds"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')}: expected a positive integer, got {getattr(args, name)}")
+    if args.select_arrivals < 2:
+        ap.error(f"--select-arrivals: expected at least 2, got {args.select_arrivals}")
     if not 0 <= args.explore < 1:
         ap.error(f"--explore: expected a share in [0, 1), got {args.explore}")
     if args.sample_every < 1:
@@ -189,8 +204,26 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
     }
 
 
-def fit(model: Any, data: dict[str, np.ndarray], args: argparse.Namespace) -> dict:
-    """Behaviour cloning of the base's decisions, then the cost-sensitive loss.
+def selection_score(model: Any, args: argparse.Namespace) -> float:
+    """Mean response time of ``model`` (deterministic) over ``--select-seeds`` training episodes of
+    ``--select-arrivals`` arrivals (seeds drawn from ``--seed``, apart from any evaluation seed)."""
+    import gymnasium as gym
+
+    env = gym.make(args.env_id, num_arrivals=args.select_arrivals, **env_kwargs_of(args))
+    seeds = np.random.SeedSequence([args.seed, 99]).generate_state(args.select_seeds, dtype=np.uint64)
+    means = []
+    for s in seeds:
+        obs, info = env.reset(seed=int(s >> np.uint64(1)))
+        over = False
+        while not over:
+            action = model.predict(obs, action_masks=info["action_mask"], deterministic=True)[0]
+            obs, _, _, over, info = env.step(int(action))
+        means.append(info["mean_response_time"] if info["stable"] else math.inf)
+    return float(np.mean(means))
+
+
+def fit(model: Any, data: dict[str, np.ndarray], args: argparse.Namespace, seed: int) -> dict:
+    """The cost-sensitive loss (after ``--imitate-epochs`` of cloning the base's decisions, if any).
     Returns held-out regrets (mean cost above the best compared action) of the base and the fit."""
     import torch
 
@@ -201,7 +234,7 @@ def fit(model: Any, data: dict[str, np.ndarray], args: argparse.Namespace) -> di
     mean = np.nanmean(cost, axis=1, keepdims=True)
     adv = np.where(valid, cost - mean, 0.0)
     scale = float(np.sqrt(np.mean(adv[valid] ** 2))) or 1.0
-    gen = torch.Generator().manual_seed(args.seed)
+    gen = torch.Generator().manual_seed(seed)
     perm = torch.randperm(n, generator=gen).numpy()
     n_val = max(1, n // 10)
     val, train = perm[:n_val], perm[n_val:]
@@ -222,7 +255,7 @@ def fit(model: Any, data: dict[str, np.ndarray], args: argparse.Namespace) -> di
 
     base_choice = data["base"]
     base_t = torch.as_tensor(base_choice)
-    for _ in range(args.imitate_epochs):  # start from the base's decisions (a prior where data is thin)
+    for _ in range(args.imitate_epochs):  # optional: start from the base's decisions
         for chunk in batches():
             dist = policy.get_distribution(obs_t[chunk], action_masks=mask[chunk])
             loss = -dist.log_prob(base_t[chunk]).mean()
@@ -293,13 +326,28 @@ def main(argv: list[str] | None = None) -> Path:
                 np.savez_compressed(tmp, key=np.array(f"{key}/{r}"), **part)
                 tmp.replace(cached)
         data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
-        model = MaskablePPO(
-            "MlpPolicy", env, seed=args.seed, policy_kwargs={"net_arch": list(args.net_arch)}, verbose=0
-        )
-        scores = fit(model, data, args)
-        regrets = f"held-out regret {scores['val_regret']:.3f} (base {scores['val_regret_base']:.3f})"
-        seconds = time.perf_counter() - t0
-        log(f"round {r + 1}: fitted on {len(data['cost'])} decisions, {regrets}, {seconds:.0f} s")
+        # a few fits from different initialisations; the one whose simulated mean response time on
+        # training seeds is lowest goes on (the fit's outcome varies with the start)
+        best = None
+        for c in range(args.candidates):
+            seed = args.seed * 1000 + r * 100 + c
+            candidate = MaskablePPO(
+                "MlpPolicy", env, seed=seed, policy_kwargs={"net_arch": list(args.net_arch)}, verbose=0
+            )
+            scores = fit(candidate, data, args, seed)
+            scores["selection_mean_response_time"] = selection_score(candidate, args)
+            regrets = f"held-out regret {scores['val_regret']:.3f} (base {scores['val_regret_base']:.3f})"
+            seconds = time.perf_counter() - t0
+            log(
+                f"round {r + 1}, fit {c + 1}: {len(data['cost'])} decisions, {regrets}, simulated mean "
+                f"response time {scores['selection_mean_response_time']:.4f}, {seconds:.0f} s"
+            )
+            if (
+                best is None
+                or scores["selection_mean_response_time"] < best[1]["selection_mean_response_time"]
+            ):
+                best = (candidate, scores)
+        model, scores = best
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model.save(args.out)
