@@ -19,7 +19,10 @@ fictitious) event; its optimal average cost per step times ``Lambda`` is the con
 The state space is truncated at a buffer ``T_c`` jobs of class ``c`` in the system: an arrival finding
 ``T_c`` is lost. The blocked fraction of arrivals is reported (PASTA: the stationary probability that
 ``t_c = T_c``) and the buffers are grown until it is below ``blocking_target``; a check at larger
-buffers reports how much the answer moves.
+buffers reports how much the answer moves. Lost arrivals cost nothing in the truncated problem, so at
+too small a buffer its optimum may give a class up (one-or-all's heavy jobs: never served, their
+arrivals lost); once that is seen, the buffer search charges every lost arrival the buffer's content,
+and only the final buffers are solved without the charge.
 
 Policy iteration solves it: each policy is evaluated exactly by one sparse linear solve (gain and
 relative values), and improved greedily through the post-decision values
@@ -27,6 +30,8 @@ relative values), and improved greedily through the post-decision values
 in. The greedy choice is made by walking up the lattice of configurations one start at a time, so the
 solved policy is *prefix-consistent*: starting the first job it names and asking again names the rest.
 That is how the compiled ``mdp-optimal`` policy replays it one action per step through ``MSJ-v0``.
+An improvement that would leave states unable ever to empty the system (a second recurrent class, on
+which the evaluation is singular) is not taken in those states.
 
 The same evaluation gives the exact value of any *class-level* stationary policy (one whose decision
 depends only on the per-class counts): Most Servers First and Least Servers First, non-preemptive
@@ -302,8 +307,14 @@ def _factor(chain: MSJChain, P: tuple[np.ndarray, ...]) -> Any:
     """The LU factors of ``I - P`` with the empty state's column replaced by ones. Solving with them
     gives the gain and relative values (``(I - P) h + g = cost``, ``h(empty) = 0``); solving with the
     transpose gives the stationary distribution (``pi (I - P) = 0``, ``sum pi = 1``)."""
-    import scipy.sparse as sp
     import scipy.sparse.linalg as spla
+
+    return spla.splu(_matrix(chain, P))
+
+
+def _matrix(chain: MSJChain, P: tuple[np.ndarray, ...]) -> Any:
+    """``I - P`` with the empty state's column replaced by ones (CSC)."""
+    import scipy.sparse as sp
 
     n = chain.num_pre
     rows, cols, probs = P
@@ -312,16 +323,7 @@ def _factor(chain: MSJChain, P: tuple[np.ndarray, ...]) -> Any:
     r = np.concatenate([rows[off], idx, np.arange(n)])
     c = np.concatenate([cols[off], idx, np.zeros(n, dtype=np.int64)])
     v = np.concatenate([-probs[off], np.ones(n - 1), np.ones(n)])
-    return spla.splu(sp.csc_matrix((v, (r, c)), shape=(n, n)))
-
-
-def _evaluate(lu: Any, cost: np.ndarray) -> tuple[float, np.ndarray]:
-    """Gain (per uniformised step) and relative values (0 at the empty state) of a policy's chain."""
-    z = lu.solve(cost)
-    g = float(z[0])
-    h = z.copy()
-    h[0] = 0.0
-    return g, h
+    return sp.csc_matrix((v, (r, c)), shape=(n, n))
 
 
 def _stationary(lu: Any) -> np.ndarray:
@@ -489,20 +491,56 @@ def _heuristic_policy(chain: MSJChain, order: int) -> _Policy:
     return _greedy(chain, np.where(chain.valid, W, np.inf))
 
 
+def _cannot_empty(n: int, P: tuple[np.ndarray, ...]) -> np.ndarray:
+    """States (pre-decision indices) from which a policy's chain never reaches the empty state 0. A
+    policy with such states may have a second recurrent class (say: a class it never serves, piled up
+    at its buffer), and its evaluation, which assumes one, is then singular."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import breadth_first_order
+
+    rows, cols, _probs = P
+    reverse = sp.csr_matrix((np.ones(len(rows), dtype=np.int8), (cols, rows)), shape=(n, n))
+    reach = np.zeros(n, dtype=bool)
+    reach[breadth_first_order(reverse, 0, directed=True, return_predecessors=False)] = True
+    return ~reach
+
+
 def _policy_iteration(
-    chain: MSJChain, start: _Policy | None, tol: float, max_iterations: int, log: Callable[[str], None]
+    chain: MSJChain,
+    start: _Policy | None,
+    tol: float,
+    max_iterations: int,
+    log: Callable[[str], None],
+    lost_cost: Sequence[float] | None = None,
 ) -> tuple[_Policy, float, np.ndarray, int]:
+    """Policy iteration from ``start`` (default Most Servers First). ``lost_cost`` (per class, in
+    job-time units) charges every arrival lost at the buffer: the buffer search uses it so that the
+    truncated problem cannot profit from giving a class up (the cost only counts jobs in the system)."""
     trans = chain.transitions()
     grid_jobs = chain.jobs()
+    if lost_cost is not None:
+        axes = np.meshgrid(*[np.arange(g) for g in chain.grid], indexing="ij")
+        for c, b in enumerate(chain.buffers):
+            grid_jobs = grid_jobs + chain.arrival_rates[c] * lost_cost[c] * (axes[c] == b)
     cost_dense = np.broadcast_to(grid_jobs[None], chain.valid.shape) / chain.uniformization
     if chain.preemptive:
         cost = grid_jobs.ravel() / chain.uniformization
     else:
         cost = cost_dense[chain.valid]
     policy = start or _heuristic_policy(chain, -1)
+    P = _policy_matrix(chain, trans, policy.post)
+    stuck = _cannot_empty(chain.num_pre, P)
+    if stuck.any():
+        # a warm start that leaves some states unable to empty: serve them as Most Servers First
+        msf = _heuristic_policy(chain, -1)
+        policy = _Policy(post=np.where(stuck, msf.post, policy.post), table=policy.table)
+        P = _policy_matrix(chain, trans, policy.post)
     g_prev = math.inf
     for it in range(1, max_iterations + 1):
-        g, h = _evaluate(_factor(chain, _policy_matrix(chain, trans, policy.post)), cost)
+        z = _factor(chain, P).solve(cost)
+        g = float(z[0])
+        h = z.copy()
+        h[0] = 0.0
         W = _post_values(chain, trans, h, cost_dense)
         new = _greedy(chain, W)
         w_flat = W.ravel()
@@ -516,10 +554,29 @@ def _policy_iteration(
         # converged, or the last improvement of the gain was below tol: what is left to improve
         # is in states the chain almost never visits (near the truncation)
         if not improve.any() or g >= g_prev * (1 - tol):
-            return new, g, h, it
+            if not _cannot_empty(chain.num_pre, _policy_matrix(chain, trans, new.post)).any():
+                return new, g, h, it
+            # the greedy policy would trap states (the truncated optimum gives a class up): keep the
+            # evaluated policy; its step table is the greedy one's, exact only where they agree
+            log("the greedy policy has states that never empty: keeping the evaluated policy")
+            return _Policy(post=policy.post, table=new.table), g, h, it
         g_prev = g
-        policy = _Policy(post=np.where(improve, new.post, policy.post), table=new.table)
+        post = np.where(improve, new.post, policy.post)
+        P = _policy_matrix(chain, trans, post)
+        stuck = _cannot_empty(chain.num_pre, P)
+        if stuck.any():
+            # the improvement would trap the chain (a second recurrent class): keep the current action
+            # in the states it traps. They reached the empty state before, through states that keep
+            # their action or reach it now, so every state reaches it again.
+            log(f"{int(stuck.sum())} states would never empty: they keep their action")
+            post = np.where(stuck, policy.post, post)
+            P = _policy_matrix(chain, trans, post)
+        policy = _Policy(post=post, table=new.table)
     raise RuntimeError(f"policy iteration did not converge in {max_iterations} iterations")
+
+
+# a blocked fraction above which the truncated optimum is taken to have given a class up
+_GIVE_UP = 0.1
 
 
 def solve_optimal(
@@ -549,18 +606,38 @@ def solve_optimal(
         if T[c] < k // n:
             raise ValueError(f"buffers[{c}]: expected at least {k // n} (class need {n}), got {T[c]}")
     iterations = 0
+    name = "mdp-optimal" + ("-preemptive" if preemptive else "")
     previous: tuple[_Policy, list[int]] | None = None
+    # set once the truncated optimum gives a class up: the buffer search then charges lost arrivals
+    charged = False
     while True:
         chain = _build_checked(needs, k, lam, mu, T, preemptive, max_states)
         say(f"buffers {T}: {chain.num_pre} states")
         start = None if previous is None else _extend(chain, *previous)
-        policy, _g, _h, its = _policy_iteration(chain, start, tol, max_iterations, say)
+        lost = [sum(T) / rate for rate in lam] if charged else None
+        policy, _g, _h, its = _policy_iteration(chain, start, tol, max_iterations, say, lost)
         iterations += its
-        P = _policy_matrix(chain, chain.transitions(), policy.post)
-        value, marginals = _value(chain, "mdp-optimal" + ("-preemptive" if preemptive else ""), P)
+        value, marginals = _value(chain, name, _policy_matrix(chain, chain.transitions(), policy.post))
         say(f"blocked fractions {[f'{b:.2e}' for b in value.blocked]}")
+        if charged and value.max_blocked <= blocking_target:
+            # the charge only steered the search: solve the problem itself from its policy
+            say("without the charge for lost arrivals")
+            policy, _g, _h, its = _policy_iteration(chain, policy, tol, max_iterations, say)
+            iterations += its
+            value, marginals = _value(chain, name, _policy_matrix(chain, chain.transitions(), policy.post))
+            say(f"blocked fractions {[f'{b:.2e}' for b in value.blocked]}")
         if buffers is not None or value.max_blocked <= blocking_target:
             break
+        if not charged and value.max_blocked > _GIVE_UP:
+            # Blocking is free in the truncated problem: below some buffer the optimum stops serving
+            # a class and lets its arrivals be lost (one-or-all's heavy jobs), and growing the buffer
+            # by steps until that stops costs many solves. Charging each lost arrival the buffer's
+            # whole content makes giving up dearer than any policy that serves, so the search sees
+            # the real tail at once; the final buffers are solved without the charge.
+            charged = True
+            previous = None
+            say(f"blocked {value.max_blocked:.2f}: a class is given up; charging lost arrivals")
+            continue
         previous = (policy, T)
         T = _grown_buffers(T, marginals, blocking_target)
     check: dict[str, Any] = {}

@@ -112,3 +112,20 @@ def test_bad_input_is_refused() -> None:
         solve_optimal(load_scenario("four-class").build(load=0.9), max_states=10_000)
     with pytest.raises(ValueError, match="policy"):
         evaluate_heuristic(load_scenario("sf-fig2").build(), "first-fit")
+
+
+def test_a_class_given_up_at_a_small_buffer_is_charged_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    # one-or-all with k = 8: at a heavy buffer of 3 the truncated optimum never serves the heavy jobs
+    # (their lost arrivals cost nothing); the search then charges lost arrivals, and the final buffers
+    # are solved without the charge to the same value as from the default start
+    import msj_gym.analysis.optimal as optimal
+
+    wl = _workload(8, 3.0, [(1, 0.9, 1.0), (8, 0.1, 1.0)])
+    reference = solve_optimal(wl, check_buffers=False)
+    monkeypatch.setattr(optimal, "_initial_buffers", lambda *_args: [30, 3])
+    said: list[str] = []
+    sol = solve_optimal(wl, check_buffers=False, log=said.append)
+    assert any("charging lost arrivals" in line for line in said)
+    assert any("without the charge" in line for line in said)
+    assert sol.value.max_blocked <= 1e-6
+    assert sol.mean_response_time == pytest.approx(reference.mean_response_time, rel=1e-5)
