@@ -176,3 +176,23 @@ def test_agents_join_a_finished_folder(tiny, tmp_path) -> None:
         "sf-fig2@0.7 (n/a)",
     ]
     assert agg["agent:msf_through_env"].iqm == agg["msf"].iqm
+
+
+def test_preemptive_entrants_are_scored_on_the_same_scale(tiny, tmp_path) -> None:
+    import shutil
+
+    src, _, report = tiny
+    out = tmp_path / "bench"
+    shutil.copytree(src, out)
+    with pytest.MonkeyPatch.context() as mp:
+        _patch(mp)
+        mp.setattr(bm, "_policy_ids", lambda preemptive: POLICIES + ["server-filling"] * preemptive)
+        again = bm.run_benchmark(
+            bm.BenchmarkConfig(seeds=2, arrivals=2000, preemptive=True), out, workers=1, progress=False
+        )
+    # the scale is the non-preemptive one: unchanged, and a preemptive policy is no reference
+    assert [(s.low_ref, s.high_ref, s.low, s.high) for s in again["scales"]] == [
+        (s.low_ref, s.high_ref, s.low, s.high) for s in report["scales"]
+    ]
+    sf = _at(again, 0.7, "server-filling")
+    assert sf.kind == "preemptive" and sf.score > 100  # beats every non-preemptive heuristic
