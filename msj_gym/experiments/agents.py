@@ -69,9 +69,12 @@ class AgentSpec:
 
 
 def agent_label(spec: str) -> str:
-    """The name an agent gets in tables: ``agent:<file stem>`` or ``agent:<attr>``."""
+    """The name an agent gets in tables: ``agent:<file stem>``, ``agent:<shipped name>`` or
+    ``agent:<attr>`` (a shipped name keeps its dots: ``maskable-ppo-sf-fig2-0.7``)."""
     if ":" in spec and not Path(spec).suffix == ".zip":
         return f"agent:{spec.rsplit(':', 1)[1]}"
+    if spec in shipped_agents() and not Path(spec).exists():
+        return f"agent:{spec}"
     return f"agent:{Path(spec).stem}"
 
 

@@ -1,0 +1,743 @@
+"""The benchmark score: one number (with an interval) per scheduler over a fixed suite of points.
+
+``msj-gym benchmark`` runs every entrant (the non-preemptive baselines, all baselines with
+``preemptive=True``, and any ``--agent``) on every point of :data:`BENCHMARK_SUITE` (scenario, load)
+with the leaderboard's machinery (:func:`.leaderboard.plan`, :func:`.runner.run_points`: the same
+resumable ``runs.jsonl`` keyed by content and code hashes, the same provenance, the same job streams
+per seed for every entrant), and scores each run against the references' runs on the same seed
+(paired, common random numbers):
+
+    score = 100 * (T_low - T) / (T_low - T_high)
+
+* ``T_low``, the **lower reference** (score 0): FCFS's mean response time on that seed when FCFS is
+  stable on every seed of the point; else the worst reference heuristic stable on every seed.
+  (The masked random agent, ``msj_gym.env:RandomAgent``, is no reference: it idles at random, is
+  unstable at every point of the suite, even ``sf-fig2`` at 0.5, and its unstable runs through the env
+  are slow. It can enter as ``--agent msj_gym.env:RandomAgent``.)
+* ``T_high``, the **upper reference** (score 100): the exact non-preemptive optimum of the point's
+  Markov decision process where it is small enough to solve (:func:`.leaderboard.exact_optima`; a
+  constant), else the best heuristic's on that seed (the heuristic with the lowest mean response time
+  over the seeds among those stable on every seed).
+
+The reference heuristics are the non-preemptive, size-oblivious baselines: the information the exact
+optimum (over class counts) and an ``MSJ-v0`` agent have. Size-aware EASY backfilling is scored but
+is no reference; knowing job sizes, it may beat the size-oblivious optimum (score above 100).
+
+So the references score exactly 0 and 100 on every seed.
+
+The scale is the non-preemptive one for every entrant (the class of schedulers ``MSJ-v0`` agents
+belong to), so a score does not depend on which other entrants ran; preemptive baselines
+(``--preemptive``) are scored on it too and may exceed 100. Scores are floored at 0: a run worse than
+the lower reference scores 0, and so does an **unstable** run (its mean is over a growing queue, not a
+steady-state value; flagged). An agent that does not fit a point's environment (another observation
+space) scores 0 there (flagged ``n/a``).
+
+Aggregates follow the ``rliable`` conventions (Agarwal et al., NeurIPS 2021): over the matrix of
+per-run scores (seeds x points), the **interquartile mean** (IQM: the mean of the middle 50 % of all
+runs) with a **stratified bootstrap** 95 % percentile interval (seeds resampled with replacement
+within each point), and the **probability of improvement** over the best heuristic, P(X > Y) = the
+mean over points of the Mann-Whitney probability that a run of X scores above a run of Y (ties count
+a half), with its own stratified-bootstrap interval. ``rliable`` itself is not a dependency: its
+pinned release pulls arch, statsmodels, pandas and seaborn for what is thirty lines of numpy here.
+
+Outputs in ``out``: ``runs.jsonl`` (the runs), ``benchmark.json`` (the suite version and run length:
+a folder of another suite is refused; entrants may be added by later commands, reusing the stored
+baseline runs), ``optima.json`` (the exact optima, cached), ``benchmark.md``, ``benchmark.csv``
+(aggregates), ``benchmark-points.csv`` (per point) and ``benchmark-profile.png`` (performance profiles).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .leaderboard import LeaderboardConfig, _atomic_write, exact_optima, parse_seeds, plan
+from .runner import Point, check_backend, hold_folder, provenance, run_points, scenario_content
+
+__all__ = [
+    "BENCHMARK_SUITE",
+    "QUICK",
+    "SUITE_VERSION",
+    "BenchmarkConfig",
+    "format_benchmark",
+    "iqm",
+    "probability_of_improvement",
+    "run_benchmark",
+    "stratified_bootstrap_ci",
+]
+
+SUITE_VERSION = "v1"
+# (scenario, load): sf-fig2 and one-or-all at a low, a medium and a high load (exact optima at five of
+# the six), four-class at a lower load and its default; the large bs-fig1 and borg-cellb systems
+# at their default loads.
+BENCHMARK_SUITE: tuple[tuple[str, float], ...] = (
+    ("sf-fig2", 0.5),
+    ("sf-fig2", 0.7),
+    ("sf-fig2", 0.9),
+    ("one-or-all", 0.5),
+    ("one-or-all", 0.7),
+    ("one-or-all", 0.9),
+    ("four-class", 0.7),
+    ("four-class", 0.912),
+)
+DEFAULT_SEEDS = 5
+DEFAULT_ARRIVALS = 20_000
+QUICK = {"seeds": 2, "arrivals": 2_000}  # --quick: a smoke test of the whole suite, not a score
+BOOTSTRAP_REPS = 5_000
+PROFILE_MAX = 150.0  # the performance profile's right edge
+EXCLUDED = ("mdp-optimal", "mdp-optimal-preemptive")  # the exact optimum is the scale's 100 already
+
+
+@dataclass(frozen=True)
+class BenchmarkConfig:
+    """What a benchmark runs: the suite (``points``), seeds and run length, whether the preemptive
+    baselines enter, and the agent specs (shipped name, ``.zip`` path or ``module:attr``)."""
+
+    points: tuple[tuple[str, float], ...] | None = None  # None: BENCHMARK_SUITE
+    seeds: tuple[int, ...] = tuple(range(DEFAULT_SEEDS))
+    arrivals: int = DEFAULT_ARRIVALS
+    warmup: int | None = None
+    preemptive: bool = False
+    agents: tuple[str, ...] = ()
+    suite: str = SUITE_VERSION
+
+    def __post_init__(self) -> None:
+        if isinstance(self.arrivals, bool) or not isinstance(self.arrivals, int) or self.arrivals < 100:
+            raise ValueError(f"--arrivals: expected an integer >= 100, got {self.arrivals!r}")
+        if self.points is None:
+            object.__setattr__(self, "points", BENCHMARK_SUITE)
+        object.__setattr__(self, "points", tuple((str(sc), float(rho)) for sc, rho in self.points))
+        object.__setattr__(self, "seeds", parse_seeds(self.seeds))
+        if len(self.seeds) < 2:
+            raise ValueError("--seeds: the bootstrap needs at least 2 seeds per point")
+        if not self.points or len(set(self.points)) != len(self.points):
+            raise ValueError("benchmark suite: expected distinct (scenario, load) points")
+        if len(set(self.agents)) != len(self.agents):
+            raise ValueError("--agent: the same agent given twice")
+
+    @property
+    def warmup_arrivals(self) -> int:
+        return self.warmup if self.warmup is not None else self.arrivals // 10
+
+    def identity(self) -> dict[str, Any]:
+        """What a folder's runs are comparable on (entrants may be added later)."""
+        return {
+            "suite": self.suite,
+            "points": [[s, rho] for s, rho in self.points],
+            "seeds": list(self.seeds),
+            "arrivals": self.arrivals,
+            "warmup": self.warmup_arrivals,
+        }
+
+
+@dataclass
+class PointScore:
+    """One entrant at one suite point."""
+
+    scenario: str
+    load: float
+    entrant: str
+    kind: str
+    mean_response_time: float
+    scores: list[float]  # per seed
+    flag: str = ""  # "", "unstable" (some seed), "n/a" (the agent does not run here)
+
+    @property
+    def score(self) -> float:
+        return float(np.mean(self.scores))
+
+
+@dataclass
+class Scale:
+    scenario: str
+    load: float
+    low: float
+    low_ref: str
+    high: float
+    high_ref: str
+    best_heuristic: str
+
+
+@dataclass
+class Aggregate:
+    entrant: str
+    kind: str
+    iqm: float
+    iqm_lo: float
+    iqm_hi: float
+    mean: float
+    p_improve: float
+    p_lo: float
+    p_hi: float
+    flagged: list[str] = field(default_factory=list)  # "scenario@load: flag"
+
+
+# ----------------------------------------------------------------------------- statistics (rliable)
+
+
+def iqm(scores: np.ndarray) -> float:
+    """Interquartile mean of all entries: ``scipy.stats.trim_mean(x, 0.25, axis=None)``."""
+    x = np.sort(np.asarray(scores, dtype=float).ravel())
+    cut = int(0.25 * x.size)
+    return float(x[cut : x.size - cut].mean())
+
+
+def _poi(x: np.ndarray, y: np.ndarray) -> float:
+    """P(X > Y) of two (runs x points) matrices: the mean over points of the Mann-Whitney
+    probability that a run of X beats a run of Y, ties a half (rliable's ``probability_of_improvement``)."""
+    total = 0.0
+    for m in range(x.shape[1]):
+        a, b = x[:, m][:, None], y[:, m][None, :]
+        total += float(np.mean((a > b) + 0.5 * (a == b)))
+    return total / x.shape[1]
+
+
+def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
+    return _poi(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+
+
+def _resample(rng: np.random.Generator, m: np.ndarray) -> np.ndarray:
+    """One stratified bootstrap sample: the runs of each point (column) resampled with replacement."""
+    n, k = m.shape
+    idx = rng.integers(0, n, size=(n, k))
+    return np.take_along_axis(m, idx, axis=0)
+
+
+def stratified_bootstrap_ci(
+    statistic: Any, *matrices: np.ndarray, reps: int = BOOTSTRAP_REPS, seed: int = 0
+) -> tuple[float, float]:
+    """The 95 % percentile interval of ``statistic(*matrices)`` under the stratified bootstrap
+    (rliable's ``StratifiedBootstrap``: each matrix's runs resampled within each point, independently)."""
+    rng = np.random.default_rng(seed)
+    values = np.array([statistic(*(_resample(rng, m) for m in matrices)) for _ in range(reps)])
+    lo, hi = np.percentile(values, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def _policy_ids(preemptive: bool) -> list[str]:
+    from baselines import POLICIES
+
+    return [
+        pid for pid, cls in POLICIES.items() if pid not in EXCLUDED and (preemptive or not cls.preemptive)
+    ]
+
+
+def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], str]]:
+    """Load every agent (an error if one does not load at all) and, per point, why it does not fit
+    that point's environment (it then scores 0 there)."""
+    from .agents import agent_label, check_agent, load_agent
+
+    unfit: dict[str, dict[tuple[str, float], str]] = {}
+    labels: set[str] = set()
+    for spec in config.agents:
+        load_agent(spec)
+        label = agent_label(spec)
+        if label in labels:
+            raise ValueError(f"--agent {spec!r}: a second entrant named {label!r}; rename the file")
+        labels.add(label)
+        unfit[spec] = {}
+        for scenario, rho in config.points:
+            try:
+                check_agent(spec, scenario, {"load": rho})
+            except ValueError as exc:
+                unfit[spec][(scenario, rho)] = str(exc)
+    return unfit
+
+
+def _plan(
+    config: BenchmarkConfig, unfit: dict[str, dict[tuple[str, float], str]]
+) -> tuple[list[Point], dict[tuple[str, float], dict[str, str]]]:
+    """Every run, and per point the kind of each entrant (label -> kind)."""
+    from baselines import POLICIES, supports
+
+    from ..workloads.scenarios import load_scenario
+
+    ids = _policy_ids(config.preemptive)
+    points: list[Point] = []
+    kinds: dict[tuple[str, float], dict[str, str]] = {}
+    for scenario, rho in config.points:
+        workload = load_scenario(scenario).build(load=rho)
+        here = [pid for pid in ids if supports(pid, workload) is None]
+        agents = [a for a in config.agents if (scenario, rho) not in unfit[a]]
+        lb = LeaderboardConfig(
+            scenarios=(scenario,),
+            loads=(rho,),
+            policies=tuple(here),
+            agents=tuple(dict.fromkeys(agents)),
+            seeds=config.seeds,
+            arrivals=config.arrivals,
+            warmup=config.warmup,
+        )
+        pts, entrants, _ = plan(lb)
+        kinds[(scenario, rho)] = {}
+        for e in entrants[scenario]:
+            if e.agent:
+                kind = "agent"
+            else:
+                cls = POLICIES[e.policy]
+                kind = ("preemptive" if cls.preemptive else "non-preemptive") + (
+                    ", size-aware" if cls.size_aware else ""
+                )
+            kinds[(scenario, rho)][e.label] = kind
+        points += pts
+    return points, kinds
+
+
+def _check_out(out: Path, config: BenchmarkConfig, writable: bool) -> None:
+    path = out / "benchmark.json"
+    identity = config.identity()
+    if path.exists():
+        try:
+            old = json.loads(path.read_text()).get("config")
+        except json.JSONDecodeError:
+            old = None
+        if old != identity:
+            diff = (
+                ", ".join(
+                    f"{k}: {old.get(k)!r} there vs {identity[k]!r} now"
+                    for k in identity
+                    if old.get(k) != identity[k]
+                )
+                if isinstance(old, dict)
+                else "unreadable benchmark.json"
+            )
+            raise ValueError(
+                f"--out {str(out)!r} holds a benchmark of another suite or run length ({diff}); "
+                "use another --out, or rerun the same command to resume it"
+            )
+        return
+    if (out / "runs.jsonl").exists() or (out / "leaderboard.json").exists():
+        raise ValueError(f"--out {str(out)!r} holds runs of something else; use another --out")
+    if not writable:
+        raise ValueError(f"--out {str(out)!r}: not writable, and no benchmark there; use a writable --out")
+    _atomic_write(path, json.dumps({"config": identity, "provenance": provenance()}, indent=2) + "\n")
+
+
+def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[str, float], float]:
+    """The exact non-preemptive optimum per point where solvable, cached in ``optima.json`` by the
+    point's scenario content (a failed solve of a large chain takes a minute: it is cached too)."""
+    path = out / "optima.json"
+    cache: dict[str, Any] = {}
+    if path.exists():
+        try:
+            cache = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            cache = {}
+    result: dict[tuple[str, float], float] = {}
+    changed = False
+    for scenario, rho in config.points:
+        content = scenario_content(Point("", rho, scenario, "", 0, 100, build={"load": rho}))
+        key = f"{scenario}@{rho!r}#{content}"
+        if key not in cache:
+            cache[key] = exact_optima(scenario, rho).get("non-preemptive")
+            changed = True
+        if cache[key] is not None:
+            result[(scenario, rho)] = float(cache[key])
+    if changed and writable:
+        _atomic_write(path, json.dumps(cache, indent=2, sort_keys=True) + "\n")
+    return result
+
+
+def run_benchmark(
+    config: BenchmarkConfig,
+    out: Path,
+    *,
+    backend: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run (or resume) the benchmark into ``out``, write its tables and profile plot, and return
+    ``{"scales", "points", "aggregates", "config", "files"}``."""
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    check_backend(backend, workers)
+    unfit = _check_agents(config)  # every check before anything is written
+    points, kinds = _plan(config, unfit)
+    with hold_folder(out) as writable:
+        _check_out(out, config, writable)
+        results = run_points(
+            points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
+        )
+        optima = _optima(out, config, writable)
+        report = score(config, points, results, kinds, optima, unfit)
+        if writable:
+            report["files"] = _write(out, report)
+        else:
+            report["files"] = [f for f in _output_names(out) if f.exists()]
+    return report
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+def _heuristic(kind: str) -> bool:
+    """A reference heuristic: non-preemptive and size-oblivious, the information of the exact optimum
+    (a Markov decision process over class counts) and of an ``MSJ-v0`` agent."""
+    return kind == "non-preemptive"
+
+
+def score(
+    config: BenchmarkConfig,
+    points: Sequence[Point],
+    results: Sequence[dict[str, Any]],
+    kinds: dict[tuple[str, float], dict[str, str]],
+    optima: dict[tuple[str, float], float],
+    unfit: dict[str, dict[tuple[str, float], str]],
+) -> dict[str, Any]:
+    """Scales, per-point scores and aggregates of finished runs (see the module docstring)."""
+    from .agents import agent_label
+
+    runs: dict[tuple[str, float], dict[str, dict[int, dict[str, Any]]]] = {}
+    for p, r in zip(points, results, strict=True):
+        runs.setdefault((p.scenario, p.x), {}).setdefault(p.series, {})[p.seed] = r
+    scales: list[Scale] = []
+    rows: list[PointScore] = []
+    for scenario, rho in config.points:
+        at = runs[(scenario, rho)]
+        kind_of = kinds[(scenario, rho)]
+        mean_t = {e: float(np.mean([r["mean_response_time"] for r in by.values()])) for e, by in at.items()}
+        stable = {e: all(r["stable"] for r in by.values()) for e, by in at.items()}
+        heuristics = [e for e in at if _heuristic(kind_of[e]) and stable[e]]
+        if not heuristics:
+            raise ValueError(f"benchmark point {scenario}@{rho:g}: no heuristic is stable on every seed")
+        best = min(heuristics, key=lambda e: mean_t[e])
+        if stable.get("fcfs"):
+            low_ref = "fcfs"
+        else:
+            low_ref = max(heuristics, key=lambda e: mean_t[e])
+        exact = optima.get((scenario, rho))
+        high_ref = best if exact is None else "optimum (non-preemptive, exact)"
+        lows = {s: at[low_ref][s]["mean_response_time"] for s in config.seeds}
+        highs = {s: at[best][s]["mean_response_time"] if exact is None else exact for s in config.seeds}
+        for s in config.seeds:
+            if not lows[s] > highs[s]:
+                raise ValueError(
+                    f"benchmark point {scenario}@{rho:g}, seed {s}: the lower reference {low_ref} "
+                    f"({lows[s]:.4g}) is not above the upper one {high_ref} ({highs[s]:.4g}); "
+                    "the scale is empty"
+                )
+        high = mean_t[best] if exact is None else exact
+        scales.append(Scale(scenario, rho, mean_t[low_ref], low_ref, high, high_ref, best))
+        for e, by in at.items():
+            scores = []
+            for s in config.seeds:
+                r = by[s]
+                if e == low_ref:  # exactly, whatever the rounding
+                    v = 0.0
+                elif e == best and exact is None:
+                    v = 100.0
+                elif r["stable"]:
+                    v = 100 * (lows[s] - r["mean_response_time"]) / (lows[s] - highs[s])
+                else:
+                    v = 0.0
+                scores.append(max(v, 0.0))
+            flag = "" if stable[e] else "unstable"
+            rows.append(PointScore(scenario, rho, e, kind_of[e], mean_t[e], scores, flag))
+        for spec, where in unfit.items():
+            if (scenario, rho) in where:
+                rows.append(
+                    PointScore(
+                        scenario, rho, agent_label(spec), "agent", math.nan, [0.0] * len(config.seeds), "n/a"
+                    )
+                )
+    aggregates = _aggregate(config, rows, scales)
+    return {"config": config, "scales": scales, "points": rows, "aggregates": aggregates, "unfit": unfit}
+
+
+def _matrix(rows: list[PointScore], entrant: str, config: BenchmarkConfig) -> np.ndarray | None:
+    """The (seeds x points) score matrix of ``entrant``, None if it did not enter every point."""
+    by = {(r.scenario, r.load): r.scores for r in rows if r.entrant == entrant}
+    if len(by) != len(config.points):
+        return None
+    return np.array([by[p] for p in config.points], dtype=float).T
+
+
+def _aggregate(config: BenchmarkConfig, rows: list[PointScore], scales: list[Scale]) -> list[Aggregate]:
+    best = np.array(
+        [
+            next(
+                r.scores
+                for r in rows
+                if (r.scenario, r.load, r.entrant) == (s.scenario, s.load, s.best_heuristic)
+            )
+            for s in scales
+        ],
+        dtype=float,
+    ).T
+    out: list[Aggregate] = []
+    for entrant in dict.fromkeys(r.entrant for r in rows):
+        m = _matrix(rows, entrant, config)
+        mine = [r for r in rows if r.entrant == entrant]
+        if m is None:  # not defined on every point (e.g. MSFQ needs one-or-all): no aggregate
+            continue
+        lo, hi = stratified_bootstrap_ci(iqm, m)
+        p = _poi(m, best)
+        plo, phi = stratified_bootstrap_ci(_poi, m, best)
+        kinds = {r.kind for r in mine}
+        out.append(
+            Aggregate(
+                entrant,
+                mine[0].kind if len(kinds) == 1 else "/".join(sorted(kinds)),
+                iqm(m),
+                lo,
+                hi,
+                float(m.mean()),
+                p,
+                plo,
+                phi,
+                [f"{r.scenario}@{r.load:g}" + (" (n/a)" if r.flag == "n/a" else "") for r in mine if r.flag],
+            )
+        )
+    out.sort(key=lambda a: (-a.iqm, -a.mean, a.entrant))
+    return out
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def _f(x: float, digits: int = 1) -> str:
+    return f"{x:.{digits}f}" if math.isfinite(x) else "n/a"
+
+
+def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
+    """The aggregate table (entrants by IQM), the scales and the per-point scores."""
+    from .leaderboard import _render
+
+    config: BenchmarkConfig = report["config"]
+    lines: list[str] = []
+    head = [
+        "rank",
+        "entrant",
+        "kind",
+        "IQM score [95% CI]",
+        "mean score",
+        "P(improve on best heuristic) [95% CI]",
+        "flagged points (unstable; n/a: does not fit)",
+    ]
+    table = [
+        [
+            str(i),
+            a.entrant,
+            a.kind,
+            f"{_f(a.iqm)} [{_f(a.iqm_lo)}, {_f(a.iqm_hi)}]",
+            _f(a.mean),
+            f"{a.p_improve:.2f} [{a.p_lo:.2f}, {a.p_hi:.2f}]",
+            ", ".join(a.flagged),
+        ]
+        for i, a in enumerate(report["aggregates"], 1)
+    ]
+    title = (
+        f"benchmark suite {config.suite}: {len(config.points)} points x {len(config.seeds)} seeds x "
+        f"{config.arrivals} arrivals ({config.warmup_arrivals} warm-up); score 0 = FCFS (or the lower "
+        "reference), 100 = the exact non-preemptive optimum (or the best size-oblivious heuristic)"
+    )
+    lines += _render(title, head, table, markdown)
+    head = [
+        "scenario",
+        "load",
+        "score 0 (lower reference)",
+        "T_low",
+        "score 100 (upper reference)",
+        "T_high",
+        "best heuristic",
+    ]
+    table = [
+        [s.scenario, f"{s.load:g}", s.low_ref, f"{s.low:.4g}", s.high_ref, f"{s.high:.4g}", s.best_heuristic]
+        for s in report["scales"]
+    ]
+    lines += _render("the scale of each point", head, table, markdown)
+    entrants = [a.entrant for a in report["aggregates"]]
+    entrants += [e for e in dict.fromkeys(r.entrant for r in report["points"]) if e not in entrants]
+    by = {(r.scenario, r.load, r.entrant): r for r in report["points"]}
+    head = ["entrant", *(f"{s}@{rho:g}" for s, rho in config.points)]
+    table = []
+    for e in entrants:
+        cells = []
+        for s, rho in config.points:
+            r = by.get((s, rho, e))
+            if r is None:
+                cells.append("-")
+            else:
+                cells.append(_f(r.score) + {"": "", "unstable": " (U)", "n/a": " (n/a)"}[r.flag])
+        table.append([e, *cells])
+    lines += _render(
+        "mean score per point over seeds ((U): unstable on some seed, scored 0 there; (n/a): the agent "
+        "does not fit this point's environment; -: the policy is not defined there)",
+        head,
+        table,
+        markdown,
+    )
+    return "\n".join(lines)
+
+
+def _output_names(out: Path) -> list[Path]:
+    return [
+        out / n for n in ("benchmark.md", "benchmark.csv", "benchmark-points.csv", "benchmark-profile.png")
+    ]
+
+
+def _write(out: Path, report: dict[str, Any]) -> list[Path]:
+    config: BenchmarkConfig = report["config"]
+    md, agg_csv, pts_csv, png = _output_names(out)
+    intro = (
+        f"# msj_gym benchmark (suite {config.suite})\n\n"
+        f"Seeds {', '.join(map(str, config.seeds))}; {config.arrivals} arrivals per run; code "
+        f"{provenance()['git_revision']}. IQM and P(improve) with stratified-bootstrap 95 % intervals "
+        f"({BOOTSTRAP_REPS} resamples of the seeds within each point).\n\n"
+    )
+    _atomic_write(md, intro + format_benchmark(report, markdown=True))
+    tmp = agg_csv.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(
+            [
+                "rank",
+                "entrant",
+                "kind",
+                "iqm",
+                "iqm_lo",
+                "iqm_hi",
+                "mean",
+                "p_improve",
+                "p_lo",
+                "p_hi",
+                "flagged",
+            ]
+        )
+        for i, a in enumerate(report["aggregates"], 1):
+            w.writerow(
+                [
+                    i,
+                    a.entrant,
+                    a.kind,
+                    a.iqm,
+                    a.iqm_lo,
+                    a.iqm_hi,
+                    a.mean,
+                    a.p_improve,
+                    a.p_lo,
+                    a.p_hi,
+                    "; ".join(a.flagged),
+                ]
+            )
+    os.replace(tmp, agg_csv)
+    scales = {(s.scenario, s.load): s for s in report["scales"]}
+    tmp = pts_csv.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(
+            [
+                "scenario",
+                "load",
+                "entrant",
+                "kind",
+                "mean_response_time",
+                "score",
+                "scores_per_seed",
+                "flag",
+                "low_ref",
+                "t_low",
+                "high_ref",
+                "t_high",
+            ]
+        )
+        for r in report["points"]:
+            s = scales[(r.scenario, r.load)]
+            w.writerow(
+                [
+                    r.scenario,
+                    r.load,
+                    r.entrant,
+                    r.kind,
+                    r.mean_response_time,
+                    r.score,
+                    " ".join(f"{x:.6g}" for x in r.scores),
+                    r.flag,
+                    s.low_ref,
+                    s.low,
+                    s.high_ref,
+                    s.high,
+                ]
+            )
+    os.replace(tmp, pts_csv)
+    files = [md, agg_csv, pts_csv]
+    if _plot(report, png) is not None:
+        files.append(png)
+    return files
+
+
+def _plot(report: dict[str, Any], path: Path) -> Path | None:
+    """Performance profiles: per entrant, the fraction of runs (seeds x points) scoring at least tau."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    config: BenchmarkConfig = report["config"]
+    aggs = report["aggregates"]
+    mats = {a.entrant: _matrix(report["points"], a.entrant, config) for a in aggs}
+    top = max([100.0] + [float(m.max()) for m in mats.values() if m is not None])
+    right = min(top * 1.02, PROFILE_MAX)  # a few runs far above 100 (a narrow scale) would squash the rest
+    taus = np.linspace(0, right, 400)
+    fig, ax = plt.subplots(figsize=(11, 6.5))
+    cmap = plt.get_cmap("tab10")
+    styles = ("-", "--", "-.", ":")
+    for i, a in enumerate(aggs):
+        m = mats[a.entrant].ravel()
+        frac = (m[None, :] >= taus[:, None]).mean(axis=1)
+        ax.step(
+            taus,
+            frac,
+            where="post",
+            color=cmap(i % 10),
+            ls=styles[(i // 10) % len(styles)],
+            lw=2.4 if a.kind == "agent" else 1.5,
+            label=f"{a.entrant}  (IQM {_f(a.iqm)})",
+        )
+    ax.axvline(100, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel("score τ (0 = FCFS or the lower reference, 100 = exact optimum or best heuristic)")
+    ax.set_ylabel("fraction of runs with score ≥ τ")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlim(0, right)
+    if top > right:
+        above = {a.entrant: int((mats[a.entrant] > right).sum()) for a in aggs}
+        note = ", ".join(f"{e} {n}" for e, n in above.items() if n)
+        ax.text(
+            0.99,
+            0.98,
+            f"runs scoring above {right:g} (off the axis): {note}",
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize=8,
+        )
+    ax.grid(True, alpha=0.3)
+    ax.legend(
+        fontsize=8.5,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        frameon=False,
+        title="entrant, best IQM first",
+    )
+    ax.set_title(
+        f"msj-gym benchmark suite {config.suite}: performance profiles over {len(config.points)} points x "
+        f"{len(config.seeds)} seeds ({config.arrivals} arrivals); code {provenance()['git_revision'][:12]}",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,198 @@
+"""The benchmark score at a tiny size (2 points, 2 seeds, 2000 arrivals, four policies): the references
+define the scale exactly, unstable points score 0 and are flagged, resuming reuses every run, the CLI
+prints the table, and the rliable-style aggregates on known inputs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from msj_gym.cli import main
+from msj_gym.experiments import benchmark as bm
+
+TINY = (("sf-fig2", 0.5), ("sf-fig2", 0.7))
+POLICIES = ["fcfs", "msf", "first-fit", "lsf", "nmsr"]
+
+
+def _patch(mp: pytest.MonkeyPatch) -> None:
+    real = bm.exact_optima
+    mp.setattr(bm, "BENCHMARK_SUITE", TINY)
+    mp.setattr(bm, "QUICK", {"seeds": 2, "arrivals": 2000})
+    mp.setattr(bm, "_policy_ids", lambda preemptive: list(POLICIES))
+    # an exact optimum at 0.5 (score 100 = the optimum), none at 0.7 (score 100 = the best heuristic)
+    mp.setattr(bm, "exact_optima", lambda scenario, load: real(scenario, load) if load == 0.5 else {})
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    with pytest.MonkeyPatch.context() as mp:
+        _patch(mp)
+        config = bm.BenchmarkConfig(seeds=2, arrivals=2000)
+        report = bm.run_benchmark(config, out, workers=1, progress=False)
+        yield out, config, report
+
+
+def _at(report, load, entrant):
+    return next(r for r in report["points"] if r.load == load and r.entrant == entrant)
+
+
+def test_references_define_the_scale(tiny) -> None:
+    _, _, report = tiny
+    scales = {s.load: s for s in report["scales"]}
+    # 0.5: FCFS is stable, the exact optimum is known
+    assert scales[0.5].low_ref == "fcfs" and scales[0.5].high_ref.startswith("optimum")
+    assert _at(report, 0.5, "fcfs").scores == [0.0, 0.0]
+    assert 0 < _at(report, 0.5, "msf").score < 100
+    # 0.7: FCFS (limit 0.595) is unstable: the worst stable heuristic (NMSR) is 0, and without an
+    # optimum the best heuristic is 100, exactly, on every seed
+    assert _at(report, 0.7, "fcfs").flag == "unstable"
+    low, best = scales[0.7].low_ref, scales[0.7].best_heuristic
+    assert low == "nmsr" and best in ("msf", "first-fit") and scales[0.7].high_ref == best
+    assert _at(report, 0.7, low).scores == [0.0, 0.0]
+    assert _at(report, 0.7, best).scores == [100.0, 100.0]
+
+
+def test_unstable_points_score_zero_and_are_flagged(tiny) -> None:
+    _, _, report = tiny
+    lsf = _at(report, 0.7, "lsf")  # LSF is unstable from about 0.6 on sf-fig2
+    assert lsf.flag == "unstable" and lsf.scores == [0.0, 0.0]
+    agg = {a.entrant: a for a in report["aggregates"]}
+    assert "sf-fig2@0.7" in agg["lsf"].flagged
+    assert all(min(r.scores) >= 0 for r in report["points"])
+    # P(improve) of the best heuristic: a half at 0.7 (against itself); at 0.5 its scores are compared
+    # with those of that point's best heuristic, which may be another policy
+    assert 0.25 <= agg[report["scales"][1].best_heuristic].p_improve <= 1.0
+    assert agg["fcfs"].p_improve < 0.5
+    iqms = [a.iqm for a in report["aggregates"]]
+    assert iqms == sorted(iqms, reverse=True)
+
+
+def test_outputs_and_resume_reuse_every_run(tiny) -> None:
+    out, config, report = tiny
+    names = {p.name for p in report["files"]}
+    assert {"benchmark.md", "benchmark.csv", "benchmark-points.csv"} <= names
+    runs = (out / "runs.jsonl").read_text().splitlines()
+    assert len(runs) == len(TINY) * 2 * len(POLICIES)
+    assert all(json.loads(x)["provenance"]["git_revision"] for x in runs)
+    with pytest.MonkeyPatch.context() as mp:
+        _patch(mp)
+        again = bm.run_benchmark(config, out, workers=1, progress=False)
+    assert (out / "runs.jsonl").read_text().splitlines() == runs
+    assert [(a.entrant, a.iqm, a.p_improve) for a in again["aggregates"]] == [
+        (a.entrant, a.iqm, a.p_improve) for a in report["aggregates"]
+    ]
+    # a folder of another run length is refused, before any run
+    with pytest.MonkeyPatch.context() as mp:
+        _patch(mp)
+        with pytest.raises(ValueError, match="another suite or run length"):
+            bm.run_benchmark(bm.BenchmarkConfig(seeds=2, arrivals=3000), out, workers=1, progress=False)
+
+
+def test_cli_prints_the_table(tiny, capsys, monkeypatch) -> None:
+    out, _, _ = tiny
+    _patch(monkeypatch)
+    assert main(["benchmark", "--quick", "--out", str(out), "--workers", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "IQM score [95% CI]" in text and "P(improve on best heuristic)" in text
+    assert "sf-fig2@0.7" in text and "(U)" in text and "wrote" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--agent", "no-such-agent"], "--agent 'no-such-agent'"),
+        (["--workers", "0"], "--workers"),
+    ],
+)
+def test_bad_input_is_one_line_before_any_work(tmp_path, capsys, argv, message) -> None:
+    out = tmp_path / "never"
+    assert main(["benchmark", "--quick", "--out", str(out), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("msj-gym: error:") and message in err and "\n" not in err
+    assert not out.exists()
+
+
+def test_aggregates_on_known_inputs() -> None:
+    const = np.full((5, 4), 42.0)
+    assert bm.iqm(const) == 42.0
+    assert bm.stratified_bootstrap_ci(bm.iqm, const, reps=200) == (42.0, 42.0)
+    assert bm.probability_of_improvement(const, const) == 0.5
+    assert bm.probability_of_improvement(const + 1, const) == 1.0
+    rng = np.random.default_rng(1)
+    x = rng.normal(50, 20, size=(7, 5))
+    scipy_stats = pytest.importorskip("scipy.stats")
+    assert bm.iqm(x) == pytest.approx(scipy_stats.trim_mean(x, 0.25, axis=None))
+    lo, hi = bm.stratified_bootstrap_ci(bm.iqm, x, reps=500)
+    assert lo < bm.iqm(x) < hi
+
+
+def msf_through_env(env):
+    """An agent factory for the test: the MSF baseline acting through MSJ-v0."""
+    from msj_gym import PolicyAgent
+
+    return PolicyAgent("msf", env)
+
+
+class WrongSpace:
+    """An agent trained on another observation space: it fits no point."""
+
+    import gymnasium as _gym
+
+    observation_space = _gym.spaces.Box(0.0, 1.0, (3,))
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=False):
+        return 0, state
+
+
+wrong_space = WrongSpace()
+
+
+def test_agents_join_a_finished_folder(tiny, tmp_path) -> None:
+    import shutil
+
+    src, _, _ = tiny
+    out = tmp_path / "bench"
+    shutil.copytree(src, out)
+    before = len((out / "runs.jsonl").read_text().splitlines())
+    config = bm.BenchmarkConfig(
+        seeds=2, arrivals=2000, agents=(f"{__name__}:msf_through_env", f"{__name__}:wrong_space")
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        _patch(mp)
+        report = bm.run_benchmark(config, out, workers=1, progress=False)
+    # only the fitting agent's runs are new: the baselines' are reused
+    assert len((out / "runs.jsonl").read_text().splitlines()) == before + len(TINY) * 2
+    for load in (0.5, 0.7):
+        agent = _at(report, load, "agent:msf_through_env")
+        assert agent.kind == "agent" and agent.scores == _at(report, load, "msf").scores
+        wrong = _at(report, load, "agent:wrong_space")
+        assert wrong.flag == "n/a" and wrong.scores == [0.0, 0.0]
+    agg = {a.entrant: a for a in report["aggregates"]}
+    assert agg["agent:wrong_space"].iqm == 0.0 and agg["agent:wrong_space"].flagged == [
+        "sf-fig2@0.5 (n/a)",
+        "sf-fig2@0.7 (n/a)",
+    ]
+    assert agg["agent:msf_through_env"].iqm == agg["msf"].iqm
+
+
+def test_preemptive_entrants_are_scored_on_the_same_scale(tiny, tmp_path) -> None:
+    import shutil
+
+    src, _, report = tiny
+    out = tmp_path / "bench"
+    shutil.copytree(src, out)
+    with pytest.MonkeyPatch.context() as mp:
+        _patch(mp)
+        mp.setattr(bm, "_policy_ids", lambda preemptive: POLICIES + ["server-filling"] * preemptive)
+        again = bm.run_benchmark(
+            bm.BenchmarkConfig(seeds=2, arrivals=2000, preemptive=True), out, workers=1, progress=False
+        )
+    # the scale is the non-preemptive one: unchanged, and a preemptive policy is no reference
+    assert [(s.low_ref, s.high_ref, s.low, s.high) for s in again["scales"]] == [
+        (s.low_ref, s.high_ref, s.low, s.high) for s in report["scales"]
+    ]
+    sf = _at(again, 0.7, "server-filling")
+    assert sf.kind == "preemptive" and sf.score > 100  # beats every non-preemptive heuristic
