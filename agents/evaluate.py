@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             ap.error(f"checkpoint {str(args.checkpoint)!r}: no such file and no shipped agent of that name")
         args.checkpoint = shipped[str(args.checkpoint)]
     warmup = args.warmup if args.warmup is not None else args.arrivals // 10
-    _, meta = load_agent(args.checkpoint)
+    load_agent(args.checkpoint)  # a checkpoint that does not load fails here, before any run
     label = args.label or f"agent:{args.checkpoint.stem}"
     rows = evaluate(args.checkpoint, seeds, args.arrivals, warmup, args.out, label)
     table = rank(rows, label)

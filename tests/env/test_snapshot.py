@@ -35,7 +35,7 @@ def test_restore_replays_the_same_future() -> None:
     _steps(env, np.random.default_rng(0), 50)
     snap = env.snapshot()
     first = _steps(env, np.random.default_rng(1), 200)
-    obs, info = env.restore(snap)
+    _, info = env.restore(snap)
     assert np.array_equal(info["action_mask"], env.action_masks())
     again = _steps(env, np.random.default_rng(1), 200)
     assert again == first  # same arrivals, service times, rewards and observations, bit for bit
