@@ -222,8 +222,20 @@ def _leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def _require_scipy(command: str, module: str) -> None:
+    """A one-line error naming the extra when SciPy (``module``) is missing, before any work."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise ValueError(f"{command} needs SciPy: pip install 'msj-gym[analysis]'") from None
+
+
 def _benchmark(args: argparse.Namespace) -> int:
     from pathlib import Path
+
+    _require_scipy("benchmark", "scipy.stats")  # the statistics; the exact optima need scipy.sparse too
 
     from .experiments.benchmark import QUICK, BenchmarkConfig, format_benchmark, run_benchmark
 
@@ -439,6 +451,8 @@ def _figure(args: argparse.Namespace) -> int:
 
 def _optimal(args: argparse.Namespace) -> int:
     import json
+
+    _require_scipy("optimal", "scipy.sparse.linalg")
 
     from .analysis.optimal import HEURISTICS, describe_policy, evaluate_heuristic, solve_optimal
     from .workloads.scenarios import load_scenario

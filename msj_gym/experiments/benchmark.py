@@ -37,8 +37,12 @@ per-run scores (seeds x points), the **interquartile mean** (IQM: the mean of th
 runs) with a **stratified bootstrap** 95 % percentile interval (seeds resampled with replacement
 within each point), and the **probability of improvement** over the best heuristic, P(X > Y) = the
 mean over points of the Mann-Whitney probability that a run of X scores above a run of Y (ties count
-a half), with its own stratified-bootstrap interval. ``rliable`` itself is not a dependency: its
-pinned release pulls arch, statsmodels, pandas and seaborn for what is thirty lines of numpy here.
+a half), with its own stratified-bootstrap interval (the runs of X and of Y resampled independently).
+``rliable`` itself is not a dependency: its pinned release pulls arch, statsmodels, pandas and
+seaborn. SciPy provides the statistics instead: the IQM is ``scipy.stats.trim_mean(x, 0.25,
+axis=None)``, and the interval is ``scipy.stats.bootstrap`` (percentile method) with one sample per
+point, which its multi-sample form resamples independently: the stratified bootstrap. SciPy is the
+``analysis`` extra (``pip install msj-gym[analysis]``); ``msj-gym benchmark`` says so if it is missing.
 
 Outputs in ``out``: ``runs.jsonl`` (the runs), ``benchmark.json`` (the suite version and run length:
 a folder of another suite is refused; entrants may be added by later commands, reusing the stored
@@ -49,6 +53,7 @@ baseline runs), ``optima.json`` (the exact optima, cached), ``benchmark.md``, ``
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import os
@@ -183,43 +188,70 @@ class Aggregate:
 # ----------------------------------------------------------------------------- statistics (rliable)
 
 
-def iqm(scores: np.ndarray) -> float:
-    """Interquartile mean of all entries: ``scipy.stats.trim_mean(x, 0.25, axis=None)``."""
-    x = np.sort(np.asarray(scores, dtype=float).ravel())
-    cut = int(0.25 * x.size)
-    return float(x[cut : x.size - cut].mean())
+def _stats() -> Any:
+    """``scipy.stats``, or an ImportError naming the extra that installs it."""
+    try:
+        from scipy import stats
+    except ImportError:
+        raise ImportError("the benchmark statistics need SciPy: pip install 'msj-gym[analysis]'") from None
+    return stats
 
 
-def _poi(x: np.ndarray, y: np.ndarray) -> float:
-    """P(X > Y) of two (runs x points) matrices: the mean over points of the Mann-Whitney
-    probability that a run of X beats a run of Y, ties a half (rliable's ``probability_of_improvement``)."""
-    total = 0.0
-    for m in range(x.shape[1]):
-        a, b = x[:, m][:, None], y[:, m][None, :]
-        total += float(np.mean((a > b) + 0.5 * (a == b)))
-    return total / x.shape[1]
+def iqm(scores: np.ndarray) -> Any:
+    """Interquartile mean of all runs of a (runs x points) matrix: ``scipy.stats.trim_mean(x, 0.25,
+    axis=None)`` (rliable's convention: ``int(0.25 * n)`` runs cut at each end). A stack of matrices
+    (``..., runs, points``) gives one IQM per matrix."""
+    x = np.asarray(scores, dtype=float)
+    if x.ndim <= 2:
+        return float(_stats().trim_mean(x, 0.25, axis=None))
+    return _stats().trim_mean(x.reshape(*x.shape[:-2], -1), 0.25, axis=-1)
 
 
-def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
-    return _poi(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
-
-
-def _resample(rng: np.random.Generator, m: np.ndarray) -> np.ndarray:
-    """One stratified bootstrap sample: the runs of each point (column) resampled with replacement."""
-    n, k = m.shape
-    idx = rng.integers(0, n, size=(n, k))
-    return np.take_along_axis(m, idx, axis=0)
+def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> Any:
+    """P(X > Y) of two (runs x points) matrices: the mean over points of the Mann-Whitney probability
+    that a run of X beats a run of Y, ties a half (rliable's ``probability_of_improvement``). Stacks
+    (``..., runs, points``) give one probability per pair of matrices."""
+    a = np.asarray(x, dtype=float)[..., :, None, :]
+    b = np.asarray(y, dtype=float)[..., None, :, :]
+    p = ((a > b) + 0.5 * (a == b)).mean(axis=(-3, -2, -1))
+    return float(p) if np.ndim(p) == 0 else p
 
 
 def stratified_bootstrap_ci(
     statistic: Any, *matrices: np.ndarray, reps: int = BOOTSTRAP_REPS, seed: int = 0
 ) -> tuple[float, float]:
     """The 95 % percentile interval of ``statistic(*matrices)`` under the stratified bootstrap
-    (rliable's ``StratifiedBootstrap``: each matrix's runs resampled within each point, independently)."""
-    rng = np.random.default_rng(seed)
-    values = np.array([statistic(*(_resample(rng, m) for m in matrices)) for _ in range(reps)])
-    lo, hi = np.percentile(values, [2.5, 97.5])
-    return float(lo), float(hi)
+    (rliable's ``StratifiedBootstrap``: each matrix's runs resampled within each point, independently).
+
+    ``scipy.stats.bootstrap`` does the resampling, with every column (point) of every matrix as a
+    sample of its own. ``statistic`` must take stacks of matrices (``..., runs, points``), as
+    :func:`iqm` and :func:`probability_of_improvement` do, so that all resamples go in one call."""
+    stats = _stats()
+    mats = [np.asarray(m, dtype=float) for m in matrices]
+    samples = [m[:, j] for m in mats for j in range(m.shape[1])]
+    widths = np.cumsum([0] + [m.shape[1] for m in mats])
+
+    def vectorised(*cols: np.ndarray, axis: int = -1) -> np.ndarray:
+        stacked = np.stack([np.moveaxis(c, axis, -1) for c in cols], axis=-1)  # (..., runs, columns)
+        return statistic(*(stacked[..., lo:hi] for lo, hi in itertools.pairwise(widths)))
+
+    res = stats.bootstrap(
+        samples,
+        vectorised,
+        n_resamples=reps,
+        confidence_level=0.95,
+        method="percentile",
+        vectorized=True,
+        **{_rng_keyword(): np.random.default_rng(seed)},
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _rng_keyword() -> str:
+    """``rng`` since SciPy 1.15, ``random_state`` before."""
+    import inspect
+
+    return "rng" if "rng" in inspect.signature(_stats().bootstrap).parameters else "random_state"
 
 
 # ----------------------------------------------------------------------------- running
@@ -482,8 +514,8 @@ def _aggregate(config: BenchmarkConfig, rows: list[PointScore], scales: list[Sca
         if m is None:  # not defined on every point (e.g. MSFQ needs one-or-all): no aggregate
             continue
         lo, hi = stratified_bootstrap_ci(iqm, m)
-        p = _poi(m, best)
-        plo, phi = stratified_bootstrap_ci(_poi, m, best)
+        p = probability_of_improvement(m, best)
+        plo, phi = stratified_bootstrap_ci(probability_of_improvement, m, best)
         kinds = {r.kind for r in mine}
         out.append(
             Aggregate(

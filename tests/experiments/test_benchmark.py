@@ -1,6 +1,6 @@
 """The benchmark score at a tiny size (2 points, 2 seeds, 2000 arrivals, four policies): the references
 define the scale exactly, unstable points score 0 and are flagged, resuming reuses every run, the CLI
-prints the table, and the rliable-style aggregates on known inputs."""
+prints the table, and the rliable-style aggregates (SciPy's trim_mean and bootstrap) on known inputs."""
 
 from __future__ import annotations
 
@@ -123,10 +123,54 @@ def test_aggregates_on_known_inputs() -> None:
     assert bm.probability_of_improvement(const + 1, const) == 1.0
     rng = np.random.default_rng(1)
     x = rng.normal(50, 20, size=(7, 5))
-    scipy_stats = pytest.importorskip("scipy.stats")
-    assert bm.iqm(x) == pytest.approx(scipy_stats.trim_mean(x, 0.25, axis=None))
     lo, hi = bm.stratified_bootstrap_ci(bm.iqm, x, reps=500)
     assert lo < bm.iqm(x) < hi
+
+
+@pytest.mark.parametrize("shape", [(7, 5), (5, 8), (2, 8), (4, 3)])
+def test_iqm_is_scipy_trim_mean(shape) -> None:
+    scipy_stats = pytest.importorskip("scipy.stats")
+    x = np.random.default_rng(sum(shape)).normal(50, 20, size=shape)
+    assert bm.iqm(x) == scipy_stats.trim_mean(x, 0.25, axis=None)
+    # rliable's cut: int(0.25 * n) runs at each end
+    flat = np.sort(x.ravel())
+    cut = int(0.25 * flat.size)
+    assert bm.iqm(x) == pytest.approx(flat[cut : flat.size - cut].mean())
+    # a stack of matrices: one IQM each
+    stack = np.stack([x, x + 1])
+    assert np.allclose(bm.iqm(stack), [bm.iqm(x), bm.iqm(x) + 1])
+
+
+def test_bootstrap_ci_is_reproducible_and_contains_the_estimate() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.normal(50, 20, size=(5, 8))
+    y = rng.normal(45, 20, size=(5, 8))
+    ci = bm.stratified_bootstrap_ci(bm.iqm, x, seed=3)
+    assert ci == bm.stratified_bootstrap_ci(bm.iqm, x, seed=3)
+    assert ci != bm.stratified_bootstrap_ci(bm.iqm, x, seed=4)
+    assert ci[0] < bm.iqm(x) < ci[1]
+    p = bm.probability_of_improvement(x, y)
+    pci = bm.stratified_bootstrap_ci(bm.probability_of_improvement, x, y, seed=3)
+    assert pci == bm.stratified_bootstrap_ci(bm.probability_of_improvement, x, y, seed=3)
+    assert 0 <= pci[0] < p < pci[1] <= 1
+    # P(improve) is the mean over points of the Mann-Whitney probability, ties a half
+    mw = np.mean([np.mean((x[:, [m]] > y[:, m]) + 0.5 * (x[:, [m]] == y[:, m])) for m in range(x.shape[1])])
+    assert p == pytest.approx(mw)
+
+
+def test_missing_scipy_is_one_line_naming_the_extra(tmp_path, capsys, monkeypatch) -> None:
+    import sys
+
+    out = tmp_path / "never"
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)  # import scipy.stats raises ImportError
+    assert main(["benchmark", "--quick", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("msj-gym: error: benchmark needs SciPy") and "msj-gym[analysis]" in err
+    assert "\n" not in err and not out.exists()
+    monkeypatch.setitem(sys.modules, "scipy.sparse.linalg", None)
+    assert main(["optimal", "--scenario", "sf-fig2", "--load", "0.5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("msj-gym: error: optimal needs SciPy") and "msj-gym[analysis]" in err
 
 
 def msf_through_env(env):
