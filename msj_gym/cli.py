@@ -229,7 +229,7 @@ def _require_scipy(command: str, module: str) -> None:
     try:
         importlib.import_module(module)
     except ImportError:
-        raise ValueError(f"{command} needs SciPy: pip install 'msj-gym[analysis]'") from None
+        raise ValueError(f"{command} needs SciPy: pip install 'scipy>=1.11'") from None
 
 
 def _benchmark(args: argparse.Namespace) -> int:

@@ -41,8 +41,8 @@ a half), with its own stratified-bootstrap interval (the runs of X and of Y resa
 ``rliable`` itself is not a dependency: its pinned release pulls arch, statsmodels, pandas and
 seaborn. SciPy provides the statistics instead: the IQM is ``scipy.stats.trim_mean(x, 0.25,
 axis=None)``, and the interval is ``scipy.stats.bootstrap`` (percentile method) with one sample per
-point, which its multi-sample form resamples independently: the stratified bootstrap. SciPy is the
-``analysis`` extra (``pip install msj-gym[analysis]``); ``msj-gym benchmark`` says so if it is missing.
+point, which its multi-sample form resamples independently: the stratified bootstrap (SciPy is a
+dependency of msj-gym; ``msj-gym benchmark`` says so if it is missing).
 
 Outputs in ``out``: ``runs.jsonl`` (the runs), ``benchmark.json`` (the suite version and run length:
 a folder of another suite is refused; entrants may be added by later commands, reusing the stored
@@ -189,11 +189,11 @@ class Aggregate:
 
 
 def _stats() -> Any:
-    """``scipy.stats``, or an ImportError naming the extra that installs it."""
+    """``scipy.stats``, or an ImportError saying how to install it."""
     try:
         from scipy import stats
     except ImportError:
-        raise ImportError("the benchmark statistics need SciPy: pip install 'msj-gym[analysis]'") from None
+        raise ImportError("the benchmark statistics need SciPy: pip install 'scipy>=1.11'") from None
     return stats
 
 
