@@ -163,10 +163,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if not args.checkpoint.exists():
         from msj_gym.experiments.agents import shipped_agents
 
-        shipped = shipped_agents()
-        if str(args.checkpoint) not in shipped:
-            ap.error(f"checkpoint {str(args.checkpoint)!r}: no such file and no shipped agent of that name")
-        args.checkpoint = shipped[str(args.checkpoint)]
+        # a shipped agent's name; anything else fails in load_agent with its one-line reason
+        args.checkpoint = shipped_agents().get(str(args.checkpoint), args.checkpoint)
     warmup = args.warmup if args.warmup is not None else args.arrivals // 10
     load_agent(args.checkpoint)  # a checkpoint that does not load fails here, before any run
     label = args.label or f"agent:{args.checkpoint.stem}"
