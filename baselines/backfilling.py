@@ -99,8 +99,9 @@ class EasyBackfilling(Policy):
     will be free) and let later jobs start now if they fit and either finish (by their estimate) before
     the shadow time or use only the servers the reservation leaves spare.
 
-    Source: Grosof & Harchol-Balter (001) Sec. 5.1 and Fig. 2 (exact durations); the "extra servers"
-    clause is the standard EASY rule (Lifka 1995; Mu'alem & Feitelson 2001), which 001's summary omits.
+    Source: Grosof & Harchol-Balter (2023), Sec. 5.1 and Fig. 2 (exact durations); the "extra servers"
+    clause is the standard EASY rule (Lifka 1995; Mu'alem & Feitelson 2001), which Grosof & Harchol-Balter's
+    summary omits.
     Runtime estimates: ``estimate_factor = 0`` (default) uses exact durations; f > 0 draws each job's
     estimate uniformly in [D, (1 + f) D] (Mu'alem & Feitelson's f-model) from the job stream's own
     noise, so every policy still sees the same jobs. A job outliving its estimate is assumed to end at
@@ -111,7 +112,7 @@ class EasyBackfilling(Policy):
     policy_id = "easy-backfilling"
     preemptive = False
     size_aware = True
-    reference = "001 Sec. 5.1"
+    reference = "Grosof & Harchol-Balter (2023), Sec. 5.1"
     params_spec: ClassVar[Mapping[str, Param]] = {
         "estimate_factor": Param(
             float, 0.0, "f-model overestimate: estimates uniform in [D, (1+f) D]", minimum=0.0

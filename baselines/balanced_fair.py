@@ -1,15 +1,16 @@
-"""The job-server compatibility model of Bonald & Comte (003): FCFS on it (Sec. 2) and balanced fair
+"""The job-server compatibility model of Bonald & Comte (2017): FCFS on it (Sec. 2) and balanced fair
 sharing by random service interruptions (Algorithm 1, Sec. 4), as decision kernels of the engine.
 
-Model (003 Sec. 2). ``S`` servers of capacities ``C_s``; each job may use a set of servers (its
-class's compatibility set, or ``d`` servers drawn at arrival: the workload's per-job attributes, read
+Model (Bonald & Comte (2017), Sec. 2). ``S`` servers of capacities ``C_s``; each job may use a set of servers
+(its class's compatibility set, or ``d`` servers drawn at arrival: the workload's per-job attributes, read
 from ``view.ji[s, JATTR:]``). Jobs stand in one *service order* (the engine's job lists, sorted by
 ``ORDER``); each server serves the first job in that order that may use it, and a job is processed in
 parallel by every server serving it, at the sum of their capacities. Under FCFS the service order is
 the arrival order. The kernels tell the engine each job's server count and rate (``OP_SERVE``), so the
 engine's clock, departures, capacity check and metrics are the ones every MSJ policy runs on.
 
-Algorithm 1 (003 Sec. 4). Each server interrupts the job it serves after an exponential time of rate
+Algorithm 1 (Bonald & Comte (2017), Sec. 4). Each server interrupts the job it serves after an exponential
+time of rate
 ``C_s / theta``; the interrupted job releases all its servers and goes to the end of the order. A job
 served at rate ``r`` is thus interrupted at rate ``r / theta``: after Exp(``theta``) *work*, whatever its
 servers. The kernel draws that work (from the policy's own generator, at the job's arrival and after
@@ -337,7 +338,7 @@ class _CompatPolicy(Policy):
 
 
 class CompatFCFS(_CompatPolicy):
-    """FCFS on the job-server compatibility model of Bonald & Comte (003 Sec. 2): every server serves
+    """FCFS on the job-server compatibility model of Bonald & Comte (2017), Sec. 2: every server serves
     the oldest job in the system that may use it, and a job is served in parallel, at the sum of
     their capacities, by every compatible server not busy with an earlier job (Algorithm 1 with
     m = 0). What ``fcfs`` runs on a :class:`~msj_gym.workloads.compat.CompatWorkload`.
@@ -348,13 +349,13 @@ class CompatFCFS(_CompatPolicy):
 
     policy_id = "fcfs"
     preemptive = False
-    reference = "003 Sec. 2"
+    reference = "Bonald & Comte (2017), Sec. 2"
     interruptions_per_job = 0.0
 
 
 class BalancedFair(_CompatPolicy):
     """Algorithm 1 (random service interruptions) of Bonald & Comte, *Balanced Fair Resource Sharing
-    in Computer Clusters* (003 Sec. 4), on the job-server compatibility model of Sec. 2.
+    in Computer Clusters* (2017, Sec. 4), on the job-server compatibility model of Sec. 2.
 
     Each server interrupts the job it serves after an exponential time of rate C_s / theta; the
     interrupted job releases all its servers and goes to the end of the (single, virtual) queue, whose
@@ -373,7 +374,7 @@ class BalancedFair(_CompatPolicy):
 
     policy_id = "balanced-fair"
     preemptive = True
-    reference = "003 Sec. 4, Algorithm 1"
+    reference = "Bonald & Comte (2017), Sec. 4, Algorithm 1"
     params_spec: ClassVar[dict[str, Param]] = {
         "m": Param(
             float, 5.0, "mean number of service interruptions per job, m = sigma/theta (0: FCFS)", minimum=0.0

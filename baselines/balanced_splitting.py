@@ -1,4 +1,4 @@
-"""Balanced Splitting: BS-pi and ModifiedBS-pi (Anselmi & Doncel, paper 000, Definitions 1 and 2).
+"""Balanced Splitting: BS-pi and ModifiedBS-pi (Anselmi & Doncel (2024), Definitions 1 and 2).
 
 The k servers are split once into A_1, ..., A_C and the helpers H (eq. (2a)-(2b), see
 :func:`msj_gym.analysis.balanced_splitting.bs_partition`); A_i holds s_i = a_i / n_i class-i jobs at once.
@@ -230,7 +230,7 @@ class _BalancedSplittingBase(Policy):
     }
 
     def partition(self, workload: Any) -> BSPartition:
-        """The static partition this policy uses on ``workload`` (000 eq. (2a)-(2b))."""
+        """The static partition this policy uses on ``workload`` (Anselmi & Doncel (2024), eq. (2a)-(2b))."""
         given = _parse_demands(self.param_values["demands"], workload.num_classes)
         demands = relative_demands(workload) if given is None else given
         try:
@@ -264,7 +264,8 @@ class _BalancedSplittingBase(Policy):
         """Over the measured jobs, each with a batch-means 95 % half-width (``..._ci95``, 30 batches in
         arrival order), overall and per class (``..._class{i}``):
 
-        * ``p_helpers``: the fraction served by the helpers, P_H of 000 Sec. 3.4 / Corollary 1 (a BS-pi
+        * ``p_helpers``: the fraction served by the helpers, P_H of Anselmi & Doncel (2024), Sec. 3.4 /
+        Corollary 1 (a BS-pi
           job sent to the helpers on arrival but later moved to its A_i is not counted);
         * ``p_sent_to_helpers``: the fraction that found no room in their A_i on arrival (the two agree
           under ModifiedBS-pi, up to jobs still waiting when a run stops).
@@ -292,7 +293,7 @@ class BalancedSplitting(_BalancedSplittingBase):
     non-preemptive MSF) schedules the waiting jobs on the |H| helper servers only; when a class-i job
     leaves A_i, the oldest class-i job waiting on the helpers moves to A_i.
 
-    Source: Anselmi & Doncel (000) Sec. 3.2-3.3, Definition 1, eq. (2a)-(2b). Readings chosen: "waiting
+    Source: Anselmi & Doncel (2024), Sec. 3.2-3.3, Definition 1, eq. (2a)-(2b). Readings chosen: "waiting
     for service in the helper set" is every waiting job (nothing else waits), so a job that waits for
     the helpers may still start on its A_i; at an instant with several events, departures free their
     servers first, then the A_i take the oldest waiting jobs of their class (which covers rule 3 and
@@ -306,7 +307,7 @@ class BalancedSplitting(_BalancedSplittingBase):
     """
 
     policy_id = "bs"
-    reference = "000 Sec. 3.3, Definition 1"
+    reference = "Anselmi & Doncel (2024), Sec. 3.3, Definition 1"
     mode = MODE_BS
 
 
@@ -316,11 +317,11 @@ class ModifiedBalancedSplitting(_BalancedSplittingBase):
     the helpers. Each A_i is then an M/GI/s_i/s_i loss system (Property 1), so the fraction of class-i
     arrivals sent to the helpers is Erlang's E_{s_i}(lambda alpha_i d_i).
 
-    Source: Anselmi & Doncel (000) Sec. 5.1, Definition 2, Property 1. Same partition, ``aux``,
+    Source: Anselmi & Doncel (2024), Sec. 5.1, Definition 2, Property 1. Same partition, ``aux``,
     ``demands`` and report as ``bs``; a partition without helpers is rejected (its blocked jobs would
     never be served). Non-preemptive; size-oblivious.
     """
 
     policy_id = "modified-bs"
-    reference = "000 Sec. 5.1, Definition 2"
+    reference = "Anselmi & Doncel (2024), Sec. 5.1, Definition 2"
     mode = MODE_MODIFIED

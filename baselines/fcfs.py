@@ -26,10 +26,10 @@ class FCFS(Policy):
     """First-Come First-Served: start waiting jobs in arrival order while the oldest one fits; a job
     that does not fit blocks every job behind it (head-of-line blocking).
 
-    Source: Anselmi & Doncel (000) Sec. 2; Grosof & Harchol-Balter (001) Sec. 2.
+    Source: Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 2.
     Non-preemptive; size-oblivious.
 
-    On the job-server compatibility model (Bonald & Comte, 003 Sec. 2) it is the model's own
+    On the job-server compatibility model (Bonald & Comte (2017), Sec. 2) it is the model's own
     discipline: each server serves the oldest job that may use it (Algorithm 1 with m = 0), run by
     :class:`~baselines.balanced_fair.CompatFCFS`.
     """
@@ -37,7 +37,7 @@ class FCFS(Policy):
     policy_id = "fcfs"
     preemptive = False
     size_aware = False
-    reference = "000 Sec. 2; 001 Sec. 2"
+    reference = "Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 2"
     kernel = _fcfs
     models: ClassVar[tuple[str, ...]] = ("msj", "compatibility")
 

@@ -80,9 +80,9 @@ class MaxWeight(Policy):
     knapsack, solved exactly). Ties between optimal packings go to more jobs of larger need; within a
     need, the oldest jobs start.
 
-    Source: Anselmi & Doncel (000) Sec. 2 ("a myopic version of MaxWeight that is nonpreemptive and
+    Source: Anselmi & Doncel (2024), Sec. 2 ("a myopic version of MaxWeight that is nonpreemptive and
     allocates ... using current queue length information at job departure times", after Maguluri et al.
-    2012); Grosof & Harchol-Balter (001) Sec. 5.4 for the weight. We decide at arrivals too: deciding
+    2012); Grosof & Harchol-Balter (2023), Sec. 5.4 for the weight. We decide at arrivals too: deciding
     only at departures would leave an idle system idle forever.
     Non-preemptive; size-oblivious. Cost per decision O(needs x k x k / n_min).
     """
@@ -90,7 +90,7 @@ class MaxWeight(Policy):
     policy_id = "max-weight"
     preemptive = False
     size_aware = False
-    reference = "000 Sec. 2; 001 Sec. 5.4"
+    reference = "Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 5.4"
 
     kernel = _max_weight
 

@@ -1,9 +1,8 @@
-"""Allocation schemes for moldable jobs in a loss system (Ghanbarian, Mukhopadhyay, Mazumdar, Guillemin,
-arXiv:2406.09427), as rebuilt in spec moldable.md. All three are probabilistic greedy rules within a
-server pool (see :mod:`msj_gym.moldable.policy`); they differ only in the pools and probabilities they
-prepare. Kept in their own registry (``MOLDABLE_POLICIES``): they act on the loss system, not on the
-queueing MSJ model of ``POLICIES``.
-"""
+"""Allocation schemes for moldable jobs in a loss system (Ghanbarian et al. (2024), moldable jobs), with the
+formulas the paper's surviving text lost reconstructed (see ``docs/papers/002-moldable.md``). All three are
+probabilistic greedy rules within a server pool (see :mod:`msj_gym.moldable.policy`); they differ only in the
+pools and probabilities they prepare. Kept in their own registry (``MOLDABLE_POLICIES``): they act on the loss
+system, not on the queueing MSJ model of ``POLICIES``."""
 
 from __future__ import annotations
 
@@ -30,18 +29,18 @@ def _rates(system: MoldableSystem) -> tuple[np.ndarray, np.ndarray, list[tuple[f
 
 
 class PScheme(MoldablePolicy):
-    """The p-scheme (paper Sec. 4; spec 3.1): an arrival that finds ``m >= 1`` idle servers draws ``J``
-    with ``P(J = i) = p_i = s(i) x*_i / lam`` and gets ``min(m, J)`` servers, ``x*`` the closed-form
-    optimum of LP (P) (Theorem 1, spec 2.3) at the system's normalised load ``lam = lam_n / mu``. With
-    several classes sharing the servers, ``p^(k)`` comes from the optimum of (Q) (spec 4, step 4), i.e.
-    the reserved scheme's probabilities without the reservation.
+    """The p-scheme (Ghanbarian et al. (2024), moldable jobs, Sec. 4): an arrival that finds ``m >= 1`` idle
+    servers draws ``J`` with ``P(J = i) = p_i = s(i) x*_i / lam`` and gets ``min(m, J)`` servers, ``x*`` the
+    closed-form optimum of LP (P) (Theorem 1) at the system's normalised load ``lam = lam_n / mu``. With
+    several classes sharing the servers, ``p^(k)`` comes from the optimum of (Q) (Sec. 6, by water-filling),
+    i.e. the reserved scheme's probabilities without the reservation.
 
     Non-preemptive; size-oblivious; needs the arrival rates and speed-ups (recomputed for every system,
     as ``lam_n`` changes with ``n``). Asymptotically optimal (Theorem 2): blocking -> 0, E[T] -> T*.
     """
 
     policy_id = "moldable-p-scheme"
-    reference = "arXiv:2406.09427 Sec. 4 (spec moldable.md 3.1)"
+    reference = "Ghanbarian et al. (2024), moldable jobs, Sec. 4"
 
     def prepare(self, system: MoldableSystem) -> AllocationRule:
         lam, mu, speeds = _rates(system)
@@ -53,7 +52,8 @@ class PScheme(MoldablePolicy):
 
 
 class Greedy(MoldablePolicy):
-    """Greedy (paper Sec. 3/7; spec 3.2): an arrival that finds ``m >= 1`` idle servers gets
+    """Greedy (Ghanbarian et al. (2024), moldable jobs, Sec. 3 and 7): an arrival that finds ``m >= 1`` idle
+    servers gets
     ``min(m, d)``. The p-scheme with ``p = e_d``: optimal for linear speed-up or ``lam <= s(d)/d``;
     otherwise blocking stays near ``1 - s(d)/(d lam)`` while E[T] -> 1/s(d) < T*.
 
@@ -61,7 +61,7 @@ class Greedy(MoldablePolicy):
     """
 
     policy_id = "moldable-greedy"
-    reference = "arXiv:2406.09427 Sec. 7 (spec moldable.md 3.2)"
+    reference = "Ghanbarian et al. (2024), moldable jobs, Sec. 7"
     needs_load = False
 
     def prepare(self, system: MoldableSystem) -> AllocationRule:
@@ -86,17 +86,17 @@ def reserve_servers(system: MoldableSystem) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Reserved(MoldablePolicy):
-    """Multi-class reservation (paper Sec. 6; spec 4): reserve a pool of about ``gamma*_k n`` servers for
-    class ``k``, ``gamma*`` the water-filling solution of (Q1), and run the p-scheme independently in
-    each pool, with ``p^(k)`` from LP (P) at the pool's own normalised load ``rho_k n / pool_k``
-    (reading: the rounding of the pools is accounted for; capped at 1 where rounding overloads a pool).
-    A class whose pool is empty loses every job. With one class it is the p-scheme.
+    """Multi-class reservation (Ghanbarian et al. (2024), moldable jobs, Sec. 6): reserve a pool of about
+    ``gamma*_k n`` servers for class ``k``, ``gamma*`` the water-filling solution of (Q1), and run the
+    p-scheme independently in each pool, with ``p^(k)`` from LP (P) at the pool's own normalised load ``rho_k
+    n / pool_k`` (reading: the rounding of the pools is accounted for; capped at 1 where rounding overloads a
+    pool). A class whose pool is empty loses every job. With one class it is the p-scheme.
 
     Non-preemptive; size-oblivious; needs the arrival rates, mean sizes and speed-ups.
     """
 
     policy_id = "moldable-reserved"
-    reference = "arXiv:2406.09427 Sec. 6 (spec moldable.md 4)"
+    reference = "Ghanbarian et al. (2024), moldable jobs, Sec. 6"
 
     def prepare(self, system: MoldableSystem) -> AllocationRule:
         _, pools = reserve_servers(system)

@@ -150,14 +150,15 @@ class NMSR(Policy):
     u_i^(c) are in service. After each switch the chain's clock is frozen until no class has more jobs in
     service than the new schedule allows ("switching"); jobs of the old schedule finish undisturbed.
 
-    Source: Chen et al. (004) Sec. 2 and 6 (the competitor "nMSR"), as spec msfq.md 2.7 reconstructs it
-    from the MSR paper and its code. Reading chosen: the pure schedules u^(i) = floor(k / n_i) class-i
-    jobs, visited in class order with time fractions alpha_i proportional to lambda_i E[S_i] / floor(k /
-    n_i) (the LP's solution when needs divide k); sojourns Exp(alpha_c tau) with ``tau`` (default: 10
-    mean service times) the chain's mean cycle length, a free parameter the paper does not give;
-    admission under the current schedule continues while switching (only the clock stops);
-    ``backfill=True`` adds first-fit backfilling of queue heads when not switching (the spec leaves open
-    which variant the paper ran). Decisions are taken at arrivals and departures (spec Sec. 1), so a
+    Source: Chen et al. (2026), Sec. 2 and 6 (the competitor "nMSR"), reconstructed from the MSR
+    paper (arXiv:2412.08915) and its code, as the Quickswap paper does not say how it ran nMSR. Reading
+    chosen: the pure schedules u^(i) = floor(k / n_i) class-i jobs, visited in class order with time fractions
+    alpha_i proportional to lambda_i E[S_i] / floor(k / n_i) (the LP's solution when needs divide k); sojourns
+    Exp(alpha_c tau) with ``tau`` (default: 10 mean service times) the chain's mean cycle length, a free
+    parameter the paper does not give; admission under the current schedule continues while switching (only
+    the clock stops);
+    ``backfill=True`` adds first-fit backfilling of queue heads when not switching (which variant the
+    paper ran is unknown). Decisions are taken at arrivals and departures (as in the paper's model), so a
     schedule change takes effect at the next event; at the end of a finite trace, with nothing in
     service and no event to come, the chain jumps to the next schedule whose class waits instead of
     deadlocking. Non-preemptive; size-oblivious; its own random clock comes from the
@@ -165,7 +166,7 @@ class NMSR(Policy):
     """
 
     policy_id = "nmsr"
-    reference = "004 Sec. 2, 6 (spec msfq.md 2.7)"
+    reference = "Chen et al. (2026), Quickswap, Sec. 2, 6"
     preemptive = False
     size_aware = False
     decides_every_event = True

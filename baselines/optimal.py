@@ -255,19 +255,22 @@ class MDPOptimal(_MDPOptimalBase):
     """The exact long-run average-cost optimal non-preemptive policy of an exponential system.
 
     Source: the Markov decision process of the per-class numbers of jobs queued and in service (no
-    paper of the five solves it; the model is 001 Sec. 3 / 004 Sec. 3 with Poisson arrivals and
-    exponential service times), solved by :func:`msj_gym.analysis.optimal.solve_optimal` (policy
-    iteration on the uniformised chain, buffers grown until less than ``blocking_target`` of the
-    arrivals would be lost). At each decision it starts, one at a time, the oldest waiting job of the
-    class the solved table names, and may leave servers idle on purpose; beyond the solved buffers it
-    acts as at the buffer. Defined only on Poisson workloads with exponential service times whose
-    state space is small enough (sf-fig2, one-or-all, two-class systems with k <= 64).
+    paper of the five solves it; the model is Grosof & Harchol-Balter (2023), Sec. 3 / Chen et al. (2026),
+    Sec. 3 with Poisson arrivals and exponential service times), solved by
+    :func:`msj_gym.analysis.optimal.solve_optimal` (policy iteration on the uniformised chain, buffers grown
+    until less than ``blocking_target`` of the arrivals would be lost). At each decision it starts, one at a
+    time, the oldest waiting job of the class the solved table names, and may leave servers idle on purpose;
+    beyond the solved buffers it acts as at the buffer. Defined only on Poisson workloads with exponential
+    service times whose state space is small enough (sf-fig2, one-or-all, two-class systems with k <= 64).
     Non-preemptive; size-oblivious (it knows the classes' rates, as the distributions are known).
     """
 
     policy_id = "mdp-optimal"
     preemptive = False
-    reference = "exact MDP (analysis.optimal); model of 001 Sec. 3, 004 Sec. 3"
+    reference = (
+        "exact MDP (analysis.optimal); model of Grosof & Harchol-Balter (2023), Sec. 3, "
+        "Chen et al. (2026), Sec. 3"
+    )
     kernel = _mdp_optimal
 
 
@@ -281,5 +284,5 @@ class MDPOptimalPreemptive(_MDPOptimalBase):
 
     policy_id = "mdp-optimal-preemptive"
     preemptive = True
-    reference = "exact MDP (analysis.optimal); model of 001 Sec. 3"
+    reference = "exact MDP (analysis.optimal); model of Grosof & Harchol-Balter (2023), Sec. 3"
     kernel = _mdp_optimal_preemptive

@@ -72,13 +72,16 @@ class FirstFit(_ClassPriority):
     """First-Fit backfilling: scan the queue in arrival order and start every job that fits in the idle
     servers; a job that does not fit is skipped, not waited for (no reservation, no durations).
 
-    Source: Anselmi & Doncel (000) Sec. 2 ("First-Fit Back-Filling"); Grosof & Harchol-Balter (001)
-    Sec. 5.2; Chen et al. (004) Sec. 2 / spec msfq.md 2.2.
+    Source: Anselmi & Doncel (2024), Sec. 2 ("First-Fit Back-Filling"); Grosof & Harchol-Balter (2023),
+    ServerFilling, Sec. 5.2; Chen et al. (2026), Quickswap, Sec. 2.
     Non-preemptive; size-oblivious.
     """
 
     policy_id = "first-fit"
-    reference = "000 Sec. 2; 001 Sec. 5.2; 004 (spec msfq.md 2.2)"
+    reference = (
+        "Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 5.2; "
+        "Chen et al. (2026), Sec. 2"
+    )
 
     def class_keys(self, needs: np.ndarray) -> np.ndarray:
         return np.zeros(needs.size)
@@ -88,13 +91,13 @@ class MostServersFirst(_ClassPriority):
     """Most Servers First, non-preemptive: whenever servers are idle, start the waiting job with the
     largest server need among those that fit (ties: arrival order); running jobs are never interrupted.
 
-    Source: Grosof & Harchol-Balter (001) Sec. 5.3 (the nonpreemptive version); Chen et al. (004)
-    Sec. 1 / spec msfq.md 2.3 (MSF is MSFQ with threshold 0).
+    Source: Grosof & Harchol-Balter (2023), Sec. 5.3 (the nonpreemptive version); Chen et al. (2026),
+    Quickswap, Sec. 1 (MSF is MSFQ with threshold 0).
     Non-preemptive; size-oblivious.
     """
 
     policy_id = "msf"
-    reference = "001 Sec. 5.3; 004 Sec. 1 (spec msfq.md 2.3)"
+    reference = "Grosof & Harchol-Balter (2023), Sec. 5.3; Chen et al. (2026), Sec. 1"
 
     def class_keys(self, needs: np.ndarray) -> np.ndarray:
         return -needs.astype(np.float64)
@@ -104,7 +107,7 @@ class LeastServersFirst(_ClassPriority):
     """Least Servers First: whenever servers are idle, start the waiting job with the smallest server
     need among those that fit (ties: arrival order).
 
-    Source: Anselmi & Doncel (000) Sec. 2. The paper says "at all times, priority is given to jobs with
+    Source: Anselmi & Doncel (2024), Sec. 2. The paper says "at all times, priority is given to jobs with
     the smallest server needs" without saying whether running jobs are preempted; we read it as
     non-preemptive (priority applies to starting jobs), which is also how it must be expressible in the
     non-preemptive environment.
@@ -112,7 +115,7 @@ class LeastServersFirst(_ClassPriority):
     """
 
     policy_id = "lsf"
-    reference = "000 Sec. 2"
+    reference = "Anselmi & Doncel (2024), Sec. 2"
 
     def class_keys(self, needs: np.ndarray) -> np.ndarray:
         return needs.astype(np.float64)
@@ -151,15 +154,15 @@ class MostServersFirstPreemptive(Policy):
     """Most Servers First, preemptive: at all times serve jobs in order of decreasing server need (ties:
     arrival order), each job that fits in the k servers, preempting running jobs that lose their place.
 
-    Source: Anselmi & Doncel (000) Sec. 2 ("at all times, jobs with the highest server need are
-    processed first ..., with preemption"); Grosof & Harchol-Balter (001) Sec. 5.3.
+    Source: Anselmi & Doncel (2024), Sec. 2 ("at all times, jobs with the highest server need are
+    processed first ..., with preemption"); Grosof & Harchol-Balter (2023), Sec. 5.3.
     Preemptive (preempt-resume); size-oblivious.
     """
 
     policy_id = "msf-preemptive"
     preemptive = True
     size_aware = False
-    reference = "000 Sec. 2; 001 Sec. 5.3"
+    reference = "Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 5.3"
     kernel = _msf_preemptive
     kernel_depends = ("baselines._kit",)
 

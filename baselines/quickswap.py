@@ -1,8 +1,8 @@
 """Most Servers First with Quickswap (MSFQ) for the one-or-all system, and Static / Adaptive Quickswap
 for any classes.
 
-Chen et al., "Improving Nonpreemptive Multiserver Job Scheduling with Quickswap" (paper 004), Sec. 4;
-the definitions are rebuilt in ``shared/spec/msfq.md`` Sec. 2.4, which this module follows.
+Chen et al. (2026), Quickswap, Sec. 4. Where the paper's text leaves a rule open, this module follows
+the authors' simulator or states the reading it takes.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def _msfq_literal(view, pdata, actions):
 
 @inline_jit
 def _msfq_author(view, pdata, actions):
-    """The authors' simulator's "quick swap" (spec msfq.md 2.4, author variant), threshold t = k - ell
+    """The authors' simulator's "quick swap" (the authors' variant), threshold t = k - ell
     idle servers, with (armed, blocked) flags; admission otherwise in MSF order."""
     st, par, ci = pdata.state, pdata.params, view.ci
     light, heavy = int(par[P_LIGHT]), int(par[P_HEAVY])
@@ -176,12 +176,12 @@ class MSFQ(Policy):
     """MSFQ(ell): Most Servers First with Quickswap, for the one-or-all system (light jobs need 1
     server, heavy jobs all k).
 
-    Source: Chen et al. (004) Sec. 4, as rebuilt in spec msfq.md Sec. 2.4. Literal reading (default,
+    Source: Chen et al. (2026), Quickswap, Sec. 4. Literal reading (default,
     ``variant="literal"``; the one the paper's analysis describes and whose numbers it reproduces):
     cyclic phases 1: heavy jobs one at a time, exhaustively; 2: lights admitted whenever a server is
     idle while N_1 >= k lights are present; 3: lights still admitted until N_1 <= ell; 4: no light
-    admitted until the lights in service finish, then phase 1. Edge rules (spec): entering light mode
-    first admits min(N_1, k) lights, then tests N_1 <= ell; phase 1 is skipped when no heavy job
+    admitted until the lights in service finish, then phase 1. Edge rules (our reading of the text): entering
+    light mode first admits min(N_1, k) lights, then tests N_1 <= ell; phase 1 is skipped when no heavy job
     waits; an empty system waits for the next arrival; phase 4 blocks lights even when no heavy job
     waits. ``ell = 0`` is MSF (same sample path). ``variant="author"`` is the authors' simulator's
     "quick swap" (threshold t = k - ell idle servers, armed/blocked flags), which never blocks lights
@@ -194,7 +194,7 @@ class MSFQ(Policy):
     """
 
     policy_id = "msfq"
-    reference = "004 Sec. 4 (spec msfq.md 2.4)"
+    reference = "Chen et al. (2026), Quickswap, Sec. 4"
     preemptive = False
     size_aware = False
     decides_every_event = True
@@ -300,13 +300,13 @@ class AdaptiveQuickswap(Policy):
     none of its jobs in service while every class in service has an empty queue; while draining, only
     the largest-need class with waiting jobs may start a job, and once one has, MSF admission resumes.
 
-    Source: Chen et al. (004) Sec. 4.3, read with the authors' simulator (``AdaptiveMSF``) as spec
-    msfq.md 2.6 records: the trigger is evaluated after each admission pass and takes effect from the
+    Source: Chen et al. (2026), Quickswap, Sec. 4.3, read with the authors' simulator (``AdaptiveMSF``):
+    the trigger is evaluated after each admission pass and takes effect from the
     next event. Non-preemptive; size-oblivious; no stability guarantee is claimed by the paper.
     """
 
     policy_id = "adaptive-quickswap"
-    reference = "004 Sec. 4.3 (spec msfq.md 2.6)"
+    reference = "Chen et al. (2026), Quickswap, Sec. 4.3"
     preemptive = False
     size_aware = False
     decides_every_event = True
@@ -412,20 +412,20 @@ class StaticQuickswap(Policy):
     current class's jobs start (FIFO, while they fit); the turn moves on when no job of another class is
     in service and fewer than floor(k / n) current-class jobs are, to the next class with waiting jobs.
 
-    Source: Chen et al. (004) Sec. 4.2 (Remark 1: stable if sum_i lambda_i / (mu_i floor(k/n_i)) < 1),
-    read with the authors' simulator (``StaticMSF``) as spec msfq.md 2.5 recommends for reproducing
-    Figs. 5-6: the turn starts at the first arrival's class; an arrival of another class moves the turn
-    on if the condition holds; after each admission pass the condition is tested again and the new
-    class starts at the next event (as in the authors' code), except when no next event will come (no
-    job in service and no arrival left, at the end of a trace, where waiting would deadlock); then it
-    starts at once. ``second_pass=True`` always starts the new class at once (the spec's "cleaner"
+    Source: Chen et al. (2026), Quickswap, Sec. 4.2 (Remark 1: stable if
+    sum_i lambda_i / (mu_i floor(k/n_i)) < 1), read with the authors' simulator (``StaticMSF``), the
+    reading that reproduces Figs. 5-6: the turn starts at the first arrival's class; an arrival of another
+    class moves the turn on if the condition holds; after each admission pass the condition is tested again
+    and the new class starts at the next event (as in the authors' code), except when no next event will come
+    (no job in service and no arrival left, at the end of a trace, where waiting would deadlock); then it
+    starts at once. ``second_pass=True`` always starts the new class at once (a "cleaner"
     reading, about 5-7 % lower weighted response time). Jobs of the previous class keep running while
     the new class's jobs start as they fit (no strict barrier).
     Non-preemptive; size-oblivious.
     """
 
     policy_id = "static-quickswap"
-    reference = "004 Sec. 4.2 (spec msfq.md 2.5)"
+    reference = "Chen et al. (2026), Quickswap, Sec. 4.2"
     preemptive = False
     size_aware = False
     decides_every_event = True

@@ -9,7 +9,7 @@ runs) takes effect at the next event, as in the papers' event-driven simulations
 Packing when needs do not divide k (the papers assume powers of two): ``packing="greedy"`` (default)
 places every job of the candidate set that fits, in priority order, and skips the others;
 ``packing="stop"`` stops at the first job that does not fit ("until no servers remain or the next job
-cannot fit", 000 Sec. 2). With k and all needs powers of two the two readings coincide.
+cannot fit", Anselmi & Doncel (2024), Sec. 2). With k and all needs powers of two the two readings coincide.
 """
 
 from __future__ import annotations
@@ -165,14 +165,14 @@ class ServerFilling(_Packing):
     arrival order) whose server needs add up to at least k (all jobs if there is no such prefix); serve
     the jobs of M in order of decreasing server need (ties: arrival order), preempting the rest.
 
-    Source: Grosof & Harchol-Balter (001) Sec. 6; Anselmi & Doncel (000) Sec. 2; spec msfq.md 2.8.
-    Preemptive (preempt-resume); size-oblivious. Throughput-optimal when k and all needs are powers of
+    Source: Grosof & Harchol-Balter (2023), Sec. 6; Anselmi & Doncel (2024), Sec. 2; Chen et al. (2026), App.
+    D. Preemptive (preempt-resume); size-oblivious. Throughput-optimal when k and all needs are powers of
     two. ``packing`` chooses how to pack when they are not (see the module docstring).
     """
 
     policy_id = "server-filling"
     size_aware = False
-    reference = "001 Sec. 6; 000 Sec. 2"
+    reference = "Grosof & Harchol-Balter (2023), Sec. 6; Anselmi & Doncel (2024), Sec. 2"
     kernel = _server_filling
 
 
@@ -311,13 +311,13 @@ class ServerFillingSRPT(_Ranked):
     ties: arrival order); M is the shortest prefix of that order needing >= k servers (all jobs if none);
     serve M by decreasing server need, ties by smaller remaining size; preempt the rest.
 
-    Source: Anselmi & Doncel (000) Sec. 2 (definition); Grosof & Harchol-Balter (001) Sec. 6.
+    Source: Anselmi & Doncel (2024), Sec. 2 (definition); Grosof & Harchol-Balter (2023), Sec. 6.
     Preemptive (preempt-resume); size-aware (reads remaining service times).
     """
 
     policy_id = "server-filling-srpt"
     size_aware = True
-    reference = "000 Sec. 2; 001 Sec. 6"
+    reference = "Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 6"
     kernel = _sf_srpt
 
     def extra_params(self, workload: Any) -> list[float]:
@@ -373,7 +373,7 @@ class ServerFillingGittins(_Ranked):
     P(D_i <= b | D_i > a) (the duration rank scaled to server-time units). It knows each class's
     service-time distribution, not the jobs' sizes.
 
-    Source: Anselmi & Doncel (000) Sec. 2. The paper writes "age (time spent in the system)"; Gittins'
+    Source: Anselmi & Doncel (2024), Sec. 2. The paper writes "age (time spent in the system)"; Gittins'
     rank is defined on the service already received, which is what we use (a waiting job does not age).
     With deterministic durations it coincides with ServerFilling-SRPT (up to the rank grid); with
     exponential ones every job of a class has the constant rank n_i E[D_i].
@@ -383,7 +383,7 @@ class ServerFillingGittins(_Ranked):
 
     policy_id = "server-filling-gittins"
     size_aware = False
-    reference = "000 Sec. 2"
+    reference = "Anselmi & Doncel (2024), Sec. 2"
     kernel = _sf_gittins
     fast_path = False  # ranks of running jobs may rise with age, so every event is re-examined
 
@@ -442,7 +442,7 @@ class FirstFitSRPT(Policy):
     service time; ties: arrival order) and serve each one that fits in the servers still free, skipping
     those that do not, until the servers are full or the jobs run out; preempt the rest.
 
-    Source: Anselmi & Doncel (000) Sec. 2. The paper says "least remaining processing time" and likens
+    Source: Anselmi & Doncel (2024), Sec. 2. The paper says "least remaining processing time" and likens
     the policy to "Smallest Area First"; we read the order as remaining *size* (area, as for
     ServerFilling-SRPT in the same section); ``order="duration"`` orders by remaining service time.
     Preemptive (preempt-resume); size-aware. Each decision scans the waiting jobs (O(queue)), so on an
@@ -453,7 +453,7 @@ class FirstFitSRPT(Policy):
     policy_id = "first-fit-srpt"
     preemptive = True
     size_aware = True
-    reference = "000 Sec. 2"
+    reference = "Anselmi & Doncel (2024), Sec. 2"
     params_spec: ClassVar[Mapping[str, Param]] = {
         "order": Param(
             str,

@@ -1,6 +1,6 @@
 """Closed forms used as references for the simulator: Erlang B/C, M/M/k, M/G/1, the one-or-all
-MSF / MSFQ analysis of 004 Sec. 5, Balanced Splitting's partition and Erlang-B bounds (000 Sec. 3-5),
-and policies' stability limits."""
+MSF / MSFQ analysis of Chen et al. (2026), Sec. 5, Balanced Splitting's partition and Erlang-B bounds (Anselmi
+& Doncel (2024), Sec. 3-5), and policies' stability limits."""
 
 from .balanced_splitting import (
     BSPartition,

@@ -1,4 +1,4 @@
-"""Balanced fairness on the job-server compatibility model (Bonald & Comte, 003): exact references.
+"""Balanced fairness on the job-server compatibility model (Bonald & Comte, 2017): exact references.
 
 Notation of the paper. ``S`` servers with service rates ``mu_s`` (capacity ``C_s`` over the mean job
 size ``sigma``), ``N`` classes with compatibility sets ``S_i`` and arrival rates ``lambda_i``;
@@ -73,7 +73,8 @@ def stability_violation(workload: Any) -> str | None:
     """None if the compatibility workload satisfies Theorem 1, else a description of a violated set.
 
     Classes with fixed servers are checked over every set of classes. A single class with a random
-    assignment of ``d`` of its pool ``P`` (003 Sec. 5) is checked exactly through its equivalent
+    assignment of ``d`` of its pool ``P`` (Bonald & Comte (2017), Sec. 5) is checked exactly through its
+    equivalent
     ``C(|P|, d)`` classes: the tightest sets are the classes inside the ``t`` smallest-capacity servers
     of ``P``, giving ``lambda C(t, d) / C(|P|, d) < (sum of the t smallest capacities)`` for every ``t``.
     """
@@ -193,7 +194,8 @@ def stationary_distribution(
 
 @dataclass(frozen=True)
 class BalancedFairPerformance:
-    """Per-class metrics under balanced fairness (003 eq. 9). ``mean_delay`` is in time units,
+    """Per-class metrics under balanced fairness (Bonald & Comte (2017), eq. 9). ``mean_delay`` is in time
+    units,
     ``mean_service_rate`` (``gamma_i = sigma / delta_i``) in capacity units; ``p_empty = pi(0)``;
     ``truncation`` bounds the probability mass left outside the computation."""
 
@@ -223,7 +225,7 @@ def balanced_fair_performance(
         [("", s, r) for s, r in zip(class_servers, lam, strict=True)],
     )
     if why is not None:
-        raise ValueError(f"unstable (003 Theorem 1): {why}")
+        raise ValueError(f"unstable (Bonald & Comte 2017, Theorem 1): {why}")
     largest = int(MAX_CELLS ** (1.0 / n) + 1e-9)
     size = min(32, largest)
     while True:
@@ -257,7 +259,9 @@ def tree_service_rates(mu1: float, mu2: float, mu3: float, lam1: float, lam2: fl
     mu = mu1 + mu2 + mu3
     rho1, rho2, rho = lam1 / (mu1 + mu3), lam2 / (mu2 + mu3), (lam1 + lam2) / mu
     if max(rho1, rho2, rho) >= 1.0:
-        raise ValueError(f"unstable (003 Theorem 1): rho1={rho1:.4g}, rho2={rho2:.4g}, rho={rho:.4g}")
+        raise ValueError(
+            f"unstable (Bonald & Comte 2017, Theorem 1): rho1={rho1:.4g}, rho2={rho2:.4g}, rho={rho:.4g}"
+        )
     den = mu - (mu1 + mu3) * rho1 - (mu2 + mu3) * rho2 + mu3 * rho1 * rho2
     g1 = 1.0 / (1.0 / (mu * (1.0 - rho)) + (mu2 / (mu1 + mu3)) * (1.0 - rho2) / (1.0 - rho1) / den)
     g2 = 1.0 / (1.0 / (mu * (1.0 - rho)) + (mu1 / (mu2 + mu3)) * (1.0 - rho1) / (1.0 - rho2) / den)
@@ -289,7 +293,8 @@ def random_assignment_performance(
     mu = float(capacity) / float(mean_size)
     if not 0.0 < lam < s * mu:
         raise ValueError(
-            f"unstable (003 Theorem 1): arrival rate {lam:.6g} >= total service rate {s * mu:.6g}"
+            f"unstable (Bonald & Comte 2017, Theorem 1): arrival rate {lam:.6g} "
+            f">= total service rate {s * mu:.6g}"
         )
     total = math.comb(s, d)
     g = np.zeros(s + 1)
@@ -305,7 +310,9 @@ def random_assignment_performance(
     for m in range(d, s + 1):
         w_self = lam * p(m, m) / (m * mu)
         if w_self >= 1.0:
-            raise ValueError(f"unstable (003 Theorem 1): jobs inside {m} servers arrive too fast")
+            raise ValueError(
+                f"unstable (Bonald & Comte 2017, Theorem 1): jobs inside {m} servers arrive too fast"
+            )
         gin = hin = 0.0
         for m0 in [0, *range(max(d, m - d), m)]:
             w = lam * p(m0, m) / (m * mu)

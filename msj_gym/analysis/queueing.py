@@ -14,7 +14,8 @@ _RECURSION_MAX = 4096
 
 
 def erlang_b(servers: int, offered: float) -> float:
-    """Erlang's loss formula E_s(a) = (a^s / s!) / sum_{l<=s} a^l / l! (000 eq. (3)), without factorials.
+    """Erlang's loss formula E_s(a) = (a^s / s!) / sum_{l<=s} a^l / l! (Anselmi & Doncel (2024), eq. (3)),
+    without factorials.
 
     Up to 4096 servers by the recursion E_0 = 1, E_n = a E_{n-1} / (n + a E_{n-1}) (every step is a
     probability, so nothing overflows or cancels). Above, from 1 / E_s(a) = sum_{j=0}^{s} prod_{i<j}

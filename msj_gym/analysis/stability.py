@@ -3,16 +3,17 @@ stable (the sup of the loads rho = lambda * sum_i alpha_i E[S_i] n_i / k of its 
 class mix held fixed).
 
 * ServerFilling and its SRPT / Gittins variants: 1 when k and every server need are powers of two
-  (001 Sec. 6; 000 Sec. 1).
-* MSF (non-preemptive) and every MSFQ: 1 on a one-or-all workload (004 Thm. 5.1; MSF is MSFQ with
+  (Grosof & Harchol-Balter (2023), Sec. 6; Anselmi & Doncel (2024), Sec. 1).
+* MSF (non-preemptive) and every MSFQ: 1 on a one-or-all workload (Chen et al. (2026), Thm. 5.1; MSF is MSFQ
+with
   threshold 0).
-* Static Quickswap: the sufficient condition of 004 Sec. 5.1 (Remark 1),
+* Static Quickswap: the sufficient condition of Chen et al. (2026), Sec. 5.1 (Remark 1),
   lambda * sum_i alpha_i E[S_i] / floor(k / n_i) < 1, which is 1 when every need divides k. A lower
   bound on the limit, marked so.
 * FCFS with exponential durations: exact, from the *saturated system* (the queue never empties; its
   departure rate X is the largest stable arrival rate, the saturation rule of Foss & Chernova used for
-  FCFS in the works 004 Sec. 2 cites). :func:`fcfs_saturated` solves its Markov chain: the numbers
-  of jobs of each class in service and the class of the blocked head-of-line job.
+  FCFS in the works Chen et al. (2026), Sec. 2 cites). :func:`fcfs_saturated` solves its Markov chain: the
+  numbers of jobs of each class in service and the class of the blocked head-of-line job.
 """
 
 from __future__ import annotations
@@ -160,17 +161,17 @@ def stability_limit(policy_id: str | None, workload: Any) -> tuple[float, str] |
     needs = [int(n) for n in workload.server_needs]
     if policy_id in ("server-filling", "server-filling-srpt", "server-filling-gittins"):
         if _pow2(k) and all(_pow2(n) for n in needs):
-            return 1.0, "001 Sec. 6: throughput-optimal (k, needs powers of two)"
+            return 1.0, "Grosof & Harchol-Balter (2023), Sec. 6: throughput-optimal (k, needs powers of two)"
         return None
     if policy_id in ("msf", "msfq") and _one_or_all(workload):
-        return 1.0, "004 Thm. 5.1: throughput-optimal on one-or-all"
+        return 1.0, "Chen et al. (2026), Thm. 5.1: throughput-optimal on one-or-all"
     if policy_id == "static-quickswap":
         a, m = workload.probabilities, workload.mean_service_times
         per_rate = float(np.sum(a * m / np.floor(k / np.asarray(needs))))
         limit = _work_per_arrival(workload) / per_rate
         if abs(limit - 1.0) < 1e-12:
-            return 1.0, "004 Remark 1: throughput-optimal (every need divides k)"
-        return limit, "004 Sec. 5.1: sufficient condition (a lower bound)"
+            return 1.0, "Chen et al. (2026), Remark 1: throughput-optimal (every need divides k)"
+        return limit, "Chen et al. (2026), Sec. 5.1: sufficient condition (a lower bound)"
     if policy_id == "fcfs":
         sat = fcfs_saturated(workload)
         if sat is not None:

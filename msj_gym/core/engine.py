@@ -19,8 +19,8 @@ work is time there, bit for bit), ``REMAINING`` / ``ATTAINED`` are settled (``do
 every rate change and preemption, and its heap key is when it next needs the engine: its departure,
 or the expiry of its work budget if that comes first. An expiry is an event instant with no arrival or
 departure: the job's budget is marked spent (NaN), it keeps running, and the policy decides (that is
-how Algorithm 1 of 003 interrupts jobs, or how a round-robin quantum would end). Jobs carry the
-workload's per-job attributes (``ji[s, JATTR:]``, e.g. a job's compatible servers) and a place in the
+how Algorithm 1 of Bonald & Comte (2017) interrupts jobs, or how a round-robin quantum would end). Jobs carry
+the workload's per-job attributes (``ji[s, JATTR:]``, e.g. a job's compatible servers) and a place in the
 service order (``ORDER``), which the job lists follow; both are inert for the MSJ policies.
 
 ``run_batch`` alternates the two with a policy's compiled decision rule (and, in debug mode, the

@@ -1,4 +1,4 @@
-"""Runs of the job-server compatibility model (Bonald & Comte, 003 Sec. 2 and 4).
+"""Runs of the job-server compatibility model (Bonald & Comte (2017), Sec. 2 and 4).
 
 The model runs on the engine's own loop (``advance`` -> the policy's decision kernel -> ``apply``),
 with the engine's general features doing what the model needs (see :mod:`msj_gym.core.engine` and
@@ -44,7 +44,7 @@ class PooledSimulator(Simulator):
 
     Metrics: ``mean_waiting_time`` is response time minus size (at unit capacity), not a wait in
     queue; ``policy_metrics`` adds ``interruptions_per_job`` and per class the mean service rate
-    ``service_rate.NAME`` = sigma / delta_i (003 eq. 9).
+    ``service_rate.NAME`` = sigma / delta_i (Bonald & Comte (2017), eq. 9).
     """
 
     def __init__(self, workload: Any, policy: Policy, *, allow_unstable: bool = False, **kwargs: Any) -> None:
@@ -60,7 +60,9 @@ class PooledSimulator(Simulator):
         if not allow_unstable:
             why = stability_violation(workload)
             if why is not None:
-                raise ValueError(f"workload {workload.name!r} is unstable (003 Theorem 1): {why}")
+                raise ValueError(
+                    f"workload {workload.name!r} is unstable (Bonald & Comte 2017, Theorem 1): {why}"
+                )
         self.interruptions = float(getattr(policy, "interruptions_per_job", 0.0))
         super().__init__(workload, policy, **kwargs)
 

@@ -14,7 +14,7 @@ from .vector import MSJPreemptiveVectorEnv, MSJVectorEnv
 
 ENV_IDS = ("MSJ-v0", "MSJPreemptive-v0")  # the queueing MSJ envs (same arguments)
 MOLDABLE_ENV_ID = "MSJMoldable-v0"  # the moldable loss system: its own arguments
-COMPAT_ENV_ID = "CompatAssign-v0"  # job-server compatibility graphs (003): its own arguments
+COMPAT_ENV_ID = "CompatAssign-v0"  # job-server compatibility graphs (Bonald & Comte 2017): its own arguments
 
 
 def _register() -> None:

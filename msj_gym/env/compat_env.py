@@ -1,6 +1,6 @@
 """``CompatAssign-v0``: choose the servers of each arriving job on a job-server compatibility graph.
 
-The decision Bonald & Comte (003 Sec. 5) leave to chance: with random assignment each job is given
+The decision Bonald & Comte (2017), Sec. 5, leave to chance: with random assignment each job is given
 ``d`` servers uniformly at random among its class's pool; here an agent picks them, one server per
 step, and the scheduler (FCFS or Algorithm 1, fixed for the environment) serves the jobs.
 """
@@ -63,8 +63,8 @@ class CompatAssignEnv(gym.Env):
     ## Description
     ``S`` servers of capacities ``C_s``; jobs arrive in classes (Poisson), and a job of a class with a
     random assignment (``choose = d``) may use ``d`` servers of its class's pool, processed in parallel
-    by every one of them not busy with an earlier job (the model of 003 Sec. 2). The agent chooses
-    those ``d`` servers when the job arrives, one server per step (all at zero elapsed time); jobs of
+    by every one of them not busy with an earlier job (the model of Bonald & Comte (2017), Sec. 2). The agent
+    chooses those ``d`` servers when the job arrives, one server per step (all at zero elapsed time); jobs of
     classes with fixed servers need no decision. The scheduler is ``fcfs`` or ``balanced-fair``
     (Algorithm 1 with ``m`` interruptions per job), run by the engine's loop as in
     :class:`~msj_gym.core.pooled.PooledSimulator`; the run pauses before each arrival that needs servers.
@@ -265,8 +265,9 @@ class CompatAssignEnv(gym.Env):
 
 
 class DrawnAssignmentAgent:
-    """Random assignment (003 Sec. 5) through the environment: follows the servers the workload drew
-    for the job, so the run equals the native :class:`PooledSimulator` run with the same seed."""
+    """Random assignment (Bonald & Comte (2017), Sec. 5) through the environment: follows the servers the
+    workload drew for the job, so the run equals the native :class:`PooledSimulator` run with the same
+    seed."""
 
     def __init__(self, env: Any) -> None:
         self.env = env.unwrapped

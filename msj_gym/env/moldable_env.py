@@ -24,7 +24,7 @@ class MSJMoldableEnv(gym.Env):
     """Server allocation for moldable jobs with concave speed-up, no waiting room (``MSJMoldable-v0``).
 
     ## Description
-    The loss system of Ghanbarian et al. (arXiv:2406.09427; spec moldable.md 1): ``n`` servers; jobs of
+    The loss system of Ghanbarian et al. (2024), moldable jobs: ``n`` servers; jobs of
     class ``c`` arrive as a Poisson process of rate ``n * lam_c`` and may run on ``1..d_c`` servers; on
     ``k`` servers a job runs for its inherent size / ``s_c(k)``, holding the ``k`` servers to the end.
     The agent decides at every arrival that finds at least one idle server; arrivals that find none are

@@ -1,8 +1,9 @@
 """The papers' figures as data: which runs, which metrics, which analysis curves. ``make_figure`` runs
 (or reuses) the points, writes ``NAME.csv`` (mean and 95 % CI per series, x and metric) and
-``NAME.png``. Paper 004 (Quickswap): the sweeps follow spec msfq.md Sec. 5; paper 000 (Balanced
-Splitting, Figs. 1-3); paper 003 (balanced fairness): Figs. 1-4, one figure per job-size
-distribution (a, b, c as in the paper, plus ``exp``); paper 002 (moldable jobs) has its own
+``NAME.png``. Chen et al. (2026), Quickswap: the sweeps of its Sec. 6 (parameters the text lost are the ones
+that reproduce its figures); Anselmi & Doncel (2024), Balanced Splitting: Figs. 1-3; Bonald & Comte
+(2017), balanced fairness: Figs. 1-4, one figure per job-size distribution (a, b, c as in the paper,
+plus ``exp``); Ghanbarian et al. (2024), moldable jobs, has its own
 registry, ``MOLDABLE_FIGURES`` in :mod:`.moldable`, served by the same ``make_figure``.
 """
 
@@ -99,7 +100,7 @@ BORG: dict[str, Any] = {
 }
 
 
-# --- Bonald & Comte (003): job-server compatibility graphs, balanced fairness ----------------------
+# --- Bonald & Comte (2017): job-server compatibility graphs, balanced fairness ----------------------
 BF_LABEL = "balanced fairness (analysis)"
 BF_SERIES = {
     "FCFS": ("fcfs", {}),
@@ -111,7 +112,8 @@ BF_DISTRIBUTIONS = {"a": "bimodal", "b": "hyperexponential", "c": "zipf"}
 
 
 def _bf_analysis(scenario: str, distribution: str) -> Callable[[str, float], dict[str, float | None]]:
-    """Balanced-fair reference (exact for exponential sizes, Theorem 2) for a 003 figure's metrics."""
+    """Balanced-fair reference (exact for exponential sizes, Theorem 2) for a Bonald & Comte figure's
+    metrics."""
 
     def analysis(metric: str, load: float) -> dict[str, float | None]:
         from ..analysis.balanced_fairness import workload_performance
@@ -130,8 +132,8 @@ def _bf_analysis(scenario: str, distribution: str) -> Callable[[str, float], dic
     return analysis
 
 
-# Paper 000 (Balanced Splitting): the policies of its Figs. 1-3. "MSF" there is the preemptive Most
-# Servers First of its Sec. 2; BS-pi runs with pi = FCFS (Sec. 6).
+# Anselmi & Doncel (2024), Balanced Splitting: the policies of its Figs. 1-3. "MSF" there is the preemptive
+# Most Servers First of its Sec. 2; BS-pi runs with pi = FCFS (Sec. 6).
 BS_FAMILY = {
     "BS-FCFS": ("bs", {}),
     "FCFS": ("fcfs", {}),
@@ -148,7 +150,8 @@ BS_PANELS = (
 
 
 def _bs_analysis(scenario: str, x_field: str, build: dict[str, Any]) -> Callable[[str, float], dict]:
-    """ModifiedBS-pi's P_H (000 eq. (16), exact by Erlang B): Corollary 1's upper bound on BS-pi's."""
+    """ModifiedBS-pi's P_H (Anselmi & Doncel (2024), eq. (16), exact by Erlang B): Corollary 1's upper bound
+    on BS-pi's."""
 
     def analysis(metric: str, x: float) -> dict[str, float | None]:
         if metric != "policy_metrics.p_helpers":
@@ -187,7 +190,7 @@ def _bf_figures() -> dict[str, Figure]:
             )
             out[f"{fig}{panel}"] = Figure(
                 title=f"{text}; {dist} job sizes: mean delay and service rate vs load",
-                source=f"Bonald & Comte (003) Fig. {fig[-1]}"
+                source=f"Bonald & Comte (2017), Fig. {fig[-1]}"
                 + (f"({panel})" if panel != "exp" else " (exponential: Theorem 2 check)"),
                 scenario=scenario,
                 x_field="load",
@@ -224,21 +227,21 @@ BS_K = (32, 64, 128, 256, 512, 1024, 2048)
 BS_FIGURES = {
     "000-fig1": _bs_figure(
         "Critical regime (bs-fig1): k grows, rho = 1 - 0.7 f_k / sqrt(k), needs f_k x (1, 2, 4, 8)",
-        "Anselmi & Doncel (000) Fig. 1, Sec. 1.3",
+        "Anselmi & Doncel (2024), Fig. 1, Sec. 1.3",
         "bs-fig1",
         "num_servers",
         BS_K,
     ),
     "000-fig2a": _bs_figure(
         "Heavy traffic (bs-fig2a): k = 1024 fixed, rho -> 1",
-        "Anselmi & Doncel (000) Fig. 2(a), Sec. 6.1 (k is our choice: the text does not give it)",
+        "Anselmi & Doncel (2024), Fig. 2(a), Sec. 6.1 (k is our choice: the text does not give it)",
         "bs-fig2a",
         "load",
         (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95),
     ),
     "000-fig2b": _bs_figure(
         "Subcritical regime (bs-fig2b): rho = 0.8 fixed, k grows",
-        "Anselmi & Doncel (000) Fig. 2(b), Sec. 6.1 (rho is our choice: the text does not give it)",
+        "Anselmi & Doncel (2024), Fig. 2(b), Sec. 6.1 (rho is our choice: the text does not give it)",
         "bs-fig2b",
         "num_servers",
         BS_K,
@@ -246,7 +249,7 @@ BS_FIGURES = {
     **{
         f"000-fig3-{label}-k{k}": _bs_figure(
             f"{name} model (Table {table}, lognormal fit), k = {k}: mean response time vs load",
-            f"Anselmi & Doncel (000) Fig. 3, Sec. 6.2, Table {table}",
+            f"Anselmi & Doncel (2024), Fig. 3, Sec. 6.2, Table {table}",
             scenario,
             "load",
             (0.5, 0.6, 0.7, 0.8, 0.9),
@@ -258,12 +261,13 @@ BS_FIGURES = {
         )
         for k in (512, 1024)
     },
-    # Replay of the real SDSC SP2 log (needs rounded down to powers of two up to 64, spec bs_traces.md),
-    # its inter-arrival gaps scaled to set the load; one run is the whole log (53,904 jobs).
+    # Replay of the real SDSC SP2 log (needs rounded down to powers of two up to 64, the binning that
+    # reproduces Table 2), its inter-arrival gaps scaled to set the load; one run is the whole log (53,904
+    # jobs).
     **{
         f"000-fig3-sdsc-trace-k{k}": _bs_figure(
             f"SDSC SP2 log replayed (53,904 jobs, round-down binning), k = {k}: mean response time vs load",
-            "Anselmi & Doncel (000) Fig. 3, Sec. 6.2; spec bs_traces.md",
+            "Anselmi & Doncel (2024), Fig. 3, Sec. 6.2 (needs rounded down to powers of two)",
             "swf:SDSC-SP2-1998-4.2-cln.swf.gz",
             "load",
             (0.5, 0.6, 0.7, 0.8, 0.9),
@@ -277,7 +281,7 @@ BS_FIGURES = {
 FIGURES: dict[str, Figure] = {
     "004-fig2": Figure(
         title="One-or-all, k=32, lambda=7.25: MSFQ mean response time vs threshold ell",
-        source="Chen et al. (004) Fig. 2; spec msfq.md 5.1",
+        source="Chen et al. (2026), Fig. 2",
         scenario="one-or-all",
         x_field="ell",
         xs=(0, 1, 2, 4, 8, 16, 24, 31),
@@ -290,7 +294,7 @@ FIGURES: dict[str, Figure] = {
     ),
     "004-fig3": Figure(
         title="One-or-all, k=32: weighted / unweighted / per-class mean response time",
-        source="Chen et al. (004) Fig. 3; spec msfq.md 5.1",
+        source="Chen et al. (2026), Fig. 3",
         scenario="one-or-all",
         x_field="arrival_rate",
         xs=ONE_OR_ALL_LAMBDAS,
@@ -311,7 +315,7 @@ FIGURES: dict[str, Figure] = {
     ),
     "004-fig4": Figure(
         title="One-or-all, k=32: mean phase durations, MSF (MSFQ ell=0) and MSFQ (ell=31)",
-        source="Chen et al. (004) Fig. 4; spec msfq.md 5.1",
+        source="Chen et al. (2026), Fig. 4",
         scenario="one-or-all",
         x_field="arrival_rate",
         xs=(6.0, 6.5, 7.0, 7.25, 7.5),
@@ -321,7 +325,7 @@ FIGURES: dict[str, Figure] = {
     ),
     "004-fig5": Figure(
         title="Four classes (needs 1, 3, 5, 15; k=15): weighted mean response time",
-        source="Chen et al. (004) Fig. 5; spec msfq.md 5.2 (k and probabilities reconstructed)",
+        source="Chen et al. (2026), Fig. 5 (k and class probabilities are our reconstruction)",
         scenario="four-class",
         x_field="arrival_rate",
         xs=(2.0, 2.5, 3.0, 3.3, 3.6, 3.8),
@@ -330,14 +334,14 @@ FIGURES: dict[str, Figure] = {
     ),
     "004-fig6": Figure(
         title="Google Borg cell B (k=2048): weighted mean response time",
-        source="Chen et al. (004) Fig. 6; spec msfq.md 5.3",
+        source="Chen et al. (2026), Fig. 6",
         **BORG,
         series=QUICKSWAP_FAMILY,
         panels=(("weighted_mean_response_time", "weighted mean response time"),),
     ),
     "004-appC": Figure(
         title="Google Borg cell B: Jain's fairness index over class mean response times",
-        source="Chen et al. (004) App. C, Fig. 7; spec msfq.md 5.3",
+        source="Chen et al. (2026), App. C, Fig. 7",
         **BORG,
         series=QUICKSWAP_FAMILY,
         panels=(("jain_fairness", "Jain index"), ("mean_response_time", "mean response time")),
@@ -345,7 +349,7 @@ FIGURES: dict[str, Figure] = {
     ),
     "004-appD": Figure(
         title="Google Borg cell B: preemptive ServerFilling against the non-preemptive policies",
-        source="Chen et al. (004) App. D, Fig. 8; spec msfq.md 2.8",
+        source="Chen et al. (2026), App. D, Fig. 8",
         **BORG,
         series={**QUICKSWAP_FAMILY, "ServerFilling": ("server-filling", {})},
         panels=(
@@ -374,7 +378,7 @@ class SamplePath:
 SAMPLE_PATHS: dict[str, SamplePath] = {
     "004-fig1": SamplePath(
         title="One-or-all, k=32, lambda=7.25: number of jobs in the system, MSF vs MSFQ",
-        source="Chen et al. (004) Fig. 1",
+        source="Chen et al. (2026), Fig. 1",
         scenario="one-or-all",
         build={"arrival_rate": 7.25},
         series={"MSF": "msf", "MSFQ": "msfq"},

@@ -1,4 +1,4 @@
-"""The moldable-jobs paper's experiments (Ghanbarian et al., arXiv:2406.09427, Sec. 7; spec moldable.md 5):
+"""The moldable-jobs paper's experiments (Ghanbarian et al. (2024), moldable jobs, Sec. 7):
 Fig. 2 (blocking probability and mean execution time of accepted jobs vs the number of servers) and
 Table 1 (insensitivity to the inherent-size law at n = 4000). A registry beside ``FIGURES``
 (``MOLDABLE_FIGURES``), run through the same resumable ``runner.run_points`` and the same
@@ -6,7 +6,7 @@ Table 1 (insensitivity to the inherent-size law at n = 4000). A registry beside 
 point, with the asymptotic limit and, for Table 1, the paper's value beside it) and ``NAME.png``.
 
 Runs follow the paper's protocol: every run starts empty and measures its first ``arrivals`` arrivals
-(warm-up 0). Parameters not in the paper's surviving text are the spec's fits or defaults (5.1).
+(warm-up 0). Parameters not in the paper's surviving text are our fits to Table 1 or defaults.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .runner import Point, run_points
 
 __all__ = ["MOLDABLE_FIGURES", "PAPER_TABLE1", "MoldableFigure", "limits", "make_moldable_figure"]
 
-REGIMES: dict[str, tuple[float, float]] = {  # (alpha, beta) of lam_n = 1 - beta n^-alpha, spec 5.1
+REGIMES: dict[str, tuple[float, float]] = {  # (alpha, beta) of lam_n = 1 - beta n^-alpha, fitted
     "mean-field": (0.0, 0.2),
     "Halfin-Whitt": (0.5, 0.1),
     "super-Halfin-Whitt": (0.65, 0.1),
@@ -42,7 +42,7 @@ SIZE_LAWS: dict[str, dict[str, Any]] = {  # unit mean; the paper's Mixed-Erlang 
 }
 POLICY_LABEL = {"moldable-p-scheme": "p-scheme", "moldable-greedy": "greedy"}
 
-# Paper Table 1 (spec 5.2), E[T] / P_B, rows in the order (speed-up, regime) below; the paper's
+# Paper Table 1, E[T] / P_B, rows in the order (speed-up, regime) below; the paper's
 # "Mixed-Erlang" column is set beside our hyperexponential default.
 PAPER_TABLE1: dict[tuple[str, str], dict[str, tuple[float, float]]] = {
     ("linear", "mean-field"): {
@@ -87,7 +87,7 @@ METRICS = (("blocking", "blocking probability"), ("mean_execution_time", "mean e
 
 def limits(speed: str, policy: str, lam: float) -> dict[str, float]:
     """Asymptotic (n -> infinity) values at load ``lam``: the p-scheme's (P_B -> 0, E[T] -> T*,
-    Theorem 2) and greedy's fluid limit (spec 3.2: P_B -> 1 - s(d)/(d lam), E[T] -> 1/s(d) when
+    Theorem 2) and greedy's fluid limit (P_B -> 1 - s(d)/(d lam), E[T] -> 1/s(d) when
     lam > s(d)/d, else those of the p-scheme, which it then is)."""
     s = SPEED_UPS[speed]
     d = len(s)
@@ -160,7 +160,7 @@ def _run_moldable(point: Point) -> dict[str, Any]:
 MOLDABLE_FIGURES: dict[str, MoldableFigure] = {
     "002-fig2": MoldableFigure(
         title="Moldable jobs, loss system: blocking and mean execution time vs n, p-scheme vs greedy",
-        source="Ghanbarian et al. (002) Fig. 2; spec moldable.md 5.1 (n grid a default)",
+        source="Ghanbarian et al. (2024), Fig. 2 (n grid our default)",
         kind="vs-n",
         num_servers=(250, 500, 1000, 2000, 4000),
         regimes=tuple(REGIMES),
@@ -170,7 +170,7 @@ MOLDABLE_FIGURES: dict[str, MoldableFigure] = {
     ),
     "002-table1": MoldableFigure(
         title="Moldable jobs, n = 4000, p-scheme: insensitivity to the inherent-size law",
-        source="Ghanbarian et al. (002) Table 1; spec moldable.md 5.2 (n, regimes fitted)",
+        source="Ghanbarian et al. (2024), Table 1 (n and regimes fitted to it)",
         kind="table",
         num_servers=(4000,),
         regimes=tuple(REGIMES),

@@ -190,7 +190,8 @@ def replication_ci(values: Sequence[float]) -> Estimate:
 
 
 def jain_index(values: Sequence[float]) -> float:
-    """Jain's fairness index (sum x)^2 / (m sum x^2) over the finite entries (004 App. C); 1 is fair."""
+    """Jain's fairness index (sum x)^2 / (m sum x^2) over the finite entries (Chen et al. (2026), App. C); 1
+    is fair."""
     x = np.asarray([v for v in values if math.isfinite(v)], dtype=np.float64)
     if x.size == 0 or not np.any(x):
         return float("nan")

@@ -1,5 +1,5 @@
-"""Moldable jobs with concave speed-up in a loss system (Ghanbarian et al., arXiv:2406.09427; spec
-moldable.md): the model, the allocation protocol and its compiled rule, and a compiled simulator.
+"""Moldable jobs with concave speed-up in a loss system (Ghanbarian et al. (2024), moldable
+jobs): the model, the allocation protocol and its compiled rule, and a compiled simulator.
 The schemes themselves are in ``baselines.moldable`` (registry ``MOLDABLE_POLICIES``)."""
 
 from .loss import LossSimulator, MoldableClassResult, MoldableResult, simulate_moldable

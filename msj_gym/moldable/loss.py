@@ -1,4 +1,4 @@
-"""A compiled discrete-event simulator of the moldable loss system (spec moldable.md 1 and 3.4).
+"""A compiled discrete-event simulator of the moldable loss system (Ghanbarian et al. (2024), Sec. 2).
 
 No queue: the only decisions are at arrivals. An arrival that finds no idle server is lost without
 asking the policy; otherwise the policy's rule gives it ``k >= 1`` servers (or rejects it), which it

@@ -1,6 +1,6 @@
 """The moldable loss system: job classes with a concave speed-up, and the system that holds them.
 
-Model (spec moldable.md Sec. 1 and 4; Ghanbarian et al., arXiv:2406.09427, Sec. 2 and 6): ``n`` unit-rate
+Model (Ghanbarian et al. (2024), moldable jobs, Sec. 2 and 6): ``n`` unit-rate
 servers, no waiting room. Class-``k`` jobs arrive as a Poisson process of rate ``n * arrival_rate_k``
 (``arrival_rate`` is normalised per server); a job may run on ``1..d_k`` servers, chosen at its arrival
 and held to completion; on ``i`` servers its execution time is its inherent size (drawn from the class's
@@ -21,8 +21,8 @@ from ..workloads.distributions import Distribution, Exponential, distribution_fr
 
 __all__ = ["LINEAR", "SUB_LINEAR", "MoldableClass", "MoldableSystem"]
 
-LINEAR = (1.0, 2.0, 3.0, 4.0, 5.0)  # spec 5.1
-SUB_LINEAR = (1.0, 1.8, 2.5, 3.0, 3.4)  # spec 5.1, s(2..4) fitted to Table 1, s(5) a default
+LINEAR = (1.0, 2.0, 3.0, 4.0, 5.0)  # the paper's Sec. 7
+SUB_LINEAR = (1.0, 1.8, 2.5, 3.0, 3.4)  # s(2..4) fitted to Table 1, s(5) a default
 
 
 @dataclass(frozen=True)

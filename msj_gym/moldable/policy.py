@@ -1,10 +1,10 @@
 """The allocation protocol of the moldable loss system and its one compiled decision rule.
 
 Every allocation scheme of the source paper is a *probabilistic greedy rule within a server pool*
-(spec moldable.md 3.1-3.2 and 4): an arrival of class ``c`` that finds ``m >= 1`` idle servers in its
-pool draws ``J`` from the class's probability vector ``p^(c)`` and gets ``min(m, J)`` servers (it is
+(Ghanbarian et al. (2024), Sec. 3-4 and 6): an arrival of class ``c`` that finds ``m >= 1`` idle servers in
+its pool draws ``J`` from the class's probability vector ``p^(c)`` and gets ``min(m, J)`` servers (it is
 lost if ``m = 0``). The p-scheme takes ``p`` from the LP optimum with one pool of all servers; greedy is
-``p = e_d`` (spec 3.2: "the p-scheme with p_d = 1"); the reserved scheme splits the servers into one
+``p = e_d`` ("the p-scheme with p_d = 1"); the reserved scheme splits the servers into one
 pool per class. A policy is therefore a :class:`MoldablePolicy` whose ``prepare`` turns the system into
 a :class:`AllocationRule` (pools and ``p``), and :func:`allocate` is the decision rule that both the
 batch loop and agents acting through ``MSJMoldable-v0`` call.
@@ -55,7 +55,7 @@ def make_rule(p: list[np.ndarray], pool_of_class: np.ndarray, pool_size: np.ndar
 def allocate(rule, c, busy_by_class, idle, u):
     """Servers for an arrival of class ``c`` (0: blocked): ``min(m, J)`` with ``m`` the idle servers of
     its pool (never more than the ``idle`` servers of the system) and ``J`` the first ``j`` with
-    ``u < P(J <= j)`` for the arrival's uniform ``u`` (spec eq. (10))."""
+    ``u < P(J <= j)`` for the arrival's uniform ``u`` (the paper's eq. (10))."""
     pool = rule.pool_of_class[c]
     m = rule.pool_size[pool]
     for c2 in range(busy_by_class.size):

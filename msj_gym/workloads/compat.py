@@ -1,10 +1,10 @@
-"""Workloads of the job-server compatibility model (Bonald & Comte, 003 Sec. 2 and 5).
+"""Workloads of the job-server compatibility model (Bonald & Comte (2017), Sec. 2 and 5).
 
 ``S`` servers with capacities ``C_s`` (work per unit time) and ``N`` job classes. Class ``i`` arrives as
 a Poisson process of rate ``lambda_i`` and may only use the servers of its compatibility set ``S_i``;
 a job in service is processed in parallel by every server of ``S_i`` not busy with an earlier job, at
-the sum of their capacities. A class may also stand for a *random assignment* (003 Sec. 5, "Large
-system"): each job of the class is given ``choose = d`` servers drawn uniformly without replacement
+the sum of their capacities. A class may also stand for a *random assignment* (Bonald & Comte (2017), Sec. 5,
+"Large system"): each job of the class is given ``choose = d`` servers drawn uniformly without replacement
 from the class's ``servers``, fixed for its life in the system.
 
 Job sizes (work, the papers' ``service_time`` at unit capacity) are i.i.d. from one distribution, as in
@@ -40,7 +40,7 @@ __all__ = [
 
 def zipf_phases(max_phases: int = 200, alpha: float = 2.0, phase_mean: float = 1.0) -> MixedErlang:
     """A sum of ``K`` Exp(``phase_mean``) phases with ``P(K = k)`` proportional to ``1 / k**alpha``,
-    ``k = 1..max_phases`` (003 Sec. 5, third distribution)."""
+    ``k = 1..max_phases`` (Bonald & Comte (2017), Sec. 5, third distribution)."""
     k = np.arange(1, int(max_phases) + 1)
     p = 1.0 / k.astype(np.float64) ** float(alpha)
     p /= p.sum()
@@ -48,9 +48,9 @@ def zipf_phases(max_phases: int = 200, alpha: float = 2.0, phase_mean: float = 1
 
 
 def paper_size_distribution(name: str) -> Distribution:
-    """The job-size distributions of 003 Sec. 5 by name: ``exponential`` (mean 1), ``bimodal``
-    (25 phases w.p. 1/6 else 1 phase, phase mean 1/5: mean 1, std ~1.84), ``hyperexponential`` (means
-    5 and 1/5 w.p. 1/6 and 5/6: mean 1, std ~2.05) and ``zipf`` (Zipf(K=200, alpha=2) number of Exp(1)
+    """The job-size distributions of Bonald & Comte (2017), Sec. 5 by name: ``exponential`` (mean 1),
+    ``bimodal`` (25 phases w.p. 1/6 else 1 phase, phase mean 1/5: mean 1, std ~1.84), ``hyperexponential``
+    (means 5 and 1/5 w.p. 1/6 and 5/6: mean 1, std ~2.05) and ``zipf`` (Zipf(K=200, alpha=2) number of Exp(1)
     phases: mean ~3.58, std ~10.61)."""
     if name == "exponential":
         return Exponential(1.0)
@@ -113,8 +113,9 @@ class CompatClass:
 
 @dataclass(frozen=True)
 class CompatWorkload:
-    """Poisson arrivals on a job-server compatibility graph (003 Sec. 2). ``capacities`` are the ``C_s``;
-    ``service_time`` is the job-size (work) distribution shared by all classes."""
+    """Poisson arrivals on a job-server compatibility graph (Bonald & Comte (2017), Sec. 2).
+    ``capacities`` are the ``C_s``; ``service_time`` is the job-size (work) distribution shared by all
+    classes."""
 
     capacities: tuple[float, ...]
     classes: tuple[CompatClass, ...]
@@ -173,7 +174,7 @@ class CompatWorkload:
 
     @property
     def load(self) -> float:
-        """rho = sum_i lambda_i sigma / sum_s C_s (003 Sec. 5)."""
+        """rho = sum_i lambda_i sigma / sum_s C_s (Bonald & Comte (2017), Sec. 5)."""
         return self.arrival_rate * self.mean_size / float(sum(self.capacities))
 
     @property
@@ -290,7 +291,8 @@ class CompatArrivals:
 
 
 # --------------------------------------------------------------------------------------------------
-# The paper's systems (003 Sec. 5), by name. Loads follow the paper's rho; lambda_1 = lambda_2.
+# The paper's systems (Bonald & Comte (2017), Sec. 5), by name. Loads follow the paper's rho;
+# lambda_1 = lambda_2.
 
 
 def _tree(capacities: Sequence[float], load: float, distribution: str) -> CompatWorkload:
@@ -315,19 +317,21 @@ def _random_d(num_servers: int, d: int, load: float, distribution: str) -> Compa
 
 COMPAT_SCENARIOS: dict[str, tuple[str, Callable[..., CompatWorkload]]] = {
     "003-tree-symmetric": (
-        "S=3, C=(1,1,1): class 1 on servers {1,3}, class 2 on {2,3} (003 Fig. 1)",
+        "S=3, C=(1,1,1): class 1 on servers {1,3}, class 2 on {2,3} (Bonald & Comte (2017), Fig. 1)",
         lambda load, distribution: _tree((1.0, 1.0, 1.0), load, distribution),
     ),
     "003-tree-asymmetric": (
-        "S=2, C=(1,1): class 1 on servers {1,3}, class 2 on {3} (003 Fig. 2, mu_2 = 0)",
+        "S=2, C=(1,1): class 1 on servers {1,3}, class 2 on {3} (Bonald & Comte (2017), Fig. 2, mu_2 = 0)",
         lambda load, distribution: _tree((1.0, 1.0), load, distribution),
     ),
     "003-random-2": (
-        "S=100 unit servers, each job on d=2 servers chosen uniformly at random (003 Fig. 3)",
+        "S=100 unit servers, each job on d=2 servers chosen uniformly at random "
+        "(Bonald & Comte (2017), Fig. 3)",
         lambda load, distribution: _random_d(100, 2, load, distribution),
     ),
     "003-random-3": (
-        "S=100 unit servers, each job on d=3 servers chosen uniformly at random (003 Fig. 4)",
+        "S=100 unit servers, each job on d=3 servers chosen uniformly at random "
+        "(Bonald & Comte (2017), Fig. 4)",
         lambda load, distribution: _random_d(100, 3, load, distribution),
     ),
 }

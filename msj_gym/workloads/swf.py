@@ -6,11 +6,11 @@ value``, repeated keys such as ``Queue`` collect into lists); every other non-bl
 18 whitespace-separated numeric fields (below); -1 marks a missing value. A line with another number of
 fields or a non-numeric field is reported with its line number.
 
-Paper 000 Sec. 6.2 takes Submit Time (field 2), Run Time (4) and Number of Allocated Processors (5),
-keeps power-of-two server needs up to 64 and gets C = 7 classes. Applied literally that does not give
-its Table 2; ``../shared/spec/bs_traces.md`` found the recipe that does (needs rounded *down* to a power
-of two; class shares over the whole log, run-time moments over the first ~20,000 jobs). Both binnings
-are offered: ``"literal"`` (drop non-powers of two) and ``"round-down"`` (n -> 2^floor(log2 n)).
+Anselmi & Doncel (2024), Sec. 6.2, takes Submit Time (field 2), Run Time (4) and Number of Allocated
+Processors (5), keeps power-of-two server needs up to 64 and gets C = 7 classes. Applied literally that does
+not give its Table 2; the recipe that does (found by trying readings against the table) rounds needs *down* to
+a power of two and takes class shares over the whole log, run-time moments over the first ~20,000 jobs.
+Both binnings are offered: ``"literal"`` (drop non-powers of two) and ``"round-down"`` (n -> 2^floor(log2 n)).
 """
 
 from __future__ import annotations
@@ -149,8 +149,8 @@ def _is_number(text: str) -> bool:
 
 def bin_server_needs(needs: np.ndarray, binning: str, max_need: int) -> np.ndarray:
     """The class need of each job, or 0 where the job is dropped. ``"literal"``: powers of two up to
-    ``max_need`` kept as is, others dropped (000 Sec. 6.2 as written); ``"round-down"``: needs in
-    [1, 2 max_need) rounded down to a power of two (spec bs_traces.md; reproduces Table 2)."""
+    ``max_need`` kept as is, others dropped (Anselmi & Doncel (2024), Sec. 6.2 as written); ``"round-down"``:
+    needs in [1, 2 max_need) rounded down to a power of two (reproduces Table 2)."""
     if binning not in BINNINGS:
         raise ValueError(f"binning: expected one of {', '.join(BINNINGS)}, got {binning!r}")
     if isinstance(max_need, bool) or int(max_need) != max_need or max_need < 1 or max_need & (max_need - 1):
@@ -195,7 +195,7 @@ def swf_jobs(
 
 def class_table(server_need: np.ndarray, run_time: np.ndarray) -> list[dict[str, float]]:
     """Per distinct need (ascending): ``server_need``, ``count``, share ``alpha``, ``mean`` and sample
-    ``std`` (ddof = 1) of the run time: the columns of 000 Tables 2-3."""
+    ``std`` (ddof = 1) of the run time: the columns of Anselmi & Doncel (2024), Tables 2-3."""
     need = np.asarray(server_need)
     run = np.asarray(run_time, dtype=np.float64)
     rows = []

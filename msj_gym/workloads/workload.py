@@ -5,8 +5,8 @@ duration), ``arrival_rate`` (lambda), class ``probability`` (alpha_i), ``load``
 rho = lambda * sum_i alpha_i E[D_i] n_i / k.
 
 Input limits, checked where a workload is built (once, before anything runs): ``num_servers`` is an
-integer in [1, MAX_SERVERS] (2**24: the analysis of the many-server limits of paper 002 evaluates
-systems up to k = 2**22, while the engine allocates per-server and per-slot arrays, so larger values
+integer in [1, MAX_SERVERS] (2**24: the analysis of the many-server limits of Ghanbarian et al. (2024)
+evaluates systems up to k = 2**22, while the engine allocates per-server and per-slot arrays, so larger values
 would only be a typo or a memory bomb); a ``server_need`` is an integer in [1, num_servers];
 a class ``probability`` is finite and in (0, 1]; the ``load`` is finite and in [MIN_LOAD, MAX_LOAD]
 (1e-6 .. 1e6), and an ``arrival_rate`` must be finite, positive and give a load in that range (below
@@ -228,7 +228,8 @@ class Workload(ClassTable):
 
     @property
     def load_weights(self) -> np.ndarray:
-        """rho_i / rho: the class weights of the weighted mean response time (004 Sec. 6.1)."""
+        """rho_i / rho: the class weights of the weighted mean response time (Chen et al. (2026), Sec.
+        6.1)."""
         rho_i = self.class_loads
         return rho_i / rho_i.sum()
 
