@@ -64,7 +64,7 @@ from typing import Any
 
 import numpy as np
 
-from .leaderboard import LeaderboardConfig, _atomic_write, exact_optima, parse_seeds, plan
+from .leaderboard import LeaderboardConfig, _atomic_write, config_difference, exact_optima, parse_seeds, plan
 from .runner import Point, check_backend, hold_folder, provenance, run_points, scenario_content
 
 __all__ = [
@@ -328,22 +328,9 @@ def _plan(
 
 def _check_out(out: Path, config: BenchmarkConfig, writable: bool) -> None:
     path = out / "benchmark.json"
-    identity = config.identity()
     if path.exists():
-        try:
-            old = json.loads(path.read_text()).get("config")
-        except json.JSONDecodeError:
-            old = None
-        if old != identity:
-            diff = (
-                ", ".join(
-                    f"{k}: {old.get(k)!r} there vs {identity[k]!r} now"
-                    for k in identity
-                    if old.get(k) != identity[k]
-                )
-                if isinstance(old, dict)
-                else "unreadable benchmark.json"
-            )
+        diff = config_difference(path, config.identity())
+        if diff is not None:
             raise ValueError(
                 f"--out {str(out)!r} holds a benchmark of another suite or run length ({diff}); "
                 "use another --out, or rerun the same command to resume it"
@@ -353,7 +340,9 @@ def _check_out(out: Path, config: BenchmarkConfig, writable: bool) -> None:
         raise ValueError(f"--out {str(out)!r} holds runs of something else; use another --out")
     if not writable:
         raise ValueError(f"--out {str(out)!r}: not writable, and no benchmark there; use a writable --out")
-    _atomic_write(path, json.dumps({"config": identity, "provenance": provenance()}, indent=2) + "\n")
+    _atomic_write(
+        path, json.dumps({"config": config.identity(), "provenance": provenance()}, indent=2) + "\n"
+    )
 
 
 def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[str, float], float]:

@@ -256,26 +256,28 @@ def plan(
     return points, entrants, skipped
 
 
+def config_difference(path: Path, identity: dict[str, Any]) -> str | None:
+    """None if the JSON file ``path`` records ``identity`` as its ``config``; else what differs."""
+    try:
+        old = json.loads(path.read_text()).get("config")
+    except json.JSONDecodeError:
+        old = None
+    if old == identity:
+        return None
+    if not isinstance(old, dict):
+        return f"unreadable {path.name}"
+    return ", ".join(
+        f"{k}: {old.get(k)!r} there vs {identity[k]!r} now" for k in identity if old.get(k) != identity[k]
+    )
+
+
 def _check_out(out: Path, config: LeaderboardConfig, writable: bool = True) -> None:
     """Refuse an output folder that holds results of another configuration (or, not ``writable``,
     none at all)."""
     path = out / "leaderboard.json"
-    identity = config.identity()
     if path.exists():
-        try:
-            old = json.loads(path.read_text()).get("config")
-        except json.JSONDecodeError:
-            old = None
-        if old != identity:
-            diff = (
-                ", ".join(
-                    f"{k}: {old.get(k)!r} there vs {identity[k]!r} now"
-                    for k in identity
-                    if old.get(k) != identity[k]
-                )
-                if isinstance(old, dict)
-                else "unreadable leaderboard.json"
-            )
+        diff = config_difference(path, config.identity())
+        if diff is not None:
             raise ValueError(
                 f"--out {str(out)!r} holds a leaderboard of another configuration ({diff}); "
                 "use another --out, or rerun the same command to resume it"
@@ -287,7 +289,7 @@ def _check_out(out: Path, config: LeaderboardConfig, writable: bool = True) -> N
         raise ValueError(f"--out {str(out)!r}: not writable, and no leaderboard there; use a writable --out")
     out.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"config": identity, "provenance": provenance()}, indent=2) + "\n")
+    tmp.write_text(json.dumps({"config": config.identity(), "provenance": provenance()}, indent=2) + "\n")
     os.replace(tmp, path)  # never half-written
 
 
