@@ -329,19 +329,20 @@ class MSJEnv(gym.Env):
         return 2 * int(self._expected_arrivals(workload)) + 2 + warm
 
     def _warm_policy(self, warm_start: Any) -> Policy | None:
-        if warm_start is None:
-            return None
-        if isinstance(warm_start, str):
+        return None if warm_start is None else self._baseline("warm_start", warm_start)
+
+    def _baseline(self, field: str, policy: Any) -> Policy:
+        """``policy`` (a policy id or a :class:`Policy`) as a baseline this env can run natively; a
+        one-line ``ValueError`` naming ``field`` otherwise."""
+        if isinstance(policy, str):
             from baselines import make_policy
 
-            warm_start = make_policy(warm_start)
-        if not isinstance(warm_start, Policy):
-            raise ValueError(f"warm_start: expected a policy id or Policy, got {warm_start!r}")
-        if warm_start.preemptive and not self.preemptive:
-            raise ValueError(
-                f"warm_start: {warm_start.policy_id!r} preempts; MSJ-v0 takes a non-preemptive policy"
-            )
-        return warm_start
+            policy = make_policy(policy)
+        if not isinstance(policy, Policy):
+            raise ValueError(f"{field}: expected a policy id or Policy, got {policy!r}")
+        if policy.preemptive and not self.preemptive:
+            raise ValueError(f"{field}: {policy.policy_id!r} preempts; MSJ-v0 takes a non-preemptive policy")
+        return policy
 
     def _dict_space(self) -> spaces.Dict:
         # 1-D parts (row-major where the card names two axes): what SB3's MultiInputPolicy expects
@@ -557,16 +558,7 @@ class MSJEnv(gym.Env):
             raise RuntimeError("MSJ env: the episode is over (truncated); call reset() first")
         if self.weighted:
             raise ValueError("play_out: weighted=True rewards are not supported; make the env unweighted")
-        if isinstance(policy, str):
-            from baselines import make_policy
-
-            policy = make_policy(policy)
-        if not isinstance(policy, Policy):
-            raise TypeError(f"policy: expected a Policy or a policy id, got {type(policy).__name__}")
-        if policy.preemptive and not self.preemptive:
-            raise ValueError(
-                f"policy {policy.policy_id!r} preempts; MSJ-v0 plays out non-preemptive policies"
-            )
+        policy = self._baseline("policy", policy)
         core = self.core
         start = float(core.sim.fv[S.F_RUN_AREA])
         pdata = core.prepare_policy(policy)
