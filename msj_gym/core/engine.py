@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import literally
 
 from .actions import OP_BUDGET, OP_LIMIT, OP_REQUEUE, OP_SERVE, bits_f64
-from .jit import inline_jit, kernel_jit
-from .kernels import check_kernel, decide_kernel
+from .jit import announce, inline_jit, kernel_jit
+from .kernels import DecisionRule
 from .state import (
     A_COUNT,
     A_PREEMPT,
@@ -761,13 +760,19 @@ def check_invariants(sim):
 
 
 @kernel_jit
-def run_batch(code, sim, view, sizes, pdata, actions, debug):
-    """Run policy ``code`` until the engine needs something from Python, finishes, or fails."""
+def run_batch(plain, sized, check, size_aware, sim, view, sizes, pdata, actions, debug):
+    """Run a policy until the engine needs something from Python, finishes, or fails. The policy's
+    kernel (``sized`` if ``size_aware``, else ``plain``) and its invariant ``check`` are first-class
+    function arguments (see :class:`~msj_gym.core.kernels.DecisionRule`), so this loop is compiled
+    once for every policy."""
     while True:
         status = advance(sim)
         if status != ST_EVENT:
             return status
-        n = decide_kernel(literally(code), view, sizes, pdata, actions)
+        if size_aware:
+            n = sized(view, sizes, pdata, actions)
+        else:
+            n = plain(view, pdata, actions)
         if n > 0 and apply(sim, actions, n) != E_NONE:
             return ST_ERROR
         if debug:
@@ -776,7 +781,7 @@ def run_batch(code, sim, view, sizes, pdata, actions, debug):
                 sim.iv[I_ERR] = E_INVARIANT
                 sim.iv[I_ERR_JOB] = detail
                 return ST_ERROR
-            detail = check_kernel(literally(code), view, pdata)
+            detail = check(view, pdata)
             if detail != 0:
                 sim.iv[I_ERR] = E_POLICY_INVARIANT
                 sim.iv[I_ERR_JOB] = detail
@@ -784,17 +789,37 @@ def run_batch(code, sim, view, sizes, pdata, actions, debug):
 
 
 _RUNNERS: dict[tuple, object] = {}
+_COMPILED: set[tuple] = set()  # (decision rule, argument types, debug) compiled
 
 
-def batch_runner(code, sim, view, sizes, pdata, actions, debug):
-    """``run_batch`` specialised for policy ``code``. The specialisation is compiled (or loaded from the
-    cache) for the literal ``code`` directly and its entry point kept, which skips numba's per-call
-    literal re-dispatch (a full type inference of the loop, seconds per call)."""
+def batch_runner(rule: DecisionRule, sim, view, sizes, pdata, actions, debug) -> int:
+    """``run_batch`` for a policy's decision ``rule``. The loop is compiled (or loaded from the cache)
+    for the argument types, with the kernel slots typed as functions of the kernels' fixed signatures,
+    and its entry point kept: that skips numba's per-call dispatch and keeps one machine-code loop for
+    every policy. Either compilation, when it happens, is announced on stderr."""
     args = (sim, view, sizes, pdata, actions, debug)
-    key = (code, *(numba.typeof(a) for a in args))
+    key = tuple(numba.typeof(a) for a in args)
     runner = _RUNNERS.get(key)
+    _, view_t, sizes_t, pdata_t, actions_t, _ = key
     if runner is None:
-        sig = (numba.types.literal(code), *key[1:])
-        run_batch.compile(sig)
+        int64 = numba.types.int64
+        sig = (
+            numba.types.FunctionType(int64(view_t, pdata_t, actions_t)),
+            numba.types.FunctionType(int64(view_t, sizes_t, pdata_t, actions_t)),
+            numba.types.FunctionType(int64(view_t, pdata_t)),
+            numba.types.boolean,
+            *key,
+        )
+        with announce("the engine loop"):
+            run_batch.compile(sig)
         runner = _RUNNERS[key] = run_batch.overloads[sig].entry_point
-    return runner(code, *args)
+    if (rule, key, bool(debug)) not in _COMPILED:
+        with announce(rule.name):
+            if rule.size_aware:
+                rule.sized.compile((view_t, sizes_t, pdata_t, actions_t))
+            else:
+                rule.plain.compile((view_t, pdata_t, actions_t))
+            if debug:
+                rule.check.compile((view_t, pdata_t))
+        _COMPILED.add((rule, key, bool(debug)))
+    return runner(rule.plain, rule.sized, rule.check, rule.size_aware, *args)

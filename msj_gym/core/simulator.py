@@ -284,11 +284,11 @@ class Simulator:
         A run stopped by the arrival cap or the queue limit before any measured job left returns an
         unstable result instead (``num_measured == 0``, ``stable`` False)."""
         compiled = type(self.policy).kernel is not None
-        code = self.policy.kernel_code() if compiled else 0
+        rule = self.policy.decision_rule() if compiled else None
         while True:
-            if compiled:
+            if rule is not None:
                 status = batch_runner(
-                    code, self.sim, self.view, self.sizes, self.pdata, self.actions, self.debug
+                    rule, self.sim, self.view, self.sizes, self.pdata, self.actions, self.debug
                 )
             else:
                 status = self._run_python()

@@ -157,7 +157,7 @@ class CompatAssignEnv(gym.Env):
             warmup=self.warmup,
             max_jobs_in_system=self.max_jobs,
         )
-        self._code = self._sim.policy.kernel_code()
+        self._rule = self._sim.policy.decision_rule()
         self._decided = 0  # jobs whose servers are final
         self._invalid = 0
         self._over = False
@@ -170,7 +170,7 @@ class CompatAssignEnv(gym.Env):
         sim = self._sim
         assert sim is not None
         while True:
-            status = batch_runner(self._code, sim.sim, sim.view, sim.sizes, sim.pdata, sim.actions, False)
+            status = batch_runner(self._rule, sim.sim, sim.view, sim.sizes, sim.pdata, sim.actions, False)
             ngen = int(sim.sim.iv[S.I_NGEN])
             if status == S.ST_NEED_ARRIVALS and ngen > self._decided:
                 # The engine needs the job after the last one fed: that one's arrival is next.

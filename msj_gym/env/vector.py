@@ -543,10 +543,20 @@ class MSJVectorEnv(NativeVectorEnv):
             self._act1,
             self._status,
         )
-        self._step_fn = entry_point(batch_step, b, self._all, self._actions, *self._step_tail)
-        self._reset_fn = entry_point(batch_reset, b, self._template, self._all)
+        self._step_fn = entry_point(
+            batch_step, b, self._all, self._actions, *self._step_tail, what="the vector environment step"
+        )
+        self._reset_fn = entry_point(batch_reset, b, self._template, self._all, what="the vector reset")
         self._observe_fn = entry_point(
-            batch_observe, b, self._all, self._ep, self._fpar, self._obs, self._mask, self._work
+            batch_observe,
+            b,
+            self._all,
+            self._ep,
+            self._fpar,
+            self._obs,
+            self._mask,
+            self._work,
+            what="the vector observation",
         )
 
     def _step_envs(self, idx: np.ndarray, actions: np.ndarray) -> None:
