@@ -141,7 +141,7 @@ from .state import (
     WPREV,
 )
 
-__all__ = ["advance", "apply", "batch_runner", "check_invariants", "run_batch"]
+__all__ = ["advance", "apply", "batch_runner", "can_decide", "check_invariants", "run_batch"]
 
 # ---------------------------------------------------------------------------------------------------
 # Departure heap: binary min-heap on (time, job id) holding slots; HEAPPOS is each slot's position.
@@ -759,22 +759,40 @@ def check_invariants(sim):
     return 0
 
 
+@inline_jit
+def can_decide(sim, preemptive):
+    """True if some action other than "wait" is possible."""
+    iv, ci = sim.iv, sim.ci
+    if iv[I_NWAIT] == 0:
+        return False
+    if preemptive and iv[I_NRUN] > 0:
+        return True
+    free = iv[I_FREE]
+    for c in range(ci.shape[1]):
+        if ci[C_NWAIT, c] > 0 and ci[C_NEED, c] <= free:
+            return True
+    return False
+
+
 @kernel_jit
-def run_batch(plain, sized, check, size_aware, sim, view, sizes, pdata, actions, debug):
+def run_batch(plain, sized, check, size_aware, every_event, sim, view, sizes, pdata, actions, debug):
     """Run a policy until the engine needs something from Python, finishes, or fails. The policy's
     kernel (``sized`` if ``size_aware``, else ``plain``) and its invariant ``check`` are first-class
     function arguments (see :class:`~msj_gym.core.kernels.DecisionRule`), so this loop is compiled
-    once for every policy."""
+    once for every policy. Unless the policy asks to see ``every_event``, it is only asked when it
+    can act (:func:`can_decide`), exactly as the environments ask an agent."""
+    preemptive = sim.iv[I_PREEMPTIVE] != 0
     while True:
         status = advance(sim)
         if status != ST_EVENT:
             return status
-        if size_aware:
-            n = sized(view, sizes, pdata, actions)
-        else:
-            n = plain(view, pdata, actions)
-        if n > 0 and apply(sim, actions, n) != E_NONE:
-            return ST_ERROR
+        if every_event or can_decide(sim, preemptive):
+            if size_aware:
+                n = sized(view, sizes, pdata, actions)
+            else:
+                n = plain(view, pdata, actions)
+            if n > 0 and apply(sim, actions, n) != E_NONE:
+                return ST_ERROR
         if debug:
             detail = check_invariants(sim)
             if detail != 0:
@@ -808,6 +826,7 @@ def batch_runner(rule: DecisionRule, sim, view, sizes, pdata, actions, debug) ->
             numba.types.FunctionType(int64(view_t, sizes_t, pdata_t, actions_t)),
             numba.types.FunctionType(int64(view_t, pdata_t)),
             numba.types.boolean,
+            numba.types.boolean,
             *key,
         )
         with announce("the engine loop"):
@@ -822,4 +841,4 @@ def batch_runner(rule: DecisionRule, sim, view, sizes, pdata, actions, debug) ->
             if debug:
                 rule.check.compile((view_t, pdata_t))
         _COMPILED.add((rule, key, bool(debug)))
-    return runner(rule.plain, rule.sized, rule.check, rule.size_aware, *args)
+    return runner(rule.plain, rule.sized, rule.check, rule.size_aware, rule.every_event, *args)

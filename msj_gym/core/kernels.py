@@ -50,6 +50,7 @@ class DecisionRule(NamedTuple):
     sized: Any
     check: Any
     size_aware: bool
+    every_event: bool = True  # False: asked only when it can act (see engine.can_decide)
     name: str = "a decision rule"  # for the terminal, while it compiles
 
 
@@ -58,6 +59,7 @@ def decision_rule(
     *,
     size_aware: bool,
     invariant: Callable[..., Any] | None = None,
+    every_event: bool = True,
     name: str = "a decision rule",
 ) -> DecisionRule:
     """The :class:`DecisionRule` of a compiled ``kernel`` (and its optional invariant)."""
@@ -66,5 +68,6 @@ def decision_rule(
         sized=kernel if size_aware else _no_sized,
         check=_no_check if invariant is None else invariant,
         size_aware=size_aware,
+        every_event=every_event,
         name=name,
     )

@@ -33,6 +33,11 @@ class Policy:
     ``reference`` (paper and section), ``params`` (declared parameters) and ``kernel``: the compiled
     decision rule (see :mod:`msj_gym.core.kernels`). ``prepare`` turns the parameters and the workload
     into the arrays the kernel reads.
+
+    The kernel is asked for a decision only at events where some action is possible (a waiting job
+    fits, or a preemptive policy may preempt), natively as through the environments; a policy whose
+    decisions or bookkeeping follow every event (phases switched by arrivals, its own record of the
+    allocation) sets ``decides_every_event``.
     """
 
     policy_id: ClassVar[str] = ""
@@ -89,6 +94,7 @@ class Policy:
                 cls.kernel,
                 size_aware=cls.size_aware,
                 invariant=cls.invariant,
+                every_event=cls.decides_every_event,
                 name=f"the {cls.policy_id} decision rule",
             )
         return rule
