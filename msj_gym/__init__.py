@@ -7,7 +7,8 @@ not import gymnasium at all.
 
 from typing import Any
 
-from .core import Policy, SimulationError, Simulator, simulate
+from .api import simulate
+from .core import Policy, SimulationError, Simulator
 from .metrics import SimulationResult
 from .registration import ENV_IDS, register_when_imported
 from .workloads import JobClass, Scenario, Workload, list_scenarios, load_scenario

@@ -14,7 +14,7 @@ from . import state as S
 from .engine import advance, apply, batch_runner, check_invariants
 from .policy import Policy
 
-__all__ = ["SimulationError", "Simulator", "simulate"]
+__all__ = ["SimulationError", "Simulator"]
 
 
 class SimulationError(RuntimeError):
@@ -405,35 +405,3 @@ class Simulator:
             provenance=provenance,
         )
         return dataclasses.replace(result, policy_metrics=self.policy.report(self.pdata))
-
-
-def simulate(
-    scenario: Any,
-    policy: str | Policy,
-    *,
-    load: float | None = None,
-    arrival_rate: float | None = None,
-    num_servers: int | None = None,
-    policy_params: dict[str, Any] | None = None,
-    **kwargs: Any,
-) -> SimulationResult:
-    """One run by names: ``simulate("sf-fig2", "server-filling", load=0.9, num_arrivals=10**5, seed=1)``."""
-    from ..workloads.scenarios import Scenario, load_scenario
-    from ..workloads.workload import Workload
-
-    if isinstance(scenario, Workload) or hasattr(scenario, "arrivals"):
-        wl = scenario
-        if load is not None:
-            wl = wl.with_load(load)
-        elif arrival_rate is not None:
-            wl = wl.with_arrival_rate(arrival_rate)
-    else:
-        sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-        wl = sc.build(num_servers=num_servers, load=load, arrival_rate=arrival_rate)
-    if isinstance(policy, str):
-        from baselines import make_policy
-
-        policy = make_policy(policy, **(policy_params or {}))
-    elif policy_params:
-        raise ValueError("policy_params only apply when policy is given by id")
-    return Simulator(wl, policy, **kwargs).run()

@@ -15,8 +15,8 @@ from gymnasium import spaces
 
 from ..core import state as S
 from ..core.engine import batch_runner
-from ..core.pooled import PooledSimulator
 from ..metrics.result import SimulationResult
+from ..pooled import PooledSimulator
 
 __all__ = ["CompatAssignEnv", "DrawnAssignmentAgent", "RandomAssignmentAgent"]
 
@@ -67,7 +67,7 @@ class CompatAssignEnv(gym.Env):
     chooses those ``d`` servers when the job arrives, one server per step (all at zero elapsed time); jobs of
     classes with fixed servers need no decision. The scheduler is ``fcfs`` or ``balanced-fair``
     (Algorithm 1 with ``m`` interruptions per job), run by the engine's loop as in
-    :class:`~msj_gym.core.pooled.PooledSimulator`; the run pauses before each arrival that needs servers.
+    :class:`~msj_gym.pooled.PooledSimulator`; the run pauses before each arrival that needs servers.
 
     ## Action space
     ``Discrete(S)``: the next server for the arriving job. Masks (``action_masks()``,

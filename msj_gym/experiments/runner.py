@@ -203,7 +203,7 @@ def run_point(point: Point) -> dict[str, Any]:
         from ..core.simulator import Simulator
 
         if point.scenario in COMPAT_SCENARIOS:  # job-server compatibility model (Bonald & Comte 2017)
-            from ..core.pooled import PooledSimulator
+            from ..pooled import PooledSimulator
 
             wl: Any = build_compat_scenario(point.scenario, **point.build)
             simulator: Any = PooledSimulator
