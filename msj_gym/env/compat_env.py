@@ -32,29 +32,7 @@ class _OneArrivalAtATime(PooledSimulator):
     moment to choose its servers. The jobs are drawn in the same chunks as the native run's, so a seed
     gives the same job stream."""
 
-    def _setup(self) -> None:
-        self._staged: Any = None
-        self._pos = 0
-        super()._setup()
-
-    def _feed(self) -> None:
-        iv = self.sim.iv
-        ngen = int(iv[S.I_NGEN])
-        if ngen >= self.max_arrivals:
-            iv[S.I_EXHAUSTED] = 1
-            self.capped = not getattr(self.source, "finite", False)
-            return
-        if self._staged is None or self._pos >= len(self._staged):
-            self._staged = self.source.next_chunk(min(self.CHUNK, self.max_arrivals - ngen))
-            self._pos = 0
-            if len(self._staged) == 0:
-                iv[S.I_EXHAUSTED] = 1
-                return
-        c, p = self._staged, slice(self._pos, self._pos + 1)
-        self._write_arrivals(
-            type(c)(c.arrival_time[p], c.job_class[p], c.service_time[p], c.estimate_noise[p], c.servers[p])
-        )
-        self._pos += 1
+    FEED_LIMIT = 1
 
 
 class CompatAssignEnv(gym.Env):
