@@ -161,12 +161,12 @@ def _code_files(point: Point, run: Run | None) -> tuple[str, ...]:
         if Path(point.agent).is_file():  # a checkpoint: its weights are part of the code
             files.add(str(Path(point.agent).resolve()))
     elif run is None:
-        from baselines import POLICIES
+        from ..registry import policy_class, policy_ids
 
-        cls = POLICIES.get(point.policy)
-        if cls is not None:  # its module, and the registry and helpers every policy shares
-            module = Path(inspect.getsourcefile(cls) or "")
+        if point.policy in policy_ids():  # its module, and the registry and helpers every policy shares
+            module = Path(inspect.getsourcefile(policy_class(point.policy)) or "")
             files |= {str(module), *(str(module.parent / n) for n in ("__init__.py", "_kit.py"))}
+            files.add(str(root / "registry.py"))
     return tuple(sorted(f for f in files if f and Path(f).is_file()))
 
 
@@ -198,9 +198,8 @@ def run_point(point: Point) -> dict[str, Any]:
 
         res = run_agent(point)
     else:
-        from baselines import make_policy
-
         from ..core.simulator import Simulator
+        from ..registry import make_policy
 
         if point.scenario in COMPAT_SCENARIOS:  # job-server compatibility model (Bonald & Comte 2017)
             from ..pooled import PooledSimulator
