@@ -829,11 +829,11 @@ def batch_runner(rule: DecisionRule, sim, view, sizes, pdata, actions, debug) ->
             numba.types.boolean,
             *key,
         )
-        with announce("the engine loop"):
+        with announce("compiling the engine loop"):
             run_batch.compile(sig)
         runner = _RUNNERS[key] = run_batch.overloads[sig].entry_point
     if (rule, key, bool(debug)) not in _COMPILED:
-        with announce(rule.name):
+        with announce(f"compiling {rule.name}"):
             if rule.size_aware:
                 rule.sized.compile((view_t, sizes_t, pdata_t, actions_t))
             else:

@@ -175,19 +175,15 @@ ANNOUNCE_AFTER = 0.5  # seconds: a cache load takes less, a compilation more
 
 
 @contextlib.contextmanager
-def announce(what: str) -> Iterator[None]:
-    """Say on stderr that ``what`` is being compiled if the block takes longer than a cache load, and
-    how long it took: a first run should never sit silent for seconds."""
+def announce(doing: str) -> Iterator[None]:
+    """Say on stderr what is being done (``"compiling the engine loop"``) if the block takes longer
+    than a cache load, and how long it took: a first run should never sit silent for seconds."""
     t0 = time.perf_counter()
     said = threading.Event()
 
     def say() -> None:
         said.set()
-        print(
-            f"msj-gym: compiling {what} (once: later runs load it from the cache) ...",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(f"msj-gym: {doing} (once: later runs load it from the cache) ...", file=sys.stderr, flush=True)
 
     timer = threading.Timer(ANNOUNCE_AFTER, say)
     timer.daemon = True
@@ -197,9 +193,7 @@ def announce(what: str) -> Iterator[None]:
     finally:
         timer.cancel()
         if said.is_set():
-            print(
-                f"msj-gym: compiled {what} in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True
-            )
+            print(f"msj-gym: {doing}: done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
 
 
 _ENTRY_POINTS: dict[tuple, Any] = {}
@@ -216,7 +210,7 @@ def entry_point(dispatcher: Any, *args: Any, what: str | None = None) -> Callabl
     key = (dispatcher, types)
     fn = _ENTRY_POINTS.get(key)
     if fn is None:
-        with announce(what or f"{dispatcher.py_func.__name__.strip('_')}"):
+        with announce(f"compiling {what or dispatcher.py_func.__name__.strip('_')}"):
             dispatcher.compile(types)
         fn = _ENTRY_POINTS[key] = dispatcher.overloads[types].entry_point
     return fn

@@ -167,7 +167,35 @@ class Entrant:
     params: dict[str, Any]
 
 
-def _entrants(config: LeaderboardConfig, scenario: str) -> tuple[list[Entrant], dict[str, str]]:
+def _support_reason(pid: str, scenario: str, load: float) -> str | None:
+    """Why policy ``pid`` is not defined on ``scenario`` at ``load`` (None if it is); module-level for
+    the process pool of :func:`_presolve`."""
+    from baselines import supports
+
+    from ..workloads.scenarios import load_scenario
+
+    return supports(pid, load_scenario(scenario).build(load=load))
+
+
+def _presolve(ids: list[str], scenario: str, loads: tuple[float, ...], workers: int) -> None:
+    """Settle the policies whose support depends on the load (the exact optimum: solving it is what
+    says whether it fits) at every load at once, in ``workers`` processes: the solves land in the
+    solver's disk cache, from which the checks that follow read them."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    jobs = [(pid, scenario, rho) for pid in ids for rho in loads]
+    if workers < 2 or len(jobs) < 2:
+        return
+    ctx = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
+        # the largest problems (highest load) first, so that the pool ends on small ones
+        list(pool.map(_support_reason, *zip(*sorted(jobs, key=lambda j: -j[2]), strict=True)))
+
+
+def _entrants(
+    config: LeaderboardConfig, scenario: str, workers: int = 1
+) -> tuple[list[Entrant], dict[str, str]]:
     """The entrants of ``scenario`` and the policies of a group left out (id -> reason)."""
     from baselines import POLICIES, supports
 
@@ -192,6 +220,8 @@ def _entrants(config: LeaderboardConfig, scenario: str) -> tuple[list[Entrant], 
             )
     skipped: dict[str, str] = {}
     out: list[Entrant] = []
+    by_load = [pid for pid in dict.fromkeys(ids) if getattr(POLICIES[pid], "support_depends_on_load", False)]
+    _presolve(by_load, scenario, tuple(config.loads), workers)
     for pid in dict.fromkeys(ids):
         reason = supports(pid, workload)
         if reason is None and getattr(POLICIES[pid], "support_depends_on_load", False):
@@ -228,14 +258,15 @@ def _entrants(config: LeaderboardConfig, scenario: str) -> tuple[list[Entrant], 
 
 
 def plan(
-    config: LeaderboardConfig,
+    config: LeaderboardConfig, workers: int = 1
 ) -> tuple[list[Point], dict[str, list[Entrant]], dict[str, dict[str, str]]]:
-    """Every run of the leaderboard, and per scenario its entrants and the policies left out."""
+    """Every run of the leaderboard, and per scenario its entrants and the policies left out
+    (``workers`` processes settle the load-dependent ones, solving the exact optima in parallel)."""
     points: list[Point] = []
     entrants: dict[str, list[Entrant]] = {}
     skipped: dict[str, dict[str, str]] = {}
     for scenario in config.scenarios:
-        entrants[scenario], skipped[scenario] = _entrants(config, scenario)
+        entrants[scenario], skipped[scenario] = _entrants(config, scenario, workers)
         for e in entrants[scenario]:
             for rho in config.loads:
                 for seed in config.seeds:
@@ -475,7 +506,7 @@ def run_leaderboard(
     its runs and returned without writing anything; its ``files`` are the ones already there."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
     check_backend(backend, workers)  # every check before _check_out creates anything in ``out``
-    points, entrants, skipped = plan(config)
+    points, entrants, skipped = plan(config, workers if backend == "local" else 1)
     with hold_folder(out) as writable:
         _check_out(out, config, writable)
         results = run_points(

@@ -354,14 +354,18 @@ def _execute(
     # spawn, not fork: the parent may hold numba / torch threads
     ctx = multiprocessing.get_context("spawn")
     pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx)
+    finished = False
     try:
         _warm_up(todo, run, pool)
         on_ready()
         futures = {pool.submit(run, p): p for p in todo}
         for fut in cf.as_completed(futures):
             yield futures[fut], fut.result()
+        finished = True
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        # done: wait for the workers to exit (none is left behind); interrupted or failed: do not wait
+        # for the runs still queued
+        pool.shutdown(wait=finished, cancel_futures=not finished)
 
 
 def _execute_ray(
