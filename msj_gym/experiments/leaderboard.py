@@ -169,7 +169,7 @@ class Entrant:
 
 def _support_reason(pid: str, scenario: str, load: float) -> str | None:
     """Why policy ``pid`` is not defined on ``scenario`` at ``load`` (None if it is); module-level for
-    the process pool of :func:`_presolve`."""
+    the process pool of :func:`_prepare`."""
     from baselines import supports
 
     from ..workloads.scenarios import load_scenario
@@ -177,20 +177,39 @@ def _support_reason(pid: str, scenario: str, load: float) -> str | None:
     return supports(pid, load_scenario(scenario).build(load=load))
 
 
-def _presolve(ids: list[str], scenario: str, loads: tuple[float, ...], workers: int) -> None:
+def _warm_policy(pid: str, scenario: str, load: float, params: dict[str, Any]) -> None:
+    """Compile ``pid``'s decision rule (and, the first time, the engine loop) with a tiny run."""
+    from .runner import Point, _warm
+
+    _warm(Point(pid, load, scenario, pid, 0, 50, build={"load": load}, params=params))
+
+
+def _prepare(
+    solve: list[str], compile_: list[str], scenario: str, config: LeaderboardConfig, workers: int
+) -> None:
     """Settle the policies whose support depends on the load (the exact optimum: solving it is what
-    says whether it fits) at every load at once, in ``workers`` processes: the solves land in the
-    solver's disk cache, from which the checks that follow read them."""
+    says whether it fits) at every load, and compile the other policies meanwhile, in ``workers``
+    processes: the largest solve takes tens of seconds on one core, time in which the other cores
+    compile. Solves land in the solver's disk cache and compiled code in numba's, from which the
+    checks and runs that follow read them."""
     import concurrent.futures as cf
     import multiprocessing
 
-    jobs = [(pid, scenario, rho) for pid in ids for rho in loads]
-    if workers < 2 or len(jobs) < 2:
+    solves = sorted(((pid, scenario, rho) for pid in solve for rho in config.loads), key=lambda j: -j[2])
+    if workers < 2 or not solves:
         return
     ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
-        # the largest problems (highest load) first, so that the pool ends on small ones
-        list(pool.map(_support_reason, *zip(*sorted(jobs, key=lambda j: -j[2]), strict=True)))
+    rho = config.loads[0]
+    with cf.ProcessPoolExecutor(
+        max_workers=min(workers, len(solves) + len(compile_)), mp_context=ctx
+    ) as pool:
+        futures = [pool.submit(_support_reason, *job) for job in solves]  # largest first
+        futures += [
+            pool.submit(_warm_policy, pid, scenario, rho, dict(config.policy_params.get(pid, {})))
+            for pid in compile_
+        ]
+        for fut in futures:
+            fut.result()
 
 
 def _entrants(
@@ -221,7 +240,8 @@ def _entrants(
     skipped: dict[str, str] = {}
     out: list[Entrant] = []
     by_load = [pid for pid in dict.fromkeys(ids) if getattr(POLICIES[pid], "support_depends_on_load", False)]
-    _presolve(by_load, scenario, tuple(config.loads), workers)
+    others = [pid for pid in dict.fromkeys(ids) if pid not in by_load and supports(pid, workload) is None]
+    _prepare(by_load, others, scenario, config, workers)
     for pid in dict.fromkeys(ids):
         reason = supports(pid, workload)
         if reason is None and getattr(POLICIES[pid], "support_depends_on_load", False):
