@@ -349,6 +349,11 @@ def _print_queueing(
         raise ValueError(
             f"no job was measured: {result.stability_note}; use a lower --load or fewer --warmup arrivals"
         )
+    return _print_run(args, result, name, workload, policy, size)
+
+
+def _print_run(args: argparse.Namespace, result: Any, name: str, system: Any, policy: Any, size: str) -> int:
+    """A finished run: its JSON (``--json``) or its header line and summary."""
     if args.json:
         out = result.to_dict()
         out["scenario"] = name
@@ -356,8 +361,8 @@ def _print_queueing(
         print(json.dumps(out))
     else:
         print(
-            f"scenario {name}  {size}  load={workload.load:.4f}  "
-            f"lambda={workload.arrival_rate:.6g}  policy {policy.policy_id} {policy.param_values or ''}"
+            f"scenario {name}  {size}  load={system.load:.4f}  "
+            f"lambda={system.arrival_rate:.6g}  policy {policy.policy_id} {policy.param_values or ''}"
         )
         print(result.summary())
     return 0
@@ -407,18 +412,7 @@ def _simulate_moldable(args: argparse.Namespace) -> int:
         num_arrivals=args.arrivals if args.arrivals is not None else 100_000,
         warmup=None if args.warmup is None else int(args.warmup),
     ).run()
-    if args.json:
-        out = result.to_dict()
-        out["scenario"] = args.scenario
-        out["policy"] = policy.policy_id
-        print(json.dumps(out))
-    else:
-        print(
-            f"scenario {args.scenario}  n={system.num_servers}  load={system.load:.4f}  "
-            f"lambda={system.arrival_rate:.6g}  policy {policy.policy_id} {policy.param_values or ''}"
-        )
-        print(result.summary())
-    return 0
+    return _print_run(args, result, args.scenario, system, policy, f"n={system.num_servers}")
 
 
 def _render(args: argparse.Namespace) -> int:
