@@ -77,6 +77,8 @@ def _walk(fn: Any, files: set[str], constants: list[str], seen: set[int]) -> Non
     for obj in [*refs, *cells]:
         if isinstance(obj, Dispatcher) or isinstance(obj, pytypes.FunctionType):
             _walk(obj, files, constants, seen)
+        elif isinstance(getattr(obj, "_defn", None), pytypes.FunctionType):
+            _walk(obj._defn, files, constants, seen)  # an @intrinsic: its code generator's module
         elif isinstance(obj, pytypes.ModuleType):
             # attribute reads (state.I_NGEN, a kernel of another module): that module's source
             path = _own_module(obj)
@@ -99,7 +101,8 @@ def _filled(cell: Any) -> bool:
 
 
 def source_files(fn: Callable[..., Any]) -> tuple[str, ...]:
-    """The project source files a compiled function depends on (its own, then what it calls)."""
+    """The project source files a compiled function depends on: its own and those of everything it
+    reaches through its globals (sorted)."""
     files: set[str] = set()
     _walk(fn, files, [], set())
     return tuple(sorted(files))

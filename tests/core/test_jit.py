@@ -30,7 +30,8 @@ def test_dependencies_are_found_not_declared() -> None:
 
     files = {Path(f).name for f in source_files(ServerFilling.kernel)}
     assert {"server_filling.py", "_kit.py"} <= files
-    assert "engine.py" in {Path(f).name for f in source_files(run_batch)}
+    # actions.py is reached only through an @intrinsic (bits_f64) the engine calls
+    assert {"engine.py", "actions.py"} <= {Path(f).name for f in source_files(run_batch)}
 
 
 _HELPER = "def helper():\n    return {value}\n"
