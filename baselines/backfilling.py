@@ -119,7 +119,6 @@ class EasyBackfilling(Policy):
         ),
     }
     kernel = _easy
-    kernel_depends = ("baselines._kit",)
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)

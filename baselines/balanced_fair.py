@@ -283,6 +283,7 @@ class _CompatPolicy(Policy):
     kernel = _compat_serve
     invariant = _compat_check
     models: ClassVar[tuple[str, ...]] = (MODEL,)
+    decides_every_event = True  # its bookkeeping follows every arrival and departure
 
     def theta(self, workload: Any) -> float:
         """Mean work between two interruptions of a job (inf: never interrupted)."""

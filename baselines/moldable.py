@@ -1,12 +1,10 @@
 """Allocation schemes for moldable jobs in a loss system (Ghanbarian et al. (2024), moldable jobs), with the
 formulas the paper's surviving text lost reconstructed (see ``docs/papers/002-moldable.md``). All three are
 probabilistic greedy rules within a server pool (see :mod:`msj_gym.moldable.policy`); they differ only in the
-pools and probabilities they prepare. Kept in their own registry (``MOLDABLE_POLICIES``): they act on the loss
-system, not on the queueing MSJ model of ``POLICIES``."""
+pools and probabilities they prepare. Registered in :mod:`msj_gym.registry` on the ``moldable`` model (they
+act on the loss system, not on the queueing MSJ model); ``baselines.MOLDABLE_POLICIES`` lists them."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 
@@ -14,7 +12,7 @@ from msj_gym.analysis.moldable import lp_optimum, multiclass_optimum
 from msj_gym.moldable.model import MoldableSystem
 from msj_gym.moldable.policy import AllocationRule, MoldablePolicy, make_rule
 
-__all__ = ["MOLDABLE_POLICIES", "Greedy", "PScheme", "Reserved", "make_moldable_policy", "reserve_servers"]
+__all__ = ["Greedy", "PScheme", "Reserved", "reserve_servers"]
 
 
 def _rates(system: MoldableSystem) -> tuple[np.ndarray, np.ndarray, list[tuple[float, ...]]]:
@@ -106,17 +104,3 @@ class Reserved(MoldablePolicy):
             lam_pool = min(1.0, cl.load * n / pools[c]) if pools[c] > 0 else 1.0
             p.append(lp_optimum(cl.speed_up, lam_pool).p)
         return make_rule(p, np.arange(system.num_classes), pools)
-
-
-MOLDABLE_POLICIES: dict[str, type[MoldablePolicy]] = {
-    cls.policy_id: cls for cls in (PScheme, Greedy, Reserved)
-}
-
-
-def make_moldable_policy(policy_id: str, **params: Any) -> MoldablePolicy:
-    """A moldable allocation scheme by id: ``moldable-p-scheme``, ``moldable-greedy``,
-    ``moldable-reserved``."""
-    cls = MOLDABLE_POLICIES.get(policy_id)
-    if cls is None:
-        raise ValueError(f"unknown moldable policy {policy_id!r}; known: {', '.join(MOLDABLE_POLICIES)}")
-    return cls(**params)

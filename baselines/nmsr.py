@@ -171,7 +171,6 @@ class NMSR(Policy):
     size_aware = False
     decides_every_event = True
     kernel = _nmsr
-    kernel_depends = ("baselines._kit",)
     params_spec: ClassVar[Mapping[str, Param]] = {
         "tau": Param(float, -1.0, "mean cycle length of the schedule chain (-1: 10 mean service times)"),
         "backfill": Param(bool, False, "first-fit backfilling of queue heads when not switching"),

@@ -179,14 +179,20 @@ def _solved(
         except (OSError, ValueError, KeyError):
             pass  # unreadable: solve again and overwrite
     from msj_gym.analysis.optimal import solve_optimal
+    from msj_gym.core.jit import announce
 
-    sol = solve_optimal(
-        workload,
-        preemptive=preemptive,
-        blocking_target=blocking_target,
-        check_buffers=False,
-        max_states=max_states,
-    )
+    kind = "preemptive" if preemptive else "non-preemptive"
+    with announce(
+        f"solving the exact {kind} optimum of {getattr(workload, 'name', 'the workload')} "
+        f"at load {float(workload.load):.4g}"
+    ):
+        sol = solve_optimal(
+            workload,
+            preemptive=preemptive,
+            blocking_target=blocking_target,
+            check_buffers=False,
+            max_states=max_states,
+        )
     out = {
         "table": sol.table.astype(np.int64),
         "configs": sol.chain.configs,

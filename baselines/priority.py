@@ -55,7 +55,6 @@ class _ClassPriority(Policy):
     preemptive = False
     size_aware = False
     kernel = _class_priority
-    kernel_depends = ("baselines._kit",)
 
     def class_keys(self, needs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -164,7 +163,6 @@ class MostServersFirstPreemptive(Policy):
     size_aware = False
     reference = "Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 5.3"
     kernel = _msf_preemptive
-    kernel_depends = ("baselines._kit",)
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
         # iwork = [candidates: running + up to k per class][marks: k][starts: k]; fwork = candidate keys.

@@ -199,7 +199,6 @@ class MSFQ(Policy):
     size_aware = False
     decides_every_event = True
     kernel = _msfq
-    kernel_depends = ("baselines._kit",)
     params_spec: ClassVar[Mapping[str, Param]] = {
         "ell": Param(
             int, -1, "threshold: lights left before the swap (-1: k - 1, the paper's choice)", minimum=-1
@@ -311,7 +310,6 @@ class AdaptiveQuickswap(Policy):
     size_aware = False
     decides_every_event = True
     kernel = _adaptive
-    kernel_depends = ("baselines._kit",)
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
@@ -430,7 +428,6 @@ class StaticQuickswap(Policy):
     size_aware = False
     decides_every_event = True
     kernel = _static
-    kernel_depends = ("baselines._kit",)
     params_spec: ClassVar[Mapping[str, Param]] = {
         "second_pass": Param(bool, False, "start the next class's jobs in the same event as the turn moves"),
     }

@@ -135,7 +135,6 @@ def _server_filling(view, pdata, actions):
 class _Packing(Policy):
     preemptive = True
     params_spec: ClassVar[Mapping[str, Param]] = {"packing": _PACKING}
-    kernel_depends = ("baselines._kit",)
     fast_path = True
 
     def extra_params(self, workload: Any) -> list[float]:
@@ -463,7 +462,6 @@ class FirstFitSRPT(Policy):
         ),
     }
     kernel = _ff_srpt
-    kernel_depends = ("baselines._kit",)
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)

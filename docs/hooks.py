@@ -1,4 +1,4 @@
-"""MkDocs hook: the policy tables of ``policies.md``, generated from the registries at build time."""
+"""MkDocs hook: the policy tables of ``policies.md``, generated from ``msj_gym.registry`` at build time."""
 
 from __future__ import annotations
 
@@ -23,20 +23,22 @@ def _yes(flag: bool) -> str:
 
 
 def policy_table() -> str:
-    from baselines import POLICIES
+    """Every registered policy of every model (msj, compatibility, moldable)."""
+    from msj_gym.registry import list_policies, policy_spec
 
-    rows = ["| id | policy | preemptive | size-aware | reference |", "|---|---|---|---|---|"]
-    for pid, cls in POLICIES.items():
+    rows = ["| id | policy | models | preemptive | size-aware | reference |", "|---|---|---|---|---|---|"]
+    for pid, cls in list_policies().items():
+        models = ", ".join(policy_spec(pid).models)
         flags = f"{_yes(cls.preemptive)} | {_yes(cls.size_aware)}"
-        rows.append(f"| `{pid}` | {_summary(cls)} | {flags} | {cls.reference} |")
+        rows.append(f"| `{pid}` | {_summary(cls)} | {models} | {flags} | {cls.reference} |")
     return "\n".join(rows)
 
 
 def moldable_table() -> str:
-    from baselines import MOLDABLE_POLICIES
+    from msj_gym.registry import list_policies
 
     rows = ["| id | scheme | reference |", "|---|---|---|"]
-    for pid, cls in MOLDABLE_POLICIES.items():
+    for pid, cls in list_policies("moldable").items():
         rows.append(f"| `{pid}` | {_summary(cls)} | {getattr(cls, 'reference', '')} |")
     return "\n".join(rows)
 

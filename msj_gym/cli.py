@@ -32,9 +32,12 @@ def _parser() -> argparse.ArgumentParser:
         "--scenario",
         required=True,
         help="a built-in scenario name, a .toml/.json/.yaml file, or a GPU trace FORMAT:PATH[?options] "
-        "(FORMAT gpu, philly, helios, acme, pai, openb or gfs)",
+        "(FORMAT gpu, philly, helios, acme, pai, openb or gfs); or a compatibility-model or moldable "
+        "system's name (see `msj-gym list`)",
     )
-    sim.add_argument("--policy", required=True, help="policy id (see `msj-gym list`)")
+    sim.add_argument(
+        "--policy", required=True, help="policy id, defined on the scenario's model (see `msj-gym list`)"
+    )
     rate = sim.add_mutually_exclusive_group()
     rate.add_argument("--load", type=float, help="offered load rho (default: the scenario's)")
     rate.add_argument("--arrival-rate", type=float, help="arrival rate lambda instead of a load")
@@ -57,7 +60,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
-    sub.add_parser("list", help="list the built-in scenarios and policies")
+    lst = sub.add_parser("list", help="list the built-in scenarios and policies of every model")
+    lst.add_argument(
+        "--model",
+        choices=("msj", "compatibility", "moldable"),
+        help="only this model's scenarios and policies (default: every model)",
+    )
 
     opt = sub.add_parser(
         "optimal",
@@ -261,26 +269,33 @@ def _check_system_flags(args: argparse.Namespace) -> None:
     _positive_finite("--arrival-rate", args.arrival_rate)
 
 
-def _simulate(args: argparse.Namespace) -> int:
-    from baselines import make_policy
+def _scenario_model(name: str) -> str:
+    """The model a ``--scenario`` belongs to: a compatibility system's or moldable system's name, else
+    an MSJ scenario (a name, a file or a trace)."""
+    from .moldable.systems import MOLDABLE_SYSTEMS
+    from .workloads.compat import COMPAT_SCENARIOS
 
-    from .core.simulator import Simulator
-    from .workloads.scenarios import load_scenario
+    if name in COMPAT_SCENARIOS:
+        return "compatibility"
+    if name in MOLDABLE_SYSTEMS:
+        return "moldable"
+    return "msj"
 
-    # the flags first (cheap, and each error names its flag), then the scenario
-    _check_system_flags(args)
-    _positive_finite("--horizon", args.horizon)
-    if args.warmup is not None and not (math.isfinite(args.warmup) and args.warmup >= 0):
-        raise ValueError(f"--warmup: expected a finite number >= 0, got {args.warmup!r}")
-    scenario = load_scenario(args.scenario)
-    try:
-        workload = scenario.build(num_servers=args.k, load=args.load, arrival_rate=args.arrival_rate)
-    except ValueError as exc:
-        # the rate's usable range depends on the scenario: name the flag in Workload's message
-        if args.arrival_rate is not None and str(exc).startswith("arrival_rate:"):
-            raise ValueError("--arrival-rate" + str(exc).removeprefix("arrival_rate")) from None
-        raise
-    policy = make_policy(args.policy, **_policy_params(args.policy_param))
+
+def _check_policy(policy_id: str, model: str) -> None:
+    """An error before any work if ``policy_id`` is unknown or not defined on ``model`` (no import)."""
+    from .registry import policy_spec
+
+    spec = policy_spec(policy_id)
+    if model not in spec.models:
+        raise ValueError(
+            f"--policy: {policy_id!r} is not defined on the {model} model of the scenario "
+            f"(it is defined on: {', '.join(spec.models)})"
+        )
+
+
+def _run_length(args: argparse.Namespace) -> dict[str, Any]:
+    """Simulator keyword arguments of ``--seed``, ``--arrivals`` / ``--horizon`` and ``--warmup``."""
     kwargs: dict[str, Any] = {"seed": args.seed}
     if args.horizon is not None:
         kwargs["horizon"] = args.horizon
@@ -294,23 +309,110 @@ def _simulate(args: argparse.Namespace) -> int:
             if args.warmup != int(args.warmup):
                 raise ValueError(f"--warmup: expected a whole number of arrivals, got {args.warmup}")
             kwargs["warmup"] = int(args.warmup)
-    result = Simulator(workload, policy, **kwargs).run()
+    return kwargs
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from .core.simulator import Simulator
+    from .registry import make_policy
+
+    # the flags first (cheap, and each error names its flag), then the policy's model, then the scenario
+    _check_system_flags(args)
+    _positive_finite("--horizon", args.horizon)
+    if args.warmup is not None and not (math.isfinite(args.warmup) and args.warmup >= 0):
+        raise ValueError(f"--warmup: expected a finite number >= 0, got {args.warmup!r}")
+    model = _scenario_model(args.scenario)
+    _check_policy(args.policy, model)
+    if model == "compatibility":
+        return _simulate_compat(args)
+    if model == "moldable":
+        return _simulate_moldable(args)
+    from .workloads.scenarios import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    try:
+        workload = scenario.build(num_servers=args.k, load=args.load, arrival_rate=args.arrival_rate)
+    except ValueError as exc:
+        # the rate's usable range depends on the scenario: name the flag in Workload's message
+        if args.arrival_rate is not None and str(exc).startswith("arrival_rate:"):
+            raise ValueError("--arrival-rate" + str(exc).removeprefix("arrival_rate")) from None
+        raise
+    policy = make_policy(args.policy, **_policy_params(args.policy_param))
+    result = Simulator(workload, policy, **_run_length(args)).run()
+    return _print_queueing(args, result, scenario.name, workload, policy, f"k={workload.num_servers}")
+
+
+def _print_queueing(
+    args: argparse.Namespace, result: Any, name: str, workload: Any, policy: Any, size: str
+) -> int:
     if result.num_measured == 0:  # stopped (queue limit, arrival cap) before any measured job left
         raise ValueError(
             f"no job was measured: {result.stability_note}; use a lower --load or fewer --warmup arrivals"
         )
+    return _print_run(args, result, name, workload, policy, size)
+
+
+def _print_run(args: argparse.Namespace, result: Any, name: str, system: Any, policy: Any, size: str) -> int:
+    """A finished run: its JSON (``--json``) or its header line and summary."""
     if args.json:
         out = result.to_dict()
-        out["scenario"] = scenario.name
+        out["scenario"] = name
         out["policy"] = policy.policy_id
         print(json.dumps(out))
     else:
         print(
-            f"scenario {scenario.name}  k={workload.num_servers}  load={workload.load:.4f}  "
-            f"lambda={workload.arrival_rate:.6g}  policy {policy.policy_id} {policy.param_values or ''}"
+            f"scenario {name}  {size}  load={system.load:.4f}  "
+            f"lambda={system.arrival_rate:.6g}  policy {policy.policy_id} {policy.param_values or ''}"
         )
         print(result.summary())
     return 0
+
+
+def _not_for(model: str, args: argparse.Namespace, *flags: str) -> None:
+    """A one-line error for a flag the scenario's model does not take."""
+    for flag in flags:
+        value = getattr(args, flag.removeprefix("--").replace("-", "_"))
+        if value is not None:
+            raise ValueError(f"{flag}: not used by {model} scenario {args.scenario!r}, got {value!r}")
+
+
+def _simulate_compat(args: argparse.Namespace) -> int:
+    """A job-server compatibility system (Bonald & Comte (2017)) run by the pooled simulator, as the
+    experiments run it; ``--load`` is the system's rho."""
+    from .pooled import PooledSimulator
+    from .registry import make_policy
+    from .workloads.compat import build_compat_scenario
+
+    _not_for("compatibility", args, "--k", "--arrival-rate")  # the system fixes its servers and rates
+    build = {} if args.load is None else {"load": args.load}
+    workload = build_compat_scenario(args.scenario, **build)
+    policy = make_policy(args.policy, **_policy_params(args.policy_param))
+    result = PooledSimulator(workload, policy, **_run_length(args)).run()
+    return _print_queueing(args, result, args.scenario, workload, policy, f"servers={workload.num_servers}")
+
+
+def _simulate_moldable(args: argparse.Namespace) -> int:
+    """A moldable loss system (Ghanbarian et al. (2024)): ``--k`` servers (default 100), ``--load`` the
+    arrival rate per server (unit-mean sizes) instead of the named traffic regime's."""
+    from .moldable.loss import LossSimulator
+    from .moldable.systems import build_moldable_system
+    from .registry import make_policy
+
+    _not_for("moldable", args, "--arrival-rate", "--horizon")  # a loss system runs a number of arrivals
+    if args.warmup is not None and args.warmup != int(args.warmup):
+        raise ValueError(f"--warmup: expected a whole number of arrivals, got {args.warmup}")
+    system = build_moldable_system(
+        args.scenario, num_servers=100 if args.k is None else args.k, arrival_rate=args.load
+    )
+    policy = make_policy(args.policy, **_policy_params(args.policy_param))
+    result = LossSimulator(
+        system,
+        policy,
+        seed=args.seed,
+        num_arrivals=args.arrivals if args.arrivals is not None else 100_000,
+        warmup=None if args.warmup is None else int(args.warmup),
+    ).run()
+    return _print_run(args, result, args.scenario, system, policy, f"n={system.num_servers}")
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -394,23 +496,44 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list() -> int:
-    from baselines import POLICIES
+def _print_policy(pid: str, cls: type) -> None:
+    preemption = "preemptive" if cls.preemptive else "non-preemptive"
+    flags = f"{preemption}, {'size-aware' if cls.size_aware else 'size-oblivious'}"
+    print(f"  {pid:<24} {flags:<32} {cls.reference}")
+    for pname, spec in cls.params_spec.items():
+        choices = f" {list(spec.choices)}" if spec.choices else ""
+        usage = f"--policy-param {pname}=<{spec.kind.__name__}>"
+        print(f"      {usage} (default {spec.default!r}){choices}: {spec.doc}")
 
+
+def _list(model: str | None = None) -> int:
+    """Every model's scenarios, then its policies (``model``: one model's only). The MSJ part keeps the
+    ``scenarios:`` / ``policies:`` sections other tooling parses."""
+    from .moldable.systems import MOLDABLE_SYSTEMS, describe_moldable_system
+    from .registry import list_policies
+    from .workloads.compat import COMPAT_SCENARIOS
     from .workloads.scenarios import list_scenarios
 
-    print("scenarios:")
-    for name, sc in list_scenarios().items():
-        print(f"  {name:<14} {sc.description}")
-    print("\npolicies:")
-    for pid, cls in POLICIES.items():
-        preemption = "preemptive" if cls.preemptive else "non-preemptive"
-        flags = f"{preemption}, {'size-aware' if cls.size_aware else 'size-oblivious'}"
-        print(f"  {pid:<24} {flags:<32} {cls.reference}")
-        for pname, spec in cls.params_spec.items():
-            choices = f" {list(spec.choices)}" if spec.choices else ""
-            usage = f"--policy-param {pname}=<{spec.kind.__name__}>"
-            print(f"      {usage} (default {spec.default!r}){choices}: {spec.doc}")
+    sections: list[tuple[str, str, list[tuple[str, str]]]] = []
+    if model in (None, "msj"):
+        scenarios = [(name, sc.description) for name, sc in list_scenarios().items()]
+        sections.append(("msj", "", scenarios))
+    if model in (None, "compatibility"):
+        scenarios = [(name, desc) for name, (desc, _build) in COMPAT_SCENARIOS.items()]
+        sections.append(("compatibility", "compatibility ", scenarios))
+    if model in (None, "moldable"):
+        scenarios = [(name, describe_moldable_system(name)) for name in MOLDABLE_SYSTEMS]
+        sections.append(("moldable", "moldable ", scenarios))
+    for i, (m, prefix, scenarios) in enumerate(sections):
+        if i:
+            print()
+        print(f"{prefix}scenarios:")
+        width = max(14, *(len(name) for name, _ in scenarios)) if m != "msj" else 14
+        for name, desc in scenarios:
+            print(f"  {name:<{width}} {desc}")
+        print(f"\n{prefix}policies:")
+        for pid, cls in list_policies(m).items():
+            _print_policy(pid, cls)
     return 0
 
 
@@ -539,7 +662,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _optimal(args)
         if args.command == "render":
             return _render(args)
-        return _list()
+        return _list(args.model)
     except ValueError as exc:
         print(f"msj-gym: error: {exc}", file=sys.stderr)
         return 2

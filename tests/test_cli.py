@@ -139,3 +139,46 @@ def test_optimal_prints_the_optimum_and_the_heuristics(tmp_path, capsys) -> None
     assert "optimal mean response time" in text and "msf-preemptive" in text
     assert main(["optimal", "--scenario", "bs-fig1"]) == 2
     assert "max_states" in capsys.readouterr().err
+
+
+def test_list_every_model(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for text in ("compatibility scenarios:", "003-tree-symmetric", "balanced-fair", "moldable policies:"):
+        assert text in out
+    assert "moldable-reserved" in out and "002-sub-linear-mean-field" in out
+    assert out.index("policies:") < out.index("compatibility scenarios:")  # the MSJ part comes first
+    assert main(["list", "--model", "compatibility"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("compatibility scenarios:") and "fcfs" in out and "balanced-fair" in out
+    assert "sf-fig2" not in out and "msfq" not in out and "moldable" not in out
+
+
+def test_simulate_compatibility_scenario(capsys):
+    argv = ["simulate", "--scenario", "003-tree-symmetric", "--policy", "fcfs", "--load", "0.6"]
+    assert main([*argv, "--arrivals", "3000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scenario"] == "003-tree-symmetric" and out["policy"] == "fcfs"
+    assert abs(out["offered_load"] - 0.6) < 1e-9 and out["num_measured"] == 2700
+
+
+def test_simulate_moldable_system(capsys):
+    argv = ["simulate", "--scenario", "002-sub-linear-mean-field", "--policy", "moldable-p-scheme"]
+    assert main([*argv, "--k", "50", "--arrivals", "3000"]) == 0
+    out = capsys.readouterr().out
+    assert "n=50" in out and "blocking probability" in out
+
+
+@pytest.mark.parametrize(
+    ("scenario", "policy", "message"),
+    [
+        ("003-tree-symmetric", "msf", "--policy: 'msf' is not defined on the compatibility model"),
+        ("sf-fig2", "balanced-fair", "--policy: 'balanced-fair' is not defined on the msj model"),
+        ("sf-fig2", "moldable-greedy", "--policy: 'moldable-greedy' is not defined on the msj model"),
+        ("002-linear-mean-field", "fcfs", "--policy: 'fcfs' is not defined on the moldable model"),
+    ],
+)
+def test_policy_of_another_model_is_refused(scenario, policy, message, capsys):
+    assert main(["simulate", "--scenario", scenario, "--policy", policy]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

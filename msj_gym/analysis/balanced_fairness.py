@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
+
+from ..core.jit import kernel_jit
 
 __all__ = [
     "BalancedFairPerformance",
@@ -133,7 +134,7 @@ def _check_sets(
 # Recursion (4) on a box
 
 
-@njit(cache=True)
+@kernel_jit(nrt=True)
 def _psi_box(mu_of_mask, weights, size):
     """psi(x) = Phi(x) prod_i w_i^x_i on the box [0, size)^N, C order, by recursion (4):
     psi(x) = sum_{i in A(x)} w_i psi(x - e_i) / mu(A(x)). With unit weights psi is Phi."""

@@ -1,7 +1,8 @@
-"""The simulator core: compiled event engine, state layout, policy protocol. Does not import gymnasium."""
+"""The simulator core: compiled event engine, state layout, policy protocol. It imports nothing above
+it (policies, workloads, analysis, environments, experiments) and not gymnasium; a test enforces it."""
 
 from .policy import Param, Policy
-from .simulator import SimulationError, Simulator, simulate
+from .simulator import SimulationError, Simulator
 from .state import PolicyData, Sizes, View
 
-__all__ = ["Param", "Policy", "PolicyData", "SimulationError", "Simulator", "Sizes", "View", "simulate"]
+__all__ = ["Param", "Policy", "PolicyData", "SimulationError", "Simulator", "Sizes", "View"]

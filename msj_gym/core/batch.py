@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from . import state as S
 from .jit import inline_jit, kernel_jit
@@ -125,7 +124,7 @@ def sim_at(b, i):
     )
 
 
-@njit(cache=True, _nrt=False, nogil=True)
+@kernel_jit(nogil=True)
 def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
     """:func:`~msj_gym.core.stepping.env_step` for each environment ``i`` in ``idx`` with action
     ``actions[i]`` (``-1``: no action, advance to the next decision); ``status[i]`` gets its engine
@@ -144,7 +143,7 @@ def _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
         status[i] = step(sim_at(b, i), actions[i], ep, fpar[i], obs[i], mask[i], out[i], work[i], act1[i])
 
 
-@njit(cache=True, _nrt=False, nogil=True)
+@kernel_jit(nogil=True)
 def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
     """A worker thread's loop: :func:`batch_step` of the environments ``idx`` each time the main thread
     posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.core.spin`), until it is stopped."""

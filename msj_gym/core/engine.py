@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import literally
 
 from .actions import OP_BUDGET, OP_LIMIT, OP_REQUEUE, OP_SERVE, bits_f64
-from .jit import inline_jit, kernel_jit
-from .kernels import check_kernel, decide_kernel
+from .jit import announce, inline_jit, kernel_jit
+from .kernels import DecisionRule
 from .state import (
     A_COUNT,
     A_PREEMPT,
@@ -142,7 +141,7 @@ from .state import (
     WPREV,
 )
 
-__all__ = ["advance", "apply", "batch_runner", "check_invariants", "run_batch"]
+__all__ = ["advance", "apply", "batch_runner", "can_decide", "check_invariants", "run_batch"]
 
 # ---------------------------------------------------------------------------------------------------
 # Departure heap: binary min-heap on (time, job id) holding slots; HEAPPOS is each slot's position.
@@ -760,23 +759,47 @@ def check_invariants(sim):
     return 0
 
 
+@inline_jit
+def can_decide(sim, preemptive):
+    """True if some action other than "wait" is possible."""
+    iv, ci = sim.iv, sim.ci
+    if iv[I_NWAIT] == 0:
+        return False
+    if preemptive and iv[I_NRUN] > 0:
+        return True
+    free = iv[I_FREE]
+    for c in range(ci.shape[1]):
+        if ci[C_NWAIT, c] > 0 and ci[C_NEED, c] <= free:
+            return True
+    return False
+
+
 @kernel_jit
-def run_batch(code, sim, view, sizes, pdata, actions, debug):
-    """Run policy ``code`` until the engine needs something from Python, finishes, or fails."""
+def run_batch(plain, sized, check, size_aware, every_event, sim, view, sizes, pdata, actions, debug):
+    """Run a policy until the engine needs something from Python, finishes, or fails. The policy's
+    kernel (``sized`` if ``size_aware``, else ``plain``) and its invariant ``check`` are first-class
+    function arguments (see :class:`~msj_gym.core.kernels.DecisionRule`), so this loop is compiled
+    once for every policy. Unless the policy asks to see ``every_event``, it is only asked when it
+    can act (:func:`can_decide`), exactly as the environments ask an agent."""
+    preemptive = sim.iv[I_PREEMPTIVE] != 0
     while True:
         status = advance(sim)
         if status != ST_EVENT:
             return status
-        n = decide_kernel(literally(code), view, sizes, pdata, actions)
-        if n > 0 and apply(sim, actions, n) != E_NONE:
-            return ST_ERROR
+        if every_event or can_decide(sim, preemptive):
+            if size_aware:
+                n = sized(view, sizes, pdata, actions)
+            else:
+                n = plain(view, pdata, actions)
+            if n > 0 and apply(sim, actions, n) != E_NONE:
+                return ST_ERROR
         if debug:
             detail = check_invariants(sim)
             if detail != 0:
                 sim.iv[I_ERR] = E_INVARIANT
                 sim.iv[I_ERR_JOB] = detail
                 return ST_ERROR
-            detail = check_kernel(literally(code), view, pdata)
+            detail = check(view, pdata)
             if detail != 0:
                 sim.iv[I_ERR] = E_POLICY_INVARIANT
                 sim.iv[I_ERR_JOB] = detail
@@ -784,17 +807,38 @@ def run_batch(code, sim, view, sizes, pdata, actions, debug):
 
 
 _RUNNERS: dict[tuple, object] = {}
+_COMPILED: set[tuple] = set()  # (decision rule, argument types, debug) compiled
 
 
-def batch_runner(code, sim, view, sizes, pdata, actions, debug):
-    """``run_batch`` specialised for policy ``code``. The specialisation is compiled (or loaded from the
-    cache) for the literal ``code`` directly and its entry point kept, which skips numba's per-call
-    literal re-dispatch (a full type inference of the loop, seconds per call)."""
+def batch_runner(rule: DecisionRule, sim, view, sizes, pdata, actions, debug) -> int:
+    """``run_batch`` for a policy's decision ``rule``. The loop is compiled (or loaded from the cache)
+    for the argument types, with the kernel slots typed as functions of the kernels' fixed signatures,
+    and its entry point kept: that skips numba's per-call dispatch and keeps one machine-code loop for
+    every policy. Either compilation, when it happens, is announced on stderr."""
     args = (sim, view, sizes, pdata, actions, debug)
-    key = (code, *(numba.typeof(a) for a in args))
+    key = tuple(numba.typeof(a) for a in args)
     runner = _RUNNERS.get(key)
+    _, view_t, sizes_t, pdata_t, actions_t, _ = key
     if runner is None:
-        sig = (numba.types.literal(code), *key[1:])
-        run_batch.compile(sig)
+        int64 = numba.types.int64
+        sig = (
+            numba.types.FunctionType(int64(view_t, pdata_t, actions_t)),
+            numba.types.FunctionType(int64(view_t, sizes_t, pdata_t, actions_t)),
+            numba.types.FunctionType(int64(view_t, pdata_t)),
+            numba.types.boolean,
+            numba.types.boolean,
+            *key,
+        )
+        with announce("compiling the engine loop"):
+            run_batch.compile(sig)
         runner = _RUNNERS[key] = run_batch.overloads[sig].entry_point
-    return runner(code, *args)
+    if (rule, key, bool(debug)) not in _COMPILED:
+        with announce(f"compiling {rule.name}"):
+            if rule.size_aware:
+                rule.sized.compile((view_t, sizes_t, pdata_t, actions_t))
+            else:
+                rule.plain.compile((view_t, pdata_t, actions_t))
+            if debug:
+                rule.check.compile((view_t, pdata_t))
+        _COMPILED.add((rule, key, bool(debug)))
+    return runner(rule.plain, rule.sized, rule.check, rule.size_aware, rule.every_event, *args)

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .kernels import register_kernel
+from .kernels import DecisionRule, decision_rule
 from .state import PolicyData
 
 __all__ = ["Param", "Policy"]
@@ -33,6 +33,11 @@ class Policy:
     ``reference`` (paper and section), ``params`` (declared parameters) and ``kernel``: the compiled
     decision rule (see :mod:`msj_gym.core.kernels`). ``prepare`` turns the parameters and the workload
     into the arrays the kernel reads.
+
+    The kernel is asked for a decision only at events where some action is possible (a waiting job
+    fits, or a preemptive policy may preempt), natively as through the environments; a policy whose
+    decisions or bookkeeping follow every event (phases switched by arrivals, its own record of the
+    allocation) sets ``decides_every_event``.
     """
 
     policy_id: ClassVar[str] = ""
@@ -42,10 +47,9 @@ class Policy:
     params_spec: ClassVar[Mapping[str, Param]] = {}
     kernel: ClassVar[Callable[..., int] | None] = None
     invariant: ClassVar[Callable[..., int] | None] = None
-    kernel_depends: ClassVar[tuple[str, ...]] = ()
     models: ClassVar[tuple[str, ...]] = ("msj",)
     decides_every_event: ClassVar[bool] = False
-    _codes: ClassVar[dict[type, int]] = {}
+    _rules: ClassVar[dict[type, DecisionRule]] = {}
 
     def __init__(self, **params: Any) -> None:
         unknown = set(params) - set(self.params_spec)
@@ -80,17 +84,20 @@ class Policy:
 
     # -------------------------------------------------------------------------------------------------
     @classmethod
-    def kernel_code(cls) -> int:
-        """The registry code of this policy's kernel (registered on first use)."""
+    def decision_rule(cls) -> DecisionRule:
+        """This policy's kernel (and invariant) as the engine loop calls them."""
         if cls.kernel is None:
             raise TypeError(f"policy {cls.policy_id!r} has no compiled kernel")
-        code = Policy._codes.get(cls)
-        if code is None:
-            code = register_kernel(
-                cls.kernel, size_aware=cls.size_aware, depends=cls.kernel_depends, invariant=cls.invariant
+        rule = Policy._rules.get(cls)
+        if rule is None:
+            rule = Policy._rules[cls] = decision_rule(
+                cls.kernel,
+                size_aware=cls.size_aware,
+                invariant=cls.invariant,
+                every_event=cls.decides_every_event,
+                name=f"the {cls.policy_id} decision rule",
             )
-            Policy._codes[cls] = code
-        return code
+        return rule
 
     def for_workload(self, workload: Any) -> Policy:
         """The policy that runs on ``workload``: itself if it is defined on the workload's ``model``

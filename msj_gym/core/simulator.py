@@ -12,9 +12,10 @@ import numpy as np
 from ..metrics.result import SimulationResult, summarise
 from . import state as S
 from .engine import advance, apply, batch_runner, check_invariants
+from .feed import ArrivalError, ArrivalFeed
 from .policy import Policy
 
-__all__ = ["SimulationError", "Simulator", "simulate"]
+__all__ = ["SimulationError", "Simulator"]
 
 
 class SimulationError(RuntimeError):
@@ -28,26 +29,6 @@ def _version() -> str:
         return version("msj-gym")
     except Exception:  # pragma: no cover - not installed
         return "unknown"
-
-
-def check_chunk(chunk: Any, first_id: int, last_time: float) -> np.ndarray:
-    """Refuse a chunk of arrivals with a non-positive or non-finite duration, or times that are not
-    finite and non-decreasing from ``last_time``; returns its arrival times."""
-    svc = chunk.service_time
-    bad = np.flatnonzero(~np.isfinite(svc) | (svc <= 0))
-    if bad.size:
-        j = bad[0]
-        raise SimulationError(
-            f"service_time: job {first_id + j} (class {int(chunk.job_class[j])}) has invalid duration "
-            f"{svc[j]!r}; durations must be positive and finite"
-        )
-    times = chunk.arrival_time
-    if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0) or times[0] < last_time:
-        raise SimulationError(
-            "arrival_time: times must be finite and non-decreasing "
-            f"(jobs {first_id}..{first_id + len(chunk)})"
-        )
-    return times
 
 
 class Simulator:
@@ -133,7 +114,6 @@ class Simulator:
         if isinstance(max_jobs_in_system, bool) or int(max_jobs_in_system) < 1:
             raise ValueError(f"max_jobs_in_system: expected a positive integer, got {max_jobs_in_system!r}")
         self.max_jobs_in_system = int(max_jobs_in_system)
-        self._last_time = -np.inf
         expected_f = num_arrivals if num_arrivals is not None else workload.arrival_rate * horizon
         if expected_f > self.MAX_ARRIVALS:  # a typo such as --horizon 1e308 would never finish
             what = "num_arrivals" if num_arrivals is not None else "horizon"
@@ -152,11 +132,13 @@ class Simulator:
 
     # ------------------------------------------------------------------------------------------------
     CHUNK = 1 << 15  # arrivals generated per refill; fixed so that a seed gives one job stream
+    FEED_LIMIT: int | None = None  # jobs written into the ring per refill (None: as many as fit)
 
     def _setup(self) -> None:
         wl = self.workload
         root = np.random.SeedSequence(self.seed)
         self.source = wl.arrivals(root)
+        self.arrivals = ArrivalFeed(self.source, self.max_arrivals, self.CHUNK)
         self._class_needs = wl.server_needs
         self._generated = 0
         n_ck = 41
@@ -215,39 +197,11 @@ class Simulator:
 
     def _feed(self) -> None:
         """Refill the arrival ring with the next chunk of the stream (or mark it exhausted)."""
-        sim = self.sim
-        iv = sim.iv
-        ngen, narr = int(iv[S.I_NGEN]), int(iv[S.I_NARR])
-        room = sim.ring_t.size - (ngen - narr)
-        n = min(self.CHUNK, room, self.max_arrivals - ngen)
-        if n <= 0:
-            if ngen >= self.max_arrivals:
-                iv[S.I_EXHAUSTED] = 1
-                self.capped = not getattr(self.source, "finite", False)
-            return
-        chunk = self.source.next_chunk(n)
-        m = len(chunk)
-        if m == 0:
-            iv[S.I_EXHAUSTED] = 1
-            return
-        self._write_arrivals(chunk)
-        if m < n and getattr(self.source, "finite", False):
-            iv[S.I_EXHAUSTED] = 1
-
-    def _write_arrivals(self, chunk: Any) -> None:
-        """Append the jobs of ``chunk`` (validated) to the arrival ring, which must have room."""
-        sim = self.sim
-        ngen, m = int(sim.iv[S.I_NGEN]), len(chunk)
-        times = check_chunk(chunk, ngen, self._last_time)
-        self._last_time = float(times[-1])
-        pos = (ngen + np.arange(m)) & (sim.ring_t.size - 1)
-        sim.ring_t[pos] = times
-        sim.ring_c[pos] = chunk.job_class
-        sim.ring_s[pos] = chunk.service_time
-        sim.ring_n[pos] = chunk.estimate_noise
-        if sim.ring_a.shape[1]:
-            sim.ring_a[pos] = chunk.job_attributes
-        sim.iv[S.I_NGEN] = ngen + m
+        try:
+            self.arrivals.feed(self.sim, self.FEED_LIMIT)
+        except ArrivalError as exc:
+            raise SimulationError(str(exc)) from None
+        self.capped = self.arrivals.capped
 
     def _raise(self) -> None:
         code, job = int(self.sim.iv[S.I_ERR]), int(self.sim.iv[S.I_ERR_JOB])
@@ -284,11 +238,11 @@ class Simulator:
         A run stopped by the arrival cap or the queue limit before any measured job left returns an
         unstable result instead (``num_measured == 0``, ``stable`` False)."""
         compiled = type(self.policy).kernel is not None
-        code = self.policy.kernel_code() if compiled else 0
+        rule = self.policy.decision_rule() if compiled else None
         while True:
-            if compiled:
+            if rule is not None:
                 status = batch_runner(
-                    code, self.sim, self.view, self.sizes, self.pdata, self.actions, self.debug
+                    rule, self.sim, self.view, self.sizes, self.pdata, self.actions, self.debug
                 )
             else:
                 status = self._run_python()
@@ -405,35 +359,3 @@ class Simulator:
             provenance=provenance,
         )
         return dataclasses.replace(result, policy_metrics=self.policy.report(self.pdata))
-
-
-def simulate(
-    scenario: Any,
-    policy: str | Policy,
-    *,
-    load: float | None = None,
-    arrival_rate: float | None = None,
-    num_servers: int | None = None,
-    policy_params: dict[str, Any] | None = None,
-    **kwargs: Any,
-) -> SimulationResult:
-    """One run by names: ``simulate("sf-fig2", "server-filling", load=0.9, num_arrivals=10**5, seed=1)``."""
-    from ..workloads.scenarios import Scenario, load_scenario
-    from ..workloads.workload import Workload
-
-    if isinstance(scenario, Workload) or hasattr(scenario, "arrivals"):
-        wl = scenario
-        if load is not None:
-            wl = wl.with_load(load)
-        elif arrival_rate is not None:
-            wl = wl.with_arrival_rate(arrival_rate)
-    else:
-        sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-        wl = sc.build(num_servers=num_servers, load=load, arrival_rate=arrival_rate)
-    if isinstance(policy, str):
-        from baselines import make_policy
-
-        policy = make_policy(policy, **(policy_params or {}))
-    elif policy_params:
-        raise ValueError("policy_params only apply when policy is given by id")
-    return Simulator(wl, policy, **kwargs).run()

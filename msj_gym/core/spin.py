@@ -22,9 +22,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from .jit import inline_jit, kernel_jit
 
 __all__ = ["CTL_WIDTH", "IDLE_POLLS", "WorkerPool", "publish", "wait_posted"]
 
@@ -66,7 +68,7 @@ def _fence(typingctx: Any) -> Any:
     return types.none(), codegen
 
 
-@njit(inline="always", _nrt=False)
+@inline_jit
 def wait_posted(ctl, w, seen):
     """Poll worker ``w``'s slots until a generation other than ``seen`` is posted (returned); -1 if the
     stop flag is set, -2 if nothing came for ``IDLE_POLLS`` polls (the idle flag is then up)."""
@@ -90,13 +92,13 @@ def wait_posted(ctl, w, seen):
             return -2
 
 
-@njit(inline="always", _nrt=False)
+@inline_jit
 def publish(ctl, w, g):
     """Mark generation ``g`` done for worker ``w``; every store of the step is visible before it."""
     _store_release(ctl, w * CTL_WIDTH + CTL_DONE, g)
 
 
-@njit(cache=True, _nrt=False)
+@kernel_jit
 def _post(ctl, g):
     """Post generation ``g`` to every worker; returns a mask of those asleep (to be woken)."""
     n = ctl.size // CTL_WIDTH
@@ -110,7 +112,7 @@ def _post(ctl, g):
     return asleep
 
 
-@njit(cache=True, _nrt=False, nogil=True)
+@kernel_jit(nogil=True)
 def _wait_done(ctl, g):
     """Spin until every worker has done generation ``g``, without the GIL (a worker woken from its
     sleep needs the GIL to get back into its loop)."""

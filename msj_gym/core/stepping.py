@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine import advance, apply
+from .engine import advance, apply, can_decide
 from .jit import inline_jit, kernel_jit
 from .state import (
     ARRIVAL,
@@ -90,21 +90,6 @@ def _squash(x):
     # log1p first: queues and ages span orders of magnitude, and an unstable queue must stay visible
     lg = np.log1p(max(x, 0.0))  # max: a remaining time may round to a hair below 0
     return lg / (1.0 + lg)
-
-
-@inline_jit
-def can_decide(sim, preemptive):
-    """True if some action other than "wait" is possible."""
-    iv, ci = sim.iv, sim.ci
-    if iv[I_NWAIT] == 0:
-        return False
-    if preemptive and iv[I_NRUN] > 0:
-        return True
-    free = iv[I_FREE]
-    for c in range(ci.shape[1]):
-        if ci[C_NWAIT, c] > 0 and ci[C_NEED, c] <= free:
-            return True
-    return False
 
 
 @inline_jit

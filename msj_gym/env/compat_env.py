@@ -15,8 +15,8 @@ from gymnasium import spaces
 
 from ..core import state as S
 from ..core.engine import batch_runner
-from ..core.pooled import PooledSimulator
 from ..metrics.result import SimulationResult
+from ..pooled import PooledSimulator
 
 __all__ = ["CompatAssignEnv", "DrawnAssignmentAgent", "RandomAssignmentAgent"]
 
@@ -32,29 +32,7 @@ class _OneArrivalAtATime(PooledSimulator):
     moment to choose its servers. The jobs are drawn in the same chunks as the native run's, so a seed
     gives the same job stream."""
 
-    def _setup(self) -> None:
-        self._staged: Any = None
-        self._pos = 0
-        super()._setup()
-
-    def _feed(self) -> None:
-        iv = self.sim.iv
-        ngen = int(iv[S.I_NGEN])
-        if ngen >= self.max_arrivals:
-            iv[S.I_EXHAUSTED] = 1
-            self.capped = not getattr(self.source, "finite", False)
-            return
-        if self._staged is None or self._pos >= len(self._staged):
-            self._staged = self.source.next_chunk(min(self.CHUNK, self.max_arrivals - ngen))
-            self._pos = 0
-            if len(self._staged) == 0:
-                iv[S.I_EXHAUSTED] = 1
-                return
-        c, p = self._staged, slice(self._pos, self._pos + 1)
-        self._write_arrivals(
-            type(c)(c.arrival_time[p], c.job_class[p], c.service_time[p], c.estimate_noise[p], c.servers[p])
-        )
-        self._pos += 1
+    FEED_LIMIT = 1
 
 
 class CompatAssignEnv(gym.Env):
@@ -67,7 +45,7 @@ class CompatAssignEnv(gym.Env):
     chooses those ``d`` servers when the job arrives, one server per step (all at zero elapsed time); jobs of
     classes with fixed servers need no decision. The scheduler is ``fcfs`` or ``balanced-fair``
     (Algorithm 1 with ``m`` interruptions per job), run by the engine's loop as in
-    :class:`~msj_gym.core.pooled.PooledSimulator`; the run pauses before each arrival that needs servers.
+    :class:`~msj_gym.pooled.PooledSimulator`; the run pauses before each arrival that needs servers.
 
     ## Action space
     ``Discrete(S)``: the next server for the arriving job. Masks (``action_masks()``,
@@ -157,7 +135,7 @@ class CompatAssignEnv(gym.Env):
             warmup=self.warmup,
             max_jobs_in_system=self.max_jobs,
         )
-        self._code = self._sim.policy.kernel_code()
+        self._rule = self._sim.policy.decision_rule()
         self._decided = 0  # jobs whose servers are final
         self._invalid = 0
         self._over = False
@@ -170,7 +148,7 @@ class CompatAssignEnv(gym.Env):
         sim = self._sim
         assert sim is not None
         while True:
-            status = batch_runner(self._code, sim.sim, sim.view, sim.sizes, sim.pdata, sim.actions, False)
+            status = batch_runner(self._rule, sim.sim, sim.view, sim.sizes, sim.pdata, sim.actions, False)
             ngen = int(sim.sim.iv[S.I_NGEN])
             if status == S.ST_NEED_ARRIVALS and ngen > self._decided:
                 # The engine needs the job after the last one fed: that one's arrival is next.

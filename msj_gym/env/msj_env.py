@@ -423,7 +423,17 @@ class MSJEnv(gym.Env):
         """Entry points of the compiled step for the current state arrays (they change as slots grow)."""
         sim = self.core.sim
         self._step_fn = entry_point(
-            env_step, sim, 0, self._ep, self._fpar, self._obs, self._mask, self._out, self._work, self._act1
+            env_step,
+            sim,
+            0,
+            self._ep,
+            self._fpar,
+            self._obs,
+            self._mask,
+            self._out,
+            self._work,
+            self._act1,
+            what="the environment step",
         )
         self._sim = sim
 
@@ -572,7 +582,7 @@ class MSJEnv(gym.Env):
             if compiled:
                 sizes = core.sizes
                 status = batch_runner(
-                    policy.kernel_code(), core.sim, core.view, sizes, pdata, core.actions, False
+                    policy.decision_rule(), core.sim, core.view, sizes, pdata, core.actions, False
                 )
             else:
                 status = core.run_policy_python(policy, pdata)

@@ -31,8 +31,9 @@ from ..core.batch import (
     sample_masked,
     sim_at,
 )
+from ..core.feed import ArrivalError, ArrivalFeed
 from ..core.jit import entry_point
-from ..core.simulator import SimulationError, check_chunk
+from ..core.simulator import SimulationError
 from ..core.stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWARD
 from ..metrics.result import SimulationResult, assess_stability
 from .msj_env import _DEFAULT_SCENARIO, MSJEnv, MSJPreemptiveEnv, _positive_int
@@ -481,8 +482,7 @@ class MSJVectorEnv(NativeVectorEnv):
         self._act1 = np.zeros((n, 1), dtype=np.int64)
         self._status = np.zeros(n, dtype=np.int64)
 
-        self._sources: list[Any] = [None] * n
-        self._last_time = np.full(n, -np.inf)
+        self._feeds: list[Any] = [None] * n  # each env's job stream (core.feed.ArrivalFeed)
         self._capped = np.zeros(n, dtype=np.bool_)
         self._overflowed = np.zeros(n, dtype=np.bool_)
         self._stalled = np.zeros(n, dtype=np.bool_)
@@ -543,10 +543,20 @@ class MSJVectorEnv(NativeVectorEnv):
             self._act1,
             self._status,
         )
-        self._step_fn = entry_point(batch_step, b, self._all, self._actions, *self._step_tail)
-        self._reset_fn = entry_point(batch_reset, b, self._template, self._all)
+        self._step_fn = entry_point(
+            batch_step, b, self._all, self._actions, *self._step_tail, what="the vector environment step"
+        )
+        self._reset_fn = entry_point(batch_reset, b, self._template, self._all, what="the vector reset")
         self._observe_fn = entry_point(
-            batch_observe, b, self._all, self._ep, self._fpar, self._obs, self._mask, self._work
+            batch_observe,
+            b,
+            self._all,
+            self._ep,
+            self._fpar,
+            self._obs,
+            self._mask,
+            self._work,
+            what="the vector observation",
         )
 
     def _step_envs(self, idx: np.ndarray, actions: np.ndarray) -> None:
@@ -605,36 +615,14 @@ class MSJVectorEnv(NativeVectorEnv):
         raise SimulationError(f"env {i} at t={self._b.fv[i, S.F_NOW]:.6g}: {msg}")
 
     def _feed(self, i: int) -> None:
-        """Refill env ``i``'s arrival ring with the next chunk of its job stream (as
-        ``Simulator._feed`` does: the stream does not depend on the chunk sizes)."""
-        iv = self._b.iv[i]
-        size = self._ring
-        ngen, narr = int(iv[S.I_NGEN]), int(iv[S.I_NARR])
-        cap = int(self._max_arrivals[i])
-        n = min(size - (ngen - narr), cap - ngen)
-        source = self._sources[i]
-        if n <= 0:
-            if ngen >= cap:
-                iv[S.I_EXHAUSTED] = 1
-                self._capped[i] = not getattr(source, "finite", False)
-            return
-        chunk = source.next_chunk(n)
-        m = len(chunk)
-        if m == 0:
-            iv[S.I_EXHAUSTED] = 1
-            return
-        times = check_chunk(chunk, ngen, self._last_time[i])
-        self._last_time[i] = times[-1]
-        b = self._b
-        start = ngen & (size - 1)
-        pos = slice(start, start + m) if start + m <= size else (ngen + np.arange(m)) & (size - 1)
-        b.ring_t[i, pos] = times
-        b.ring_c[i, pos] = chunk.job_class
-        b.ring_s[i, pos] = chunk.service_time
-        b.ring_n[i, pos] = chunk.estimate_noise
-        iv[S.I_NGEN] = ngen + m
-        if m < n and getattr(source, "finite", False):
-            iv[S.I_EXHAUSTED] = 1
+        """Refill env ``i``'s arrival ring with the next jobs of its stream, as the single env does
+        (the same feeder; the stream does not depend on the chunk sizes)."""
+        feed = self._feeds[i]
+        try:
+            feed.feed(sim_at.py_func(self._b, i))
+        except ArrivalError as exc:
+            raise SimulationError(f"env {i}: {exc}") from None
+        self._capped[i] = feed.capped
 
     def _start_envs(self, idx: np.ndarray) -> None:
         if self._sampler is not None:
@@ -648,9 +636,9 @@ class MSJVectorEnv(NativeVectorEnv):
             for i, x, p in zip(idx.tolist(), drawn, params, strict=True):
                 self._set_load(i, x, p)
         for i in idx.tolist():
-            self._sources[i] = self._workloads[i].arrivals(np.random.SeedSequence(int(self._seeds[i])))
+            source = self._workloads[i].arrivals(np.random.SeedSequence(int(self._seeds[i])))
+            self._feeds[i] = ArrivalFeed(source, int(self._max_arrivals[i]), self._ring)
         self._reset_fn(self._b, self._template, idx)
-        self._last_time[idx] = -np.inf
         self._capped[idx] = False
         self._overflowed[idx] = False
         self._stalled[idx] = False
@@ -746,7 +734,7 @@ class MSJVectorEnv(NativeVectorEnv):
         return core.result()
 
     def close_extras(self, **kwargs: Any) -> None:
-        self._sources = [None] * self.num_envs
+        self._feeds = [None] * self.num_envs
         super().close_extras(**kwargs)
 
 

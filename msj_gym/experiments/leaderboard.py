@@ -167,7 +167,54 @@ class Entrant:
     params: dict[str, Any]
 
 
-def _entrants(config: LeaderboardConfig, scenario: str) -> tuple[list[Entrant], dict[str, str]]:
+def _support_reason(pid: str, scenario: str, load: float) -> str | None:
+    """Why policy ``pid`` is not defined on ``scenario`` at ``load`` (None if it is); module-level for
+    the process pool of :func:`_prepare`."""
+    from baselines import supports
+
+    from ..workloads.scenarios import load_scenario
+
+    return supports(pid, load_scenario(scenario).build(load=load))
+
+
+def _warm_policy(pid: str, scenario: str, load: float, params: dict[str, Any]) -> None:
+    """Compile ``pid``'s decision rule (and, the first time, the engine loop) with a tiny run."""
+    from .runner import Point, _warm
+
+    _warm(Point(pid, load, scenario, pid, 0, 50, build={"load": load}, params=params))
+
+
+def _prepare(
+    solve: list[str], compile_: list[str], scenario: str, config: LeaderboardConfig, workers: int
+) -> None:
+    """Settle the policies whose support depends on the load (the exact optimum: solving it is what
+    says whether it fits) at every load, and compile the other policies meanwhile, in ``workers``
+    processes: the largest solve takes tens of seconds on one core, time in which the other cores
+    compile. Solves land in the solver's disk cache and compiled code in numba's, from which the
+    checks and runs that follow read them."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    solves = sorted(((pid, scenario, rho) for pid in solve for rho in config.loads), key=lambda j: -j[2])
+    if workers < 2 or not solves:
+        return
+    ctx = multiprocessing.get_context("spawn")
+    rho = config.loads[0]
+    with cf.ProcessPoolExecutor(
+        max_workers=min(workers, len(solves) + len(compile_)), mp_context=ctx
+    ) as pool:
+        futures = [pool.submit(_support_reason, *job) for job in solves]  # largest first
+        futures += [
+            pool.submit(_warm_policy, pid, scenario, rho, dict(config.policy_params.get(pid, {})))
+            for pid in compile_
+        ]
+        for fut in futures:
+            fut.result()
+
+
+def _entrants(
+    config: LeaderboardConfig, scenario: str, workers: int = 1
+) -> tuple[list[Entrant], dict[str, str]]:
     """The entrants of ``scenario`` and the policies of a group left out (id -> reason)."""
     from baselines import POLICIES, supports
 
@@ -192,6 +239,9 @@ def _entrants(config: LeaderboardConfig, scenario: str) -> tuple[list[Entrant], 
             )
     skipped: dict[str, str] = {}
     out: list[Entrant] = []
+    by_load = [pid for pid in dict.fromkeys(ids) if getattr(POLICIES[pid], "support_depends_on_load", False)]
+    others = [pid for pid in dict.fromkeys(ids) if pid not in by_load and supports(pid, workload) is None]
+    _prepare(by_load, others, scenario, config, workers)
     for pid in dict.fromkeys(ids):
         reason = supports(pid, workload)
         if reason is None and getattr(POLICIES[pid], "support_depends_on_load", False):
@@ -228,14 +278,15 @@ def _entrants(config: LeaderboardConfig, scenario: str) -> tuple[list[Entrant], 
 
 
 def plan(
-    config: LeaderboardConfig,
+    config: LeaderboardConfig, workers: int = 1
 ) -> tuple[list[Point], dict[str, list[Entrant]], dict[str, dict[str, str]]]:
-    """Every run of the leaderboard, and per scenario its entrants and the policies left out."""
+    """Every run of the leaderboard, and per scenario its entrants and the policies left out
+    (``workers`` processes settle the load-dependent ones, solving the exact optima in parallel)."""
     points: list[Point] = []
     entrants: dict[str, list[Entrant]] = {}
     skipped: dict[str, dict[str, str]] = {}
     for scenario in config.scenarios:
-        entrants[scenario], skipped[scenario] = _entrants(config, scenario)
+        entrants[scenario], skipped[scenario] = _entrants(config, scenario, workers)
         for e in entrants[scenario]:
             for rho in config.loads:
                 for seed in config.seeds:
@@ -475,7 +526,7 @@ def run_leaderboard(
     its runs and returned without writing anything; its ``files`` are the ones already there."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
     check_backend(backend, workers)  # every check before _check_out creates anything in ``out``
-    points, entrants, skipped = plan(config)
+    points, entrants, skipped = plan(config, workers if backend == "local" else 1)
     with hold_folder(out) as writable:
         _check_out(out, config, writable)
         results = run_points(

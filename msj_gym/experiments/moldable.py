@@ -19,17 +19,11 @@ from typing import Any
 
 from ..analysis.moldable import lp_optimum
 from ..metrics.stats import replication_ci
-from ..moldable.model import LINEAR, SUB_LINEAR
+from ..moldable.systems import REGIMES, SPEED_UPS
 from .runner import Point, run_points
 
 __all__ = ["MOLDABLE_FIGURES", "PAPER_TABLE1", "MoldableFigure", "limits", "make_moldable_figure"]
 
-REGIMES: dict[str, tuple[float, float]] = {  # (alpha, beta) of lam_n = 1 - beta n^-alpha, fitted
-    "mean-field": (0.0, 0.2),
-    "Halfin-Whitt": (0.5, 0.1),
-    "super-Halfin-Whitt": (0.65, 0.1),
-}
-SPEED_UPS: dict[str, tuple[float, ...]] = {"linear": LINEAR, "sub-linear": SUB_LINEAR}
 SIZE_LAWS: dict[str, dict[str, Any]] = {  # unit mean; the paper's Mixed-Erlang / Pareto parameters are lost
     "exponential": {"distribution": "exponential", "mean": 1.0},
     "deterministic": {"distribution": "deterministic", "value": 1.0},
@@ -133,16 +127,15 @@ class MoldableFigure:
 
 
 def _run_moldable(point: Point) -> dict[str, Any]:
-    from baselines import make_moldable_policy
-
     from ..moldable.loss import LossSimulator
     from ..moldable.model import MoldableSystem
+    from ..registry import make_policy
 
     b = point.build
     system = MoldableSystem.single(
         b["num_servers"], b["speed_up"], alpha=b["alpha"], beta=b["beta"], service_time=b["service_time"]
     )
-    policy = make_moldable_policy(point.policy, **point.params)
+    policy = make_policy(point.policy, **point.params)
     res = LossSimulator(
         system, policy, seed=point.seed, num_arrivals=point.num_arrivals, warmup=point.warmup
     ).run()

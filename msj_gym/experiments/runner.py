@@ -19,13 +19,13 @@ in any order on any number of processes (``backend="local"``, a process pool) or
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import json
 import math
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -161,12 +161,12 @@ def _code_files(point: Point, run: Run | None) -> tuple[str, ...]:
         if Path(point.agent).is_file():  # a checkpoint: its weights are part of the code
             files.add(str(Path(point.agent).resolve()))
     elif run is None:
-        from baselines import POLICIES
+        from ..registry import policy_class, policy_ids
 
-        cls = POLICIES.get(point.policy)
-        if cls is not None:  # its module, and the registry and helpers every policy shares
-            module = Path(inspect.getsourcefile(cls) or "")
+        if point.policy in policy_ids():  # its module, and the registry and helpers every policy shares
+            module = Path(inspect.getsourcefile(policy_class(point.policy)) or "")
             files |= {str(module), *(str(module.parent / n) for n in ("__init__.py", "_kit.py"))}
+            files.add(str(root / "registry.py"))
     return tuple(sorted(f for f in files if f and Path(f).is_file()))
 
 
@@ -198,12 +198,11 @@ def run_point(point: Point) -> dict[str, Any]:
 
         res = run_agent(point)
     else:
-        from baselines import make_policy
-
         from ..core.simulator import Simulator
+        from ..registry import make_policy
 
         if point.scenario in COMPAT_SCENARIOS:  # job-server compatibility model (Bonald & Comte 2017)
-            from ..core.pooled import PooledSimulator
+            from ..pooled import PooledSimulator
 
             wl: Any = build_compat_scenario(point.scenario, **point.build)
             simulator: Any = PooledSimulator
@@ -294,18 +293,58 @@ def _read_results(results: Path, writable: bool = True) -> dict[str, dict[str, A
 Run = Callable[[Point], dict[str, Any]]
 
 
+def _warm(point: Point) -> None:
+    """Compile (or load from the cache) what ``point``'s run needs, with a run of a few arrivals.
+    A failure is left to the real run, which reports it."""
+    tiny = dataclasses.replace(
+        point, num_arrivals=50, warmup=0, options={k: v for k, v in point.options.items() if k != "horizon"}
+    )
+    with contextlib.suppress(Exception):
+        run_point(tiny)
+
+
+def _warm_up(todo: Sequence[Point], run: Run, pool: Any) -> None:
+    """Compile each policy's decision rule once before the runs start, so that two workers never
+    compile the same thing and the progress bar's ETA is not skewed by compilation: the engine loop
+    (and the first policy) in this process, the other policies in parallel in ``pool`` (or here)."""
+    if run is not run_point:
+        return
+    first: dict[str, Point] = {}
+    for p in todo:
+        if p.agent is None:
+            first.setdefault(p.policy, p)
+    points = list(first.values())
+    if not points:
+        return
+    _warm(points[0])
+    if pool is None:
+        for p in points[1:]:
+            _warm(p)
+    else:
+        list(pool.map(_warm, points[1:]))
+
+
 def _execute(
-    todo: Sequence[Point], run: Run, backend: str, workers: int, address: str | None
+    todo: Sequence[Point],
+    run: Run,
+    backend: str,
+    workers: int,
+    address: str | None,
+    on_ready: Callable[[], None],
 ) -> Iterator[tuple[Point, dict[str, Any]]]:
-    """Yield ``(point, run(point))`` as runs finish, in completion order."""
+    """Yield ``(point, run(point))`` as runs finish, in completion order; ``on_ready`` is called once
+    the compiled code is ready and the runs start."""
     if workers > 1 and len(todo) > 1:
         # Longest first (more arrivals, then higher load or rate), so that the runs left for the end,
         # when workers fall idle, are short ones.
         todo = sorted(todo, key=lambda p: (p.num_arrivals, p.x), reverse=True)
     if backend == "ray":
+        on_ready()
         yield from _execute_ray(todo, run, workers, address)
         return
     if workers == 1 or len(todo) <= 1:
+        _warm_up(todo, run, None)
+        on_ready()
         for p in todo:
             yield p, run(p)
         return
@@ -315,12 +354,18 @@ def _execute(
     # spawn, not fork: the parent may hold numba / torch threads
     ctx = multiprocessing.get_context("spawn")
     pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx)
+    finished = False
     try:
+        _warm_up(todo, run, pool)
+        on_ready()
         futures = {pool.submit(run, p): p for p in todo}
         for fut in cf.as_completed(futures):
             yield futures[fut], fut.result()
+        finished = True
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        # done: wait for the workers to exit (none is left behind); interrupted or failed: do not wait
+        # for the runs still queued
+        pool.shutdown(wait=finished, cancel_futures=not finished)
 
 
 def _execute_ray(
@@ -416,17 +461,23 @@ def run_points(
                 "use a writable --out"
             )
         prov = provenance()
-        bar = _Progress(len(todo)) if progress and todo else None
-        for p, metrics in _execute(todo, run or run_point, backend, workers, address):
+        bar: list[Any] = []
+
+        def start_bar() -> None:
+            if progress and todo:
+                bar.append(_progress_bar(len(todo)))
+
+        for p, metrics in _execute(todo, run or run_point, backend, workers, address, start_bar):
             full, c, v = keys[p.key()]
             row = {"key": full, **asdict(p), **metrics, "content": c, "code": v, "provenance": prov}
             with results.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
             done[full] = row
-            if bar is not None:
-                bar.step(f"{p.scenario} {p.policy} x={p.x:g} seed={p.seed}")
-        if bar is not None:
-            bar.close()
+            if bar:
+                bar[0].set_postfix_str(f"{p.scenario} {p.policy} x={p.x:g} seed={p.seed}", refresh=False)
+                bar[0].update()
+        if bar:
+            bar[0].close()
     out = []
     for p in points:
         row = dict(done[keys[p.key()][0]])
@@ -528,34 +579,13 @@ def hold_folder(folder: Path) -> Iterator[bool]:
             fh.close()
 
 
-class _Progress:
-    """A one-line progress bar with ETA on stderr (plain lines when stderr is not a terminal)."""
+def _progress_bar(total: int) -> Any:
+    """A progress bar of ``total`` runs on stderr; its ETA counts the runs only (compilation is done
+    before it starts). Plain lines every 10 s when stderr is not a terminal (a log file)."""
+    from tqdm import tqdm
 
-    def __init__(self, total: int) -> None:
-        self.total, self.n, self.t0 = total, 0, time.perf_counter()
-        self.tty = sys.stderr.isatty()
-        self.last = 0.0
-
-    def step(self, label: str) -> None:
-        self.n += 1
-        now = time.perf_counter()
-        elapsed = now - self.t0
-        eta = elapsed / self.n * (self.total - self.n)
-        width = 24
-        filled = int(width * self.n / self.total)
-        line = (
-            f"[{'#' * filled}{'.' * (width - filled)}] {self.n}/{self.total} runs"
-            f"  {elapsed:5.0f} s elapsed  ETA {eta:5.0f} s  ({label})"
-        )
-        if self.tty:
-            print(f"\r{line[:150]:<150}", end="", file=sys.stderr, flush=True)
-        elif now - self.last > 10 or self.n == self.total:
-            self.last = now
-            print(line, file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.tty:
-            print(file=sys.stderr)
+    tty = sys.stderr.isatty()
+    return tqdm(total=total, unit="run", file=sys.stderr, mininterval=0.2 if tty else 10.0, dynamic_ncols=tty)
 
 
 def aggregate(rows: Iterable[dict[str, Any]], metric: str) -> list[dict[str, Any]]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from ..core.batch import copy1d, copy2d
 from ..core.jit import inline_jit, kernel_jit
@@ -86,7 +85,7 @@ def state_at(b, i):
     )
 
 
-@njit(cache=True, _nrt=False, nogil=True)
+@kernel_jit(nogil=True)
 def batch_step(b, idx, actions, max_par, obs, mask, out, status):
     """:func:`~msj_gym.moldable.stepping.step` for each environment ``i`` in ``idx`` with action
     ``actions[i]`` (``-1``: no action, advance to the next decision); ``status[i]`` gets its outcome.
@@ -103,7 +102,7 @@ def _step_each(b, idx, actions, max_par, obs, mask, out, status):
         status[i] = step(state_at(b, i), actions[i], max_par, obs[i], mask[i], out[i])
 
 
-@njit(cache=True, _nrt=False, nogil=True)
+@kernel_jit(nogil=True)
 def batch_worker(ctl, w, b, idx, actions, max_par, obs, mask, out, status):
     """A worker thread's loop: :func:`batch_step` of the environments ``idx`` each time the main thread
     posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.core.spin`), until it is stopped."""

@@ -528,7 +528,7 @@ def simulate_moldable(
     warmup: int | None = None,
     **params: Any,
 ) -> MoldableResult:
-    """One batch run; ``policy`` an instance or an id of ``baselines.MOLDABLE_POLICIES``."""
+    """One batch run; ``policy`` an instance or a moldable scheme's id (``msj-gym list --model moldable``)."""
     if isinstance(policy, str):
         from baselines import make_moldable_policy
 

@@ -76,11 +76,15 @@ def allocate(rule, c, busy_by_class, idle, u):
 class MoldablePolicy:
     """Base class of the moldable allocation schemes: ``policy_id``, ``reference`` (paper, section),
     ``params_spec`` (declared parameters) and ``prepare(system) -> AllocationRule``. Non-preemptive by
-    construction (allocations are fixed at admission); ``needs_load`` says whether the scheme uses the
+    construction (allocations are fixed at admission; ``preemptive`` and ``size_aware`` are False, as the
+    listings of every model read them); ``needs_load`` says whether the scheme uses the
     arrival rates and speed-ups (the p-scheme does, greedy does not). No scheme reads inherent sizes."""
 
     policy_id: ClassVar[str] = ""
     reference: ClassVar[str] = ""
+    models: ClassVar[tuple[str, ...]] = ("moldable",)  # the registry's model field (msj_gym.registry)
+    preemptive: ClassVar[bool] = False
+    size_aware: ClassVar[bool] = False
     needs_load: ClassVar[bool] = True
     params_spec: ClassVar[Mapping[str, Param]] = {}
 

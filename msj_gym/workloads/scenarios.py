@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import json
 import math
 import operator
@@ -451,12 +452,18 @@ def _builtin_dir() -> Any:
     return resources.files("msj_gym.workloads") / "scenarios"
 
 
+@functools.lru_cache(maxsize=64)
+def _builtin(text: str, origin: str) -> Scenario:
+    # keyed by the file's text: an edited file is parsed again, an unchanged one once per process
+    return Scenario.from_dict(tomllib.loads(text), origin=origin)
+
+
 def list_scenarios() -> dict[str, Scenario]:
     """The built-in scenarios by name."""
     out: dict[str, Scenario] = {}
     for entry in sorted(_builtin_dir().iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".toml"):
-            sc = Scenario.from_dict(tomllib.loads(entry.read_text(encoding="utf-8")), origin=entry.name)
+            sc = _builtin(entry.read_text(encoding="utf-8"), entry.name)
             out[sc.name] = sc
     return out
 

@@ -10,9 +10,9 @@ from gymnasium.utils.env_checker import check_env
 
 import msj_gym  # noqa: F401  (registers the ids)
 from baselines import make_policy
-from msj_gym.core.pooled import PooledSimulator
 from msj_gym.core.state import F_RUN_AREA, I_NARR
 from msj_gym.env import DrawnAssignmentAgent, RandomAssignmentAgent
+from msj_gym.pooled import PooledSimulator
 from msj_gym.workloads.compat import CompatClass, CompatWorkload
 
 SMALL = CompatWorkload(

@@ -16,7 +16,7 @@ import pytest
 
 from baselines import make_policy
 from msj_gym.analysis.balanced_fairness import workload_performance
-from msj_gym.core.pooled import PooledSimulator
+from msj_gym.pooled import PooledSimulator
 from msj_gym.workloads.compat import CompatClass, CompatWorkload, build_compat_scenario
 
 from ..conftest import assert_within, ci99

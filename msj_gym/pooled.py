@@ -25,9 +25,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..metrics.result import SimulationResult
-from .policy import Policy
-from .simulator import Simulator
+from .core.policy import Policy
+from .core.simulator import Simulator
+from .metrics.result import SimulationResult
 
 __all__ = ["PooledSimulator"]
 
@@ -48,7 +48,7 @@ class PooledSimulator(Simulator):
     """
 
     def __init__(self, workload: Any, policy: Policy, *, allow_unstable: bool = False, **kwargs: Any) -> None:
-        from ..analysis.balanced_fairness import stability_violation
+        from .analysis.balanced_fairness import stability_violation
 
         if getattr(workload, "model", None) != "compatibility":
             raise TypeError(

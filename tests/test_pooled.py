@@ -10,7 +10,7 @@ import pytest
 
 from baselines import make_policy, supports
 from msj_gym import load_scenario
-from msj_gym.core.pooled import PooledSimulator
+from msj_gym.pooled import PooledSimulator
 from msj_gym.workloads.compat import CompatChunk, CompatClass, CompatWorkload, build_compat_scenario
 
 

@@ -1,0 +1,69 @@
+"""Gymnasium ids of the environments, registered without importing gymnasium before it is needed.
+
+``import msj_gym`` must make ``gym.make("MSJ-v0")`` work, but a user who only simulates should not pay
+for gymnasium's import. So the ids are registered at once if gymnasium is already imported, and
+otherwise right after gymnasium's own import, whenever that happens (a one-shot import hook).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+from typing import Any
+
+__all__ = ["COMPAT_ENV_ID", "ENV_IDS", "MOLDABLE_ENV_ID", "register_envs", "register_when_imported"]
+
+ENV_IDS = ("MSJ-v0", "MSJPreemptive-v0")  # the queueing MSJ envs (same arguments)
+MOLDABLE_ENV_ID = "MSJMoldable-v0"  # the moldable loss system: its own arguments
+COMPAT_ENV_ID = "CompatAssign-v0"  # job-server compatibility graphs (Bonald & Comte 2017): its own arguments
+
+_ENV, _VEC, _MVEC = "msj_gym.env.msj_env", "msj_gym.env.vector", "msj_gym.env.moldable_vector"
+# id -> (entry point, vector entry point): "module:Class", imported by gymnasium on first make
+ENTRY_POINTS: dict[str, tuple[str, str | None]] = {
+    "MSJ-v0": (f"{_ENV}:MSJEnv", f"{_VEC}:MSJVectorEnv"),
+    "MSJPreemptive-v0": (f"{_ENV}:MSJPreemptiveEnv", f"{_VEC}:MSJPreemptiveVectorEnv"),
+    MOLDABLE_ENV_ID: ("msj_gym.env.moldable_env:MSJMoldableEnv", f"{_MVEC}:MSJMoldableVectorEnv"),
+    COMPAT_ENV_ID: ("msj_gym.env.compat_env:CompatAssignEnv", None),
+}
+
+
+def register_envs() -> None:
+    """Register every id with gymnasium (imports it); a no-op for ids already registered."""
+    from gymnasium.envs.registration import register, registry
+
+    for env_id, (entry, vector_entry) in ENTRY_POINTS.items():
+        if env_id not in registry:
+            register(id=env_id, entry_point=entry, vector_entry_point=vector_entry)
+
+
+class _AfterGymnasium(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when ``gymnasium`` is about to be imported it removes itself, lets the
+    other finders locate the package, and wraps the loader so that the ids are registered as soon as
+    gymnasium's own import has finished."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != "gymnasium":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        loader = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module = loader.exec_module
+
+        def exec_and_register(module: Any) -> None:
+            exec_module(module)
+            register_envs()
+
+        loader.exec_module = exec_and_register  # type: ignore[method-assign]
+        return spec
+
+
+def register_when_imported() -> None:
+    """Register now if gymnasium is imported, else right after it is."""
+    if "gymnasium" in sys.modules:
+        register_envs()
+    elif not any(isinstance(f, _AfterGymnasium) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterGymnasium())

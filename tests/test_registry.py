@@ -1,0 +1,115 @@
+"""The policy registry: lazy entry points, declared models equal the classes', baselines derived from it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from msj_gym import registry
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_listing_ids_imports_no_policy():
+    code = (
+        "import sys, msj_gym.registry as r; ids = r.policy_ids(); "
+        "assert 'fcfs' in ids and 'moldable-greedy' in ids, ids; "
+        "assert r.policy_ids('compatibility') == ['fcfs', 'balanced-fair']; "
+        "assert not any(m == 'baselines' or m.startswith('baselines.') for m in sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
+
+
+@pytest.mark.parametrize("policy_id", registry.policy_ids())
+def test_declared_models_equal_the_class(policy_id):
+    cls = registry.policy_class(policy_id)
+    assert cls.policy_id == policy_id
+    assert tuple(cls.models) == registry.policy_spec(policy_id).models
+
+
+def test_every_builtin_is_registered_once():
+    import baselines
+
+    ids = registry.policy_ids()
+    assert len(ids) == len(set(ids)) == 23
+    assert list(baselines.POLICIES) == [p for p in ids if "moldable" not in registry.policy_spec(p).models]
+    assert list(baselines.MOLDABLE_POLICIES) == registry.policy_ids("moldable")
+    assert registry.policy_ids("moldable") == ["moldable-p-scheme", "moldable-greedy", "moldable-reserved"]
+    assert set(registry.policy_ids("msj")) | set(registry.policy_ids("compatibility")) == set(
+        baselines.POLICIES
+    )
+    classes = [registry.policy_class(p) for p in ids]
+    assert len(set(classes)) == len(classes)  # no class under two ids
+
+
+def test_make_policy_and_errors():
+    from msj_gym.moldable import MoldablePolicy
+
+    assert (
+        registry.make_policy("easy-backfilling", estimate_factor=2.0).param_values["estimate_factor"] == 2.0
+    )
+    assert isinstance(registry.make_policy("moldable-greedy"), MoldablePolicy)
+    with pytest.raises(ValueError, match=r"unknown policy 'nope'; known: fcfs, first-fit") as exc:
+        registry.make_policy("nope")
+    assert "\n" not in str(exc.value)
+    with pytest.raises(ValueError, match="model: expected one of"):
+        registry.policy_ids("queue")
+
+
+def test_register_policy_rules():
+    try:
+        registry.register_policy("my-fcfs", "baselines.fcfs:FCFS", models=("msj", "compatibility"))
+        registry.register_policy("my-fcfs", "baselines.fcfs:FCFS", models=("msj", "compatibility"))  # no-op
+        assert "my-fcfs" in registry.policy_ids("compatibility")
+        with pytest.raises(ValueError, match=r"'my-fcfs' is already registered as baselines\.fcfs:FCFS"):
+            registry.register_policy("my-fcfs", "baselines.priority:FirstFit")
+        with pytest.raises(ValueError, match="already registered"):
+            registry.register_policy("fcfs", "mypkg.mymodule:MyPolicy")
+        with pytest.raises(ValueError, match="has policy_id 'fcfs', not 'my-fcfs'"):
+            registry.policy_class("my-fcfs")
+        with pytest.raises(ValueError, match="entry_point: expected 'module:Class'"):
+            registry.register_policy("my-bad", "mypkg.MyPolicy")
+        with pytest.raises(ValueError, match="models: expected distinct names"):
+            registry.register_policy("my-bad", "mypkg:MyPolicy", models=("queue",))
+    finally:
+        for pid in ("my-fcfs", "my-bad", "my-drift"):
+            registry._REGISTRY.pop(pid, None)
+            registry._LOADED.pop(pid, None)
+
+
+def test_a_policy_of_ones_own_package(tmp_path, monkeypatch):
+    (tmp_path / "mypkg_registry_test.py").write_text(
+        "from baselines.priority import FirstFit\n\n\n"
+        "class MyPolicy(FirstFit):\n"
+        "    policy_id = 'my-first-fit'\n\n\n"
+        "class MyDrift(FirstFit):\n"
+        "    policy_id = 'my-drift'\n"
+        "    models = ('compatibility',)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        registry.register_policy("my-first-fit", "mypkg_registry_test:MyPolicy")
+        import baselines
+
+        assert baselines.make_policy("my-first-fit").policy_id == "my-first-fit"
+        assert registry.list_policies("msj")["my-first-fit"].__name__ == "MyPolicy"
+        registry.register_policy("my-drift", "mypkg_registry_test:MyDrift")  # declared msj, class says not
+        with pytest.raises(ValueError, match="models: policy 'my-drift' is registered on"):
+            registry.policy_class("my-drift")
+    finally:
+        for pid in ("my-first-fit", "my-drift"):
+            registry._REGISTRY.pop(pid, None)
+            registry._LOADED.pop(pid, None)
+
+
+def test_baselines_supports_names_the_model():
+    from baselines import supports
+    from msj_gym import load_scenario
+
+    workload = load_scenario("sf-fig2").build()
+    assert supports("fcfs", workload) is None
+    assert "not defined on the msj model" in supports("moldable-greedy", workload)
+    assert "not defined on the msj model" in supports("balanced-fair", workload)
