@@ -8,7 +8,7 @@ time of a fixed MaskablePPO budget on either.
         [--train-timesteps T] [--train-envs E] [--threads n] [--cases sf-fig2 moldable]
 
 Random actions are batched and compiled: one uniform per env from a seeded ``numpy`` Generator, mapped
-to a valid action by ``msj_gym.core.batch.sample_masked`` (the same sampler for both vector envs).
+to a valid action by ``msj_gym.env.batch.sample_masked`` (the same sampler for both vector envs).
 Episodes are the env's defaults (1000 measured arrivals; 1000 arrivals for the moldable env), so
 resets are part of the timing.
 """
@@ -25,7 +25,7 @@ import gymnasium as gym
 import numpy as np
 
 import msj_gym  # noqa: F401  (registers the env ids)
-from msj_gym.core.batch import sample_masked
+from msj_gym.env.batch import sample_masked
 
 CASES: dict[str, tuple[str, dict[str, Any]]] = {  # name: (env id, keywords)
     "sf-fig2 (k=8, load 0.7)": ("MSJ-v0", {"scenario": "sf-fig2"}),

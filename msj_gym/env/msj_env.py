@@ -16,7 +16,8 @@ from ..core.engine import apply, batch_runner
 from ..core.jit import entry_point
 from ..core.policy import Policy
 from ..core.simulator import SimulationError, Simulator
-from ..core.stepping import (
+from ..metrics.result import SimulationResult
+from .stepping import (
     CLASS_FEATURES,
     EP_EVERY_EVENT,
     EP_OBSJOBS,
@@ -39,7 +40,6 @@ from ..core.stepping import (
     num_actions,
     observation_size,
 )
-from ..metrics.result import SimulationResult
 
 __all__ = ["AgentSlot", "EnvSnapshot", "MSJEnv", "MSJPreemptiveEnv", "resolve_workload"]
 

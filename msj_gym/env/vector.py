@@ -19,9 +19,13 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..core import spin
 from ..core import state as S
-from ..core.batch import (
+from ..core.feed import ArrivalError, ArrivalFeed
+from ..core.jit import entry_point
+from ..core.simulator import SimulationError
+from ..metrics.result import SimulationResult, assess_stability
+from . import spin
+from .batch import (
     allocate_batch,
     batch_observe,
     batch_reset,
@@ -31,12 +35,8 @@ from ..core.batch import (
     sample_masked,
     sim_at,
 )
-from ..core.feed import ArrivalError, ArrivalFeed
-from ..core.jit import entry_point
-from ..core.simulator import SimulationError
-from ..core.stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWARD
-from ..metrics.result import SimulationResult, assess_stability
 from .msj_env import _DEFAULT_SCENARIO, MSJEnv, MSJPreemptiveEnv, _positive_int
+from .stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWARD
 
 __all__ = ["MSJPreemptiveVectorEnv", "MSJVectorEnv", "NativeVectorEnv"]
 
@@ -173,7 +173,7 @@ class NativeVectorEnv(VectorEnv):
     # --------------------------------------------------------------------------------------------
     def _step_batch(self, idx: np.ndarray, actions: np.ndarray) -> None:
         """``_step_envs``, split over the threads when every environment steps with the step's actions:
-        polling worker threads (:mod:`msj_gym.core.spin`) step their chunks meanwhile."""
+        polling worker threads (:mod:`msj_gym.env.spin`) step their chunks meanwhile."""
         if self.threads > 1 and idx is self._all and actions is self._actions:
             if self._pool is None:
                 self._start_workers()
@@ -362,7 +362,7 @@ class MSJVectorEnv(NativeVectorEnv):
     Every keyword of :class:`~msj_gym.env.msj_env.MSJEnv` is accepted (except ``warm_start``) and
     means the same; spaces are the single env's, batched (``Box(0, 1, (N, D))``,
     ``MultiDiscrete([A] * N)``). The states of all environments live in stacked arrays
-    (:mod:`msj_gym.core.batch`) and one compiled call steps them all with the single env's own step
+    (:mod:`msj_gym.env.batch`) and one compiled call steps them all with the single env's own step
     function, so that **environment ``i`` reset with seed ``s`` follows exactly the trajectory of a
     single ``MSJ-v0`` reset with seed ``s``** (observations, rewards, truncations, masks and infos,
     bit for bit), also across automatic resets: like ``SyncVectorEnv``, ``reset(seed=s)`` seeds

@@ -12,7 +12,7 @@ from gymnasium.vector.utils import batch_space
 import msj_gym
 from msj_gym import MSJVectorEnv
 from msj_gym.core import state as S
-from msj_gym.core.batch import sample_masked
+from msj_gym.env.batch import sample_masked
 from msj_gym.env.vector import NativeVectorEnv
 
 SMALL = {"num_arrivals": 40}  # short episodes: every run below spans several autoresets

@@ -4,7 +4,7 @@ per batched step.
 :class:`BatchSim` has the fields of :class:`~msj_gym.core.state.Sim`, each with a leading environment
 axis (``iv[i]`` is environment ``i``'s ``Sim.iv``). A compiled loop takes the views of one environment
 at a time as a ``Sim`` and runs the same inlined step as the single environment
-(:func:`msj_gym.core.stepping.step`), so environment ``i`` evolves exactly as a single environment
+(:func:`msj_gym.env.stepping.step`), so environment ``i`` evolves exactly as a single environment
 with the same job stream and actions, whatever the other environments do: no state is shared.
 
 What the engine asks of Python (more arrivals, more slots, the end of an episode) is reported per
@@ -19,10 +19,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import state as S
-from .jit import inline_jit, kernel_jit
+from ..core import state as S
+from ..core.jit import inline_jit, kernel_jit
+from ..core.state import Sim
 from .spin import CTL_DONE, CTL_WIDTH, publish, wait_posted
-from .state import Sim
 from .stepping import observe, step
 
 __all__ = [
@@ -126,7 +126,7 @@ def sim_at(b, i):
 
 @kernel_jit(nogil=True)
 def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
-    """:func:`~msj_gym.core.stepping.env_step` for each environment ``i`` in ``idx`` with action
+    """:func:`~msj_gym.env.stepping.env_step` for each environment ``i`` in ``idx`` with action
     ``actions[i]`` (``-1``: no action, advance to the next decision); ``status[i]`` gets its engine
     status. Rows of ``fpar`` (the float parameters, which depend on the environment's load),
     ``obs``, ``mask``, ``out``, ``work`` and ``act1`` are per environment. Releases
@@ -146,7 +146,7 @@ def _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
 @kernel_jit(nogil=True)
 def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
     """A worker thread's loop: :func:`batch_step` of the environments ``idx`` each time the main thread
-    posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.core.spin`), until it is stopped."""
+    posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.env.spin`), until it is stopped."""
     seen = ctl[w * CTL_WIDTH + CTL_DONE]
     while True:
         g = wait_posted(ctl, w, seen)

@@ -26,7 +26,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .jit import inline_jit, kernel_jit
+from ..core.jit import inline_jit, kernel_jit
 
 __all__ = ["CTL_WIDTH", "IDLE_POLLS", "WorkerPool", "publish", "wait_posted"]
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine import advance, apply, can_decide
-from .jit import inline_jit, kernel_jit
-from .state import (
+from ..core.engine import advance, apply, can_decide
+from ..core.jit import inline_jit, kernel_jit
+from ..core.state import (
     ARRIVAL,
     ATTAINED,
     C_HEAD,
@@ -272,7 +272,7 @@ def env_step(sim, action, ep, fpar, obs, mask, out, work, act1):
 @inline_jit
 def step(sim, action, ep, fpar, obs, mask, out, work, act1):
     """The body of :func:`env_step`, inlined into its callers (the single env and the batched step of
-    :mod:`msj_gym.core.batch`): one implementation of the step for both."""
+    :mod:`msj_gym.env.batch`): one implementation of the step for both."""
     preemptive = ep[EP_PREEMPTIVE] != 0
     move = True
     if action > 0:
