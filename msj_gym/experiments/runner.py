@@ -324,6 +324,38 @@ def _warm_up(todo: Sequence[Point], run: Run, pool: Any) -> None:
         list(pool.map(_warm, points[1:]))
 
 
+def _die_with_parent(parent: int) -> None:
+    """Pool initializer: ask the kernel to kill this worker when the process that started it dies, even
+    by ``kill -9`` (Linux ``PR_SET_PDEATHSIG``), so that no worker outlives a killed command."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import os
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def process_pool(workers: int) -> Any:
+    """A pool of ``workers`` fresh processes (spawn, not fork: the parent may hold numba or torch
+    threads) that do not outlive this one."""
+    import concurrent.futures as cf
+    import multiprocessing
+    import os
+
+    return cf.ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_die_with_parent,
+        initargs=(os.getpid(),),
+    )
+
+
 def _execute(
     todo: Sequence[Point],
     run: Run,
@@ -349,11 +381,8 @@ def _execute(
             yield p, run(p)
         return
     import concurrent.futures as cf
-    import multiprocessing
 
-    # spawn, not fork: the parent may hold numba / torch threads
-    ctx = multiprocessing.get_context("spawn")
-    pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx)
+    pool = process_pool(min(workers, len(todo)))
     finished = False
     try:
         _warm_up(todo, run, pool)
