@@ -521,7 +521,7 @@ def run_leaderboard(
     finished leaderboard in a folder this process cannot write (read-only media) is recomputed from
     its runs and returned without writing anything; its ``files`` are the ones already there."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    check_backend(backend, workers)  # every check before _check_out creates anything in ``out``
+    check_backend(backend, workers, address)  # every check before _check_out creates anything in ``out``
     points, entrants, skipped = plan(config, workers if backend == "local" else 1)
     with hold_folder(out) as writable:
         _check_out(out, config, writable)

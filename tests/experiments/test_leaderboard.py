@@ -492,3 +492,25 @@ def test_kill_9_leaves_no_worker_behind(tmp_path: Path) -> None:
     finally:
         if main.poll() is None:
             main.kill()
+
+
+def test_a_ray_address_nothing_answers_at_is_refused_at_once(tmp_path: Path, capsys) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        out = tmp_path / "lb"
+        t0 = time.monotonic()
+        code = main(["leaderboard", "--out", str(out), "--backend", "ray", "--address", f"127.0.0.1:{port}"])
+    assert code != 0 and time.monotonic() - t0 < 10
+    err = capsys.readouterr().err
+    assert f"--address: no Ray cluster answers at '127.0.0.1:{port}'" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize("address", ["nonsense", "host:port"])
+def test_a_malformed_ray_address_is_refused(address: str, tmp_path: Path, capsys) -> None:
+    assert main(["leaderboard", "--out", str(tmp_path / "lb"), "--backend", "ray", "--address", address]) != 0
+    assert "--address: expected HOST:PORT" in capsys.readouterr().err
