@@ -37,7 +37,8 @@ class Policy:
     The kernel is asked for a decision only at events where some action is possible (a waiting job
     fits, or a preemptive policy may preempt), natively as through the environments; a policy whose
     decisions or bookkeeping follow every event (phases switched by arrivals, its own record of the
-    allocation) sets ``decides_every_event``.
+    allocation) sets ``decides_every_event``. A policy written in Python alone (``decide``, no
+    kernel) is asked at every event.
     """
 
     policy_id: ClassVar[str] = ""

@@ -237,20 +237,27 @@ class Simulator:
         horizon or a trace too short for the warm-up): its averages would be NaN, so there is no result.
         A run stopped by the arrival cap or the queue limit before any measured job left returns an
         unstable result instead (``num_measured == 0``, ``stable`` False)."""
-        compiled = type(self.policy).kernel is not None
-        rule = self.policy.decision_rule() if compiled else None
+        self.pdata = self.drive(self.policy, self.pdata)
+        result = self.result()
+        if result.num_measured == 0 and not (self.capped or self.overflowed):
+            raise ValueError(self._no_measurement())
+        return result
+
+    def drive(self, policy: Policy, pdata: Any) -> Any:
+        """Run ``policy`` (with its kernel data ``pdata``) from the current state to the end of the
+        run, natively: its compiled rule in the engine loop, or its ``decide`` from Python (asked at
+        every event). Returns its data, grown with the job slots. The environments hand an episode's
+        rest to a baseline with it."""
+        rule = policy.decision_rule() if type(policy).kernel is not None else None
+        wl = self.workload
         while True:
             if rule is not None:
-                status = batch_runner(
-                    rule, self.sim, self.view, self.sizes, self.pdata, self.actions, self.debug
-                )
+                status = batch_runner(rule, self.sim, self.view, self.sizes, pdata, self.actions, self.debug)
             else:
-                status = self._run_python()
+                status = self.run_policy_python(policy, pdata)
             if not self.handle(status):
-                result = self.result()
-                if result.num_measured == 0 and not (self.capped or self.overflowed):
-                    raise ValueError(self._no_measurement())
-                return result
+                return pdata
+            pdata = policy.with_work(pdata, self.sim.ji.shape[0], wl.num_servers, wl.num_classes)
 
     def _no_measurement(self) -> str:
         """Why a run that ended normally measured no job, and what to change."""
@@ -267,10 +274,6 @@ class Simulator:
             f"[{self.warmup_time:g}, {self.horizon:g}) (about {expected:.3g} expected at arrival rate "
             f"{self.workload.arrival_rate:.4g}); use a longer horizon or a shorter warm-up"
         )
-
-    def _run_python(self) -> int:
-        """The same loop as ``run_batch`` for policies that only implement ``decide`` in Python."""
-        return self.run_policy_python(self.policy, self.pdata)
 
     def run_policy_python(self, policy: Policy, pdata: Any, until_arrivals: int | None = None) -> int:
         """Drive ``policy`` (with its kernel data ``pdata``) from Python through ``advance`` / ``decide``

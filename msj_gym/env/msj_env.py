@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..core import state as S
-from ..core.engine import apply, batch_runner
+from ..core.engine import apply
 from ..core.jit import entry_point
 from ..core.policy import Policy
 from ..core.simulator import SimulationError, Simulator
@@ -576,19 +576,7 @@ class MSJEnv(gym.Env):
         n = policy.decide(core.view, core.sizes if policy.size_aware else None, pdata, core.actions)
         if n > 0 and apply(core.sim, core.actions, n) != S.E_NONE:
             core._raise()
-        compiled = type(policy).kernel is not None
-        wl = self.workload
-        while True:
-            if compiled:
-                sizes = core.sizes
-                status = batch_runner(
-                    policy.decision_rule(), core.sim, core.view, sizes, pdata, core.actions, False
-                )
-            else:
-                status = core.run_policy_python(policy, pdata)
-            if not core.handle(status):
-                break
-            pdata = policy.with_work(pdata, core.sim.ji.shape[0], wl.num_servers, wl.num_classes)
+        core.drive(policy, pdata)
         self._over = True
         self._bind()
         env_observe(self._sim, self._ep, self._fpar, self._obs, self._mask, self._work)

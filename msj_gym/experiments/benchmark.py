@@ -382,7 +382,7 @@ def run_benchmark(
     """Run (or resume) the benchmark into ``out``, write its tables and profile plot, and return
     ``{"scales", "points", "aggregates", "config", "files"}``."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    check_backend(backend, workers)
+    check_backend(backend, workers, address)
     unfit = _check_agents(config)  # every check before anything is written
     points, kinds = _plan(config, unfit)
     with hold_folder(out) as writable:

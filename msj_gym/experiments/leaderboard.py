@@ -192,17 +192,13 @@ def _prepare(
     processes: the largest solve takes tens of seconds on one core, time in which the other cores
     compile. Solves land in the solver's disk cache and compiled code in numba's, from which the
     checks and runs that follow read them."""
-    import concurrent.futures as cf
-    import multiprocessing
+    from .runner import process_pool
 
     solves = sorted(((pid, scenario, rho) for pid in solve for rho in config.loads), key=lambda j: -j[2])
     if workers < 2 or not solves:
         return
-    ctx = multiprocessing.get_context("spawn")
     rho = config.loads[0]
-    with cf.ProcessPoolExecutor(
-        max_workers=min(workers, len(solves) + len(compile_)), mp_context=ctx
-    ) as pool:
+    with process_pool(min(workers, len(solves) + len(compile_))) as pool:
         futures = [pool.submit(_support_reason, *job) for job in solves]  # largest first
         futures += [
             pool.submit(_warm_policy, pid, scenario, rho, dict(config.policy_params.get(pid, {})))
@@ -525,7 +521,7 @@ def run_leaderboard(
     finished leaderboard in a folder this process cannot write (read-only media) is recomputed from
     its runs and returned without writing anything; its ``files`` are the ones already there."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    check_backend(backend, workers)  # every check before _check_out creates anything in ``out``
+    check_backend(backend, workers, address)  # every check before _check_out creates anything in ``out``
     points, entrants, skipped = plan(config, workers if backend == "local" else 1)
     with hold_folder(out) as writable:
         _check_out(out, config, writable)

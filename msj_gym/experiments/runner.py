@@ -324,6 +324,38 @@ def _warm_up(todo: Sequence[Point], run: Run, pool: Any) -> None:
         list(pool.map(_warm, points[1:]))
 
 
+def _die_with_parent(parent: int) -> None:
+    """Pool initializer: ask the kernel to kill this worker when the process that started it dies, even
+    by ``kill -9`` (Linux ``PR_SET_PDEATHSIG``), so that no worker outlives a killed command."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import os
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def process_pool(workers: int) -> Any:
+    """A pool of ``workers`` fresh processes (spawn, not fork: the parent may hold numba or torch
+    threads) that do not outlive this one."""
+    import concurrent.futures as cf
+    import multiprocessing
+    import os
+
+    return cf.ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_die_with_parent,
+        initargs=(os.getpid(),),
+    )
+
+
 def _execute(
     todo: Sequence[Point],
     run: Run,
@@ -349,11 +381,8 @@ def _execute(
             yield p, run(p)
         return
     import concurrent.futures as cf
-    import multiprocessing
 
-    # spawn, not fork: the parent may hold numba / torch threads
-    ctx = multiprocessing.get_context("spawn")
-    pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx)
+    pool = process_pool(min(workers, len(todo)))
     finished = False
     try:
         _warm_up(todo, run, pool)
@@ -401,13 +430,42 @@ def _execute_ray(
             ray.shutdown()
 
 
-def check_backend(backend: str, workers: int) -> None:
-    """Refuse an unknown backend or a worker count that is not a positive integer (before any output
-    is created: callers check this first)."""
+def check_backend(backend: str, workers: int, address: str | None = None) -> None:
+    """Refuse an unknown backend, a worker count that is not a positive integer, or a Ray ``address``
+    where no cluster answers (before any output is created: callers check this first)."""
     if backend not in BACKENDS:
         raise ValueError(f"--backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"--workers: expected a positive integer, got {workers!r}")
+    if address is not None:
+        if backend != "ray":
+            raise ValueError(f"--address: only used with --backend ray, got {address!r}")
+        check_address(address)
+
+
+ADDRESS_TIMEOUT = 5.0  # seconds to wait for a Ray cluster to answer before saying it does not
+
+
+def check_address(address: str) -> None:
+    """Refuse a Ray cluster address that nothing answers at, after one connection attempt of
+    :data:`ADDRESS_TIMEOUT` seconds (``ray.init`` would retry for minutes, silently). ``auto`` (a
+    cluster started on this machine) is left to Ray."""
+    import socket
+
+    if address == "auto":
+        return
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"--address: expected HOST:PORT, ray://HOST:PORT or auto, got {address!r}")
+    try:
+        with socket.create_connection((host, int(port)), timeout=ADDRESS_TIMEOUT):
+            pass
+    except OSError as exc:
+        why = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc)).lower()
+        raise ValueError(
+            f"--address: no Ray cluster answers at {address!r} ({why}); start one there "
+            "(ray start --head) or leave --address out to run a local Ray"
+        ) from None
 
 
 def run_points(
@@ -435,7 +493,7 @@ def run_points(
     cluster at ``address``, or a local one with ``workers`` CPUs started on demand). A second process
     writing the same folder at once is refused (:func:`hold_folder`); a folder this process cannot
     write is read, and is enough when every point is done."""
-    check_backend(backend, workers)
+    check_backend(backend, workers, address)
     content_of = content or (scenario_content if run is None else _point_content)
     with hold_folder(results.parent) as writable:
         done = _read_results(results, writable)

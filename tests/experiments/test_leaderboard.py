@@ -4,6 +4,10 @@ bit-identical results across backends and worker counts, agents, bad input."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -439,3 +443,74 @@ def test_plot_has_a_panel_per_family_and_merges_identical_curves(tmp_path, monke
     assert any(t.startswith("fcfs = bs\n") and "unstable from load 0.7" in t for t in legends)
     assert any(t.startswith("msf\n") and "stable at every load tested" in t for t in legends)
     assert not any(t.startswith("bs") for t in legends)
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        return {int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    except OSError:
+        return set()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has exited (its new parent has not reaped it yet)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_kill_9_leaves_no_worker_behind(tmp_path: Path) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "msj_gym.cli",
+        "leaderboard",
+        "--out",
+        str(tmp_path / "lb"),
+        "--workers",
+        "2",
+    ]
+    cmd += ["--policies", "first-fit,msf", "--loads", "0.5", "--seeds", "8", "--arrivals", "3000000"]
+    main = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        workers: set[int] = set()
+        while len(workers) < 2 and time.monotonic() < deadline and main.poll() is None:
+            time.sleep(0.2)
+            workers = _children(main.pid)
+        assert len(workers) >= 2, "the leaderboard never started its workers"
+        time.sleep(1.0)
+        workers |= _children(main.pid)
+        main.kill()
+        main.wait()
+        deadline = time.monotonic() + 10
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [w for w in workers if _alive(w)], "workers outlived their killed leaderboard"
+    finally:
+        if main.poll() is None:
+            main.kill()
+
+
+def test_a_ray_address_nothing_answers_at_is_refused_at_once(tmp_path: Path, capsys) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        out = tmp_path / "lb"
+        t0 = time.monotonic()
+        code = main(["leaderboard", "--out", str(out), "--backend", "ray", "--address", f"127.0.0.1:{port}"])
+    assert code != 0 and time.monotonic() - t0 < 10
+    err = capsys.readouterr().err
+    assert f"--address: no Ray cluster answers at '127.0.0.1:{port}'" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize("address", ["nonsense", "host:port"])
+def test_a_malformed_ray_address_is_refused(address: str, tmp_path: Path, capsys) -> None:
+    assert main(["leaderboard", "--out", str(tmp_path / "lb"), "--backend", "ray", "--address", address]) != 0
+    assert "--address: expected HOST:PORT" in capsys.readouterr().err
