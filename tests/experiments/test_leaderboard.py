@@ -514,3 +514,52 @@ def test_a_ray_address_nothing_answers_at_is_refused_at_once(tmp_path: Path, cap
 def test_a_malformed_ray_address_is_refused(address: str, tmp_path: Path, capsys) -> None:
     assert main(["leaderboard", "--out", str(tmp_path / "lb"), "--backend", "ray", "--address", address]) != 0
     assert "--address: expected HOST:PORT" in capsys.readouterr().err
+
+
+_CRASH_ARGS = ["--policies", "first-fit,msf,easy-backfilling", "--loads", "0.5,0.7", "--seeds", "3"]
+_CRASH_ARGS += ["--arrivals", "50000", "--workers", "2"]
+
+
+def _leaderboard_cmd(out: Path) -> list[str]:
+    return [sys.executable, "-m", "msj_gym.cli", "leaderboard", "--out", str(out), *_CRASH_ARGS]
+
+
+def _runs(out: Path) -> dict[str, dict]:
+    """Each run's row by its key, without who made it and when."""
+    rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    return {r["key"]: {k: v for k, v in r.items() if k != "provenance"} for r in rows}
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_killed_at_random_points_then_rerun_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    import numpy as np
+
+    t0 = time.monotonic()
+    subprocess.run(_leaderboard_cmd(tmp_path / "ref"), check=True, capture_output=True)
+    took = time.monotonic() - t0
+    reference = _runs(tmp_path / "ref")
+    table = (tmp_path / "ref" / "leaderboard.csv").read_text()
+    rng = np.random.default_rng(2026)
+    # kill points: one at a random time in the start-up, the others after a random number of runs
+    points = [("time", rng.uniform(0.1, 0.5) * took)]
+    points += [("runs", int(r)) for r in rng.integers(1, len(reference), size=3)]
+    for i, (kind, at) in enumerate(points):
+        out = tmp_path / f"killed-{i}"
+        rows = out / "runs.jsonl"
+        proc = subprocess.Popen(_leaderboard_cmd(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if kind == "time":
+            time.sleep(at)
+        else:
+            deadline = time.monotonic() + 120
+            while proc.poll() is None and time.monotonic() < deadline:
+                if rows.exists() and len(rows.read_text().splitlines()) >= at:
+                    break
+                time.sleep(0.01)
+        proc.kill()
+        proc.wait()
+        done = len(rows.read_text().splitlines()) if rows.exists() else 0
+        if kind == "runs":
+            assert 0 < done < len(reference), f"the kill after {at} runs fell at {done} runs"
+        subprocess.run(_leaderboard_cmd(out), check=True, capture_output=True)  # resumes
+        assert _runs(out) == reference, f"killed at {done} runs done: the rerun differs"
+        assert (out / "leaderboard.csv").read_text() == table
