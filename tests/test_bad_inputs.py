@@ -307,6 +307,19 @@ LB_CASES = [
 ]
 
 
+@pytest.mark.parametrize("where", ["a file", "under a file", "under /proc"])
+def test_an_odd_out_folder_is_one_line(where, tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    out = {"a file": afile, "under a file": afile / "out", "under /proc": Path("/proc/msj-gym-out")}[where]
+    if where == "under /proc" and not Path("/proc/self").is_dir():
+        pytest.skip("needs Linux /proc")
+    _refused(
+        ["leaderboard", "--policies", "fcfs", "--seeds", "1", "--out", str(out)], ["--out", str(out)], capsys
+    )
+    assert afile.read_text() == "not a folder"
+
+
 @pytest.mark.parametrize(("flags", "needles"), LB_CASES, ids=[" ".join(c[0]) for c in LB_CASES])
 def test_bad_leaderboard_flag_leaves_nothing(flags, needles, tmp_path, capsys):
     out = tmp_path / "out"

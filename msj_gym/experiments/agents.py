@@ -196,5 +196,11 @@ def run_agent(point: Any) -> Any:
     env = loaded.make_env(point.scenario, dict(point.build), point.num_arrivals, warmup)
     try:
         return rollout(env, loaded.agent_for(env, point.seed), seed=point.seed)
+    except Exception as exc:  # an agent's own failure (a bad action, an error in predict) names it
+        what = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(
+            f"--agent {point.agent!r} failed on {point.scenario} at load {point.build.get('load')} "
+            f"(seed {point.seed}): {type(exc).__name__}: {what}"
+        ) from exc
     finally:
         env.close()

@@ -23,6 +23,7 @@ per-class bars, the stability region).
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import os
@@ -306,9 +307,10 @@ def plan(
 def config_difference(path: Path, identity: dict[str, Any]) -> str | None:
     """None if the JSON file ``path`` records ``identity`` as its ``config``; else what differs."""
     try:
-        old = json.loads(path.read_text()).get("config")
-    except json.JSONDecodeError:
-        old = None
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = None
+    old = data.get("config") if isinstance(data, dict) else None
     if old == identity:
         return None
     if not isinstance(old, dict):
@@ -319,21 +321,33 @@ def config_difference(path: Path, identity: dict[str, Any]) -> str | None:
 
 
 def _check_out(out: Path, config: LeaderboardConfig, writable: bool = True) -> None:
-    """Refuse an output folder that holds results of another configuration (or, not ``writable``,
-    none at all)."""
+    """Refuse an output folder that holds a leaderboard of another configuration (or, not
+    ``writable``, none at all). A folder whose ``leaderboard.json`` was deleted or is unreadable but
+    whose ``runs.jsonl`` survives is taken over: every run there is keyed by its point, the content of
+    its scenario and the code that made it, so the runs of this configuration are reused and no other
+    run is ever read into its tables."""
+    import sys
+
     path = out / "leaderboard.json"
-    if path.exists():
-        diff = config_difference(path, config.identity())
-        if diff is not None:
-            raise ValueError(
-                f"--out {str(out)!r} holds a leaderboard of another configuration ({diff}); "
-                "use another --out, or rerun the same command to resume it"
-            )
+    diff = config_difference(path, config.identity()) if path.exists() else "missing leaderboard.json"
+    if diff is None:
         return
-    if (out / "runs.jsonl").exists():
-        raise ValueError(f"--out {str(out)!r} holds runs.jsonl of something else; use another --out")
+    readable = diff not in ("missing leaderboard.json", f"unreadable {path.name}")
+    if readable:
+        raise ValueError(
+            f"--out {str(out)!r} holds a leaderboard of another configuration ({diff}); "
+            "use another --out, or rerun the same command to resume it"
+        )
     if not writable:
-        raise ValueError(f"--out {str(out)!r}: not writable, and no leaderboard there; use a writable --out")
+        raise ValueError(
+            f"--out {str(out)!r}: not writable, and no readable leaderboard there; use a writable --out"
+        )
+    if (out / "runs.jsonl").exists():
+        print(
+            f"msj-gym: --out {str(out)!r}: {diff.split()[0]} leaderboard.json, written anew for this "
+            "configuration; its finished runs in runs.jsonl are reused",
+            file=sys.stderr,
+        )
     out.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps({"config": config.identity(), "provenance": provenance()}, indent=2) + "\n")
@@ -539,7 +553,7 @@ def run_leaderboard(
 def _output_names(out: Path, config: LeaderboardConfig) -> list[Path]:
     """The files :func:`_write` writes for ``config``."""
     names = [out / "leaderboard.md", out / "leaderboard.csv"]
-    return names + [out / f"leaderboard-{scenario_slug(s)}.png" for s in config.scenarios]
+    return names + [out / f"leaderboard-{scenario_slug(s, config.scenarios)}.png" for s in config.scenarios]
 
 
 def _report(
@@ -717,14 +731,22 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
     os.replace(tmp, csv_path)
     files.append(csv_path)
     for scenario in config.scenarios:
-        png = _plot(scenario, report, out / f"leaderboard-{scenario_slug(scenario)}.png")
+        png = _plot(scenario, report, out / f"leaderboard-{scenario_slug(scenario, config.scenarios)}.png")
         if png is not None:
             files.append(png)
     return files
 
 
-def scenario_slug(scenario: str) -> str:
-    return Path(scenario).stem if ("/" in scenario or "." in scenario) else scenario
+def scenario_slug(scenario: str, others: Sequence[str] = ()) -> str:
+    """A file-name part for ``scenario``: a built-in's name, a file's stem; a file whose stem another
+    of ``others`` shares also gets a short hash of its path, so that their plots do not overwrite
+    each other."""
+    if not ("/" in scenario or "." in scenario):
+        return scenario
+    stem = Path(scenario).stem
+    if any(o != scenario and ("/" in o or "." in o) and Path(o).stem == stem for o in others):
+        return f"{stem}-{hashlib.sha256(str(Path(scenario).resolve()).encode()).hexdigest()[:8]}"
+    return stem
 
 
 def _atomic_write(path: Path, text: str) -> None:

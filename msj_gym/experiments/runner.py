@@ -610,12 +610,17 @@ def hold_folder(folder: Path) -> Iterator[bool]:
     lock = folder / LOCK_NAME
     writable = True
     fh: Any = None
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out {str(folder)!r}: a file is there, not a folder; use another --out")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fh = lock.open("a")  # never truncated nor removed: unlinking a lock file races with its next taker
     except OSError as exc:
         if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-            raise
+            why = exc.strerror or type(exc).__name__
+            raise ValueError(
+                f"--out {str(folder)!r}: cannot be made a folder ({why}); use another --out"
+            ) from None
         writable = False
         with contextlib.suppress(OSError):
             fh = lock.open("r")

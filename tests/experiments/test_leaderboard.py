@@ -524,12 +524,6 @@ def _leaderboard_cmd(out: Path) -> list[str]:
     return [sys.executable, "-m", "msj_gym.cli", "leaderboard", "--out", str(out), *_CRASH_ARGS]
 
 
-def _runs(out: Path) -> dict[str, dict]:
-    """Each run's row by its key, without who made it and when."""
-    rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
-    return {r["key"]: {k: v for k, v in r.items() if k != "provenance"} for r in rows}
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 def test_killed_at_random_points_then_rerun_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     import numpy as np
@@ -537,7 +531,7 @@ def test_killed_at_random_points_then_rerun_equals_an_uninterrupted_run(tmp_path
     t0 = time.monotonic()
     subprocess.run(_leaderboard_cmd(tmp_path / "ref"), check=True, capture_output=True)
     took = time.monotonic() - t0
-    reference = _runs(tmp_path / "ref")
+    reference = _metrics(tmp_path / "ref")
     table = (tmp_path / "ref" / "leaderboard.csv").read_text()
     rng = np.random.default_rng(2026)
     # kill points: one at a random time in the start-up, the others after a random number of runs
@@ -561,5 +555,62 @@ def test_killed_at_random_points_then_rerun_equals_an_uninterrupted_run(tmp_path
         if kind == "runs":
             assert 0 < done < len(reference), f"the kill after {at} runs fell at {done} runs"
         subprocess.run(_leaderboard_cmd(out), check=True, capture_output=True)  # resumes
-        assert _runs(out) == reference, f"killed at {done} runs done: the rerun differs"
+        assert _metrics(out) == reference, f"killed at {done} runs done: the rerun differs"
         assert (out / "leaderboard.csv").read_text() == table
+
+
+@pytest.mark.parametrize("damage", ["deleted", "corrupt", "not a dict"])
+def test_a_lost_leaderboard_json_is_written_anew_and_the_runs_reused(
+    tmp_path, monkeypatch, capsys, damage
+) -> None:
+    import msj_gym.experiments.runner as runner
+
+    out = tmp_path / "out"
+    config = LeaderboardConfig(**TINY)
+    first = run_leaderboard(config, out, workers=1, progress=False)["rows"][0].mean_response_time
+    kept = (out / "runs.jsonl").read_text()
+    path = out / "leaderboard.json"
+    if damage == "deleted":
+        path.unlink()
+    else:
+        path.write_bytes(b"\xff{ not json" if damage == "corrupt" else b"[1, 2]")
+
+    def no_run(point):
+        raise AssertionError(f"reran {point}")
+
+    monkeypatch.setattr(runner, "run_point", no_run)
+    again = run_leaderboard(config, out, workers=1, progress=False)["rows"][0].mean_response_time
+    assert again == first and (out / "runs.jsonl").read_text() == kept
+    assert "written anew for this configuration" in capsys.readouterr().err
+    assert json.loads(path.read_text())["config"] == config.identity()
+
+
+def test_two_scenario_files_of_one_name_get_two_plots(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    files = [_scenario_file(a), _scenario_file(b, 3.0)]
+    config = LeaderboardConfig(**TINY, scenarios=tuple(str(f) for f in files))
+    run_leaderboard(config, tmp_path / "out", workers=1, progress=False)
+    plots = sorted(p.name for p in (tmp_path / "out").glob("leaderboard-mine*.png"))
+    assert len(plots) == 2 and all(p.startswith("leaderboard-mine-") for p in plots)
+
+
+_BROKEN_AGENT = """
+class Broken:
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        raise RuntimeError("my network is not loaded")
+
+
+agent = Broken()
+"""
+
+
+def test_an_agent_that_raises_is_named(tmp_path, monkeypatch) -> None:
+    (tmp_path / "my_broken_agent.py").write_text(_BROKEN_AGENT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = LeaderboardConfig(**TINY, agents=("my_broken_agent:agent",))
+    with pytest.raises(
+        ValueError, match=r"--agent 'my_broken_agent:agent' failed .*RuntimeError: my network"
+    ):
+        run_leaderboard(config, tmp_path / "out", workers=1, progress=False)
