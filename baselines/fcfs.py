@@ -5,20 +5,19 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from msj_gym.core import Policy
+from msj_gym.core.access import first_waiting, free_servers, next_waiting, server_need, start
 from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import I_FREE, I_WHEAD, NEED, WNEXT
 
 
 @inline_jit
 def _fcfs(view, pdata, actions):
-    free = view.iv[I_FREE]
-    s = view.iv[I_WHEAD]
+    free = free_servers(view)
+    s = first_waiting(view)
     n = 0
-    while s != -1 and view.ji[s, NEED] <= free:
-        actions[n] = s
-        n += 1
-        free -= view.ji[s, NEED]
-        s = view.ji[s, WNEXT]
+    while s != -1 and server_need(view, s) <= free:  # the oldest job that does not fit blocks the rest
+        n = start(actions, n, s)
+        free -= server_need(view, s)
+        s = next_waiting(view, s)
     return n
 
 

@@ -6,32 +6,28 @@ from __future__ import annotations
 import pytest
 
 from msj_gym.core import Policy
+from msj_gym.core.access import first_waiting, free_servers, next_waiting, server_need, start
 from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import I_FREE, I_WHEAD, NEED, WNEXT
 from msj_gym.testing import check_policy
 
 
 @inline_jit
-def _scan_fit(view, pdata, actions):
-    free = view.iv[I_FREE]
-    s = view.iv[I_WHEAD]
+def _scan_fit(view, pdata, actions):  # as docs/write-your-own.md writes it
+    free = free_servers(view)
+    s = first_waiting(view)
     n = 0
     while s != -1:
-        if view.ji[s, NEED] <= free:
-            actions[n] = s
-            n += 1
-            free -= view.ji[s, NEED]
-        s = view.ji[s, WNEXT]
+        if server_need(view, s) <= free:
+            n = start(actions, n, s)
+            free -= server_need(view, s)
+        s = next_waiting(view, s)
     return n
 
 
 @inline_jit
 def _overfill(view, pdata, actions):
-    s = view.iv[I_WHEAD]  # starts the oldest job whether or not it fits
-    if s == -1:
-        return 0
-    actions[0] = s
-    return 1
+    s = first_waiting(view)  # starts the oldest job whether or not it fits
+    return 0 if s == -1 else start(actions, 0, s)
 
 
 class ScanFit(Policy):

@@ -1,0 +1,52 @@
+"""The named accessors read what the engine's columns hold, in a live state."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from baselines import make_policy
+from msj_gym.core import access as A
+from msj_gym.core import state as S
+from msj_gym.core.simulator import Simulator
+from msj_gym.workloads.scenarios import load_scenario
+
+
+def test_accessors_read_the_state() -> None:
+    sim = Simulator(
+        load_scenario("four-class").build(load=0.9), make_policy("first-fit"), num_arrivals=5000, seed=3
+    )
+    sim.run_policy_python(sim.policy, sim.pdata, until_arrivals=3000)
+    v, z = sim.view, sim.sizes
+    assert sim.sim.iv[S.I_NWAIT] > 0  # a queue to walk
+    assert (A.now(v), A.num_servers(v), A.free_servers(v)) == (v.fv[S.F_NOW], v.iv[S.I_K], v.iv[S.I_FREE])
+    assert (A.num_waiting(v), A.num_running(v), A.num_classes(v)) == (v.iv[S.I_NWAIT], v.iv[S.I_NRUN], 4)
+    waiting = []
+    s = A.first_waiting(v)
+    while s != -1:
+        waiting.append(s)
+        s = A.next_waiting(v, s)
+    assert len(waiting) == A.num_waiting(v)
+    assert [A.job_id(v, s) for s in waiting] == sorted(A.job_id(v, s) for s in waiting)  # arrival order
+    for c in range(A.num_classes(v)):
+        mine, s = [], A.first_waiting_of_class(v, c)
+        while s != -1:
+            mine.append(s)
+            s = A.next_waiting_of_class(v, s)
+        assert mine == [s for s in waiting if A.job_class(v, s) == c] and len(mine) == A.class_waiting(v, c)
+        assert A.class_need(v, c) == v.ci[S.C_NEED, c]
+    running = [A.running_job(v, i) for i in range(A.num_running(v))]
+    assert sum(A.server_need(v, s) for s in running) == A.num_servers(v) - A.free_servers(v)
+    for c in range(A.num_classes(v)):
+        assert A.class_running(v, c) == sum(A.job_class(v, s) == c for s in running)
+    for s in running + waiting:
+        assert A.arrival_time(v, s) == v.jf[s, S.ARRIVAL] <= A.now(v)
+        assert A.service_received(v, s) == v.jf[s, S.ATTAINED]
+        assert A.service_time(z, s) == z.js[s, S.SERVICE] > 0
+        assert A.remaining_work(z, s) == z.js[s, S.REMAINING]
+
+
+def test_decision_writers() -> None:
+    actions = np.zeros(4, dtype=np.int64)
+    n = A.preempt(actions, 0, 5)
+    n = A.start(actions, n, 7)
+    assert n == 2 and list(actions[:2]) == [-6, 7]
