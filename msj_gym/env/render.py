@@ -99,6 +99,71 @@ def require_pillow() -> None:
         ) from None
 
 
+def draw_bar(
+    d: Any,
+    x0: float,
+    x1: float,
+    top: float,
+    bot: float,
+    color: tuple[int, int, int],
+    frac: float,
+    label: str,
+) -> None:
+    """A block of lanes ``[top, bot]`` over ``[x0, x1]`` in ``color``: dark up to ``frac`` of the width,
+    light after, outlined and labelled with ``label`` if it is tall enough to read."""
+    xm = x0 + frac * (x1 - x0)
+    d.rectangle([x0, top, x1, bot], fill=_light(color))
+    d.rectangle([x0, top, xm, bot], fill=color)
+    if bot - top >= 11:
+        d.rectangle([x0, top, x1, bot], outline=_INK)
+        d.text(
+            (x0 + 4, (top + bot) / 2),
+            label,
+            fill=_INK,
+            font=_font(11),
+            anchor="lm",
+            stroke_width=2,
+            stroke_fill=_BG,
+        )
+
+
+def lane_runs(lanes: np.ndarray) -> list[np.ndarray]:
+    """``lanes`` (sorted) split into runs of adjacent lanes: one rectangle each."""
+    breaks = np.flatnonzero(np.diff(lanes) != 1) + 1
+    return np.split(lanes, breaks)
+
+
+def draw_idle_lanes(d: Any, x0: float, x1: float, y0: float, body: float, k: int) -> None:
+    """``k`` idle (grey) lanes filling ``[x0, x1] x [y0, y0 + body)``, numbered on the left."""
+    lane_h = body / k
+    d.rectangle([x0, y0, x1, y0 + body - 1], fill=_IDLE)
+    step = max(1, int(np.ceil(12 / lane_h)))  # every lane if there is room, else a few
+    f10 = _font(10)
+    for lane in range(0, k, step):
+        d.text((x0 - 4, y0 + (lane + 0.5) * lane_h), str(lane), fill=_INK, font=f10, anchor="rm")
+    d.text((4, y0 + body + 2), "server", fill=_INK, font=f10)
+
+
+def draw_swatch(d: Any, x: float, y: float, color: tuple[int, int, int]) -> None:
+    """A legend's colour square, its text to go at ``(x + 18, y + 8)`` anchored "lm"."""
+    d.rectangle([x, y + 2, x + 12, y + 14], fill=color, outline=_INK)
+
+
+def number_block(color: tuple[int, int, int], text: str, size: int, font_size: int | None = None) -> Any:
+    """A ``(size + 1)``-pixel square in ``color`` with ``text`` written in its middle (a PIL image)."""
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (size + 1, size + 1), _BG)
+    d = ImageDraw.Draw(img)
+    d.rectangle([0, 0, size, size], fill=color, outline=_INK)
+    if font_size is None:
+        font_size = 10 if len(text) < 3 else 8
+    d.text(
+        (size / 2 + 0.5, size / 2 + 0.5), text, fill=_text_color(color), font=_font(font_size), anchor="mm"
+    )
+    return img
+
+
 class LaneMap:
     """Which server lanes each running job holds: stable from one update to the next."""
 
@@ -236,26 +301,11 @@ class FrameRenderer:
                 continue
             color = class_color(job.cls)
             frac = min(max(job.received / job.service, 0.0), 1.0) if job.service > 0 else 1.0
-            xm = x0 + frac * (x1 - x0)
-            # contiguous runs of lanes: one rectangle each
-            breaks = np.flatnonzero(np.diff(lanes) != 1) + 1
-            for i, run in enumerate(np.split(lanes, breaks)):
+            for i, run in enumerate(lane_runs(lanes)):
                 top = y0 + run[0] * lane_h
                 bot = y0 + (run[-1] + 1) * lane_h - (1 if lane_h >= 4 else 0)
-                d.rectangle([x0, top, x1, bot], fill=_light(color))
-                d.rectangle([x0, top, xm, bot], fill=color)
-                if bot - top >= 11:
-                    d.rectangle([x0, top, x1, bot], outline=_INK)
-                    label = f"#{job.job_id}" + (f"  {self.names[job.cls]}" if i == 0 else "")
-                    d.text(
-                        (x0 + 4, (top + bot) / 2),
-                        label,
-                        fill=_INK,
-                        font=f11,
-                        anchor="lm",
-                        stroke_width=2,
-                        stroke_fill=_BG,
-                    )
+                label = f"#{job.job_id}" + (f"  {self.names[job.cls]}" if i == 0 else "")
+                draw_bar(d, x0, x1, top, bot, color, frac, label)
         # queue
         qx0 = self.QUEUE_X0
         d.text((qx0 + 44, y0 - 2), f"({nwait} waiting, in service order)", fill=_INK, font=f10)
@@ -301,11 +351,7 @@ class FrameRenderer:
             d = ImageDraw.Draw(img)
             f10 = _font(10)
             x0, x1, y0 = self.LANE_X0, self.LANE_X1, float(self.HEADER)
-            d.rectangle([x0, y0, x1, y0 + self.body - 1], fill=_IDLE)
-            step = max(1, int(np.ceil(12 / self.lane_h)))  # every lane if there is room, else a few
-            for lane in range(0, self.k, step):
-                d.text((x0 - 4, y0 + (lane + 0.5) * self.lane_h), str(lane), fill=_INK, font=f10, anchor="rm")
-            d.text((4, y0 + self.body + 2), "server", fill=_INK, font=f10)
+            draw_idle_lanes(d, x0, x1, y0, self.body, self.k)
             d.text(
                 (x1, y0 + self.body + 2),
                 "bar: service received (dark) and to come (light)",
@@ -323,8 +369,7 @@ class FrameRenderer:
             colw = (self.WIDTH - 16) // self.legend_cols
             for c in range(len(self.names)):
                 r, q = divmod(c, self.legend_cols)
-                lx, ly = 8 + q * colw, self.legend_y + 20 * r
-                d.rectangle([lx, ly + 2, lx + 12, ly + 14], fill=class_color(c), outline=_INK)
+                draw_swatch(d, 8 + q * colw, self.legend_y + 20 * r, class_color(c))
             self._bg = img
         return self._bg
 
@@ -333,21 +378,7 @@ class FrameRenderer:
         key = (c, need)
         cell = self._cells.get(key)
         if cell is None:
-            from PIL import Image, ImageDraw
-
-            size = self.CELL - 3
-            cell = Image.new("RGB", (size + 1, size + 1), _BG)
-            d = ImageDraw.Draw(cell)
-            color = class_color(c)
-            d.rectangle([0, 0, size, size], fill=color, outline=_INK)
-            text = str(need)
-            d.text(
-                (size / 2 + 0.5, size / 2 + 0.5),
-                text,
-                fill=_text_color(color),
-                font=_font(10 if len(text) < 3 else 8),
-                anchor="mm",
-            )
+            cell = number_block(class_color(c), str(need), self.CELL - 3)
             if len(self._cells) < 4096:
                 self._cells[key] = cell
         return cell
