@@ -618,6 +618,7 @@ class CompatFrameRenderer:
         )
         pool = set(self.classes[job_class].servers) if job_class >= 0 else set()
         b = self.box - 4
+        fcap = _font(13 if b >= 50 else 10)  # bigger boxes when there are few servers
         for v in range(n):
             x, y = self._xy(v)
             c = int(serving[v])
@@ -627,7 +628,7 @@ class CompatFrameRenderer:
             if v in pool:  # the arriving job's pool: a thick outline
                 d.rectangle([x + 1, y + 1, x + b - 1, y + b - 1], outline=_INK)
             d.text((x + 4, y + 3), str(v), fill=ink, font=_font(9))
-            d.text((x + b / 2 + 0.5, y + b * 0.62), f"C={self.caps[v]:g}", fill=ink, font=f10, anchor="mm")
+            d.text((x + b / 2 + 0.5, y + b * 0.62), f"C={self.caps[v]:g}", fill=ink, font=fcap, anchor="mm")
             if v in chosen:  # chosen for the arriving job: a dot in the corner
                 r = max(3, b // 8)
                 d.ellipse([x + b - 3 - 2 * r, y + 3, x + b - 3, y + 3 + 2 * r], fill=_INK, outline=_BG)
