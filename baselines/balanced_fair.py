@@ -337,6 +337,12 @@ class _CompatPolicy(Policy):
         """Which servers serve a job now (for observations)."""
         return pdata.iwork[N_MEMO : N_MEMO + num_servers] >= 0
 
+    def serving_slots(self, pdata: PolicyData, num_servers: int) -> np.ndarray:
+        """Per server, the engine slot of the job it serves now (-1: idle), for pictures."""
+        head = pdata.iwork[N_MEMO : N_MEMO + num_servers]
+        # a list head is a node s * 2**b + q of job slot s
+        return np.where(head >= 0, head >> int(pdata.params[P_SHIFT]), -1)
+
 
 class CompatFCFS(_CompatPolicy):
     """FCFS on the job-server compatibility model of Bonald & Comte (2017), Sec. 2: every server serves

@@ -75,13 +75,16 @@ class CompatAssignEnv(gym.Env):
     ``scenario`` (``"003-random-2"``: a name of ``COMPAT_SCENARIOS`` or a ``CompatWorkload``), ``load``
     (0.7), ``distribution`` (``"exponential"``), ``scheduler`` (``"fcfs"`` | ``"balanced-fair"``),
     ``m`` (5.0), ``num_arrivals`` (1000), ``warmup`` (0), ``reward`` (``"integral"`` | ``"mean"``),
-    ``max_jobs_in_system`` (100000).
+    ``max_jobs_in_system`` (100000), ``render_mode`` (None | ``"rgb_array"``: a picture of the servers as
+    boxes, capacity written in, busy ones in the colour of the class they serve, the arriving job's pool
+    outlined and its chosen servers dotted, the clock and the jobs in the system per class; see
+    :class:`msj_gym.env.render.CompatFrameRenderer`).
 
     ## Version history
     * v0: initial version.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -113,6 +116,9 @@ class CompatAssignEnv(gym.Env):
             raise ValueError(f"scheduler: expected 'fcfs' or 'balanced-fair', got {scheduler!r}")
         if reward not in ("integral", "mean"):
             raise ValueError(f"reward: expected 'integral' or 'mean', got {reward!r}")
+        if render_mode not in (None, "rgb_array"):
+            # gym.make turns "human" and "rgb_array_list" into "rgb_array" plus a wrapper
+            raise ValueError(f"render_mode: expected None or 'rgb_array', got {render_mode!r}")
         self.workload = wl
         self.scheduler = make_policy(scheduler) if scheduler == "fcfs" else make_policy(scheduler, m=m)
         self.num_arrivals, self.warmup, self.max_jobs = num_arrivals, warmup, max_jobs_in_system
@@ -122,6 +128,7 @@ class CompatAssignEnv(gym.Env):
         self.observation_space = spaces.Box(0.0, 1.0, (3 * n + 2,), np.float32)
         self._sim: PooledSimulator | None = None
         self.render_mode = render_mode
+        self._renderer: Any = None  # made on the first render: Pillow only when asked for
 
     # ------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
@@ -235,6 +242,21 @@ class CompatAssignEnv(gym.Env):
             self._advance()
             reward = -(float(sim.sim.fv[S.F_RUN_AREA]) - before) * self._reward_scale
         return self._observation(), reward, False, self._over, self._info()
+
+    def render(self) -> np.ndarray | None:
+        """``render_mode="rgb_array"``: an ``H x W x 3`` uint8 picture of the state at the current step
+        (before ``reset``: an empty system)."""
+        if self.render_mode != "rgb_array":
+            return None
+        if self._renderer is None:
+            from .render import CompatFrameRenderer
+
+            self._renderer = CompatFrameRenderer(self.workload)
+        sim = self._sim
+        if sim is None or self._over:
+            return self._renderer.frame(sim)
+        job_class = int(sim.sim.ring_c[self._job])
+        return self._renderer.frame(sim, job_class, list(self._chosen))
 
     def result(self) -> SimulationResult:
         if self._sim is None:

@@ -65,7 +65,10 @@ class MSJMoldableEnv(gym.Env):
     or its dict), or one class given by ``num_servers`` (100), ``speed_up`` (the paper's sub-linear
     (1, 1.8, 2.5, 3.0, 3.4)), ``arrival_rate`` or the regime ``alpha`` (0.0), ``beta`` (0.2) of
     ``lam = 1 - beta n^-alpha``, and ``service_time`` (Exp(1)); ``num_arrivals`` (1000), ``warmup`` (0),
-    ``reward`` (``"mean"`` | ``"total"``), ``blocking_cost`` (2.0), ``render_mode`` (None | ``"ansi"``).
+    ``reward`` (``"mean"`` | ``"total"``), ``blocking_cost`` (2.0), ``render_mode`` (None | ``"ansi"`` |
+    ``"rgb_array"``: a picture of the ``n`` servers as lanes, each running job on as many as it holds in
+    its class colour, the arriving job to decide, the clock and the admitted and lost counts; see
+    :class:`msj_gym.env.render.MoldableFrameRenderer`).
 
     ## Info
     ``time``, ``action_mask``, ``idle``, ``job_class`` (of the arrival to decide), ``blocked`` and
@@ -75,7 +78,7 @@ class MSJMoldableEnv(gym.Env):
     * v0: initial version.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -130,13 +133,13 @@ class MSJMoldableEnv(gym.Env):
             or not (math.isfinite(blocking_cost) and blocking_cost >= 0)
         ):
             raise ValueError(f"blocking_cost: expected a finite number >= 0, got {blocking_cost!r}")
-        if render_mode in ("human", "rgb_array", "rgb_array_list"):
-            render_mode = None
-        elif render_mode is not None and render_mode != "ansi":
-            raise ValueError(f"render_mode: expected None or 'ansi', got {render_mode!r}")
+        if render_mode not in (None, "ansi", "rgb_array"):
+            # gym.make turns "human" and "rgb_array_list" into "rgb_array" plus a wrapper
+            raise ValueError(f"render_mode: expected None, 'ansi' or 'rgb_array', got {render_mode!r}")
         self.num_arrivals, self.warmup = int(num_arrivals), int(warmup)
         self.reward_mode, self.blocking_cost = reward, float(blocking_cost)
         self.render_mode = render_mode
+        self._renderer: Any = None  # made on the first rgb_array render: Pillow only when asked for
         sy = self.system
         self._nc, self._d = sy.num_classes, sy.max_parallelism
         self._dc = np.array([c.max_parallelism for c in sy.classes], dtype=np.int64)
@@ -244,7 +247,17 @@ class MSJMoldableEnv(gym.Env):
             raise RuntimeError("MSJMoldable-v0: call reset() first")
         return self.core.result()
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        """``render_mode="ansi"``: a text summary; ``"rgb_array"``: an ``H x W x 3`` uint8 picture of the
+        state at the current decision (before ``reset``: an empty system)."""
+        if self.render_mode == "rgb_array":
+            if self._renderer is None:
+                from .render import MoldableFrameRenderer
+
+                self._renderer = MoldableFrameRenderer(self.system)
+            return self._renderer.frame(
+                self.core, self.episode, deciding=self.core is not None and not self._over
+            )
         if self.render_mode != "ansi" or self.core is None:
             return None
         core = self.core

@@ -28,9 +28,11 @@ import numpy as np
 from ..core import state as S
 
 __all__ = [
+    "CompatFrameRenderer",
     "DecisionFrames",
     "FrameRenderer",
     "LaneMap",
+    "MoldableFrameRenderer",
     "ScheduleRecorder",
     "Segment",
     "gantt_png",
@@ -97,6 +99,71 @@ def require_pillow() -> None:
         raise ImportError(
             "render_mode='rgb_array' draws with Pillow: pip install pillow (or msj-gym[plot])"
         ) from None
+
+
+def draw_bar(
+    d: Any,
+    x0: float,
+    x1: float,
+    top: float,
+    bot: float,
+    color: tuple[int, int, int],
+    frac: float,
+    label: str,
+) -> None:
+    """A block of lanes ``[top, bot]`` over ``[x0, x1]`` in ``color``: dark up to ``frac`` of the width,
+    light after, outlined and labelled with ``label`` if it is tall enough to read."""
+    xm = x0 + frac * (x1 - x0)
+    d.rectangle([x0, top, x1, bot], fill=_light(color))
+    d.rectangle([x0, top, xm, bot], fill=color)
+    if bot - top >= 11:
+        d.rectangle([x0, top, x1, bot], outline=_INK)
+        d.text(
+            (x0 + 4, (top + bot) / 2),
+            label,
+            fill=_INK,
+            font=_font(11),
+            anchor="lm",
+            stroke_width=2,
+            stroke_fill=_BG,
+        )
+
+
+def lane_runs(lanes: np.ndarray) -> list[np.ndarray]:
+    """``lanes`` (sorted) split into runs of adjacent lanes: one rectangle each."""
+    breaks = np.flatnonzero(np.diff(lanes) != 1) + 1
+    return np.split(lanes, breaks)
+
+
+def draw_idle_lanes(d: Any, x0: float, x1: float, y0: float, body: float, k: int) -> None:
+    """``k`` idle (grey) lanes filling ``[x0, x1] x [y0, y0 + body)``, numbered on the left."""
+    lane_h = body / k
+    d.rectangle([x0, y0, x1, y0 + body - 1], fill=_IDLE)
+    step = max(1, int(np.ceil(12 / lane_h)))  # every lane if there is room, else a few
+    f10 = _font(10)
+    for lane in range(0, k, step):
+        d.text((x0 - 4, y0 + (lane + 0.5) * lane_h), str(lane), fill=_INK, font=f10, anchor="rm")
+    d.text((4, y0 + body + 2), "server", fill=_INK, font=f10)
+
+
+def draw_swatch(d: Any, x: float, y: float, color: tuple[int, int, int]) -> None:
+    """A legend's colour square, its text to go at ``(x + 18, y + 8)`` anchored "lm"."""
+    d.rectangle([x, y + 2, x + 12, y + 14], fill=color, outline=_INK)
+
+
+def number_block(color: tuple[int, int, int], text: str, size: int, font_size: int | None = None) -> Any:
+    """A ``(size + 1)``-pixel square in ``color`` with ``text`` written in its middle (a PIL image)."""
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (size + 1, size + 1), _BG)
+    d = ImageDraw.Draw(img)
+    d.rectangle([0, 0, size, size], fill=color, outline=_INK)
+    if font_size is None:
+        font_size = 10 if len(text) < 3 else 8
+    d.text(
+        (size / 2 + 0.5, size / 2 + 0.5), text, fill=_text_color(color), font=_font(font_size), anchor="mm"
+    )
+    return img
 
 
 class LaneMap:
@@ -236,26 +303,11 @@ class FrameRenderer:
                 continue
             color = class_color(job.cls)
             frac = min(max(job.received / job.service, 0.0), 1.0) if job.service > 0 else 1.0
-            xm = x0 + frac * (x1 - x0)
-            # contiguous runs of lanes: one rectangle each
-            breaks = np.flatnonzero(np.diff(lanes) != 1) + 1
-            for i, run in enumerate(np.split(lanes, breaks)):
+            for i, run in enumerate(lane_runs(lanes)):
                 top = y0 + run[0] * lane_h
                 bot = y0 + (run[-1] + 1) * lane_h - (1 if lane_h >= 4 else 0)
-                d.rectangle([x0, top, x1, bot], fill=_light(color))
-                d.rectangle([x0, top, xm, bot], fill=color)
-                if bot - top >= 11:
-                    d.rectangle([x0, top, x1, bot], outline=_INK)
-                    label = f"#{job.job_id}" + (f"  {self.names[job.cls]}" if i == 0 else "")
-                    d.text(
-                        (x0 + 4, (top + bot) / 2),
-                        label,
-                        fill=_INK,
-                        font=f11,
-                        anchor="lm",
-                        stroke_width=2,
-                        stroke_fill=_BG,
-                    )
+                label = f"#{job.job_id}" + (f"  {self.names[job.cls]}" if i == 0 else "")
+                draw_bar(d, x0, x1, top, bot, color, frac, label)
         # queue
         qx0 = self.QUEUE_X0
         d.text((qx0 + 44, y0 - 2), f"({nwait} waiting, in service order)", fill=_INK, font=f10)
@@ -301,11 +353,7 @@ class FrameRenderer:
             d = ImageDraw.Draw(img)
             f10 = _font(10)
             x0, x1, y0 = self.LANE_X0, self.LANE_X1, float(self.HEADER)
-            d.rectangle([x0, y0, x1, y0 + self.body - 1], fill=_IDLE)
-            step = max(1, int(np.ceil(12 / self.lane_h)))  # every lane if there is room, else a few
-            for lane in range(0, self.k, step):
-                d.text((x0 - 4, y0 + (lane + 0.5) * self.lane_h), str(lane), fill=_INK, font=f10, anchor="rm")
-            d.text((4, y0 + self.body + 2), "server", fill=_INK, font=f10)
+            draw_idle_lanes(d, x0, x1, y0, self.body, self.k)
             d.text(
                 (x1, y0 + self.body + 2),
                 "bar: service received (dark) and to come (light)",
@@ -323,8 +371,7 @@ class FrameRenderer:
             colw = (self.WIDTH - 16) // self.legend_cols
             for c in range(len(self.names)):
                 r, q = divmod(c, self.legend_cols)
-                lx, ly = 8 + q * colw, self.legend_y + 20 * r
-                d.rectangle([lx, ly + 2, lx + 12, ly + 14], fill=class_color(c), outline=_INK)
+                draw_swatch(d, 8 + q * colw, self.legend_y + 20 * r, class_color(c))
             self._bg = img
         return self._bg
 
@@ -333,21 +380,7 @@ class FrameRenderer:
         key = (c, need)
         cell = self._cells.get(key)
         if cell is None:
-            from PIL import Image, ImageDraw
-
-            size = self.CELL - 3
-            cell = Image.new("RGB", (size + 1, size + 1), _BG)
-            d = ImageDraw.Draw(cell)
-            color = class_color(c)
-            d.rectangle([0, 0, size, size], fill=color, outline=_INK)
-            text = str(need)
-            d.text(
-                (size / 2 + 0.5, size / 2 + 0.5),
-                text,
-                fill=_text_color(color),
-                font=_font(10 if len(text) < 3 else 8),
-                anchor="mm",
-            )
+            cell = number_block(class_color(c), str(need), self.CELL - 3)
             if len(self._cells) < 4096:
                 self._cells[key] = cell
         return cell
@@ -356,6 +389,279 @@ class FrameRenderer:
         cols = (self.WIDTH - 8 - self.QUEUE_X0) // self.CELL
         rows = int((self.body - 12) // self.CELL)
         return max(cols * rows, 4)
+
+
+def _rounded_height(height: float) -> int:
+    return -(-int(height) // 16) * 16  # video encoders like multiples of 16
+
+
+class MoldableFrameRenderer:
+    """``rgb_array`` frames of ``MSJMoldable-v0``: the ``n`` servers as lanes (each running job holds as
+    many as it was given, in its class colour, labelled with that number), the arriving job waiting for
+    the decision, the clock and the admitted and lost counts, and a legend of the running jobs per class.
+
+    The loss simulator keeps its running jobs as (completion time, class, servers) only: a job is known
+    by its completion time, to keep its lanes from frame to frame."""
+
+    WIDTH = 800
+    HEADER = 30
+    LANE_X0, LANE_X1 = 62, 470
+    PANEL_X0 = 490
+    BLOCK = 40  # the arriving job's block
+
+    def __init__(self, system: Any) -> None:
+        require_pillow()
+        self.k = int(system.num_servers)
+        self.names = [cls.name or f"class{c}" for c, cls in enumerate(system.classes)]
+        self.dmax = [int(cls.max_parallelism) for cls in system.classes]
+        self.lanes = LaneMap(self.k)
+        self.body = float(min(480, max(160, 24 * self.k)))  # taller than MSJ-v0's: n is often 100
+        self.lane_h = self.body / self.k
+        self.legend_y = self.HEADER + self.body + 18
+        self.height = _rounded_height(self.legend_y + 20 * len(self.names) + 8)
+        self.episode: Any = None
+        self._ids: dict[float, int] = {}  # completion time -> a job number for the lane map
+        self._next = 0
+        self._bg: Any = None
+
+    def frame(self, core: Any | None, episode: Any = None, deciding: bool = False) -> np.ndarray:
+        """The picture of ``core`` (a :class:`~msj_gym.moldable.LossSimulator`; None: an empty system at
+        time 0) as an HxWx3 uint8 array; ``deciding``: its pending arrival awaits the agent."""
+        from PIL import ImageDraw
+
+        from ..moldable.loss import I_NRUN
+
+        if episode != self.episode:
+            self.lanes.clear()
+            self._ids.clear()
+            self._next = 0
+            self.episode = episode
+        img = self._background().copy()
+        d = ImageDraw.Draw(img)
+        f13, f11 = _font(13), _font(11)
+        nc = len(self.names)
+        if core is None:
+            now, idle, blocked, accepted = 0.0, self.k, 0, 0
+            jobs: list[tuple[float, int, int]] = []
+            q = np.zeros((nc, max(self.dmax) + 1), dtype=np.int64)
+            busy = np.zeros(nc, dtype=np.int64)
+        else:
+            st = core.state
+            now, idle = core.now, core.idle
+            blocked, accepted, _ = core.counters()
+            nrun = int(st.iv[I_NRUN])
+            jobs = sorted(
+                zip(
+                    st.heap_t[:nrun].tolist(),
+                    st.heap_c[:nrun].tolist(),
+                    st.heap_k[:nrun].tolist(),
+                    strict=True,
+                )
+            )
+            q, busy = st.q, st.busy
+        d.text(
+            (8, 8),
+            f"t = {now:.3f}     idle servers: {idle}/{self.k}     admitted: {accepted}     "
+            f"lost or rejected: {blocked}",
+            fill=_INK,
+            font=f13,
+        )
+        # running jobs: numbered by completion time, new ones placed in completion order
+        ids = {t: self._number(t) for t, _, _ in jobs}
+        self._ids = ids  # forget the jobs that left
+        where = self.lanes.update([(ids[t], k) for t, _, k in jobs])
+        x0, x1, y0, lane_h = self.LANE_X0, self.LANE_X1, float(self.HEADER), self.lane_h
+        for t, c, k in jobs:
+            for i, run in enumerate(lane_runs(where[ids[t]])):
+                top = y0 + run[0] * lane_h
+                bot = y0 + (run[-1] + 1) * lane_h - (1 if lane_h >= 4 else 0)
+                # the class is in the colour; named too when there are several
+                label = f"{k} server{'s' if k > 1 else ''}" + (
+                    f"  {self.names[c]}" if i == 0 and nc > 1 else ""
+                )
+                draw_bar(d, x0, x1, top, bot, class_color(c), 1.0, label)
+        # the arriving job
+        px, py = self.PANEL_X0, y0 + 16
+        if core is not None and deciding:
+            c = core.pending_class
+            top = min(self.dmax[c], idle)
+            img.paste(number_block(class_color(c), str(top), self.BLOCK, 16), (px, int(py)))
+            lines = [
+                f"class {self.names[c]} (at most {self.dmax[c]} servers)",
+                f"may get 1..{top} of the {idle} idle servers",
+                "or be rejected (action 0)",
+            ]
+        else:
+            lines = ["no decision pending", "(episode over)" if core is not None else "(before reset)"]
+        for i, line in enumerate(lines):
+            d.text((px + self.BLOCK + 10, py + 6 + 14 * i), line, fill=_INK, font=f11, anchor="lm")
+        # counts
+        cy = py + self.BLOCK + 24
+        arrivals = blocked + accepted
+        for i, line in enumerate(
+            [
+                f"decided arrivals: {arrivals}",
+                f"admitted: {accepted}",
+                f"lost or rejected: {blocked}" + (f"  ({blocked / arrivals:.1%})" if arrivals else ""),
+            ]
+        ):
+            d.text((px, cy + 16 * i), line, fill=_INK, font=f11)
+        # legend: per class, its running jobs by the number of servers they hold
+        for c, name in enumerate(self.names):
+            ly = self.legend_y + 20 * c
+            per = ", ".join(f"{int(q[c, i])}x{i}" for i in range(1, self.dmax[c] + 1) if q[c, i])
+            nrun = int(q[c, 1 : self.dmax[c] + 1].sum())
+            d.text(
+                (8 + 18, ly + 8),
+                f"{name} (max {self.dmax[c]} servers): {nrun} running on {int(busy[c])} servers"
+                + (f"  (jobs x servers: {per})" if per else ""),
+                fill=_INK,
+                font=f11,
+                anchor="lm",
+            )
+        return np.asarray(img, dtype=np.uint8)
+
+    def _number(self, t: float) -> int:
+        """The job number of the job completing at ``t`` (a new one if first seen)."""
+        if t not in self._ids:
+            self._next += 1
+            self._ids[t] = self._next
+        return self._ids[t]
+
+    def _background(self) -> Any:
+        if self._bg is None:
+            from PIL import Image, ImageDraw
+
+            img = Image.new("RGB", (self.WIDTH, self.height), _BG)
+            d = ImageDraw.Draw(img)
+            f10 = _font(10)
+            x1, y0 = self.LANE_X1, float(self.HEADER)
+            draw_idle_lanes(d, self.LANE_X0, x1, y0, self.body, self.k)
+            d.text(
+                (x1, y0 + self.body + 2),
+                "bar: a running job on its servers; number: servers it holds",
+                fill=_INK,
+                font=f10,
+                anchor="ra",
+            )
+            d.text(
+                (self.PANEL_X0, y0 - 2), "arriving job (no queue: a loss system)", fill=_INK, font=_font(11)
+            )
+            d.text(
+                (self.PANEL_X0, y0 + 16 + self.BLOCK + 4),
+                "number: most servers it may get now",
+                fill=_INK,
+                font=f10,
+            )
+            for c in range(len(self.names)):
+                draw_swatch(d, 8, self.legend_y + 20 * c, class_color(c))
+            self._bg = img
+        return self._bg
+
+
+class CompatFrameRenderer:
+    """``rgb_array`` frames of ``CompatAssign-v0``: the ``S`` servers as boxes (capacity written in,
+    busy ones in the colour of the class of the job they serve, idle grey), the arriving job's pool
+    outlined and the servers chosen for it so far marked with a dot, the clock, and the number of jobs in
+    the system per class."""
+
+    WIDTH = 800
+    HEADER = 30
+
+    def __init__(self, workload: Any) -> None:
+        require_pillow()
+        self.n = int(workload.num_servers)
+        self.caps = [float(c) for c in workload.capacities]
+        self.classes = list(workload.classes)
+        self.names = [cls.name or f"class{c}" for c, cls in enumerate(self.classes)]
+        self.cols = min(self.n, 20)
+        self.box = min(72, (self.WIDTH - 16) // self.cols)
+        rows = -(-self.n // self.cols)
+        self.grid_y = self.HEADER + 4
+        self.panel_y = self.grid_y + rows * self.box + 10
+        self.legend_y = self.panel_y + 40
+        self.legend_cols = 3
+        self.height = _rounded_height(self.legend_y + 20 * -(-len(self.names) // self.legend_cols) + 8)
+
+    def _xy(self, v: int) -> tuple[int, int]:
+        r, q = divmod(v, self.cols)
+        return 8 + q * self.box, self.grid_y + r * self.box
+
+    def frame(self, psim: Any | None, job_class: int = -1, chosen: list[int] | None = None) -> np.ndarray:
+        """The picture of ``psim`` (a :class:`~msj_gym.pooled.PooledSimulator`; None: an empty system at
+        time 0), with the job of class ``job_class`` (-1: none) being given servers, ``chosen`` so far."""
+        from PIL import Image, ImageDraw
+
+        img = Image.new("RGB", (self.WIDTH, self.height), _BG)
+        d = ImageDraw.Draw(img)
+        f13, f11, f10 = _font(13), _font(11), _font(10)
+        nc, n = len(self.names), self.n
+        chosen = chosen or []
+        if psim is None:
+            now, nsys = 0.0, 0
+            serving = np.full(n, -1, dtype=np.int64)
+            per_class = np.zeros(nc, dtype=np.int64)
+        else:
+            sim = psim.sim
+            now, nsys = float(sim.fv[S.F_NOW]), int(sim.iv[S.I_NSYS])
+            slots = psim.policy.serving_slots(psim.pdata, n)
+            live = sim.ji[:, S.STATE] != S.FREE_SLOT
+            serving = np.where(slots >= 0, sim.ji[np.maximum(slots, 0), S.CLS], -1)
+            serving[(slots >= 0) & ~live[np.maximum(slots, 0)]] = -1  # left, not yet unlisted
+            per_class = np.bincount(sim.ji[live, S.CLS], minlength=nc)[:nc]
+        busy = int((serving >= 0).sum())
+        d.text(
+            (8, 8),
+            f"t = {now:.3f}     jobs in system: {nsys}     busy servers: {busy}/{n}",
+            fill=_INK,
+            font=f13,
+        )
+        pool = set(self.classes[job_class].servers) if job_class >= 0 else set()
+        b = self.box - 4
+        fcap = _font(13 if b >= 50 else 10)  # bigger boxes when there are few servers
+        for v in range(n):
+            x, y = self._xy(v)
+            c = int(serving[v])
+            color = class_color(c) if c >= 0 else _IDLE
+            ink = _text_color(color)
+            d.rectangle([x, y, x + b, y + b], fill=color, outline=_INK if v in pool else _GRID)
+            if v in pool:  # the arriving job's pool: a thick outline
+                d.rectangle([x + 1, y + 1, x + b - 1, y + b - 1], outline=_INK)
+            d.text((x + 4, y + 3), str(v), fill=ink, font=_font(9))
+            d.text((x + b / 2 + 0.5, y + b * 0.62), f"C={self.caps[v]:g}", fill=ink, font=fcap, anchor="mm")
+            if v in chosen:  # chosen for the arriving job: a dot in the corner
+                r = max(3, b // 8)
+                d.ellipse([x + b - 3 - 2 * r, y + 3, x + b - 3, y + 3 + 2 * r], fill=_INK, outline=_BG)
+        # the arriving job
+        py = self.panel_y
+        if job_class >= 0:
+            cls = self.classes[job_class]
+            draw_swatch(d, 8, py, class_color(job_class))
+            d.text(
+                (26, py + 8),
+                f"arriving job of class {self.names[job_class]}: choose {cls.choose} of the "
+                f"{len(cls.servers)} outlined servers; chosen so far: {sorted(chosen) if chosen else 'none'}",
+                fill=_INK,
+                font=f11,
+                anchor="lm",
+            )
+        else:
+            d.text((8, py + 8), "no job to assign", fill=_INK, font=f11, anchor="lm")
+        d.text(
+            (8, py + 22),
+            "box: a server (index, capacity C), coloured by the class it serves, grey if idle; dot: chosen",
+            fill=_INK,
+            font=f10,
+        )
+        colw = (self.WIDTH - 16) // self.legend_cols
+        for c, name in enumerate(self.names):
+            r, q = divmod(c, self.legend_cols)
+            lx, ly = 8 + q * colw, self.legend_y + 20 * r
+            draw_swatch(d, lx, ly, class_color(c))
+            d.text(
+                (lx + 18, ly + 8), f"{name}: {int(per_class[c])} in system", fill=_INK, font=f11, anchor="lm"
+            )
+        return np.asarray(img, dtype=np.uint8)
 
 
 def engine_action(env: Any, action: int) -> int | None:

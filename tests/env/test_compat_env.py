@@ -3,6 +3,8 @@ native run bit for bit."""
 
 from __future__ import annotations
 
+import itertools
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ import msj_gym  # noqa: F401  (registers the ids)
 from baselines import make_policy
 from msj_gym.core.state import F_RUN_AREA, I_NARR
 from msj_gym.env import DrawnAssignmentAgent, RandomAssignmentAgent
+from msj_gym.env.compat_env import CompatAssignEnv
 from msj_gym.pooled import PooledSimulator
 from msj_gym.workloads.compat import CompatClass, CompatWorkload
 
@@ -73,3 +76,50 @@ def test_bad_arguments():
         gym.make("CompatAssign-v0", scenario="003-tree-symmetric")
     with pytest.raises(ValueError, match="scheduler: expected 'fcfs' or 'balanced-fair', got 'msf'"):
         gym.make("CompatAssign-v0", scheduler="msf")
+
+
+def _frames(env, agent, seed: int, steps: int) -> list[np.ndarray]:
+    obs, _ = env.reset(seed=seed)
+    frames = [env.render()]
+    for _ in range(steps):
+        obs, _, _, done, _ = env.step(agent.predict(obs)[0])
+        frames.append(env.render())
+        if done:
+            break
+    return frames
+
+
+def test_rgb_array_frames():
+    pytest.importorskip("PIL")
+    env = gym.make("CompatAssign-v0", scenario=SMALL, load=0.7, num_arrivals=100, render_mode="rgb_array")
+    assert env.metadata["render_modes"] == ["rgb_array"] and env.metadata["render_fps"] > 0
+    blank = env.unwrapped.render()  # before reset: an empty system
+    frames = _frames(env, RandomAssignmentAgent(env, seed=2), seed=4, steps=120)
+    assert all(f.dtype == np.uint8 and f.ndim == 3 and f.shape == blank.shape for f in frames)
+    assert blank.shape[2] == 3 and blank.shape[0] % 16 == 0
+    assert np.array_equal(env.render(), frames[-1])  # the same state, the same frame
+    # every step changes something: a server chosen (dot) or a new job and clock
+    assert all(not np.array_equal(a, b) for a, b in itertools.pairwise(frames))
+    again = gym.make("CompatAssign-v0", scenario=SMALL, load=0.7, num_arrivals=100, render_mode="rgb_array")
+    frames2 = _frames(again, RandomAssignmentAgent(again, seed=2), seed=4, steps=120)
+    assert all(np.array_equal(a, b) for a, b in zip(frames, frames2, strict=True))
+    with pytest.raises(ValueError, match="render_mode"):
+        CompatAssignEnv(render_mode="ansi")
+
+
+def test_rgb_array_list_and_record_video(tmp_path):
+    pytest.importorskip("PIL")
+    env = gym.make("CompatAssign-v0", scenario=SMALL, num_arrivals=50, render_mode="rgb_array_list")
+    env.reset(seed=0)
+    env.step(int(np.flatnonzero(env.unwrapped.action_masks())[0]))
+    frames = env.render()
+    assert isinstance(frames, list) and len(frames) == 2 and frames[0].dtype == np.uint8
+    pytest.importorskip("moviepy")
+    env = gym.wrappers.RecordVideo(
+        gym.make("CompatAssign-v0", scenario=SMALL, num_arrivals=20, render_mode="rgb_array"),
+        str(tmp_path / "video"),
+        disable_logger=True,
+    )
+    _episode(env, DrawnAssignmentAgent(env), seed=0)
+    env.close()
+    assert list((tmp_path / "video").glob("*.mp4"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import gymnasium as gym
@@ -12,6 +13,7 @@ from gymnasium.utils.env_checker import check_env
 import msj_gym  # noqa: F401  (registers the ids)
 from baselines import MOLDABLE_POLICIES
 from msj_gym.env import MOLDABLE_ENV_ID, MoldablePolicyAgent
+from msj_gym.env.moldable_env import MSJMoldableEnv
 from msj_gym.moldable import SUB_LINEAR, MoldableClass, MoldableSystem, simulate_moldable
 
 TWO_CLASSES = MoldableSystem(
@@ -95,3 +97,54 @@ def test_bad_arguments() -> None:
         gym.make(MOLDABLE_ENV_ID, system=TWO_CLASSES, num_servers=4)
     with pytest.raises(ValueError, match="warmup"):
         gym.make(MOLDABLE_ENV_ID, num_arrivals=10, warmup=10)
+
+
+def _frames(env, agent, seed: int, steps: int) -> list[np.ndarray]:
+    obs, _ = env.reset(seed=seed)
+    frames = [env.render()]
+    for _ in range(steps):
+        obs, _, _, trunc, _ = env.step(agent.predict(obs)[0])
+        frames.append(env.render())
+        if trunc:
+            break
+    return frames
+
+
+def test_rgb_array_frames() -> None:
+    pytest.importorskip("PIL")
+    env = gym.make(MOLDABLE_ENV_ID, system=TWO_CLASSES, num_arrivals=300, render_mode="rgb_array")
+    assert {"ansi", "rgb_array"} <= set(env.metadata["render_modes"]) and env.metadata["render_fps"] > 0
+    blank = env.unwrapped.render()  # before reset: an empty system
+    frames = _frames(env, MoldablePolicyAgent("moldable-greedy", env), seed=1, steps=80)
+    assert all(f.dtype == np.uint8 and f.ndim == 3 and f.shape == blank.shape for f in frames)
+    assert blank.shape[2] == 3 and blank.shape[0] % 16 == 0
+    assert np.array_equal(env.render(), frames[-1])  # the same state, the same frame
+    assert sum(not np.array_equal(a, b) for a, b in itertools.pairwise(frames)) > 60
+    # deterministic: a second env on the same seed draws the same pictures
+    again = gym.make(MOLDABLE_ENV_ID, system=TWO_CLASSES, num_arrivals=300, render_mode="rgb_array")
+    frames2 = _frames(again, MoldablePolicyAgent("moldable-greedy", again), seed=1, steps=80)
+    assert all(np.array_equal(a, b) for a, b in zip(frames, frames2, strict=True))
+    with pytest.raises(ValueError, match="render_mode"):
+        MSJMoldableEnv(render_mode="movie")
+
+
+def test_rgb_array_list_and_record_video(tmp_path) -> None:
+    pytest.importorskip("PIL")
+    env = gym.make(MOLDABLE_ENV_ID, num_servers=20, num_arrivals=50, render_mode="rgb_array_list")
+    env.reset(seed=0)
+    env.step(1)
+    frames = env.render()
+    assert isinstance(frames, list) and len(frames) == 2 and frames[0].dtype == np.uint8
+    pytest.importorskip("moviepy")
+    env = gym.wrappers.RecordVideo(
+        gym.make(MOLDABLE_ENV_ID, num_servers=20, num_arrivals=40, render_mode="rgb_array"),
+        str(tmp_path / "video"),
+        disable_logger=True,
+    )
+    agent = MoldablePolicyAgent("moldable-greedy", env)
+    obs, _ = env.reset(seed=0)
+    trunc = False
+    while not trunc:
+        obs, _, _, trunc, _ = env.step(agent.predict(obs)[0])
+    env.close()
+    assert list((tmp_path / "video").glob("*.mp4"))
