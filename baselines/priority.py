@@ -13,20 +13,29 @@ from typing import Any
 import numpy as np
 
 from msj_gym.core import Policy
+from msj_gym.core.access import (
+    class_need,
+    first_waiting_of_class,
+    free_servers,
+    job_id,
+    next_waiting_of_class,
+    num_classes,
+    start,
+)
 from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import C_HEAD, C_NEED, CNEXT, I_FREE, I_K, I_NCLASS, I_NRUN, JOB_ID, NEED, PolicyData
+from msj_gym.core.state import C_HEAD, C_NEED, CNEXT, I_K, I_NCLASS, I_NRUN, NEED, PolicyData
 
 from ._kit import PACK_GREEDY, fill_and_diff, sort_ascending
 
 
 @inline_jit
 def _class_priority(view, pdata, actions):
-    nclass = view.iv[I_NCLASS]
+    nclass = num_classes(view)
     key = pdata.params
-    cursor = pdata.iwork
+    cursor = pdata.iwork  # each class's next waiting job not yet started in this decision
     for c in range(nclass):
-        cursor[c] = view.ci[C_HEAD, c]
-    free = view.iv[I_FREE]
+        cursor[c] = first_waiting_of_class(view, c)
+    free = free_servers(view)
     n = 0
     while free > 0:
         best = -1
@@ -34,18 +43,17 @@ def _class_priority(view, pdata, actions):
         best_id = 0
         for c in range(nclass):
             s = cursor[c]
-            if s == -1 or view.ci[C_NEED, c] > free:
+            if s == -1 or class_need(view, c) > free:
                 continue
-            jid = view.ji[s, JOB_ID]
+            jid = job_id(view, s)
             if best == -1 or key[c] < best_key or (key[c] == best_key and jid < best_id):
                 best, best_key, best_id = c, key[c], jid
         if best == -1:
             break
         s = cursor[best]
-        actions[n] = s
-        n += 1
-        free -= view.ci[C_NEED, best]
-        cursor[best] = view.ji[s, CNEXT]
+        n = start(actions, n, s)
+        free -= class_need(view, best)
+        cursor[best] = next_waiting_of_class(view, s)
     return n
 
 
