@@ -7,16 +7,26 @@ from typing import Any
 import numpy as np
 
 from msj_gym.core import Policy
+from msj_gym.core.access import (
+    class_running,
+    class_waiting,
+    first_waiting_of_class,
+    free_servers,
+    job_id,
+    next_waiting_of_class,
+    num_classes,
+    start,
+)
 from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import C_HEAD, C_NRUN, C_NWAIT, CNEXT, I_FREE, I_NCLASS, JOB_ID, PolicyData
+from msj_gym.core.state import PolicyData
 
 
 @inline_jit
 def _max_weight(view, pdata, actions):
-    free = view.iv[I_FREE]
+    free = free_servers(view)
     if free == 0:
         return 0
-    nclass = view.iv[I_NCLASS]
+    nclass = num_classes(view)
     ngroup = int(pdata.params[0])
     group_need = pdata.params[1 : 1 + ngroup]
     gmap = pdata.params[1 + ngroup : 1 + ngroup + nclass]
@@ -30,9 +40,9 @@ def _max_weight(view, pdata, actions):
         u[g] = 0
     for c in range(nclass):
         g = int(gmap[c])
-        q[g] += view.ci[C_NWAIT, c] + view.ci[C_NRUN, c]
-        u[g] += view.ci[C_NWAIT, c]
-        cursor[c] = view.ci[C_HEAD, c]
+        q[g] += class_waiting(view, c) + class_running(view, c)
+        u[g] += class_waiting(view, c)
+        cursor[c] = first_waiting_of_class(view, c)
     # best[g, cap]: the largest sum_{h >= g} Q_h x_h over packings of `cap` servers (suffix DP).
     for cap in range(width):
         best[ngroup * width + cap] = 0.0
@@ -64,12 +74,11 @@ def _max_weight(view, pdata, actions):
                 if (
                     int(gmap[c]) == g
                     and s != -1
-                    and (pick == -1 or view.ji[s, JOB_ID] < view.ji[cursor[pick], JOB_ID])
+                    and (pick == -1 or job_id(view, s) < job_id(view, cursor[pick]))
                 ):
                     pick = c
-            actions[n] = cursor[pick]
-            n += 1
-            cursor[pick] = view.ji[cursor[pick], CNEXT]
+            n = start(actions, n, cursor[pick])
+            cursor[pick] = next_waiting_of_class(view, cursor[pick])
     return n
 
 
