@@ -52,7 +52,6 @@ baseline runs), ``optima.json`` (the exact optima, cached), ``benchmark.md``, ``
 
 from __future__ import annotations
 
-import csv
 import itertools
 import json
 import math
@@ -64,7 +63,15 @@ from typing import Any
 
 import numpy as np
 
-from .leaderboard import LeaderboardConfig, _atomic_write, config_difference, exact_optima, parse_seeds, plan
+from .leaderboard import (
+    LeaderboardConfig,
+    _atomic_csv,
+    _atomic_write,
+    config_difference,
+    exact_optima,
+    parse_seeds,
+    plan,
+)
 from .runner import Point, check_backend, hold_folder, provenance, run_points, scenario_content
 
 __all__ = [
@@ -618,80 +625,50 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
         f"({BOOTSTRAP_REPS} resamples of the seeds within each point).\n\n"
     )
     _atomic_write(md, intro + format_benchmark(report, markdown=True))
-    tmp = agg_csv.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(
+    _atomic_csv(
+        agg_csv,
+        [
+            "rank",
+            "entrant",
+            "kind",
+            "iqm",
+            "iqm_lo",
+            "iqm_hi",
+            "mean",
+            "p_improve",
+            "p_lo",
+            "p_hi",
+            "flagged",
+        ],
+        (
             [
-                "rank",
-                "entrant",
-                "kind",
-                "iqm",
-                "iqm_lo",
-                "iqm_hi",
-                "mean",
-                "p_improve",
-                "p_lo",
-                "p_hi",
-                "flagged",
+                i,
+                a.entrant,
+                a.kind,
+                a.iqm,
+                a.iqm_lo,
+                a.iqm_hi,
+                a.mean,
+                a.p_improve,
+                a.p_lo,
+                a.p_hi,
+                "; ".join(a.flagged),
             ]
-        )
-        for i, a in enumerate(report["aggregates"], 1):
-            w.writerow(
-                [
-                    i,
-                    a.entrant,
-                    a.kind,
-                    a.iqm,
-                    a.iqm_lo,
-                    a.iqm_hi,
-                    a.mean,
-                    a.p_improve,
-                    a.p_lo,
-                    a.p_hi,
-                    "; ".join(a.flagged),
-                ]
-            )
-    os.replace(tmp, agg_csv)
+            for i, a in enumerate(report["aggregates"], 1)
+        ),
+    )
     scales = {(s.scenario, s.load): s for s in report["scales"]}
-    tmp = pts_csv.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(
-            [
-                "scenario",
-                "load",
-                "entrant",
-                "kind",
-                "mean_response_time",
-                "score",
-                "scores_per_seed",
-                "flag",
-                "low_ref",
-                "t_low",
-                "high_ref",
-                "t_high",
-            ]
-        )
-        for r in report["points"]:
-            s = scales[(r.scenario, r.load)]
-            w.writerow(
-                [
-                    r.scenario,
-                    r.load,
-                    r.entrant,
-                    r.kind,
-                    r.mean_response_time,
-                    r.score,
-                    " ".join(f"{x:.6g}" for x in r.scores),
-                    r.flag,
-                    s.low_ref,
-                    s.low,
-                    s.high_ref,
-                    s.high,
-                ]
-            )
-    os.replace(tmp, pts_csv)
+
+    def point_row(r: Any) -> list[Any]:
+        sc = scales[(r.scenario, r.load)]
+        scores = " ".join(f"{x:.6g}" for x in r.scores)
+        head = [r.scenario, r.load, r.entrant, r.kind, r.mean_response_time, r.score, scores, r.flag]
+        return [*head, sc.low_ref, sc.low, sc.high_ref, sc.high]
+
+    header = ["scenario", "load", "entrant", "kind", "mean_response_time", "score", "scores_per_seed", "flag"]
+    _atomic_csv(
+        pts_csv, [*header, "low_ref", "t_low", "high_ref", "t_high"], map(point_row, report["points"])
+    )
     files = [md, agg_csv, pts_csv]
     if _plot(report, png) is not None:
         files.append(png)

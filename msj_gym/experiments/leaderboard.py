@@ -27,7 +27,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -349,9 +349,9 @@ def _check_out(out: Path, config: LeaderboardConfig, writable: bool = True) -> N
             file=sys.stderr,
         )
     out.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"config": config.identity(), "provenance": provenance()}, indent=2) + "\n")
-    os.replace(tmp, path)  # never half-written
+    _atomic_write(
+        path, json.dumps({"config": config.identity(), "provenance": provenance()}, indent=2) + "\n"
+    )
 
 
 @dataclass
@@ -722,13 +722,7 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
     files.append(md)
     csv_path = out / "leaderboard.csv"
     fields = [f for f in Row.__dataclass_fields__ if f != "per_class"]
-    tmp = csv_path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(fields)
-        for r in report["rows"]:
-            writer.writerow([getattr(r, f) for f in fields])
-    os.replace(tmp, csv_path)
+    _atomic_csv(csv_path, fields, ([getattr(r, f) for f in fields] for r in report["rows"]))
     files.append(csv_path)
     for scenario in config.scenarios:
         png = _plot(scenario, report, out / f"leaderboard-{scenario_slug(scenario, config.scenarios)}.png")
@@ -752,6 +746,16 @@ def scenario_slug(scenario: str, others: Sequence[str] = ()) -> str:
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
+    os.replace(tmp, path)  # never half-written
+
+
+def _atomic_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """``path`` as a CSV of ``header`` and ``rows``, replaced whole (never half-written)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(rows)
     os.replace(tmp, path)
 
 
