@@ -38,7 +38,6 @@ __all__ = [
     "entry_point",
     "inline_jit",
     "kernel_jit",
-    "source_digest",
     "source_files",
 ]
 
@@ -217,8 +216,3 @@ def entry_point(dispatcher: Any, *args: Any, what: str | None = None) -> Callabl
             dispatcher.compile(types)
         fn = _ENTRY_POINTS[key] = dispatcher.overloads[types].entry_point
     return fn
-
-
-def source_digest(path: str | Path) -> str:
-    """The sha256 of a source file, read once per process."""
-    return _file_digest(str(path))

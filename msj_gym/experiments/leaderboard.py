@@ -236,12 +236,14 @@ def _entrants(
             )
     skipped: dict[str, str] = {}
     out: list[Entrant] = []
-    by_load = [pid for pid in dict.fromkeys(ids) if getattr(POLICIES[pid], "support_depends_on_load", False)]
-    others = [pid for pid in dict.fromkeys(ids) if pid not in by_load and supports(pid, workload) is None]
-    _prepare(by_load, others, scenario, config, workers)
-    for pid in dict.fromkeys(ids):
-        reason = supports(pid, workload)
-        if reason is None and getattr(POLICIES[pid], "support_depends_on_load", False):
+    unique = list(dict.fromkeys(ids))
+    by_load = [pid for pid in unique if getattr(POLICIES[pid], "support_depends_on_load", False)]
+    # the others' support is settled now; the load-dependent ones' after _prepare has solved them
+    first = {pid: supports(pid, workload) for pid in unique if pid not in by_load}
+    _prepare(by_load, [pid for pid, why in first.items() if why is None], scenario, config, workers)
+    for pid in unique:
+        reason = first[pid] if pid in first else supports(pid, workload)
+        if reason is None and pid in by_load:
             scenario_ = load_scenario(scenario)
             for rho in config.loads[1:]:
                 reason = supports(pid, scenario_.build(load=rho))
