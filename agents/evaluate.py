@@ -1,4 +1,5 @@
-"""Rank a trained agent against every non-preemptive baseline on held-out seeds.
+"""Rank a trained agent against every baseline its environment allows on held-out seeds (the
+non-preemptive ones for ``MSJ-v0``, every one for ``MSJPreemptive-v0``).
 
     python -m agents.evaluate agents/checkpoints/maskable-ppo-sf-fig2-0.7.zip \\
         --seeds 1000-1019 --arrivals 20000 --out agents/checkpoints/maskable-ppo-sf-fig2-0.7-eval.jsonl
@@ -54,7 +55,7 @@ def evaluate(
 ) -> list[dict[str, Any]]:
     import gymnasium as gym
 
-    from baselines import make_policy, non_preemptive, supports
+    from baselines import POLICIES, make_policy, non_preemptive, supports
     from msj_gym import Simulator, rollout
 
     model, meta = load_agent(checkpoint)
@@ -72,8 +73,10 @@ def evaluate(
                     raise ValueError(f"--out {str(out)!r} holds runs with other --arrivals/--warmup")
                 rows.append(row)
                 done.add((row["policy"], row["seed"]))
-    # every non-preemptive baseline defined on this workload (MSFQ, e.g., needs a one-or-all one)
-    policies = [label, *(p for p in non_preemptive() if supports(p, workload) is None)]
+    # every baseline the env allows that is defined on this workload (MSFQ, e.g., needs a one-or-all
+    # one); an agent that may preempt meets the preemptive policies too
+    pool = list(POLICIES) if env.unwrapped.preemptive else non_preemptive()
+    policies = [label, *(p for p in pool if supports(p, workload) is None)]
     for seed in seeds:
         for pid in policies:
             if (pid, seed) in done:

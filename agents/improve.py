@@ -71,6 +71,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument("--obs-jobs", type=int, default=0, help="oldest waiting jobs in the observation")
     ap.add_argument("--queue-window", type=int, default=1)
+    ap.add_argument(
+        "--actions",
+        choices=("jobs", "priority"),
+        default="jobs",
+        help="the env's action mode: start (or preempt) one job per step, or pick the class served first",
+    )
     ap.add_argument("--net-arch", type=int, nargs="+", default=[64, 64])
     ap.add_argument("--epochs", type=int, default=40)
     ap.add_argument("--learning-rate", type=float, default=1e-3)
@@ -128,6 +134,8 @@ def env_kwargs_of(args: argparse.Namespace) -> dict[str, Any]:
         kwargs["num_servers"] = args.k
     if args.queue_window != 1:
         kwargs["queue_window"] = args.queue_window
+    if args.actions != "jobs":
+        kwargs["actions"] = args.actions
     return kwargs
 
 
@@ -169,7 +177,10 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
     rng = np.random.default_rng(sampling)
     episode_seeds = streams.generate_state(10**5, dtype=np.uint64)
     n_act = env.action_space.n
-    obs_l, mask_l, cost_l, base_l = [], [], [], []
+    # with priority actions the base's decision is not one of the agent's actions: the base drives
+    # the episode through step_policy, and its own decision is compared as one more branch
+    priority = args.actions == "priority"
+    obs_l, mask_l, cost_l, base_l, base_cost_l = [], [], [], [], []
     t0, episode = time.perf_counter(), 0
     while len(cost_l) < args.decisions:
         obs, info = env.reset(seed=int(episode_seeds[episode] >> np.uint64(1)))
@@ -179,7 +190,7 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
             mask = info["action_mask"]
             arrived = int(env.core.sim.iv[S.I_NARR])
             window = args.skip <= arrived < args.episode_arrivals - args.tail
-            choice = base_action()
+            choice = -1 if priority else base_action()
             if window and mask.sum() >= 2 and rng.random() < 1.0 / args.sample_every:
                 snap = env.snapshot()
                 costs = np.full(n_act, np.nan)
@@ -187,11 +198,18 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
                     env.restore(snap)
                     _, reward, _, truncated, _ = env.step(int(a))
                     costs[a] = -(reward + (0.0 if truncated else env.play_out(base)))
+                if priority:
+                    env.restore(snap)
+                    _, reward, _, truncated, _ = env.step_policy(base)
+                    base_cost = -(reward + (0.0 if truncated else env.play_out(base)))
+                else:
+                    base_cost = costs[choice]
                 env.restore(snap)
                 obs_l.append(obs)
                 mask_l.append(mask.copy())
                 cost_l.append(costs)
                 base_l.append(choice)
+                base_cost_l.append(base_cost)
                 if len(cost_l) % 5000 == 0:
                     seconds = time.perf_counter() - t0
                     log(f"round {round_index + 1}: {len(cost_l)} decisions compared ({seconds:.0f} s)")
@@ -199,6 +217,9 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
                 action = int(rng.choice(np.flatnonzero(mask)))
             elif follow is not None:
                 action = int(follow.predict(obs, action_masks=mask, deterministic=True)[0])
+            elif priority:
+                obs, _, _, over, info = env.step_policy(base)
+                continue
             else:
                 action = choice
             obs, _, _, over, info = env.step(action)
@@ -207,6 +228,7 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
         "mask": np.array(mask_l),
         "cost": np.array(cost_l),
         "base": np.array(base_l, dtype=np.int64),
+        "base_cost": np.array(base_cost_l),
     }
 
 
@@ -274,6 +296,8 @@ def fit(
 
     base_choice = data["base"]
     base_t = torch.as_tensor(base_choice)
+    if imitate_epochs and (base_choice < 0).any():
+        raise ValueError("--imitate-epochs: the base's decisions are not agent actions here (--actions)")
     for _ in range(imitate_epochs):  # optional: start from the base's decisions
         for chunk in batches():
             dist = policy.get_distribution(obs_t[chunk], action_masks=mask[chunk])
@@ -308,7 +332,8 @@ def fit(
             log(f"epoch {epoch + 1}: held-out regret {regret(val, choice):.4f}")
     with torch.no_grad():
         choice = probs(val).argmax(dim=1).numpy()
-    return {"val_regret": regret(val, choice), "val_regret_base": regret(val, base_choice[val])}
+    base_regret = float(np.mean(data["base_cost"][val] - np.nanmin(cost[val], axis=1)))
+    return {"val_regret": regret(val, choice), "val_regret_base": base_regret}
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -351,6 +376,8 @@ def main(argv: list[str] | None = None) -> Path:
             imitate, entropy = (
                 FIT_GRID[c % len(FIT_GRID)] if args.grid else (args.imitate_epochs, args.entropy)
             )
+            if args.actions != "jobs" and args.grid:
+                imitate = 0  # the base's decisions are no agent actions to clone
             candidate = MaskablePPO(
                 "MlpPolicy", env, seed=seed, policy_kwargs={"net_arch": list(args.net_arch)}, verbose=0
             )

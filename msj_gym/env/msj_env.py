@@ -115,6 +115,18 @@ class MSJEnv(gym.Env):
       expresses every class-FIFO policy (FCFS, First-Fit, MSF, LSF, MaxWeight, BS-pi, the Quickswap
       family); policies that may skip within a class (EASY backfilling) need a larger window.
 
+    With ``actions="priority"`` the agent names a class instead of a job: ``Discrete(1 + C)``, ``0``
+    wait, ``1 + c`` serve class ``c`` first. The env then makes the whole decision at once and moves
+    on to the next decision: it packs the servers greedily, as many class-``c`` jobs as fit, then the
+    other classes by decreasing server need (oldest waiting jobs first). In ``MSJ-v0`` it starts
+    waiting jobs (``1 + c`` is offered where a class-``c`` job waits and fits); in
+    ``MSJPreemptive-v0`` every job in the system may be served, so it preempts the youngest running
+    jobs of the classes that lose servers (``1 + c`` is offered where class ``c`` has a job in the
+    system and the packing differs from the running jobs). Decisions at which no priority would change
+    anything are passed over. A work-conserving restriction for learning (wait stays available):
+    always choosing the largest server need is MSF, preemptive or not, bit for bit. The native vector
+    env and :class:`~msj_gym.PolicyAgent` take job actions only.
+
     Masks: ``action_masks()`` (as sb3-contrib's MaskablePPO calls it) and ``info["action_mask"]``.
     Wait is masked only where nothing could ever happen next (no job running, no arrival to come).
     **An action the mask rules out is treated as wait** and counted in ``info["invalid_actions"]``;
@@ -173,7 +185,8 @@ class MSJEnv(gym.Env):
       defaults (sf-fig2 defaults to k=8, load 0.7, where FCFS is unstable and good schedulers are not);
     * ``num_arrivals`` (1000) or ``horizon``; ``warmup`` (0 arrivals) or ``warmup_time`` (0.0);
     * ``queue_window`` (1), ``preempt_window`` (4, preemptive only), ``obs_jobs`` (8),
-      ``observation`` (``"flat"`` | ``"dict"``), ``reveal_sizes`` (False);
+      ``observation`` (``"flat"`` | ``"dict"``), ``reveal_sizes`` (False), ``actions`` (``"jobs"`` |
+      ``"priority"``);
     * ``reward`` (``"integral"`` | ``"mean"``), ``weighted`` (False);
     * ``warm_start`` (None), ``warm_start_arrivals`` (1000);
     * ``max_arrivals`` (None: twice the episode's expected arrivals; a policy that has not cleared the
@@ -215,6 +228,7 @@ class MSJEnv(gym.Env):
         obs_jobs: int = 8,
         observation: str = "flat",
         reveal_sizes: bool = False,
+        actions: str = "jobs",
         reward: str = "integral",
         weighted: bool = False,
         warm_start: str | Policy | None = None,
@@ -256,6 +270,9 @@ class MSJEnv(gym.Env):
             raise ValueError(f"observation: expected 'flat' or 'dict', got {observation!r}")
         if reward not in ("integral", "mean"):
             raise ValueError(f"reward: expected 'integral' or 'mean', got {reward!r}")
+        if actions not in ("jobs", "priority"):
+            raise ValueError(f"actions: expected 'jobs' or 'priority', got {actions!r}")
+        self.action_mode = actions
         if render_mode not in (None, "ansi", "rgb_array"):
             # gym.make turns "human" and "rgb_array_list" into "rgb_array" plus a wrapper
             raise ValueError(f"render_mode: expected None, 'ansi' or 'rgb_array', got {render_mode!r}")
@@ -278,7 +295,15 @@ class MSJEnv(gym.Env):
         wl = self.workload
         nclass = wl.num_classes
         self.num_classes = nclass
-        self._n_actions = num_actions(nclass, self.queue_window, self.preempt_window, self.preemptive)
+        if actions == "priority":
+            self._n_actions = 1 + nclass
+            needs = np.asarray(wl.server_needs, dtype=np.int64)
+            # after the chosen class, the others by decreasing server need (ties: class order)
+            self._fill_order = sorted(range(nclass), key=lambda c: (-int(needs[c]), c))
+            self._targets = np.zeros((nclass, nclass), dtype=np.int64)
+            self._pmask = np.zeros(1 + nclass, dtype=np.bool_)
+        else:
+            self._n_actions = num_actions(nclass, self.queue_window, self.preempt_window, self.preemptive)
         self.action_space = spaces.Discrete(self._n_actions)
         dim = observation_size(nclass, self.obs_jobs, self.preempt_window, self.preemptive, self.reveal_sizes)
         flat = spaces.Box(0.0, 1.0, (dim,), np.float32)
@@ -298,6 +323,9 @@ class MSJEnv(gym.Env):
         self._work = np.zeros(max(nclass * self.preempt_window, 1), dtype=np.int64)
         self._act1 = np.zeros(1, dtype=np.int64)
         self._agent_slot = AgentSlot(self.preemptive)
+        self._engine_actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
+        # step_policy's (policy as given, the policy, its data) this episode
+        self._driver: tuple[Any, Policy, Any] | None = None
         self.core: Simulator | None = None
         self.episode = -1
         self._over = True
@@ -392,6 +420,7 @@ class MSJEnv(gym.Env):
             raise ValueError(f"MSJ env: {exc}") from None
         self.episode += 1
         self._invalid = 0
+        self._driver = None
         self._over = False
         self._bind()
         if self.warm_start is not None:
@@ -449,7 +478,16 @@ class MSJEnv(gym.Env):
 
     def _advance(self, action: int) -> dict[str, Any]:
         """Run the compiled step, serving the engine's requests, until a decision is due or the
-        episode is over. Returns the step's info."""
+        episode is over. Returns the step's info. With priority actions, moves on past the decisions
+        where no priority would change anything (waiting is the only choice there)."""
+        info = self._advance_once(action)
+        if self.action_mode == "priority":
+            while not self._over and not self._priority_mask()[1:].any():
+                info = self._advance_once(-1)
+            info["action_mask"] = self._pmask.copy()
+        return info
+
+    def _advance_once(self, action: int) -> dict[str, Any]:
         core = self.core
         status = self._step_fn(
             self._sim, action, self._ep, self._fpar, self._obs, self._mask, self._out, self._work, self._act1
@@ -496,9 +534,89 @@ class MSJEnv(gym.Env):
         if self._over:
             raise RuntimeError("MSJ env: the episode is over (truncated); call reset() first")
         self._out[:] = 0.0
+        if self.action_mode == "priority":
+            if not self._pmask[action]:
+                self._out[O_INVALID] += 1.0  # treated as wait, as with job actions
+            elif action > 0:
+                self._apply(self._priority_plan(action - 1))
+            action = -1  # the whole decision is made: advance
         info = self._advance(action)
         reward = float(self._out[O_REWARD]) * self._reward_scale
         return self._observation(), reward, False, self._over, info
+
+    def step_policy(self, policy: str | Policy) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Let a baseline ``policy`` (an id or a :class:`Policy`) make the current decision whole (every
+        start or preemption it makes at this instant), then advance to the next decision; returns what
+        :meth:`step` returns. It drives an episode with a heuristic whatever the action mode, e.g. to
+        reach states at which an agent's actions are then compared. The policy's data is prepared once
+        per episode (and again after :meth:`restore`), as in a native run; a policy that must see every
+        event (``decides_every_event``) sees only the decisions."""
+        if self.core is None:
+            raise RuntimeError("MSJ env: call reset() first")
+        if self._over:
+            raise RuntimeError("MSJ env: the episode is over (truncated); call reset() first")
+        core, wl = self.core, self.workload
+        if self._driver is None or self._driver[0] is not policy:
+            resolved = self._baseline("policy", policy)
+            self._driver = (policy, resolved, core.prepare_policy(resolved))
+        key, policy, pdata = self._driver
+        pdata = policy.with_work(pdata, core.sim.ji.shape[0], wl.num_servers, wl.num_classes)
+        self._driver = (key, policy, pdata)
+        n = policy.decide(core.view, core.sizes if policy.size_aware else None, pdata, self._engine_actions)
+        self._out[:] = 0.0
+        self._apply(self._engine_actions[:n])
+        info = self._advance(-1)
+        reward = float(self._out[O_REWARD]) * self._reward_scale
+        return self._observation(), reward, False, self._over, info
+
+    def _apply(self, engine_actions: np.ndarray) -> None:
+        if len(engine_actions) and apply(self.core.sim, engine_actions, len(engine_actions)) != S.E_NONE:
+            self.core._raise()
+
+    # --- priority actions ---------------------------------------------------------------------------
+    def _priority_mask(self) -> np.ndarray:
+        """Per class ``c``, the running counts that priority ``c`` aims at (greedy packing: class
+        ``c`` first, then the others by decreasing server need), and the mask of the priorities."""
+        sim = self._sim
+        ci, iv = sim.ci, sim.iv
+        need, waiting, running = ci[S.C_NEED], ci[S.C_NWAIT], ci[S.C_NRUN]
+        targets = self._targets
+        for c in range(self.num_classes):
+            free = int(iv[S.I_K]) if self.preemptive else int(iv[S.I_FREE])
+            for d in (c, *(d for d in self._fill_order if d != c)):
+                if self.preemptive:  # any job in the system may run
+                    t = min(int(waiting[d] + running[d]), free // int(need[d]))
+                    free -= t * int(need[d])
+                else:  # running jobs stay; waiting ones are added
+                    add = min(int(waiting[d]), free // int(need[d]))
+                    free -= add * int(need[d])
+                    t = int(running[d]) + add
+                targets[c, d] = t
+        self._pmask[0] = self._mask[0]
+        # a priority is offered where it changes the running jobs and its own class has a job to
+        # serve (one that waits and fits, without preemption), so that no class lends its name to
+        # another's decision
+        own = np.diagonal(targets) > running if not self.preemptive else waiting + running > 0
+        self._pmask[1:] = (targets != running[None, :]).any(axis=1) & own
+        return self._pmask
+
+    def _priority_plan(self, c: int) -> np.ndarray:
+        """The engine actions reaching priority ``c``'s running counts: preempt the youngest running
+        jobs of classes above their target, then start the oldest waiting jobs of classes below it."""
+        sim = self._sim
+        ji, ci = sim.ji, sim.ci
+        target, running = self._targets[c], ci[S.C_NRUN]
+        out: list[int] = []
+        for d in np.flatnonzero(target < running):
+            slots = [int(s) for s in sim.run_list[: sim.iv[S.I_NRUN]] if ji[s, S.CLS] == d]
+            slots.sort(key=lambda s: -int(ji[s, S.JOB_ID]))
+            out.extend(-s - 1 for s in slots[: running[d] - target[d]])
+        for d in np.flatnonzero(target > running):
+            s = int(ci[S.C_HEAD, d])
+            for _ in range(int(target[d] - running[d])):
+                out.append(s)
+                s = int(ji[s, S.CNEXT])
+        return np.array(out, dtype=np.int64)
 
     def _check_action(self, action: Any) -> int:
         n = self._n_actions
@@ -550,9 +668,12 @@ class MSJEnv(gym.Env):
         self.episode, self._over, self._invalid = snapshot.counters
         self._obs[:], self._mask[:] = snapshot.arrays
         self._bind()
+        self._driver = None
+        if self.action_mode == "priority":
+            self._priority_mask()
         info = {
             "time": float(self._sim.fv[S.F_NOW]),
-            "action_mask": self._mask.copy(),
+            "action_mask": self.action_masks(),
             "jobs_in_system": int(self._sim.iv[S.I_NSYS]),
         }
         return self._observation(), info
@@ -590,7 +711,7 @@ class MSJEnv(gym.Env):
 
     def action_masks(self) -> np.ndarray:
         """Valid actions of the current decision (what sb3-contrib's MaskablePPO reads)."""
-        return self._mask.copy()
+        return (self._pmask if self.action_mode == "priority" else self._mask).copy()
 
     def result(self) -> SimulationResult:
         """The simulator's metrics for the current episode (final once the episode is truncated)."""
@@ -601,6 +722,11 @@ class MSJEnv(gym.Env):
     def encode(self, engine_action: int) -> int:
         """The env action naming an engine action (start slot ``s`` / preempt ``-s-1``); raises if the
         job lies outside the action window."""
+        if self.action_mode != "jobs":
+            raise ValueError(
+                f"encode: this env takes {self.action_mode!r} actions, which name no single job; "
+                "make it with actions='jobs' (the default) to act job by job"
+            )
         a = int(encode_action(self._sim, self._ep, int(engine_action)))
         if a >= 0:
             return a

@@ -428,6 +428,11 @@ class MSJVectorEnv(NativeVectorEnv):
                 "warm_start: not supported by the vector env; "
                 "use gym.make_vec(..., vectorization_mode='sync')"
             )
+        if env_kwargs.get("actions", "jobs") != "jobs":
+            raise ValueError(
+                f"actions: the vector env takes job actions only, got {env_kwargs['actions']!r}; "
+                "use gym.make_vec(..., vectorization_mode='sync')"
+            )
         n = _positive_int("num_envs", num_envs)
         load = env_kwargs.get("load")
         loads, sampler = _per_env_loads(load, n)

@@ -216,7 +216,7 @@ def _entrants(
     from baselines import POLICIES, supports
 
     from ..workloads.scenarios import load_scenario
-    from .agents import agent_label, check_agent
+    from .agents import agent_label, check_agent, load_agent
 
     workload = load_scenario(scenario).build(load=config.loads[0])
     ids: list[str] = []
@@ -268,7 +268,11 @@ def _entrants(
         if label in labels:
             raise ValueError(f"--agent {spec!r}: a second entrant named {label!r}; rename the file")
         labels.add(label)
-        out.append(Entrant(label, None, spec, False, False, {}))
+        loaded = load_agent(spec)
+        # an agent is held to the optimum of what its env lets it do (preempt; see sizes)
+        preempts = loaded.env_id == "MSJPreemptive-v0"
+        sees_sizes = bool(loaded.env_kwargs.get("reveal_sizes", False))
+        out.append(Entrant(label, None, spec, preempts, sees_sizes, {}))
     if config.reference is not None and config.reference not in labels:
         raise ValueError(
             f"--reference: {config.reference!r} is not an entrant here ({', '.join(sorted(labels))})"
@@ -411,7 +415,9 @@ def _table(
         for x in r:
             for name, v in x["per_class"].items():
                 classes.setdefault(name, []).append(v)
-        kind = "agent" if e.agent else ("preemptive" if e.preemptive else "non-preemptive")
+        kind = "preemptive" if e.preemptive else "non-preemptive"
+        if e.agent:
+            kind = "agent, preemptive" if e.preemptive else "agent"
         if e.size_aware:
             kind += ", size-aware"
         notes = [x.get("stability_note", "") for x in r if not x["stable"]]
@@ -578,7 +584,8 @@ def _report(
             at = _table(scenario, rho, grouped[(scenario, rho)], entrants[scenario], config.reference)
             optima[(scenario, rho)] = best = exact_optima(scenario, rho)
             for row in at:
-                exact = best.get("preemptive" if row.kind.startswith("preemptive") else "non-preemptive")
+                preempts = row.kind.startswith(("preemptive", "agent, preemptive"))
+                exact = best.get("preemptive" if preempts else "non-preemptive")
                 if exact is not None:
                     row.gap = (row.mean_response_time - exact) / exact
             mine += at
@@ -770,7 +777,7 @@ def plot_family(entrant: str, kind: str) -> str:
     then preemptive and non-preemptive ones (the registry's ``size_aware`` / ``preemptive`` flags)."""
     from baselines import POLICIES
 
-    if entrant.startswith("agent:") or kind == "agent":
+    if entrant.startswith("agent:") or kind.startswith("agent"):
         return "agents"
     cls = POLICIES.get(entrant)
     size_aware = cls.size_aware if cls is not None else "size-aware" in kind

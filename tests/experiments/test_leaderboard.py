@@ -181,6 +181,22 @@ def test_exact_optimum_rows_and_gap_column(tmp_path) -> None:
     assert all(r.gap != r.gap for r in rows)  # NaN
 
 
+def test_a_preemptive_agent_is_held_to_the_preemptive_optimum(tmp_path) -> None:
+    config = LeaderboardConfig(
+        policies=("msf",), loads="0.7", seeds=1, arrivals=1000, agents=("rollout-preemptive-sf-fig2-0.7",)
+    )
+    report = run_leaderboard(config, tmp_path, workers=1, progress=False)
+    optima = report["optima"][("sf-fig2", 0.7)]
+    at = {r.entrant: r for r in report["rows"]}
+    agent = at["agent:rollout-preemptive-sf-fig2-0.7"]
+    assert agent.kind == "agent, preemptive" and at["msf"].kind == "non-preemptive"
+    expected = (agent.mean_response_time - optima["preemptive"]) / optima["preemptive"]
+    assert agent.gap == pytest.approx(expected)
+    assert at["msf"].gap == pytest.approx(
+        (at["msf"].mean_response_time - optima["non-preemptive"]) / optima["non-preemptive"]
+    )
+
+
 # --- issue 19: a run's identity is its content; an output folder has one writer ---------------------
 
 TINY = dict(policies=("msf",), loads="0.5", seeds=1, arrivals=1000)
