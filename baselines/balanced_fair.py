@@ -348,13 +348,14 @@ class CompatFCFS(_CompatPolicy):
     """FCFS on the job-server compatibility model of Bonald & Comte (2017), Sec. 2: every server serves
     the oldest job in the system that may use it, and a job is served in parallel, at the sum of
     their capacities, by every compatible server not busy with an earlier job (Algorithm 1 with
-    m = 0). What ``fcfs`` runs on a :class:`~msj_gym.workloads.compat.CompatWorkload`.
+    m = 0), on a :class:`~msj_gym.workloads.compat.CompatWorkload`. Its id is ``compat-fcfs``: ``fcfs``
+    is the multiserver-job rule (:class:`~baselines.fcfs.FCFS`).
 
     Non-preemptive (a job keeps its servers until it leaves; it gains the ones earlier jobs release);
     size-oblivious.
     """
 
-    policy_id = "fcfs"
+    policy_id = "compat-fcfs"
     preemptive = False
     reference = "Bonald & Comte (2017), Sec. 2"
     interruptions_per_job = 0.0

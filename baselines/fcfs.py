@@ -28,9 +28,8 @@ class FCFS(Policy):
     Source: Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 2.
     Non-preemptive; size-oblivious.
 
-    On the job-server compatibility model (Bonald & Comte (2017), Sec. 2) it is the model's own
-    discipline: each server serves the oldest job that may use it (Algorithm 1 with m = 0), run by
-    :class:`~baselines.balanced_fair.CompatFCFS`.
+    FCFS on the job-server compatibility model (Bonald & Comte (2017), Sec. 2) is another rule, with
+    its own id: ``compat-fcfs`` (:class:`~baselines.balanced_fair.CompatFCFS`).
     """
 
     policy_id = "fcfs"
@@ -38,11 +37,11 @@ class FCFS(Policy):
     size_aware = False
     reference = "Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 2"
     kernel = _fcfs
-    models: ClassVar[tuple[str, ...]] = ("msj", "compatibility")
+    models: ClassVar[tuple[str, ...]] = ("msj",)
 
     def for_workload(self, workload: Any) -> Policy:
         if getattr(workload, "model", "msj") == "compatibility":
-            from .balanced_fair import CompatFCFS
-
-            return CompatFCFS()
+            raise ValueError(
+                "policy 'fcfs' runs on the msj model; FCFS on a compatibility workload is 'compat-fcfs'"
+            )
         return super().for_workload(workload)

@@ -141,7 +141,7 @@ def list_policies(model: str | None = None) -> dict[str, type]:
 # The built-in policies of the source papers (package ``baselines``), in the order every listing uses.
 _MSJ = ("msj",)
 for _pid, _entry, _models in (
-    ("fcfs", "baselines.fcfs:FCFS", ("msj", "compatibility")),
+    ("fcfs", "baselines.fcfs:FCFS", _MSJ),
     ("first-fit", "baselines.priority:FirstFit", _MSJ),
     ("msf", "baselines.priority:MostServersFirst", _MSJ),
     ("msf-preemptive", "baselines.priority:MostServersFirstPreemptive", _MSJ),
@@ -156,6 +156,7 @@ for _pid, _entry, _models in (
     ("static-quickswap", "baselines.quickswap:StaticQuickswap", _MSJ),
     ("adaptive-quickswap", "baselines.quickswap:AdaptiveQuickswap", _MSJ),
     ("nmsr", "baselines.nmsr:NMSR", _MSJ),
+    ("compat-fcfs", "baselines.balanced_fair:CompatFCFS", ("compatibility",)),
     ("balanced-fair", "baselines.balanced_fair:BalancedFair", ("compatibility",)),
     ("bs", "baselines.balanced_splitting:BalancedSplitting", _MSJ),
     ("modified-bs", "baselines.balanced_splitting:ModifiedBalancedSplitting", _MSJ),

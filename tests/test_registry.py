@@ -17,7 +17,7 @@ def test_listing_ids_imports_no_policy():
     code = (
         "import sys, msj_gym.registry as r; ids = r.policy_ids(); "
         "assert 'fcfs' in ids and 'moldable-greedy' in ids, ids; "
-        "assert r.policy_ids('compatibility') == ['fcfs', 'balanced-fair']; "
+        "assert r.policy_ids('compatibility') == ['compat-fcfs', 'balanced-fair']; "
         "assert not any(m == 'baselines' or m.startswith('baselines.') for m in sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
@@ -34,7 +34,7 @@ def test_every_builtin_is_registered_once():
     import baselines
 
     ids = registry.policy_ids()
-    assert len(ids) == len(set(ids)) == 23
+    assert len(ids) == len(set(ids)) == 24
     assert list(baselines.POLICIES) == [p for p in ids if "moldable" not in registry.policy_spec(p).models]
     assert list(baselines.MOLDABLE_POLICIES) == registry.policy_ids("moldable")
     assert registry.policy_ids("moldable") == ["moldable-p-scheme", "moldable-greedy", "moldable-reserved"]
@@ -43,6 +43,19 @@ def test_every_builtin_is_registered_once():
     )
     classes = [registry.policy_class(p) for p in ids]
     assert len(set(classes)) == len(classes)  # no class under two ids
+    assert [c.policy_id for c in classes] == ids  # and no id naming two classes
+
+
+def test_fcfs_of_each_model_has_its_own_id():
+    from baselines import make_policy
+    from msj_gym.pooled import PooledSimulator
+    from msj_gym.workloads.compat import build_compat_scenario
+
+    wl = build_compat_scenario("003-tree-symmetric", load=0.5)
+    with pytest.raises(ValueError, match="FCFS on a compatibility workload is 'compat-fcfs'"):
+        make_policy("fcfs").for_workload(wl)
+    res = PooledSimulator(wl, make_policy("compat-fcfs"), num_arrivals=500, seed=1).run()
+    assert res.to_dict()["provenance"]["policy"]["id"] == "compat-fcfs"
 
 
 def test_make_policy_and_errors():

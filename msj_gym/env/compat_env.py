@@ -120,7 +120,8 @@ class CompatAssignEnv(gym.Env):
             # gym.make turns "human" and "rgb_array_list" into "rgb_array" plus a wrapper
             raise ValueError(f"render_mode: expected None or 'rgb_array', got {render_mode!r}")
         self.workload = wl
-        self.scheduler = make_policy(scheduler) if scheduler == "fcfs" else make_policy(scheduler, m=m)
+        # the env's "fcfs" is the compatibility model's FCFS (policy id compat-fcfs)
+        self.scheduler = make_policy("compat-fcfs") if scheduler == "fcfs" else make_policy(scheduler, m=m)
         self.num_arrivals, self.warmup, self.max_jobs = num_arrivals, warmup, max_jobs_in_system
         self._reward_scale = 1.0 / num_arrivals if reward == "mean" else 1.0
         n = wl.num_servers

@@ -103,7 +103,7 @@ BORG: dict[str, Any] = {
 # --- Bonald & Comte (2017): job-server compatibility graphs, balanced fairness ----------------------
 BF_LABEL = "balanced fairness (analysis)"
 BF_SERIES = {
-    "FCFS": ("fcfs", {}),
+    "FCFS": ("compat-fcfs", {}),
     "m=1": ("balanced-fair", {"m": 1.0}),
     "m=5": ("balanced-fair", {"m": 5.0}),
 }

@@ -46,7 +46,7 @@ def test_env_checker_passes():
 def test_drawn_assignment_is_the_native_run(scheduler, m):
     env = gym.make("CompatAssign-v0", scenario=SMALL, load=0.7, num_arrivals=600, scheduler=scheduler, m=m)
     total, steps, info = _episode(env, DrawnAssignmentAgent(env), seed=7)
-    policy = make_policy("fcfs") if scheduler == "fcfs" else make_policy("balanced-fair", m=m)
+    policy = make_policy("compat-fcfs") if scheduler == "fcfs" else make_policy("balanced-fair", m=m)
     native_sim = PooledSimulator(SMALL.with_load(0.7), policy, seed=7, num_arrivals=600, warmup=0)
     native = native_sim.run()
     # two servers per job, one per step; arrivals go on until the 600 measured jobs have left

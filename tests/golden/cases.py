@@ -256,7 +256,7 @@ def all_cases() -> dict[str, Callable[[], Record]]:
     for pid in DEBUG_POLICIES:
         cases[f"debug/sf-fig2@0.6/{pid}"] = lambda p=pid: _native("sf-fig2@0.6", p, debug=True)
     cases[f"debug-compat/{compat}/balanced-fair"] = lambda: _compat_native("balanced-fair", {}, debug=True)
-    cases[f"debug-compat/{compat}/fcfs"] = lambda: _compat_native("fcfs", {}, debug=True)
+    cases[f"debug-compat/{compat}/fcfs"] = lambda: _compat_native("compat-fcfs", {}, debug=True)
     for scenario, load in (("sf-fig2", 0.7), ("four-class", 0.8)):
         for pid in ENV_POLICIES:
             cases[f"env/MSJ-v0/{scenario}@{load}/{pid}"] = lambda s=scenario, x=load, p=pid: _env_policy(
