@@ -73,10 +73,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--queue-window", type=int, default=1)
     ap.add_argument(
         "--actions",
-        choices=("jobs", "priority"),
+        choices=("jobs", "priority", "priority-shortest"),
         default="jobs",
         help="the env's action mode: start (or preempt) one job per step, or pick the class served first",
     )
+    ap.add_argument(
+        "--advisor", default=None, help="with priority actions: one more action, this policy's decision"
+    )
+    ap.add_argument("--reveal-sizes", action="store_true", help="job sizes in the observation")
     ap.add_argument("--net-arch", type=int, nargs="+", default=[64, 64])
     ap.add_argument("--epochs", type=int, default=40)
     ap.add_argument("--learning-rate", type=float, default=1e-3)
@@ -136,6 +140,10 @@ def env_kwargs_of(args: argparse.Namespace) -> dict[str, Any]:
         kwargs["queue_window"] = args.queue_window
     if args.actions != "jobs":
         kwargs["actions"] = args.actions
+    if args.advisor is not None:
+        kwargs["advisor"] = args.advisor
+    if args.reveal_sizes:
+        kwargs["reveal_sizes"] = True
     return kwargs
 
 
@@ -179,7 +187,9 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
     n_act = env.action_space.n
     # with priority actions the base's decision is not one of the agent's actions: the base drives
     # the episode through step_policy, and its own decision is compared as one more branch
-    priority = args.actions == "priority"
+    priority = args.actions != "jobs"
+    # the advisor's action is the base's decision when the base advises; else no action names it
+    delegate = env.num_classes + 1 if priority and args.advisor == args.base else -1
     obs_l, mask_l, cost_l, base_l, base_cost_l = [], [], [], [], []
     t0, episode = time.perf_counter(), 0
     while len(cost_l) < args.decisions:
@@ -190,7 +200,7 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
             mask = info["action_mask"]
             arrived = int(env.core.sim.iv[S.I_NARR])
             window = args.skip <= arrived < args.episode_arrivals - args.tail
-            choice = -1 if priority else base_action()
+            choice = base_action() if not priority else delegate
             if window and mask.sum() >= 2 and rng.random() < 1.0 / args.sample_every:
                 snap = env.snapshot()
                 costs = np.full(n_act, np.nan)
@@ -376,7 +386,7 @@ def main(argv: list[str] | None = None) -> Path:
             imitate, entropy = (
                 FIT_GRID[c % len(FIT_GRID)] if args.grid else (args.imitate_epochs, args.entropy)
             )
-            if args.actions != "jobs" and args.grid:
+            if (data["base"] < 0).any() and args.grid:
                 imitate = 0  # the base's decisions are no agent actions to clone
             candidate = MaskablePPO(
                 "MlpPolicy", env, seed=seed, policy_kwargs={"net_arch": list(args.net_arch)}, verbose=0

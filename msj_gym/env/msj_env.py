@@ -124,8 +124,13 @@ class MSJEnv(gym.Env):
     jobs of the classes that lose servers (``1 + c`` is offered where class ``c`` has a job in the
     system and the packing differs from the running jobs). Decisions at which no priority would change
     anything are passed over. A work-conserving restriction for learning (wait stays available):
-    always choosing the largest server need is MSF, preemptive or not, bit for bit. The native vector
-    env and :class:`~msj_gym.PolicyAgent` take job actions only.
+    always choosing the largest server need is MSF, preemptive or not, bit for bit.
+    ``actions="priority-shortest"`` starts the shortest waiting jobs of each class instead of the
+    oldest (the env reads job sizes: an agent acting with it is size-aware). ``advisor`` (a baseline
+    id or policy, priority actions only) adds one last action, ``1 + C``: that policy's own decision
+    now (always offered), so that an agent can learn where to override a heuristic; choosing it every
+    time is the advisor's native run, bit for bit. The native vector env and
+    :class:`~msj_gym.PolicyAgent` take job actions only.
 
     Masks: ``action_masks()`` (as sb3-contrib's MaskablePPO calls it) and ``info["action_mask"]``.
     Wait is masked only where nothing could ever happen next (no job running, no arrival to come).
@@ -186,7 +191,7 @@ class MSJEnv(gym.Env):
     * ``num_arrivals`` (1000) or ``horizon``; ``warmup`` (0 arrivals) or ``warmup_time`` (0.0);
     * ``queue_window`` (1), ``preempt_window`` (4, preemptive only), ``obs_jobs`` (8),
       ``observation`` (``"flat"`` | ``"dict"``), ``reveal_sizes`` (False), ``actions`` (``"jobs"`` |
-      ``"priority"``);
+      ``"priority"`` | ``"priority-shortest"``), ``advisor`` (None);
     * ``reward`` (``"integral"`` | ``"mean"``), ``weighted`` (False);
     * ``warm_start`` (None), ``warm_start_arrivals`` (1000);
     * ``max_arrivals`` (None: twice the episode's expected arrivals; a policy that has not cleared the
@@ -229,6 +234,7 @@ class MSJEnv(gym.Env):
         observation: str = "flat",
         reveal_sizes: bool = False,
         actions: str = "jobs",
+        advisor: str | Policy | None = None,
         reward: str = "integral",
         weighted: bool = False,
         warm_start: str | Policy | None = None,
@@ -270,9 +276,11 @@ class MSJEnv(gym.Env):
             raise ValueError(f"observation: expected 'flat' or 'dict', got {observation!r}")
         if reward not in ("integral", "mean"):
             raise ValueError(f"reward: expected 'integral' or 'mean', got {reward!r}")
-        if actions not in ("jobs", "priority"):
-            raise ValueError(f"actions: expected 'jobs' or 'priority', got {actions!r}")
+        if actions not in ("jobs", "priority", "priority-shortest"):
+            raise ValueError(f"actions: expected 'jobs', 'priority' or 'priority-shortest', got {actions!r}")
         self.action_mode = actions
+        self._priority = actions != "jobs"
+        self._shortest = actions == "priority-shortest"  # the packing reads job sizes
         if render_mode not in (None, "ansi", "rgb_array"):
             # gym.make turns "human" and "rgb_array_list" into "rgb_array" plus a wrapper
             raise ValueError(f"render_mode: expected None, 'ansi' or 'rgb_array', got {render_mode!r}")
@@ -295,13 +303,24 @@ class MSJEnv(gym.Env):
         wl = self.workload
         nclass = wl.num_classes
         self.num_classes = nclass
-        if actions == "priority":
-            self._n_actions = 1 + nclass
+        self.advisor = None if advisor is None else self._baseline("advisor", advisor)
+        if advisor is not None and not self._priority:
+            raise ValueError(
+                f"advisor: only with priority actions (actions='priority'), got actions={actions!r}"
+            )
+        if self.advisor is not None:
+            from baselines import supports
+
+            reason = supports(self.advisor.policy_id, wl)
+            if reason is not None:
+                raise ValueError(f"advisor: {reason}")
+        if self._priority:
+            self._n_actions = 1 + nclass + (advisor is not None)
             needs = np.asarray(wl.server_needs, dtype=np.int64)
             # after the chosen class, the others by decreasing server need (ties: class order)
             self._fill_order = sorted(range(nclass), key=lambda c: (-int(needs[c]), c))
             self._targets = np.zeros((nclass, nclass), dtype=np.int64)
-            self._pmask = np.zeros(1 + nclass, dtype=np.bool_)
+            self._pmask = np.zeros(self._n_actions, dtype=np.bool_)
         else:
             self._n_actions = num_actions(nclass, self.queue_window, self.preempt_window, self.preemptive)
         self.action_space = spaces.Discrete(self._n_actions)
@@ -324,8 +343,8 @@ class MSJEnv(gym.Env):
         self._act1 = np.zeros(1, dtype=np.int64)
         self._agent_slot = AgentSlot(self.preemptive)
         self._engine_actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
-        # step_policy's (policy as given, the policy, its data) this episode
-        self._driver: tuple[Any, Policy, Any] | None = None
+        # the data of the policies that step_policy and the advisor ran this episode, by policy
+        self._drivers: dict[int, tuple[Any, Policy, Any]] = {}
         self.core: Simulator | None = None
         self.episode = -1
         self._over = True
@@ -420,7 +439,7 @@ class MSJEnv(gym.Env):
             raise ValueError(f"MSJ env: {exc}") from None
         self.episode += 1
         self._invalid = 0
-        self._driver = None
+        self._drivers.clear()
         self._over = False
         self._bind()
         if self.warm_start is not None:
@@ -481,8 +500,8 @@ class MSJEnv(gym.Env):
         episode is over. Returns the step's info. With priority actions, moves on past the decisions
         where no priority would change anything (waiting is the only choice there)."""
         info = self._advance_once(action)
-        if self.action_mode == "priority":
-            while not self._over and not self._priority_mask()[1:].any():
+        if self._priority:
+            while not self._over and not self._priority_mask()[1 : 1 + self.num_classes].any():
                 info = self._advance_once(-1)
             info["action_mask"] = self._pmask.copy()
         return info
@@ -534,9 +553,11 @@ class MSJEnv(gym.Env):
         if self._over:
             raise RuntimeError("MSJ env: the episode is over (truncated); call reset() first")
         self._out[:] = 0.0
-        if self.action_mode == "priority":
+        if self._priority:
             if not self._pmask[action]:
                 self._out[O_INVALID] += 1.0  # treated as wait, as with job actions
+            elif action > self.num_classes:  # the advisor's decision
+                self._apply(self._decision_of(self.advisor))
             elif action > 0:
                 self._apply(self._priority_plan(action - 1))
             action = -1  # the whole decision is made: advance
@@ -555,19 +576,26 @@ class MSJEnv(gym.Env):
             raise RuntimeError("MSJ env: call reset() first")
         if self._over:
             raise RuntimeError("MSJ env: the episode is over (truncated); call reset() first")
-        core, wl = self.core, self.workload
-        if self._driver is None or self._driver[0] is not policy:
-            resolved = self._baseline("policy", policy)
-            self._driver = (policy, resolved, core.prepare_policy(resolved))
-        key, policy, pdata = self._driver
-        pdata = policy.with_work(pdata, core.sim.ji.shape[0], wl.num_servers, wl.num_classes)
-        self._driver = (key, policy, pdata)
-        n = policy.decide(core.view, core.sizes if policy.size_aware else None, pdata, self._engine_actions)
+        decision = self._decision_of(policy)
         self._out[:] = 0.0
-        self._apply(self._engine_actions[:n])
+        self._apply(decision)
         info = self._advance(-1)
         reward = float(self._out[O_REWARD]) * self._reward_scale
         return self._observation(), reward, False, self._over, info
+
+    def _decision_of(self, policy: Any) -> np.ndarray:
+        """The engine actions of ``policy``'s decision now (its data kept per episode)."""
+        core, wl = self.core, self.workload
+        entry = self._drivers.get(id(policy))
+        if entry is None or entry[0] is not policy:
+            resolved = self._baseline("policy", policy)
+            entry = (policy, resolved, core.prepare_policy(resolved))
+        key, resolved, pdata = entry
+        pdata = resolved.with_work(pdata, core.sim.ji.shape[0], wl.num_servers, wl.num_classes)
+        self._drivers[id(policy)] = (key, resolved, pdata)
+        sizes = core.sizes if resolved.size_aware else None
+        n = resolved.decide(core.view, sizes, pdata, self._engine_actions)
+        return self._engine_actions[:n].copy()
 
     def _apply(self, engine_actions: np.ndarray) -> None:
         if len(engine_actions) and apply(self.core.sim, engine_actions, len(engine_actions)) != S.E_NONE:
@@ -597,7 +625,9 @@ class MSJEnv(gym.Env):
         # serve (one that waits and fits, without preemption), so that no class lends its name to
         # another's decision
         own = np.diagonal(targets) > running if not self.preemptive else waiting + running > 0
-        self._pmask[1:] = (targets != running[None, :]).any(axis=1) & own
+        self._pmask[1 : 1 + self.num_classes] = (targets != running[None, :]).any(axis=1) & own
+        if self.advisor is not None:
+            self._pmask[-1] = True
         return self._pmask
 
     def _priority_plan(self, c: int) -> np.ndarray:
@@ -612,10 +642,20 @@ class MSJEnv(gym.Env):
             slots.sort(key=lambda s: -int(ji[s, S.JOB_ID]))
             out.extend(-s - 1 for s in slots[: running[d] - target[d]])
         for d in np.flatnonzero(target > running):
+            count = int(target[d] - running[d])
             s = int(ci[S.C_HEAD, d])
-            for _ in range(int(target[d] - running[d])):
-                out.append(s)
+            if not self._shortest:  # the oldest waiting jobs
+                for _ in range(count):
+                    out.append(s)
+                    s = int(ji[s, S.CNEXT])
+                continue
+            waiting = []
+            while s != -1:
+                waiting.append(s)
                 s = int(ji[s, S.CNEXT])
+            # the shortest waiting jobs (ties: the oldest first, as the list is in service order)
+            waiting.sort(key=lambda j: float(sim.js[j, S.REMAINING]))
+            out.extend(waiting[:count])
         return np.array(out, dtype=np.int64)
 
     def _check_action(self, action: Any) -> int:
@@ -668,8 +708,8 @@ class MSJEnv(gym.Env):
         self.episode, self._over, self._invalid = snapshot.counters
         self._obs[:], self._mask[:] = snapshot.arrays
         self._bind()
-        self._driver = None
-        if self.action_mode == "priority":
+        self._drivers.clear()
+        if self._priority:
             self._priority_mask()
         info = {
             "time": float(self._sim.fv[S.F_NOW]),
@@ -711,7 +751,7 @@ class MSJEnv(gym.Env):
 
     def action_masks(self) -> np.ndarray:
         """Valid actions of the current decision (what sb3-contrib's MaskablePPO reads)."""
-        return (self._pmask if self.action_mode == "priority" else self._mask).copy()
+        return (self._pmask if self._priority else self._mask).copy()
 
     def result(self) -> SimulationResult:
         """The simulator's metrics for the current episode (final once the episode is truncated)."""

@@ -168,6 +168,21 @@ class Entrant:
     params: dict[str, Any]
 
 
+def _agent_sees_sizes(env_kwargs: dict[str, Any]) -> bool:
+    """Whether an agent's decisions depend on job sizes: it observes them, its actions pack by them,
+    or it may delegate to a size-aware advisor."""
+    advisor = env_kwargs.get("advisor")
+    if isinstance(advisor, str):
+        from baselines import make_policy
+
+        advisor = make_policy(advisor)
+    return (
+        bool(env_kwargs.get("reveal_sizes", False))
+        or env_kwargs.get("actions") == "priority-shortest"
+        or bool(getattr(advisor, "size_aware", False))
+    )
+
+
 def _support_reason(pid: str, scenario: str, load: float) -> str | None:
     """Why policy ``pid`` is not defined on ``scenario`` at ``load`` (None if it is); module-level for
     the process pool of :func:`_prepare`."""
@@ -271,7 +286,7 @@ def _entrants(
         loaded = load_agent(spec)
         # an agent is held to the optimum of what its env lets it do (preempt; see sizes)
         preempts = loaded.env_id == "MSJPreemptive-v0"
-        sees_sizes = bool(loaded.env_kwargs.get("reveal_sizes", False))
+        sees_sizes = _agent_sees_sizes(loaded.env_kwargs)
         out.append(Entrant(label, None, spec, preempts, sees_sizes, {}))
     if config.reference is not None and config.reference not in labels:
         raise ValueError(

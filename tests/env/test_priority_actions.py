@@ -141,7 +141,8 @@ def test_invalid_priority_is_counted_and_waits() -> None:
 
 
 def test_refused_where_jobs_are_named() -> None:
-    with pytest.raises(ValueError, match="actions: expected 'jobs' or 'priority', got 'class'"):
+    expected = "actions: expected 'jobs', 'priority' or 'priority-shortest', got 'class'"
+    with pytest.raises(ValueError, match=expected):
         gym.make("MSJ-v0", actions="class")
     env = _env("MSJ-v0", "sf-fig2", 0.7, actions="priority")
     env.reset(seed=SEED)
@@ -149,3 +150,51 @@ def test_refused_where_jobs_are_named() -> None:
         PolicyAgent("msf", env).predict()
     with pytest.raises(ValueError, match="actions: the vector env takes job actions only"):
         gym.make_vec("MSJ-v0", num_envs=2, actions="priority")
+
+
+def test_priority_shortest_starts_the_shortest_jobs_of_a_class() -> None:
+    env = _env("MSJ-v0", "four-class", 0.8, actions="priority-shortest").unwrapped
+    _, info = env.reset(seed=SEED)
+    rng = np.random.default_rng(3)
+    sim_checked = 0
+    for _ in range(400):
+        mask = info["action_mask"]
+        sim = env.core.sim
+        for c in np.flatnonzero(mask[1:]):
+            plan = env._priority_plan(int(c))
+            for d in range(4):
+                started = [s for s in plan if sim.ji[s, S.CLS] == d]
+                waiting, s = [], sim.ci[S.C_HEAD, d]
+                while s != -1:
+                    waiting.append(int(s))
+                    s = sim.ji[s, S.CNEXT]
+                longest_started = max((sim.js[s, S.REMAINING] for s in started), default=-1.0)
+                left = [sim.js[s, S.REMAINING] for s in waiting if s not in started]
+                assert all(longest_started <= x for x in left)
+                sim_checked += len(started)
+        _, _, _, over, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+        if over:
+            break
+    assert sim_checked > 100
+
+
+@pytest.mark.parametrize("actions", ["priority", "priority-shortest"])
+def test_the_advisors_action_is_its_native_run(actions: str) -> None:
+    env = _env("MSJ-v0", "four-class", 0.8, actions=actions, advisor="easy-backfilling")
+    assert env.action_space == gym.spaces.Discrete(1 + 4 + 1)
+    _, info = env.reset(seed=SEED)
+    over = False
+    while not over:
+        assert info["action_mask"][-1]
+        _, _, _, over, info = env.step(5)
+    assert info["invalid_actions"] == 0
+    assert _comparable(env.unwrapped.result()) == _native(env, "easy-backfilling")
+
+
+def test_advisor_errors() -> None:
+    with pytest.raises(ValueError, match="advisor: only with priority actions"):
+        gym.make("MSJ-v0", advisor="msf")
+    with pytest.raises(ValueError, match="advisor: policy 'msfq'"):
+        gym.make("MSJ-v0", scenario="four-class", actions="priority", advisor="msfq")
+    with pytest.raises(ValueError, match="advisor: 'server-filling' preempts"):
+        gym.make("MSJ-v0", actions="priority", advisor="server-filling")

@@ -630,3 +630,12 @@ def test_an_agent_that_raises_is_named(tmp_path, monkeypatch) -> None:
         ValueError, match=r"--agent 'my_broken_agent:agent' failed .*RuntimeError: my network"
     ):
         run_leaderboard(config, tmp_path / "out", workers=1, progress=False)
+
+
+def test_an_agent_is_size_aware_if_its_env_hands_it_sizes() -> None:
+    from msj_gym.experiments.leaderboard import _agent_sees_sizes
+
+    assert not _agent_sees_sizes({"scenario": "sf-fig2", "actions": "priority", "advisor": "msf"})
+    assert _agent_sees_sizes({"reveal_sizes": True})
+    assert _agent_sees_sizes({"actions": "priority-shortest"})
+    assert _agent_sees_sizes({"actions": "priority", "advisor": "easy-backfilling"})
