@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -571,14 +572,15 @@ def _plot(fig: Figure, table: list[dict[str, Any]], path: Path) -> Path | None:
             if bad:  # unstable points: hollow red rings
                 ax.plot(*zip(*bad, strict=True), "o", mfc="none", mec="red", ms=11, color=line[0].get_color())
         ax.set_xlabel(fig.xlabel)
-        ax.set_ylabel(label)
+        ax.set_ylabel(textwrap.fill(label, 36))  # a long label would run into the title
         if fig.logy:
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
-    figure.suptitle(f"{fig.title}\n{fig.source}; 95 % CIs; red rings: unstable", fontsize=9)
+    lines = (fig.title, f"{fig.source}; 95 % CIs; red rings: unstable")
+    figure.suptitle("\n".join(textwrap.fill(s, 90 * cols) for s in lines), fontsize=9)  # no clipping
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
