@@ -190,12 +190,15 @@ def announce(doing: str) -> Iterator[None]:
     timer = threading.Timer(ANNOUNCE_AFTER, say)
     timer.daemon = True
     timer.start()
+    outcome = "failed after"  # unless the block completes: an error is not "done"
     try:
         yield
+        outcome = "done in"
     finally:
         timer.cancel()
         if said.is_set():
-            print(f"msj-gym: {doing}: done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+            seconds = time.perf_counter() - t0
+            print(f"msj-gym: {doing}: {outcome} {seconds:.0f} s", file=sys.stderr, flush=True)
 
 
 _ENTRY_POINTS: dict[tuple, Any] = {}

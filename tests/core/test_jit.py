@@ -80,3 +80,26 @@ def test_an_edited_dependency_is_recompiled_not_loaded_stale(tmp_path: Path) -> 
     (pkg / "consts.py").write_text("OFFSET = 5\n")
     assert _probe(tmp_path)[0] == 35
     assert _probe(tmp_path) == (35, 1, 0)
+
+
+def test_announce_says_done_or_failed(monkeypatch, capsys) -> None:
+    import time
+
+    import pytest
+
+    from msj_gym.core import jit
+
+    # a solve that gives up (e.g. a chain too large) must not be reported as done
+    monkeypatch.setattr(jit, "ANNOUNCE_AFTER", 0.0)
+    with jit.announce("solving a thing"):
+        time.sleep(0.05)
+    assert "msj-gym: solving a thing: done in" in capsys.readouterr().err
+    with pytest.raises(ValueError), jit.announce("solving a bigger thing"):
+        time.sleep(0.05)
+        raise ValueError("too large")
+    err = capsys.readouterr().err
+    assert "solving a bigger thing: failed after" in err and "done" not in err
+    monkeypatch.setattr(jit, "ANNOUNCE_AFTER", 10.0)
+    with jit.announce("a quick thing"):  # nothing said for what takes less than ANNOUNCE_AFTER
+        pass
+    assert capsys.readouterr().err == ""
