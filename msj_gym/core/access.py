@@ -28,39 +28,73 @@ from .state import (
     CLS,
     CNEXT,
     F_NOW,
+    FREE_SLOT,
+    I_DONE,
+    I_EXHAUSTED,
     I_FREE,
     I_K,
+    I_NARR,
+    I_NGEN,
     I_NRUN,
+    I_NSYS,
     I_NWAIT,
+    I_PREEMPTIONS,
+    I_SHEAD,
+    I_STAIL,
+    I_STARTS,
     I_WHEAD,
     JOB_ID,
+    LAST_START,
     NEED,
+    NOISE,
+    RATE,
     REMAINING,
+    RUNNING,
+    RUNPOS,
     SERVICE,
+    SNEXT,
+    SPREV,
+    STATE,
     WNEXT,
 )
 
 __all__ = [
     "arrival_time",
+    "arrivals_ended",
     "class_need",
     "class_running",
     "class_waiting",
+    "estimate_noise",
+    "first_in_system",
     "first_waiting",
     "first_waiting_of_class",
     "free_servers",
+    "in_system",
+    "is_running",
     "job_class",
     "job_id",
+    "last_in_system",
+    "last_start",
+    "next_in_system",
     "next_waiting",
     "next_waiting_of_class",
     "now",
+    "num_arrived",
     "num_classes",
+    "num_departures",
+    "num_in_system",
+    "num_preemptions",
     "num_running",
     "num_servers",
+    "num_starts",
     "num_waiting",
     "preempt",
+    "prev_in_system",
     "remaining_work",
+    "running_index",
     "running_job",
     "server_need",
+    "service_rate",
     "service_received",
     "service_time",
     "start",
@@ -99,9 +133,46 @@ def num_running(view):
 
 
 @inline_jit
+def num_in_system(view):
+    """Jobs in the system (waiting or running)."""
+    return view.iv[I_NSYS]
+
+
+@inline_jit
 def num_classes(view):
     """Number of job classes."""
     return view.ci.shape[1]
+
+
+# --- counts since the run began ----------------------------------------------------------------------
+@inline_jit
+def num_arrived(view):
+    """Jobs arrived so far (also the id the next arrival will get)."""
+    return view.iv[I_NARR]
+
+
+@inline_jit
+def arrivals_ended(view):
+    """True once no job will arrive any more (the source is exhausted and all its jobs have arrived)."""
+    return view.iv[I_EXHAUSTED] != 0 and view.iv[I_NARR] >= view.iv[I_NGEN]
+
+
+@inline_jit
+def num_departures(view):
+    """Jobs departed so far."""
+    return view.iv[I_DONE]
+
+
+@inline_jit
+def num_starts(view):
+    """Starts so far (a preempted job's resumption counts again)."""
+    return view.iv[I_STARTS]
+
+
+@inline_jit
+def num_preemptions(view):
+    """Preemptions so far."""
+    return view.iv[I_PREEMPTIONS]
 
 
 # --- classes ---------------------------------------------------------------------------------------
@@ -154,6 +225,36 @@ def running_job(view, i):
     return view.run_list[i]
 
 
+@inline_jit
+def running_index(view, s):
+    """The place ``i`` of the running job ``s`` among the jobs in service: ``running_job(view, i) == s``."""
+    return view.ji[s, RUNPOS]
+
+
+@inline_jit
+def first_in_system(view):
+    """The first job in the system (waiting or running) in service order, or -1."""
+    return view.iv[I_SHEAD]
+
+
+@inline_jit
+def next_in_system(view, s):
+    """The job in the system after ``s`` in service order, or -1."""
+    return view.ji[s, SNEXT]
+
+
+@inline_jit
+def last_in_system(view):
+    """The last job in the system in service order (the newest, unless a policy requeues), or -1."""
+    return view.iv[I_STAIL]
+
+
+@inline_jit
+def prev_in_system(view, s):
+    """The job in the system before ``s`` in service order, or -1."""
+    return view.ji[s, SPREV]
+
+
 # --- one job -----------------------------------------------------------------------------------------
 @inline_jit
 def job_id(view, s):
@@ -174,6 +275,18 @@ def server_need(view, s):
 
 
 @inline_jit
+def in_system(view, s):
+    """True if slot ``s`` holds a job (waiting or running); a departed job's slot holds none until reused."""
+    return view.ji[s, STATE] != FREE_SLOT
+
+
+@inline_jit
+def is_running(view, s):
+    """True if the job is in service."""
+    return view.ji[s, STATE] == RUNNING
+
+
+@inline_jit
 def arrival_time(view, s):
     """When the job arrived."""
     return view.jf[s, ARRIVAL]
@@ -186,6 +299,19 @@ def service_received(view, s):
 
 
 @inline_jit
+def last_start(view, s):
+    """While the job runs: when its current stretch of service began (its last start, resumption or
+    change of rate), from which ``service_rate`` accrues on top of ``service_received``."""
+    return view.jf[s, LAST_START]
+
+
+@inline_jit
+def service_rate(view, s):
+    """Work the job receives per unit time while it runs (1 for every multiserver job)."""
+    return view.jf[s, RATE]
+
+
+@inline_jit
 def service_time(sizes, s):
     """The job's service time (size-aware policies only: they alone are handed ``sizes``)."""
     return sizes.js[s, SERVICE]
@@ -195,6 +321,13 @@ def service_time(sizes, s):
 def remaining_work(sizes, s):
     """The job's work still to do, as of its last start or preemption (size-aware policies only)."""
     return sizes.js[s, REMAINING]
+
+
+@inline_jit
+def estimate_noise(sizes, s):
+    """The job's runtime-estimate noise, in [0, 1), for policies modelling inexact user estimates of
+    its service time (size-aware policies only)."""
+    return sizes.js[s, NOISE]
 
 
 # --- writing a decision --------------------------------------------------------------------------------
