@@ -11,33 +11,35 @@
 
 from __future__ import annotations
 
-from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import (
-    ATTAINED,
-    C_HEAD,
-    C_NEED,
-    C_NRUN,
-    C_NWAIT,
-    CLS,
-    CNEXT,
-    F_NOW,
-    I_DONE,
-    I_K,
-    I_NARR,
-    I_NCLASS,
-    I_NRUN,
-    I_NSYS,
-    I_PREEMPTIONS,
-    I_STARTS,
-    JOB_ID,
-    LAST_START,
-    NEED,
-    RATE,
-    REMAINING,
-    RUNNING,
-    RUNPOS,
-    STATE,
+from msj_gym.core.access import (
+    class_need,
+    class_running,
+    class_waiting,
+    first_waiting_of_class,
+    is_running,
+    job_class,
+    job_id,
+    last_start,
+    next_waiting_of_class,
+    now,
+    num_arrived,
+    num_classes,
+    num_departures,
+    num_in_system,
+    num_preemptions,
+    num_running,
+    num_servers,
+    num_starts,
+    preempt,
+    remaining_work,
+    running_index,
+    running_job,
+    server_need,
+    service_rate,
+    service_received,
+    start,
 )
+from msj_gym.core.jit import inline_jit
 
 PACK_GREEDY, PACK_STOP = 0, 1
 PACKINGS = ("greedy", "stop")
@@ -46,24 +48,24 @@ PACKINGS = ("greedy", "stop")
 @inline_jit
 def attained_now(view, s):
     """Service (work) received so far by the job in slot ``s``."""
-    a = view.jf[s, ATTAINED]
-    if view.ji[s, STATE] == RUNNING:
-        a += (view.fv[F_NOW] - view.jf[s, LAST_START]) * view.jf[s, RATE]
+    a = service_received(view, s)
+    if is_running(view, s):
+        a += (now(view) - last_start(view, s)) * service_rate(view, s)
     return a
 
 
 @inline_jit
 def remaining_now(view, sizes, s):
     """Remaining service (work) of the job in slot ``s`` (size-aware policies only)."""
-    r = sizes.js[s, REMAINING]
-    if view.ji[s, STATE] == RUNNING:
-        r -= (view.fv[F_NOW] - view.jf[s, LAST_START]) * view.jf[s, RATE]
+    r = remaining_work(sizes, s)
+    if is_running(view, s):
+        r -= (now(view) - last_start(view, s)) * service_rate(view, s)
     return max(r, 0.0)
 
 
 @inline_jit
 def _lt(view, ka, sa, kb, sb):
-    return ka < kb or (ka == kb and view.ji[sa, JOB_ID] < view.ji[sb, JOB_ID])
+    return ka < kb or (ka == kb and job_id(view, sa) < job_id(view, sb))
 
 
 @inline_jit
@@ -129,17 +131,17 @@ def decision_still_valid(view, memo):
     decision was applied in full. ``memo`` = [valid, departures, starts + preemptions expected, ...]."""
     return (
         memo[0] == 1.0
-        and memo[1] == view.iv[I_DONE]
-        and memo[2] == view.iv[I_STARTS] + view.iv[I_PREEMPTIONS]
+        and memo[1] == num_departures(view)
+        and memo[2] == num_starts(view) + num_preemptions(view)
     )
 
 
 @inline_jit
 def remember_decision(view, memo, n, reusable):
     memo[0] = 1.0 if reusable else 0.0
-    memo[1] = view.iv[I_DONE]
-    memo[2] = view.iv[I_STARTS] + view.iv[I_PREEMPTIONS] + n
-    memo[3] = view.iv[I_NARR]
+    memo[1] = num_departures(view)
+    memo[2] = num_starts(view) + num_preemptions(view) + n
+    memo[3] = num_arrived(view)
 
 
 @inline_jit
@@ -148,21 +150,20 @@ def fill_and_diff(view, cand, m, packing, marks, starts, actions):
     a job that does not fit (``PACK_GREEDY``) or stopping at it (``PACK_STOP``). Writes the actions that
     turn the running set into the target set (preemptions, then starts) and returns their number.
     ``marks`` needs k entries, ``starts`` k entries; both are scratch."""
-    ji, run_list = view.ji, view.run_list  # locals: not reloaded after every store below
-    nrun = view.iv[I_NRUN]
+    nrun = num_running(view)
     for p in range(nrun):
         marks[p] = 0
-    cap = view.iv[I_K]
+    cap = num_servers(view)
     ns = 0
     for i in range(m):
         if cap == 0:
             break
         s = cand[i]
-        need = ji[s, NEED]
+        need = server_need(view, s)
         if need <= cap:
             cap -= need
-            if ji[s, STATE] == RUNNING:
-                marks[ji[s, RUNPOS]] = 1
+            if is_running(view, s):
+                marks[running_index(view, s)] = 1
             else:
                 starts[ns] = s
                 ns += 1
@@ -171,11 +172,9 @@ def fill_and_diff(view, cand, m, packing, marks, starts, actions):
     n = 0
     for p in range(nrun):
         if marks[p] == 0:
-            actions[n] = -run_list[p] - 1
-            n += 1
+            n = preempt(actions, n, running_job(view, p))
     for i in range(ns):
-        actions[n] = starts[i]
-        n += 1
+        n = start(actions, n, starts[i])
     return n
 
 
@@ -195,35 +194,34 @@ def serve_by_need(
     prefix. Same-need jobs are taken in order while they fit, so need group g serves min(count_g,
     cap // need_g) jobs: the packing is O(groups) arithmetic and one pass over M picks the jobs.
     Scratch: ``marks`` and ``starts`` k entries, ``counts`` and ``gneed`` ``ngroup``."""
-    ji, ci = view.ji, view.ci
-    k = view.iv[I_K]
+    k = num_servers(view)
     for g in range(ngroup):
         counts[g] = 0
         gneed[g] = 0
     total = 0
-    if whole and m == view.iv[I_NSYS]:
-        for c in range(view.iv[I_NCLASS]):
+    if whole and m == num_in_system(view):
+        for c in range(num_classes(view)):
             g = int(group_of_class[c])
-            jobs = ci[C_NWAIT, c] + ci[C_NRUN, c]
+            jobs = class_waiting(view, c) + class_running(view, c)
             counts[g] += jobs
-            gneed[g] = ci[C_NEED, c]
-            total += jobs * ci[C_NEED, c]
+            gneed[g] = class_need(view, c)
+            total += jobs * class_need(view, c)
         mm = m
         while mm > 0:
             s = order[mm - 1]
-            need = ji[s, NEED]
+            need = server_need(view, s)
             if total - need < k:
                 break
             total -= need
-            counts[int(group_of_class[ji[s, CLS]])] -= 1
+            counts[int(group_of_class[job_class(view, s)])] -= 1
             mm -= 1
     else:
         mm = 0
         while mm < m and total < k:
             s = order[mm]
-            g = int(group_of_class[ji[s, CLS]])
+            g = int(group_of_class[job_class(view, s)])
             counts[g] += 1
-            gneed[g] = ji[s, NEED]
+            gneed[g] = server_need(view, s)
             total += gneed[g]
             mm += 1
     cap = k
@@ -245,8 +243,8 @@ def serve_by_need(
     seen = 0
     for i in range(mm):
         s = order[i]
-        g = int(group_of_class[ji[s, CLS]])
-        running = ji[s, STATE] == RUNNING
+        g = int(group_of_class[job_class(view, s)])
+        running = is_running(view, s)
         seen += 1 if running else 0
         if counts[g] > 0:
             counts[g] -= 1
@@ -254,31 +252,27 @@ def serve_by_need(
                 starts[ns] = s
                 ns += 1
         elif running:
-            actions[n] = -s - 1
-            n += 1
+            n = preempt(actions, n, s)
     for i in range(mm, m):
         # Running jobs ranked behind M: M shrank when the ranks moved (see _sf_srpt), or a rank rose.
         s = order[i]
-        if ji[s, STATE] == RUNNING:
-            actions[n] = -s - 1
-            n += 1
+        if is_running(view, s):
+            n = preempt(actions, n, s)
             seen += 1
-    nrun = view.iv[I_NRUN]
+    nrun = num_running(view)
     if seen < nrun:
         # Running jobs missing from order[:m] altogether: not served either.
         for p in range(nrun):
             marks[p] = 0
         for i in range(m):
             s = order[i]
-            if ji[s, STATE] == RUNNING:
-                marks[ji[s, RUNPOS]] = 1
+            if is_running(view, s):
+                marks[running_index(view, s)] = 1
         for p in range(nrun):
             if marks[p] == 0:
-                actions[n] = -view.run_list[p] - 1
-                n += 1
+                n = preempt(actions, n, running_job(view, p))
     for i in range(ns):
-        actions[n] = starts[i]
-        n += 1
+        n = start(actions, n, starts[i])
     return n, mm, total, smallest
 
 
@@ -286,13 +280,12 @@ def serve_by_need(
 def admit_fifo(view, c, free, limit, actions, n):
     """Append starts of class ``c``'s waiting jobs, oldest first, while they fit in ``free`` servers,
     at most ``limit`` of them; returns (n, free, started)."""
-    need = view.ci[C_NEED, c]
-    s = view.ci[C_HEAD, c]
+    need = class_need(view, c)
+    s = first_waiting_of_class(view, c)
     started = 0
     while s != -1 and started < limit and need <= free:
-        actions[n] = s
-        n += 1
+        n = start(actions, n, s)
         free -= need
         started += 1
-        s = view.ji[s, CNEXT]
+        s = next_waiting_of_class(view, s)
     return n, free, started
