@@ -20,31 +20,32 @@ from typing import Any, ClassVar
 import numpy as np
 
 from msj_gym.core import Param, Policy
-from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import (
-    C_HEAD,
-    C_NEED,
-    C_NRUN,
-    C_NWAIT,
-    CLS,
-    CNEXT,
-    FREE_SLOT,
-    I_K,
-    I_NARR,
-    I_NCLASS,
-    I_NRUN,
-    I_SHEAD,
-    I_STAIL,
-    I_WHEAD,
-    JOB_ID,
-    NEED,
-    RUNNING,
-    SNEXT,
-    SPREV,
-    STATE,
-    WNEXT,
-    PolicyData,
+from msj_gym.core.access import (
+    class_need,
+    class_running,
+    class_waiting,
+    first_in_system,
+    first_waiting,
+    first_waiting_of_class,
+    in_system,
+    is_running,
+    job_class,
+    job_id,
+    last_in_system,
+    next_in_system,
+    next_waiting,
+    next_waiting_of_class,
+    num_arrived,
+    num_classes,
+    num_running,
+    num_servers,
+    prev_in_system,
+    running_job,
+    server_need,
+    start,
 )
+from msj_gym.core.jit import inline_jit
+from msj_gym.core.state import PolicyData
 
 from ._kit import (
     PACK_GREEDY,
@@ -77,8 +78,8 @@ def _serve(view, pdata, order, m, whole, actions):
     """Serve M, the shortest prefix of order[:m] needing >= k servers, by decreasing need (ties: order's
     order); ``whole``: order[:m] is every job in the system. Returns (actions, M's length, M's total
     need, M's smallest need)."""
-    k = view.iv[I_K]
-    nclass = view.iv[I_NCLASS]
+    k = num_servers(view)
+    nclass = num_classes(view)
     w = pdata.iwork
     ngroup = int(pdata.params[P_NGROUP])
     gmap = pdata.params[P_GMAP : P_GMAP + nclass]
@@ -93,23 +94,22 @@ def _start_all_if_room(view, memo, actions):
     """If all jobs together need at most k servers, M is every job and all of them run: start every
     waiting job (in arrival order) and return how many; otherwise return -1."""
     total = 0
-    for c in range(view.iv[I_NCLASS]):
-        total += (view.ci[C_NWAIT, c] + view.ci[C_NRUN, c]) * view.ci[C_NEED, c]
-    if total > view.iv[I_K]:
+    for c in range(num_classes(view)):
+        total += (class_waiting(view, c) + class_running(view, c)) * class_need(view, c)
+    if total > num_servers(view):
         return -1
     n = 0
-    s = view.iv[I_WHEAD]
+    s = first_waiting(view)
     while s != -1:
-        actions[n] = s
-        n += 1
-        s = view.ji[s, WNEXT]
+        n = start(actions, n, s)
+        s = next_waiting(view, s)
     remember_decision(view, memo, n, False)
     return n
 
 
 @inline_jit
 def _server_filling(view, pdata, actions):
-    k = view.iv[I_K]
+    k = num_servers(view)
     memo = pdata.state
     if decision_still_valid(view, memo):
         # M was full: jobs arriving behind a full prefix cannot enter it, so nothing changes.
@@ -121,12 +121,12 @@ def _server_filling(view, pdata, actions):
     # M: the shortest arrival-order prefix of all jobs in the system needing >= k servers in total.
     m = 0
     total = 0
-    s = view.iv[I_SHEAD]
+    s = first_in_system(view)
     while s != -1 and total < k:
         src[m] = s
-        total += view.ji[s, NEED]
+        total += server_need(view, s)
         m += 1
-        s = view.ji[s, SNEXT]
+        s = next_in_system(view, s)
     n, _, _, _ = _serve(view, pdata, src, m, False, actions)
     remember_decision(view, memo, n, total >= k)
     return n
@@ -185,8 +185,8 @@ class ServerFilling(_Packing):
 
 @inline_jit
 def _order_parts(view, pdata):
-    k = view.iv[I_K]
-    fixed = 3 * k + 2 * view.iv[I_NCLASS]
+    k = num_servers(view)
+    fixed = 3 * k + 2 * num_classes(view)
     w = pdata.iwork
     cap = (w.size - fixed - 2) // 2
     head = w[fixed : fixed + 2]
@@ -203,28 +203,26 @@ def _order_rerank(view, pdata, key_of, key_data):
     and insertion-sort each entry into place as it is taken. The order is nearly sorted, so this
     costs O(jobs + displacements). Returns the length of the order."""
     head, slots, ids, keys = _order_parts(view, pdata)
-    ji = view.ji
     m = 0
     for i in range(head[0]):
         s = slots[i]
-        state = ji[s, STATE]
         jid = ids[i]
-        if state == FREE_SLOT or ji[s, JOB_ID] != jid:
-            continue
-        key = key_of(view, key_data, s) if state == RUNNING else keys[i]
+        if not in_system(view, s) or job_id(view, s) != jid:
+            continue  # departed (its slot may hold a newer job)
+        key = key_of(view, key_data, s) if is_running(view, s) else keys[i]
         m = _insert_ranked(keys, slots, ids, m, key, s, jid)
     newest = head[1]
-    s = view.iv[I_STAIL]
+    s = last_in_system(view)
     first_new = -1
-    while s != -1 and ji[s, JOB_ID] >= newest:
+    while s != -1 and job_id(view, s) >= newest:
         first_new = s
-        s = ji[s, SPREV]
+        s = prev_in_system(view, s)
     s = first_new
     while s != -1:
-        m = _insert_ranked(keys, slots, ids, m, key_of(view, key_data, s), s, ji[s, JOB_ID])
-        s = ji[s, SNEXT]
+        m = _insert_ranked(keys, slots, ids, m, key_of(view, key_data, s), s, job_id(view, s))
+        s = next_in_system(view, s)
     head[0] = m
-    head[1] = view.iv[I_NARR]
+    head[1] = num_arrived(view)
     return m
 
 
@@ -248,7 +246,7 @@ def _insert_ranked(keys, slots, ids, m, key, s, jid):
 @inline_jit
 def _order_serve(view, pdata, m, actions):
     """Serve M, the shortest prefix of the ranked order needing >= k, and remember the decision."""
-    k = view.iv[I_K]
+    k = num_servers(view)
     _, slots, _, keys = _order_parts(view, pdata)
     n, mm, total, smallest = _serve(view, pdata, slots, m, True, actions)
     memo = pdata.state
@@ -263,7 +261,7 @@ def _order_serve(view, pdata, m, actions):
 @inline_jit
 def _srpt_key(view, sizes, s, by_duration):
     r = remaining_now(view, sizes, s)
-    return r if by_duration else r * view.ji[s, NEED]
+    return r if by_duration else r * server_need(view, s)
 
 
 @inline_jit
@@ -275,7 +273,7 @@ def _srpt_rank(view, data, s):
 @inline_jit
 def _sf_srpt(view, sizes, pdata, actions):
     memo = pdata.state
-    by_duration = pdata.params[P_GMAP + view.iv[I_NCLASS]] == SIZE_DURATION
+    by_duration = pdata.params[P_GMAP + num_classes(view)] == SIZE_DURATION
     if decision_still_valid(view, memo):
         # Exact shortcut: since the last decision only jobs arrived, and the keys of running jobs only
         # fell. M's members still rank before everyone else, and M keeps all of them because M minus
@@ -283,15 +281,15 @@ def _sf_srpt(view, sizes, pdata, actions):
         # running job overtaking a waiting one could shrink M). So M, and the jobs served in it,
         # change only if a newcomer ranks before M's largest member.
         newest = memo[3]
-        s = view.iv[I_STAIL]
+        s = last_in_system(view)
         unchanged = True
-        while s != -1 and view.ji[s, JOB_ID] >= newest:
+        while s != -1 and job_id(view, s) >= newest:
             if _srpt_key(view, sizes, s, by_duration) < memo[4]:
                 unchanged = False
                 break
-            s = view.ji[s, SPREV]
+            s = prev_in_system(view, s)
         if unchanged:
-            memo[3] = view.iv[I_NARR]
+            memo[3] = num_arrived(view)
             return 0
     n = _start_all_if_room(view, memo, actions)
     if n >= 0:
@@ -326,13 +324,13 @@ class ServerFillingSRPT(_Ranked):
 @inline_jit
 def _gittins_rank(view, data, s):
     table, inv_step = data
-    c = view.ji[s, CLS]
+    c = job_class(view, s)
     return table[c, min(int(attained_now(view, s) * inv_step[c]), table.shape[1] - 1)]
 
 
 @inline_jit
 def _sf_gittins(view, pdata, actions):
-    nclass = view.iv[I_NCLASS]
+    nclass = num_classes(view)
     n = _start_all_if_room(view, pdata.state, actions)
     if n >= 0:
         return n
@@ -402,9 +400,8 @@ def _ff_srpt(view, sizes, pdata, actions):
     # Candidates: the running jobs and, per class, the k // n_c waiting jobs with the smallest keys. No
     # other job can be picked: ahead of it in SRPT order stand k // n_c jobs of its own need, which
     # leave no room for it whether or not they are picked themselves. Keeps a runaway queue cheap.
-    k = view.iv[I_K]
-    nclass = view.iv[I_NCLASS]
-    ji = view.ji
+    k = num_servers(view)
+    nclass = num_classes(view)
     by_duration = pdata.params[1] == SIZE_DURATION
     offsets = pdata.params[2 : 3 + nclass]
     kept = int(offsets[nclass])
@@ -414,8 +411,8 @@ def _ff_srpt(view, sizes, pdata, actions):
     marks = pdata.iwork[kept + width : kept + width + k]
     starts = pdata.iwork[kept + width + k : kept + width + 2 * k]
     m = 0
-    for p in range(view.iv[I_NRUN]):
-        s = view.run_list[p]
+    for p in range(num_running(view)):
+        s = running_job(view, p)
         cand[m] = s
         keys[m] = _srpt_key(view, sizes, s, by_duration)
         m += 1
@@ -424,10 +421,10 @@ def _ff_srpt(view, sizes, pdata, actions):
         cap = int(offsets[c + 1]) - lo
         hs, hk = kept_slots[lo : lo + cap], kept_keys[lo : lo + cap]
         h = 0
-        s = view.ci[C_HEAD, c]
+        s = first_waiting_of_class(view, c)
         while s != -1:
             h = keep_smallest(view, hk, hs, h, cap, _srpt_key(view, sizes, s, by_duration), s)
-            s = ji[s, CNEXT]
+            s = next_waiting_of_class(view, s)
         for i in range(h):
             cand[m] = hs[i]
             keys[m] = hk[i]
