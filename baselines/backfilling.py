@@ -8,58 +8,59 @@ from typing import Any, ClassVar
 import numpy as np
 
 from msj_gym.core import Param, Policy
-from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import (
-    C_NEED,
-    F_NOW,
-    I_FREE,
-    I_K,
-    I_NCLASS,
-    I_NRUN,
-    I_WHEAD,
-    LAST_START,
-    NEED,
-    NOISE,
-    SERVICE,
-    WNEXT,
-    PolicyData,
+from msj_gym.core.access import (
+    class_need,
+    estimate_noise,
+    first_waiting,
+    free_servers,
+    last_start,
+    next_waiting,
+    now,
+    num_classes,
+    num_running,
+    num_servers,
+    running_job,
+    server_need,
+    service_time,
+    start,
 )
+from msj_gym.core.jit import inline_jit
+from msj_gym.core.state import PolicyData
 
 from ._kit import sort_ascending
 
 
 @inline_jit
 def _estimate(sizes, s, factor):
-    return sizes.js[s, SERVICE] * (1.0 + factor * sizes.js[s, NOISE])
+    return service_time(sizes, s) * (1.0 + factor * estimate_noise(sizes, s))
 
 
 @inline_jit
 def _easy(view, sizes, pdata, actions):
     factor = pdata.params[0]
-    k = view.iv[I_K]
-    now = view.fv[F_NOW]
-    free = view.iv[I_FREE]
+    k = num_servers(view)
+    t = now(view)
+    free = free_servers(view)
     n = 0
-    s = view.iv[I_WHEAD]
-    while s != -1 and view.ji[s, NEED] <= free:
-        actions[n] = s
-        n += 1
-        free -= view.ji[s, NEED]
-        s = view.ji[s, WNEXT]
+    s = first_waiting(view)
+    while s != -1 and server_need(view, s) <= free:
+        n = start(actions, n, s)
+        free -= server_need(view, s)
+        s = next_waiting(view, s)
     if s == -1 or free == 0:
         return n
     head = s
-    head_need = view.ji[head, NEED]
+    head_need = server_need(view, head)
     # Shadow time: when the running jobs (by estimated end) free enough servers for the head job.
     ends, slots = pdata.fwork[:k], pdata.iwork[:k]
     m = 0
-    for p in range(view.iv[I_NRUN]):
-        r = view.run_list[p]
-        ends[m] = max(view.jf[r, LAST_START] + _estimate(sizes, r, factor), now)
+    for p in range(num_running(view)):
+        r = running_job(view, p)
+        ends[m] = max(last_start(view, r) + _estimate(sizes, r, factor), t)
         slots[m] = r
         m += 1
     for i in range(n):
-        ends[m] = now + _estimate(sizes, actions[i], factor)
+        ends[m] = t + _estimate(sizes, actions[i], factor)
         slots[m] = actions[i]
         m += 1
     sort_ascending(view, ends, slots, m)
@@ -67,29 +68,27 @@ def _easy(view, sizes, pdata, actions):
     shadow = np.inf
     extra = 0
     for i in range(m):
-        avail += view.ji[slots[i], NEED]
+        avail += server_need(view, slots[i])
         if avail >= head_need:
             shadow = ends[i]
             extra = avail - head_need
             break
     min_need = k
-    for c in range(view.iv[I_NCLASS]):
-        min_need = min(min_need, view.ci[C_NEED, c])
+    for c in range(num_classes(view)):
+        min_need = min(min_need, class_need(view, c))
     # Backfill later jobs that fit now and either end by the shadow time or use only the extra servers.
-    s = view.ji[head, WNEXT]
+    s = next_waiting(view, head)
     while s != -1 and free >= min_need:
-        need = view.ji[s, NEED]
+        need = server_need(view, s)
         if need <= free:
-            if now + _estimate(sizes, s, factor) <= shadow:
-                actions[n] = s
-                n += 1
+            if t + _estimate(sizes, s, factor) <= shadow:
+                n = start(actions, n, s)
                 free -= need
             elif need <= extra:
-                actions[n] = s
-                n += 1
+                n = start(actions, n, s)
                 free -= need
                 extra -= need
-        s = view.ji[s, WNEXT]
+        s = next_waiting(view, s)
     return n
 
 
