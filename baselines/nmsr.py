@@ -8,25 +8,25 @@ from typing import Any, ClassVar
 import numpy as np
 
 from msj_gym.core import Param, Policy
-from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import (
-    C_HEAD,
-    C_NEED,
-    C_NRUN,
-    C_NWAIT,
-    CLS,
-    CNEXT,
-    F_NOW,
-    I_EXHAUSTED,
-    I_FREE,
-    I_NARR,
-    I_NGEN,
-    I_NRUN,
-    I_NWAIT,
-    JOB_ID,
-    NEED,
-    PolicyData,
+from msj_gym.core.access import (
+    arrivals_ended,
+    class_need,
+    class_running,
+    class_waiting,
+    first_waiting_of_class,
+    free_servers,
+    job_class,
+    job_id,
+    next_waiting_of_class,
+    now,
+    num_classes,
+    num_running,
+    num_waiting,
+    server_need,
+    start,
 )
+from msj_gym.core.jit import inline_jit
+from msj_gym.core.state import PolicyData
 
 from ._kit import admit_fifo
 
@@ -48,9 +48,20 @@ def _draw(pdata, mean):
 
 @inline_jit
 def _targets_met(pdata, c, running):
+    """True if no class has more jobs in ``running`` (per-class counts) than schedule ``c`` allows."""
     table = pdata.table
     for i in range(table.shape[1]):
         if running[i] > table[c, i]:
+            return False
+    return True
+
+
+@inline_jit
+def _targets_met_now(view, pdata, c):
+    """``_targets_met`` for the jobs in service now."""
+    table = pdata.table
+    for i in range(table.shape[1]):
+        if class_running(view, i) > table[c, i]:
             return False
     return True
 
@@ -84,21 +95,19 @@ def _advance_clock(pdata, now, running, spent):
 
 @inline_jit
 def _nmsr(view, pdata, actions):
-    st, ci, table = pdata.state, view.ci, pdata.table
-    nclass = ci.shape[1]
+    st, table = pdata.state, pdata.table
+    nclass = num_classes(view)
     nsched = table.shape[0]
-    now = view.fv[F_NOW]
     spent = st[N_FIXED : N_FIXED + nsched]
     prev = st[N_FIXED + nsched : N_FIXED + nsched + nclass]
-    _advance_clock(pdata, now, prev, spent)  # up to now, with the counts left by the last decision
-    cur = ci[C_NRUN]
-    if st[S_SWITCHING] != 0.0 and _targets_met(pdata, int(st[S_SCHED]), cur):
+    _advance_clock(pdata, now(view), prev, spent)  # up to now, with the counts left by the last decision
+    if st[S_SWITCHING] != 0.0 and _targets_met_now(view, pdata, int(st[S_SCHED])):
         st[S_SWITCHING] = 0.0  # a departure just now ended the switch: the clock runs on from now
     c = int(st[S_SCHED])
-    free = view.iv[I_FREE]
+    free = free_servers(view)
     n = 0
     for i in range(nclass):
-        room = int(table[c, i]) - cur[i]
+        room = int(table[c, i]) - class_running(view, i)
         if room > 0:
             n, free, _ = admit_fifo(view, i, free, room, actions, n)
     if pdata.params[1] != 0.0 and st[S_SWITCHING] == 0.0:
@@ -106,33 +115,31 @@ def _nmsr(view, pdata, actions):
         while free > 0:
             best, best_id = -1, 0
             for i in range(nclass):
-                s = ci[C_HEAD, i]
+                s = first_waiting_of_class(view, i)
                 while s != -1 and _already(actions, n, s):
-                    s = view.ji[s, CNEXT]
-                if s != -1 and ci[C_NEED, i] <= free and (best == -1 or view.ji[s, JOB_ID] < best_id):
-                    best, best_id = s, view.ji[s, JOB_ID]
+                    s = next_waiting_of_class(view, s)
+                if s != -1 and class_need(view, i) <= free and (best == -1 or job_id(view, s) < best_id):
+                    best, best_id = s, job_id(view, s)
             if best == -1:
                 break
-            actions[n] = best
-            n += 1
-            free -= view.ji[best, NEED]
-    iv = view.iv
-    if n == 0 and iv[I_NRUN] == 0 and iv[I_NWAIT] > 0 and iv[I_EXHAUSTED] != 0 and iv[I_NARR] >= iv[I_NGEN]:
+            n = start(actions, n, best)
+            free -= server_need(view, best)
+    if n == 0 and num_running(view) == 0 and num_waiting(view) > 0 and arrivals_ended(view):
         # End of a trace: nothing runs and no event will come to move the chain on; jump to the next
         # schedule whose class waits rather than deadlock.
         for step in range(1, nsched + 1):
             c2 = (c + step) % nsched
             for i in range(nclass):
-                if table[c2, i] > 0 and ci[C_NWAIT, i] > 0:
+                if table[c2, i] > 0 and class_waiting(view, i) > 0:
                     st[S_SCHED] = c2
                     st[S_SWITCHING] = 0.0
                     n, free, _ = admit_fifo(view, i, free, int(table[c2, i]), actions, n)
             if n > 0:
                 break
     for i in range(nclass):
-        prev[i] = cur[i]
+        prev[i] = class_running(view, i)
     for j in range(n):
-        prev[view.ji[actions[j], CLS]] += 1
+        prev[job_class(view, actions[j])] += 1
     return n
 
 
