@@ -20,10 +20,14 @@ from msj_gym.core.access import (
     job_id,
     next_waiting_of_class,
     num_classes,
+    num_running,
+    num_servers,
+    running_job,
+    server_need,
     start,
 )
 from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import C_HEAD, C_NEED, CNEXT, I_K, I_NCLASS, I_NRUN, NEED, PolicyData
+from msj_gym.core.state import PolicyData
 
 from ._kit import PACK_GREEDY, fill_and_diff, sort_ascending
 
@@ -131,28 +135,28 @@ class LeastServersFirst(_ClassPriority):
 @inline_jit
 def _msf_preemptive(view, pdata, actions):
     # Candidates: everything running plus, per class, the oldest waiting jobs that could possibly fit.
-    k = view.iv[I_K]
-    nclass = view.iv[I_NCLASS]
-    nrun = view.iv[I_NRUN]
+    k = num_servers(view)
+    nclass = num_classes(view)
+    nrun = num_running(view)
     cap = pdata.iwork.size - 2 * k
     cand, marks, starts = pdata.iwork[:cap], pdata.iwork[cap : cap + k], pdata.iwork[cap + k :]
     keys = pdata.fwork
     m = 0
     for p in range(nrun):
-        s = view.run_list[p]
+        s = running_job(view, p)
         cand[m] = s
-        keys[m] = -view.ji[s, NEED]
+        keys[m] = -server_need(view, s)
         m += 1
     for c in range(nclass):
-        need = view.ci[C_NEED, c]
+        need = class_need(view, c)
         limit = k // need
-        s = view.ci[C_HEAD, c]
+        s = first_waiting_of_class(view, c)
         while s != -1 and limit > 0:
             cand[m] = s
             keys[m] = -need
             m += 1
             limit -= 1
-            s = view.ji[s, CNEXT]
+            s = next_waiting_of_class(view, s)
     sort_ascending(view, keys, cand, m)
     return fill_and_diff(view, cand, m, PACK_GREEDY, marks, starts, actions)
 
