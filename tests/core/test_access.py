@@ -45,6 +45,41 @@ def test_accessors_read_the_state() -> None:
         assert A.remaining_work(z, s) == z.js[s, S.REMAINING]
 
 
+def test_accessors_of_the_system_and_of_running_jobs() -> None:
+    sim = Simulator(
+        load_scenario("four-class").build(load=0.9),
+        make_policy("server-filling"),
+        num_arrivals=5000,
+        seed=3,
+    )
+    sim.run_policy_python(sim.policy, sim.pdata, until_arrivals=3000)
+    v, z = sim.view, sim.sizes
+    system, s = [], A.first_in_system(v)
+    while s != -1:
+        system.append(s)
+        s = A.next_in_system(v, s)
+    backwards, s = [], A.last_in_system(v)
+    while s != -1:
+        backwards.append(s)
+        s = A.prev_in_system(v, s)
+    assert backwards[::-1] == system
+    assert len(system) == A.num_in_system(v) == A.num_waiting(v) + A.num_running(v) > 0
+    assert [A.job_id(v, s) for s in system] == sorted(A.job_id(v, s) for s in system)  # arrival order
+    assert all(A.in_system(v, s) for s in system)
+    running = [A.running_job(v, i) for i in range(A.num_running(v))]
+    assert sorted(s for s in system if A.is_running(v, s)) == sorted(running)
+    for i, s in enumerate(running):
+        assert A.running_index(v, s) == i
+        assert A.last_start(v, s) == v.jf[s, S.LAST_START] <= A.now(v)
+        assert A.service_rate(v, s) == v.jf[s, S.RATE] == 1.0
+    for s in system:
+        assert A.estimate_noise(z, s) == z.js[s, S.NOISE]
+    assert A.num_arrived(v) == v.iv[S.I_NARR] == A.num_departures(v) + A.num_in_system(v)
+    assert A.num_starts(v) == v.iv[S.I_STARTS] >= A.num_running(v)
+    assert A.num_preemptions(v) == v.iv[S.I_PREEMPTIONS] > 0  # ServerFilling preempts
+    assert not A.arrivals_ended(v)
+
+
 def test_decision_writers() -> None:
     actions = np.zeros(4, dtype=np.int64)
     n = A.preempt(actions, 0, 5)
