@@ -13,7 +13,7 @@ with the engine's general features doing what the model needs (see :mod:`msj_gym
   job goes to the end of the service order (``OP_REQUEUE``), which the engine's job lists follow.
 
 The allocation rule itself (each server serves the first job in the service order that may use it) is
-the policies' decision kernel, in ``baselines/balanced_fair.py`` (``fcfs`` on this model and
+the policies' decision kernel, in ``baselines/balanced_fair.py`` (``compat-fcfs`` and
 ``balanced-fair``), with its own invariant, checked after every event in debug mode.
 
 :class:`PooledSimulator` is a :class:`~msj_gym.core.Simulator` that checks Theorem 1 before a run and
@@ -37,7 +37,7 @@ class PooledSimulator(Simulator):
     :class:`~msj_gym.workloads.compat.CompatWorkload`; measurement options, results and records as in
     :class:`~msj_gym.core.Simulator`, whose loop it runs.
 
-    The scheduler is a policy defined on the compatibility model: ``fcfs`` or ``balanced-fair``. The
+    The scheduler is a policy defined on the compatibility model: ``compat-fcfs`` or ``balanced-fair``. The
     stability condition of Theorem 1 is checked first; an unstable system raises unless
     ``allow_unstable=True``. ``record_jobs`` records' ``service_received`` is the work received, and
     ``first_start`` the first time any server served the job.

@@ -155,10 +155,10 @@ def test_list_every_model(capsys):
 
 
 def test_simulate_compatibility_scenario(capsys):
-    argv = ["simulate", "--scenario", "003-tree-symmetric", "--policy", "fcfs", "--load", "0.6"]
+    argv = ["simulate", "--scenario", "003-tree-symmetric", "--policy", "compat-fcfs", "--load", "0.6"]
     assert main([*argv, "--arrivals", "3000", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["scenario"] == "003-tree-symmetric" and out["policy"] == "fcfs"
+    assert out["scenario"] == "003-tree-symmetric" and out["policy"] == "compat-fcfs"
     assert abs(out["offered_load"] - 0.6) < 1e-9 and out["num_measured"] == 2700
 
 

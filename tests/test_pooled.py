@@ -64,7 +64,7 @@ def _tree_trace(jobs, caps=(1.0, 1.0, 1.0)):
     return _TraceWorkload(caps, classes, jobs=tuple(jobs))
 
 
-def _records(wl, policy="fcfs", **params):
+def _records(wl, policy="compat-fcfs", **params):
     sim = PooledSimulator(
         wl,
         make_policy(policy, **params),
@@ -100,7 +100,7 @@ def test_a_later_job_waits_only_for_servers_it_shares():
 
 
 @pytest.mark.parametrize("scenario", ["003-tree-symmetric", "003-tree-asymmetric", "small-random"])
-@pytest.mark.parametrize("policy", [("fcfs", {}), ("balanced-fair", {"m": 2.0})])
+@pytest.mark.parametrize("policy", [("compat-fcfs", {}), ("balanced-fair", {"m": 2.0})])
 def test_allocation_invariant_and_work_conservation(scenario, policy):
     if scenario == "small-random":
         wl = CompatWorkload(
@@ -119,7 +119,7 @@ def test_allocation_invariant_and_work_conservation(scenario, policy):
     np.testing.assert_allclose(rec["service_received"], rec["service_time"], rtol=1e-9, atol=1e-9)
     assert np.all(rec["first_start"] >= rec["arrival_time"])
     assert np.all(rec["departure_time"] > rec["first_start"])
-    if policy[0] == "fcfs":
+    if policy[0] == "compat-fcfs":
         assert np.all(rec["preemptions"] == 0)
     else:  # Exp(theta) work between interruptions: m = 2 per job on average
         assert 1.5 < result.policy_metrics["interruptions_per_job"] < 2.5
@@ -134,7 +134,7 @@ def test_same_seed_same_run_and_m0_is_fcfs():
 
     a, b = run("balanced-fair", m=1.0), run("balanced-fair", m=1.0)
     assert a.mean_response_time == b.mean_response_time and a.events == b.events
-    assert run("balanced-fair", m=0.0).mean_response_time == run("fcfs").mean_response_time
+    assert run("balanced-fair", m=0.0).mean_response_time == run("compat-fcfs").mean_response_time
     assert run("balanced-fair", m=3.0).mean_response_time != a.mean_response_time
 
 
@@ -143,10 +143,10 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="'msf' is not defined on the compatibility model"):
         PooledSimulator(wl, make_policy("msf"))
     assert "not defined on the compatibility model" in supports("server-filling", wl)
-    assert supports("fcfs", wl) is None and supports("balanced-fair", wl) is None
+    assert supports("compat-fcfs", wl) is None and supports("balanced-fair", wl) is None
     lopsided = CompatWorkload((1.0, 1.0, 1.0), (CompatClass((0, 2), 2.5, name="a"), CompatClass((1, 2), 0.1)))
     with pytest.raises(ValueError, match=r"unstable \(Bonald & Comte 2017, Theorem 1\): classes \['a'\]"):
-        PooledSimulator(lopsided, make_policy("fcfs"))
+        PooledSimulator(lopsided, make_policy("compat-fcfs"))
     with pytest.raises(ValueError, match=r"expected >= 0\.0, got -1"):
         make_policy("balanced-fair", m=-1)
     with pytest.raises(ValueError, match="server 3 does not exist"):
@@ -159,7 +159,7 @@ def test_bad_input_is_named():
         make_policy("balanced-fair").prepare(load_scenario("sf-fig2").build(), np.random.default_rng(0))
 
 
-@pytest.mark.parametrize(("policy", "params"), [("fcfs", {}), ("balanced-fair", {"m": 2.0})])
+@pytest.mark.parametrize(("policy", "params"), [("compat-fcfs", {}), ("balanced-fair", {"m": 2.0})])
 def test_bookkeeping_survives_slot_growth(policy, params):
     # From 2 slots the engine doubles them many times; the kernels' per-slot lists must carry over
     # (the debug invariant checks them after every event) and the run must not depend on it.

@@ -21,7 +21,7 @@ from msj_gym.workloads.compat import CompatClass, CompatWorkload, build_compat_s
 
 from ..conftest import assert_within, ci99
 
-POLICIES = [("fcfs", {}), ("balanced-fair", {"m": 1.0}), ("balanced-fair", {"m": 5.0})]
+POLICIES = [("compat-fcfs", {}), ("balanced-fair", {"m": 1.0}), ("balanced-fair", {"m": 5.0})]
 
 
 def _small_random(load: float) -> CompatWorkload:
