@@ -43,8 +43,8 @@ class CompatAssignEnv(gym.Env):
     random assignment (``choose = d``) may use ``d`` servers of its class's pool, processed in parallel
     by every one of them not busy with an earlier job (the model of Bonald & Comte (2017), Sec. 2). The agent
     chooses those ``d`` servers when the job arrives, one server per step (all at zero elapsed time); jobs of
-    classes with fixed servers need no decision. The scheduler is ``fcfs`` (policy ``compat-fcfs``) or ``balanced-fair``
-    (Algorithm 1 with ``m`` interruptions per job), run by the engine's loop as in
+    classes with fixed servers need no decision. The scheduler is ``fcfs`` (policy ``compat-fcfs``) or
+    ``balanced-fair`` (Algorithm 1 with ``m`` interruptions per job), run by the engine's loop as in
     :class:`~msj_gym.pooled.PooledSimulator`; the run pauses before each arrival that needs servers.
 
     ## Action space
