@@ -28,6 +28,8 @@ from .state import (
     CLS,
     CNEXT,
     F_NOW,
+    F_WIN_HI,
+    F_WIN_LO,
     FREE_SLOT,
     I_DONE,
     I_EXHAUSTED,
@@ -69,6 +71,7 @@ __all__ = [
     "first_waiting",
     "first_waiting_of_class",
     "free_servers",
+    "in_measurement_window",
     "in_system",
     "is_running",
     "job_class",
@@ -106,6 +109,13 @@ __all__ = [
 def now(view):
     """The current time."""
     return view.fv[F_NOW]
+
+
+@inline_jit
+def in_measurement_window(view, t):
+    """True if time ``t`` lies in the measurement window, over which the run's time averages accumulate
+    (never, while no window is set)."""
+    return view.fv[F_WIN_LO] <= t < view.fv[F_WIN_HI]
 
 
 @inline_jit
