@@ -17,6 +17,8 @@ what reading the array does.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .jit import inline_jit
 from .state import (
     ARRIVAL,
@@ -27,7 +29,9 @@ from .state import (
     C_NWAIT,
     CLS,
     CNEXT,
+    F_HORIZON,
     F_NOW,
+    F_WARM_TIME,
     F_WIN_HI,
     F_WIN_LO,
     FREE_SLOT,
@@ -35,6 +39,8 @@ from .state import (
     I_EXHAUSTED,
     I_FREE,
     I_K,
+    I_MEAS_HI,
+    I_MEAS_LO,
     I_NARR,
     I_NGEN,
     I_NRUN,
@@ -45,6 +51,7 @@ from .state import (
     I_STAIL,
     I_STARTS,
     I_WHEAD,
+    I_WTAIL,
     JOB_ID,
     LAST_START,
     NEED,
@@ -58,6 +65,7 @@ from .state import (
     SPREV,
     STATE,
     WNEXT,
+    WPREV,
 )
 
 __all__ = [
@@ -78,6 +86,8 @@ __all__ = [
     "job_id",
     "last_in_system",
     "last_start",
+    "last_waiting",
+    "measured_batch",
     "next_in_system",
     "next_waiting",
     "next_waiting_of_class",
@@ -89,10 +99,12 @@ __all__ = [
     "num_preemptions",
     "num_running",
     "num_servers",
+    "num_slots",
     "num_starts",
     "num_waiting",
     "preempt",
     "prev_in_system",
+    "prev_waiting",
     "remaining_work",
     "running_index",
     "running_job",
@@ -154,6 +166,12 @@ def num_classes(view):
     return view.ci.shape[1]
 
 
+@inline_jit
+def num_slots(view):
+    """Number of job slots: every slot ``s`` is in ``0 <= s < num_slots(view)`` (it grows with the system)."""
+    return view.ji.shape[0]
+
+
 # --- counts since the run began ----------------------------------------------------------------------
 @inline_jit
 def num_arrived(view):
@@ -204,6 +222,24 @@ def class_running(view, c):
     return view.ci[C_NRUN, c]
 
 
+# --- measurement -----------------------------------------------------------------------------------
+@inline_jit
+def measured_batch(view, s, nb):
+    """The batch ``0 <= b < nb`` in which the run's metrics count job ``s``, as the engine batches its
+    measured jobs (in arrival order: by arrival time over the measured span in horizon mode, by job id
+    otherwise), or -1 if the job is not measured (or the measured jobs are not yet known)."""
+    j = view.ji[s, JOB_ID]
+    lo, hi = view.iv[I_MEAS_LO], view.iv[I_MEAS_HI]
+    if lo < 0 or j < lo or (hi >= 0 and j >= hi):
+        return -1
+    if view.fv[F_HORIZON] < np.inf:
+        span = view.fv[F_HORIZON] - view.fv[F_WARM_TIME]
+        b = int((view.jf[s, ARRIVAL] - view.fv[F_WARM_TIME]) / span * nb)
+    else:
+        b = (j - lo) * nb // (hi - lo)
+    return min(max(b, 0), nb - 1)
+
+
 # --- lists of jobs (slots; -1 ends a list) ---------------------------------------------------------
 @inline_jit
 def first_waiting(view):
@@ -215,6 +251,18 @@ def first_waiting(view):
 def next_waiting(view, s):
     """The waiting job after ``s`` in service order, or -1."""
     return view.ji[s, WNEXT]
+
+
+@inline_jit
+def last_waiting(view):
+    """The last waiting job in service order (the newest arrival, unless a policy requeues), or -1."""
+    return view.iv[I_WTAIL]
+
+
+@inline_jit
+def prev_waiting(view, s):
+    """The waiting job before ``s`` in service order, or -1."""
+    return view.ji[s, WPREV]
 
 
 @inline_jit
