@@ -23,6 +23,7 @@ from .jit import inline_jit
 from .state import (
     ARRIVAL,
     ATTAINED,
+    BUDGET,
     C_HEAD,
     C_NEED,
     C_NRUN,
@@ -37,6 +38,7 @@ from .state import (
     FREE_SLOT,
     I_DONE,
     I_EXHAUSTED,
+    I_EXPIRIES,
     I_FREE,
     I_K,
     I_MEAS_HI,
@@ -64,6 +66,7 @@ from .state import (
     SNEXT,
     SPREV,
     STATE,
+    WAITING,
     WNEXT,
     WPREV,
 )
@@ -71,6 +74,7 @@ from .state import (
 __all__ = [
     "arrival_time",
     "arrivals_ended",
+    "budget_spent",
     "class_need",
     "class_running",
     "class_waiting",
@@ -82,6 +86,7 @@ __all__ = [
     "in_measurement_window",
     "in_system",
     "is_running",
+    "is_waiting",
     "job_class",
     "job_id",
     "last_in_system",
@@ -95,6 +100,7 @@ __all__ = [
     "num_arrived",
     "num_classes",
     "num_departures",
+    "num_expiries",
     "num_in_system",
     "num_preemptions",
     "num_running",
@@ -201,6 +207,12 @@ def num_starts(view):
 def num_preemptions(view):
     """Preemptions so far."""
     return view.iv[I_PREEMPTIONS]
+
+
+@inline_jit
+def num_expiries(view):
+    """Expiries of work budgets so far (event instants at which a job's budget ran out)."""
+    return view.iv[I_EXPIRIES]
 
 
 # --- classes ---------------------------------------------------------------------------------------
@@ -342,6 +354,18 @@ def in_system(view, s):
 def is_running(view, s):
     """True if the job is in service."""
     return view.ji[s, STATE] == RUNNING
+
+
+@inline_jit
+def is_waiting(view, s):
+    """True if the job waits (is in the system, not in service)."""
+    return view.ji[s, STATE] == WAITING
+
+
+@inline_jit
+def budget_spent(view, s):
+    """True if the job's work budget has run out (its expiry event has come and no new budget is set)."""
+    return np.isnan(view.jf[s, BUDGET])
 
 
 @inline_jit
