@@ -35,29 +35,28 @@ from typing import Any, ClassVar
 import numpy as np
 
 from msj_gym.core import Param, Policy
+from msj_gym.core.access import (
+    budget_spent,
+    first_in_system,
+    free_servers,
+    in_system,
+    is_running,
+    is_waiting,
+    job_id,
+    last_in_system,
+    next_in_system,
+    num_arrived,
+    num_departures,
+    num_expiries,
+    num_servers,
+    preempt,
+    prev_in_system,
+    server_need,
+    service_rate,
+)
 from msj_gym.core.actions import emit_budget, emit_requeue, emit_serve
 from msj_gym.core.jit import inline_jit, kernel_jit
-from msj_gym.core.state import (
-    BUDGET,
-    FREE_SLOT,
-    I_DONE,
-    I_EXPIRIES,
-    I_FREE,
-    I_K,
-    I_NARR,
-    I_SHEAD,
-    I_STAIL,
-    JATTR,
-    JOB_ID,
-    NEED,
-    RATE,
-    RUNNING,
-    SNEXT,
-    SPREV,
-    STATE,
-    WAITING,
-    PolicyData,
-)
+from msj_gym.core.state import JATTR, PolicyData
 
 MODEL = "compatibility"
 
@@ -164,8 +163,7 @@ def _append(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, s
 @inline_jit
 def _compat_serve(view, pdata, actions):
     par, iw, fw = pdata.params, pdata.iwork, pdata.fwork
-    ji, jf = view.ji, view.jf
-    nserv = view.iv[I_K]
+    nserv = num_servers(view)
     d = int(par[P_D])
     sh = int(par[P_SHIFT])
     theta = par[P_THETA]
@@ -175,15 +173,15 @@ def _compat_serve(view, pdata, actions):
     ni = 0
     nd = 0
     # Departures and spent budgets: each such job heads the list of a server it held.
-    if view.iv[I_DONE] != iw[M_DONE] or view.iv[I_EXPIRIES] != iw[M_EXP]:
-        iw[M_DONE] = view.iv[I_DONE]
-        iw[M_EXP] = view.iv[I_EXPIRIES]
+    if num_departures(view) != iw[M_DONE] or num_expiries(view) != iw[M_EXP]:
+        iw[M_DONE] = num_departures(view)
+        iw[M_EXP] = num_expiries(view)
         for v in range(nserv):
             while head[v] >= 0:
                 s = head[v] >> sh
-                if ji[s, STATE] == FREE_SLOT or ji[s, JOB_ID] != jid[s]:  # departed (slot maybe reused)
+                if not in_system(view, s) or job_id(view, s) != jid[s]:  # departed (slot maybe reused)
                     nd = _unlink(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
-                elif ji[s, STATE] == RUNNING and np.isnan(jf[s, BUDGET]):  # Algorithm 1: interrupted
+                elif is_running(view, s) and budget_spent(view, s):  # Algorithm 1: interrupted
                     nd = _unlink(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
                     ilist[ni] = s
                     ni += 1
@@ -191,22 +189,22 @@ def _compat_serve(view, pdata, actions):
                 else:
                     break
     # Arrivals since the last decision: the last ones of the engine's order, oldest first.
-    narr = view.iv[I_NARR]
+    narr = num_arrived(view)
     new = narr - iw[M_NARR]
     iw[M_NARR] = narr
     if new > 0:
-        s = view.iv[I_STAIL]
+        s = last_in_system(view)
         for _ in range(new - 1):
-            s = ji[s, SPREV]
+            s = prev_in_system(view, s)
         while s != -1:
             for q in range(d):
-                srv[(s << sh) + q] = ji[s, JATTR + q]
-            jid[s] = ji[s, JOB_ID]
+                srv[(s << sh) + q] = view.ji[s, JATTR + q]  # the job's compatible servers
+            jid[s] = job_id(view, s)
             held[s] = 0
             rate[s] = 0.0
             frag[s] = theta * pdata.rng.standard_exponential() if theta < np.inf else np.inf
             nd = _append(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
-            s = ji[s, SNEXT]
+            s = next_in_system(view, s)
     # Interrupted jobs join the end of the order behind this instant's arrivals, as the engine's
     # requeue puts them.
     for i in range(ni):
@@ -217,13 +215,12 @@ def _compat_serve(view, pdata, actions):
     for i in range(ni):
         s = ilist[i]
         n = emit_requeue(actions, n, s)
-        actions[n] = -s - 1
-        n += 1
+        n = preempt(actions, n, s)
     for i in range(nd):
         s = dlist[i]
         if held[s] == 0:
             continue
-        if theta < np.inf and (ist[s] == stamp or ji[s, STATE] == WAITING):
+        if theta < np.inf and (ist[s] == stamp or is_waiting(view, s)):
             n = emit_budget(actions, n, s, frag[s])
         n = emit_serve(actions, n, s, held[s], rate[s])
     return n
@@ -236,19 +233,18 @@ def _compat_check(view, pdata):
     holds a server, on as many servers as it holds and at the sum of their capacities; and the
     kernel's lists agree."""
     par, iw, fw = pdata.params, pdata.iwork, pdata.fwork
-    ji, jf = view.ji, view.jf
-    nserv = view.iv[I_K]
+    nserv = num_servers(view)
     d = int(par[P_D])
     sh = int(par[P_SHIFT])
     head, _, _, _, taken, srv, _, _, held, _, _, _, rate, _ = _parts(nserv, sh, iw, fw)
     for v in range(nserv):
         taken[v] = 0
-    s = view.iv[I_SHEAD]
+    s = first_in_system(view)
     while s != -1:
         n = 0
         r = 0.0
         for q in range(d):
-            v = ji[s, JATTR + q]
+            v = view.ji[s, JATTR + q]
             if srv[(s << sh) + q] != v:
                 return 1
             if v < 0:
@@ -259,19 +255,19 @@ def _compat_check(view, pdata):
                 r += par[P_MU + v]
                 if head[v] < 0 or head[v] >> sh != s:
                     return 2
-        running = ji[s, STATE] == RUNNING
+        running = is_running(view, s)
         if running != (n > 0) or held[s] != n or abs(rate[s] - r) > 1e-9 * max(1.0, r):
             return 3
-        if running and (ji[s, NEED] != n or abs(jf[s, RATE] - r) > 1e-9 * max(1.0, r)):
+        if running and (server_need(view, s) != n or abs(service_rate(view, s) - r) > 1e-9 * max(1.0, r)):
             return 4
-        s = ji[s, SNEXT]
+        s = next_in_system(view, s)
     idle = 0
     for v in range(nserv):
         if taken[v] == 0:
             if head[v] != -1:
                 return 5
             idle += 1
-    if idle != view.iv[I_FREE]:
+    if idle != free_servers(view):
         return 6
     return 0
 

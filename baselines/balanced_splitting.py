@@ -17,30 +17,27 @@ import numpy as np
 
 from msj_gym.analysis.balanced_splitting import BSPartition, bs_partition, relative_demands
 from msj_gym.core import Param, Policy
-from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import (
-    ARRIVAL,
-    C_HEAD,
-    C_NEED,
-    C_NRUN,
-    CLS,
-    CNEXT,
-    F_HORIZON,
-    F_WARM_TIME,
-    I_DONE,
-    I_FREE,
-    I_MEAS_HI,
-    I_MEAS_LO,
-    I_NARR,
-    I_NCLASS,
-    I_WTAIL,
-    JOB_ID,
-    RUNNING,
-    STATE,
-    WNEXT,
-    WPREV,
-    PolicyData,
+from msj_gym.core.access import (
+    class_need,
+    class_running,
+    first_waiting_of_class,
+    free_servers,
+    is_running,
+    job_class,
+    job_id,
+    last_waiting,
+    measured_batch,
+    next_waiting,
+    next_waiting_of_class,
+    num_arrived,
+    num_classes,
+    num_departures,
+    num_slots,
+    prev_waiting,
+    start,
 )
+from msj_gym.core.jit import inline_jit
+from msj_gym.core.state import PolicyData
 
 # pdata.params = [mode, aux, then per class: s_i (C), helper priority key (C)]
 P_MODE, P_AUX = 0, 1
@@ -58,31 +55,16 @@ NB = 30  # batches of the P_H estimate (arrival order, as the engine batches res
 
 
 @inline_jit
-def _batch(view, s):
-    """The batch of the job in slot ``s`` (-1 if it is not measured), as the engine batches its jobs."""
-    j = view.ji[s, JOB_ID]
-    lo, hi = view.iv[I_MEAS_LO], view.iv[I_MEAS_HI]
-    if lo < 0 or j < lo or (hi >= 0 and j >= hi):
-        return -1
-    if view.fv[F_HORIZON] < np.inf:
-        span = view.fv[F_HORIZON] - view.fv[F_WARM_TIME]
-        b = int((view.jf[s, ARRIVAL] - view.fv[F_WARM_TIME]) / span * NB)
-    else:
-        b = (j - lo) * NB // (hi - lo)
-    return min(max(b, 0), NB - 1)
-
-
-@inline_jit
 def _next_unmarked(view, s, marks):
     while s != -1 and marks[s] != 0:
-        s = view.ji[s, CNEXT]
+        s = next_waiting_of_class(view, s)
     return s
 
 
 @inline_jit
 def _balanced_splitting(view, pdata, actions):
-    par, st, ji, ci = pdata.params, pdata.state, view.ji, view.ci
-    nclass = view.iv[I_NCLASS]
+    par, st = pdata.params, pdata.state
+    nclass = num_classes(view)
     mode = int(par[P_MODE])
     aux = int(par[P_AUX])
     blocks = par[N_PFIX : N_PFIX + nclass]
@@ -92,17 +74,17 @@ def _balanced_splitting(view, pdata, actions):
     toh0 = arr0 + NB * nclass
     srv0 = toh0 + NB * nclass
     hl0 = srv0 + NB * nclass
-    nslot = ji.shape[0]
+    nslot = num_slots(view)
     marks = pdata.iwork[:nslot]
     cursor = pdata.iwork[nslot : nslot + nclass]
 
     # 1. Helper jobs that left since the last decision.
-    if st[S_DONE] != view.iv[I_DONE]:
+    if st[S_DONE] != num_departures(view):
         nh = int(st[S_NH])
         p = 0
         while p < nh:
             s = int(st[hl0 + 3 * p])
-            if ji[s, STATE] != RUNNING or ji[s, JOB_ID] != int(st[hl0 + 3 * p + 1]):
+            if not is_running(view, s) or job_id(view, s) != int(st[hl0 + 3 * p + 1]):
                 on_h[int(st[hl0 + 3 * p + 2])] -= 1.0
                 nh -= 1
                 st[hl0 + 3 * p] = st[hl0 + 3 * nh]
@@ -111,14 +93,14 @@ def _balanced_splitting(view, pdata, actions):
             else:
                 p += 1
         st[S_NH] = nh
-        st[S_DONE] = view.iv[I_DONE]
+        st[S_DONE] = num_departures(view)
 
     # 2. Room in each A_i, and the idle helpers.
-    h_free = view.iv[I_FREE]
+    h_free = free_servers(view)
     for c in range(nclass):
-        room = int(blocks[c]) - (ci[C_NRUN, c] - int(on_h[c]))
+        room = int(blocks[c]) - (class_running(view, c) - int(on_h[c]))
         cursor[c] = max(room, 0)  # cursor holds the room until step 4
-        h_free -= cursor[c] * ci[C_NEED, c]
+        h_free -= cursor[c] * class_need(view, c)
     h_free = max(h_free, 0)  # < 0 only if jobs were started by another policy (a warm start)
 
     # 3. Jobs into their A_i. BS: the oldest waiting jobs of the class (rule 1 for an arrival that finds
@@ -128,39 +110,37 @@ def _balanced_splitting(view, pdata, actions):
     first_new = int(st[S_NARR])
     if mode == MODE_BS:
         for c in range(nclass):
-            s = ci[C_HEAD, c]
+            s = first_waiting_of_class(view, c)
             while s != -1 and cursor[c] > 0:
-                actions[n] = s
-                n += 1
+                n = start(actions, n, s)
                 marks[s] = 1
                 cursor[c] -= 1
-                s = ji[s, CNEXT]
+                s = next_waiting_of_class(view, s)
     # the jobs arriving now are the tail of the waiting list
-    s = view.iv[I_WTAIL]
+    s = last_waiting(view)
     head_new = -1
-    while s != -1 and ji[s, JOB_ID] >= first_new:
+    while s != -1 and job_id(view, s) >= first_new:
         head_new = s
-        s = ji[s, WPREV]
+        s = prev_waiting(view, s)
     s = head_new
     while s != -1:
-        c = ji[s, CLS]
+        c = job_class(view, s)
         if mode == MODE_MODIFIED and cursor[c] > 0:
-            actions[n] = s
-            n += 1
+            n = start(actions, n, s)
             marks[s] = 1
             cursor[c] -= 1
-        b = _batch(view, s)
+        b = measured_batch(view, s, NB)
         if b >= 0:
             st[arr0 + b * nclass + c] += 1.0
             if marks[s] == 0:
                 st[toh0 + b * nclass + c] += 1.0
-        s = ji[s, WNEXT]
-    st[S_NARR] = view.iv[I_NARR]
+        s = next_waiting(view, s)
+    st[S_NARR] = num_arrived(view)
 
     # 4. The auxiliary policy on the helpers, over the waiting jobs not just sent to an A_i: per class
     # the oldest such job (a class's jobs share a need, so its oldest is the one that fits if any does).
     for c in range(nclass):
-        cursor[c] = _next_unmarked(view, ci[C_HEAD, c], marks)
+        cursor[c] = _next_unmarked(view, first_waiting_of_class(view, c), marks)
     nh = int(st[S_NH])
     cap = (st.size - hl0) // 3
     while h_free > 0 and nh < cap:
@@ -171,26 +151,25 @@ def _balanced_splitting(view, pdata, actions):
             s = cursor[c]
             if s == -1:
                 continue
-            if aux != AUX_FCFS and ci[C_NEED, c] > h_free:
+            if aux != AUX_FCFS and class_need(view, c) > h_free:
                 continue
-            jid = ji[s, JOB_ID]
+            jid = job_id(view, s)
             if best == -1 or key[c] < best_key or (key[c] == best_key and jid < best_id):
                 best, best_key, best_id = c, key[c], jid
-        if best == -1 or ci[C_NEED, best] > h_free:
+        if best == -1 or class_need(view, best) > h_free:
             break  # FCFS: the oldest helper job does not fit and blocks the rest
         s = cursor[best]
-        actions[n] = s
-        n += 1
-        h_free -= ci[C_NEED, best]
+        n = start(actions, n, s)
+        h_free -= class_need(view, best)
         on_h[best] += 1.0
         st[hl0 + 3 * nh] = s
-        st[hl0 + 3 * nh + 1] = ji[s, JOB_ID]
+        st[hl0 + 3 * nh + 1] = job_id(view, s)
         st[hl0 + 3 * nh + 2] = best
         nh += 1
-        b = _batch(view, s)
+        b = measured_batch(view, s, NB)
         if b >= 0:
             st[srv0 + b * nclass + best] += 1.0
-        cursor[best] = _next_unmarked(view, ji[s, CNEXT], marks)
+        cursor[best] = _next_unmarked(view, next_waiting_of_class(view, s), marks)
     st[S_NH] = nh
     for i in range(n):
         marks[actions[i]] = 0

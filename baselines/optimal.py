@@ -19,9 +19,21 @@ from typing import Any, ClassVar
 import numpy as np
 
 from msj_gym.core import Policy
+from msj_gym.core.access import (
+    class_running,
+    class_waiting,
+    first_waiting_of_class,
+    job_class,
+    job_id,
+    next_waiting_of_class,
+    num_running,
+    preempt,
+    running_job,
+    start,
+)
 from msj_gym.core.jit import inline_jit
 from msj_gym.core.policy import Param
-from msj_gym.core.state import C_HEAD, C_NRUN, C_NWAIT, CLS, CNEXT, I_NRUN, JOB_ID, PolicyData
+from msj_gym.core.state import PolicyData
 
 __all__ = ["MDPOptimal", "MDPOptimalPreemptive", "solved_table"]
 
@@ -37,8 +49,8 @@ def _mdp_optimal(view, pdata, actions):
     t_flat = 0
     code = 0
     for c in range(nclass):
-        running = view.ci[C_NRUN, c]
-        t = view.ci[C_NWAIT, c] + running
+        running = class_running(view, c)
+        t = class_waiting(view, c) + running
         cap = int(params[2 + c])
         if t > cap:
             t = cap
@@ -51,16 +63,15 @@ def _mdp_optimal(view, pdata, actions):
     gsize = pdata.table.shape[1] // nR
     cursor = pdata.iwork
     for c in range(nclass):
-        cursor[c] = view.ci[C_HEAD, c]
+        cursor[c] = first_waiting_of_class(view, c)
     n = 0
     while True:
         c = int(pdata.table[0, cfg * gsize + t_flat])
         if c < 0:
             break
         s = cursor[c]
-        actions[n] = s
-        n += 1
-        cursor[c] = view.ji[s, CNEXT]
+        n = start(actions, n, s)
+        cursor[c] = next_waiting_of_class(view, s)
         cfg = int(params[up + c * nR + cfg])
     return n
 
@@ -72,7 +83,7 @@ def _mdp_optimal_preemptive(view, pdata, actions):
     int(params[1])
     t_flat = 0
     for c in range(nclass):
-        t = view.ci[C_NWAIT, c] + view.ci[C_NRUN, c]
+        t = class_waiting(view, c) + class_running(view, c)
         cap = int(params[2 + c])
         if t > cap:
             t = cap
@@ -83,28 +94,26 @@ def _mdp_optimal_preemptive(view, pdata, actions):
     target = int(pdata.table[0, t_flat])
     n = 0
     # preempt first: the youngest running jobs of each class above its target
-    nrun = view.iv[I_NRUN]
+    nrun = num_running(view)
     for c in range(nclass):
-        excess = view.ci[C_NRUN, c] - int(params[configs + target * nclass + c])
+        excess = class_running(view, c) - int(params[configs + target * nclass + c])
         below = -1  # job ids already chosen are the youngest; take the next below them
         for _ in range(excess):
             best = -1
             best_id = -1
             for p in range(nrun):
-                s = view.run_list[p]
-                j = view.ji[s, JOB_ID]
-                if view.ji[s, CLS] == c and j > best_id and (below < 0 or j < below):
+                s = running_job(view, p)
+                j = job_id(view, s)
+                if job_class(view, s) == c and j > best_id and (below < 0 or j < below):
                     best, best_id = s, j
-            actions[n] = -best - 1
-            n += 1
+            n = preempt(actions, n, best)
             below = best_id
     for c in range(nclass):
-        short = int(params[configs + target * nclass + c]) - view.ci[C_NRUN, c]
-        s = view.ci[C_HEAD, c]
+        short = int(params[configs + target * nclass + c]) - class_running(view, c)
+        s = first_waiting_of_class(view, c)
         for _ in range(short):
-            actions[n] = s
-            n += 1
-            s = view.ji[s, CNEXT]
+            n = start(actions, n, s)
+            s = next_waiting_of_class(view, s)
     return n
 
 

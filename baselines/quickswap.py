@@ -13,25 +13,24 @@ from typing import Any, ClassVar
 import numpy as np
 
 from msj_gym.core import Param, Policy
-from msj_gym.core.jit import inline_jit
-from msj_gym.core.state import (
-    C_HEAD,
-    C_NEED,
-    C_NRUN,
-    C_NWAIT,
-    CLS,
-    F_NOW,
-    F_WIN_HI,
-    F_WIN_LO,
-    I_EXHAUSTED,
-    I_FREE,
-    I_K,
-    I_NARR,
-    I_NGEN,
-    I_NRUN,
-    NEED,
-    PolicyData,
+from msj_gym.core.access import (
+    arrivals_ended,
+    class_need,
+    class_running,
+    class_waiting,
+    first_waiting_of_class,
+    free_servers,
+    in_measurement_window,
+    job_class,
+    now,
+    num_classes,
+    num_running,
+    num_servers,
+    server_need,
+    start,
 )
+from msj_gym.core.jit import inline_jit
+from msj_gym.core.state import PolicyData
 
 from ._kit import admit_fifo
 
@@ -51,13 +50,13 @@ def _set_phase(view, st, new):
     old = int(st[S_PHASE])
     if new == old:
         return
-    now = view.fv[F_NOW]
-    start = st[S_START]
-    if view.fv[F_WIN_LO] <= start < view.fv[F_WIN_HI] and now > start:  # empty phases are not visits
-        st[S_TIME + old] += now - start
+    t = now(view)
+    began = st[S_START]
+    if in_measurement_window(view, began) and t > began:  # empty phases are not visits
+        st[S_TIME + old] += t - began
         st[S_VISITS + old] += 1.0
     st[S_PHASE] = new
-    st[S_START] = now
+    st[S_START] = t
 
 
 @inline_jit
@@ -68,19 +67,19 @@ def _light_mode(k, n_light):
 @inline_jit
 def _admit_class(view, c, free, actions, n):
     """Start class ``c``'s waiting jobs (FIFO) while they fit; returns (n, free, started)."""
-    return admit_fifo(view, c, free, view.iv[I_K], actions, n)
+    return admit_fifo(view, c, free, num_servers(view), actions, n)
 
 
 @inline_jit
 def _msfq_literal(view, pdata, actions):
-    st, par, ci = pdata.state, pdata.params, view.ci
+    st, par = pdata.state, pdata.params
     light, heavy = int(par[P_LIGHT]), int(par[P_HEAVY])
     ell = par[P_ELL]
-    k = view.iv[I_K]
-    free = view.iv[I_FREE]
-    lw, lr = ci[C_NWAIT, light], ci[C_NRUN, light]
-    hw, hr = ci[C_NWAIT, heavy], ci[C_NRUN, heavy]
-    s_heavy = ci[C_HEAD, heavy]
+    k = num_servers(view)
+    free = free_servers(view)
+    lw, lr = class_waiting(view, light), class_running(view, light)
+    hw, hr = class_waiting(view, heavy), class_running(view, heavy)
+    s_heavy = first_waiting_of_class(view, heavy)
     n = 0
     for _ in range(8):  # a decision settles within a few phase changes
         ph = int(st[S_PHASE])
@@ -96,8 +95,7 @@ def _msfq_literal(view, pdata, actions):
                 return n
             if hw > 0:
                 if free == k:
-                    actions[n] = s_heavy
-                    n += 1
+                    n = start(actions, n, s_heavy)
                     free -= k
                     hw -= 1
                     hr += 1
@@ -131,13 +129,13 @@ def _msfq_literal(view, pdata, actions):
 def _msfq_author(view, pdata, actions):
     """The authors' simulator's "quick swap" (the authors' variant), threshold t = k - ell
     idle servers, with (armed, blocked) flags; admission otherwise in MSF order."""
-    st, par, ci = pdata.state, pdata.params, view.ci
+    st, par = pdata.state, pdata.params
     light, heavy = int(par[P_LIGHT]), int(par[P_HEAVY])
-    k = view.iv[I_K]
+    k = num_servers(view)
     t = k - par[P_ELL]
-    free = view.iv[I_FREE]
-    lr = ci[C_NRUN, light]
-    hw, hr = ci[C_NWAIT, heavy], ci[C_NRUN, heavy]
+    free = free_servers(view)
+    lr = class_running(view, light)
+    hw, hr = class_waiting(view, heavy), class_running(view, heavy)
     light_departed = lr < st[S_PREV_LRUN]
     heavy_arrived = hw + hr > st[S_PREV_HEAVY]
     if st[S_BLOCKED] != 0.0 and lr == 0:
@@ -148,8 +146,7 @@ def _msfq_author(view, pdata, actions):
     n = 0
     if st[S_BLOCKED] == 0.0:
         if hw > 0 and free == k:
-            actions[n] = ci[C_HEAD, heavy]
-            n += 1
+            n = start(actions, n, first_waiting_of_class(view, heavy))
             free -= k
             hw -= 1
             hr += 1
@@ -256,14 +253,14 @@ def _descending_order(needs: np.ndarray) -> np.ndarray:
 
 @inline_jit
 def _adaptive(view, pdata, actions):
-    ci, order, st = view.ci, pdata.params, pdata.state
+    order, st = pdata.params, pdata.state
     nclass = order.size
-    free = view.iv[I_FREE]
+    free = free_servers(view)
     n = 0
     draining = st[0] != 0.0
     for i in range(nclass):
         c = int(order[i])
-        if ci[C_NWAIT, c] == 0:
+        if class_waiting(view, c) == 0:
             continue
         if draining:
             # only the largest class with waiting jobs may enter; once one of its jobs has, MSF resumes
@@ -279,10 +276,10 @@ def _adaptive(view, pdata, actions):
         starved = False
         busy_with_queue = False
         for c in range(nclass):
-            waiting = ci[C_NWAIT, c]
-            running = ci[C_NRUN, c]
+            waiting = class_waiting(view, c)
+            running = class_running(view, c)
             for j in range(n):
-                if view.ji[actions[j], CLS] == c:
+                if job_class(view, actions[j]) == c:
                     waiting -= 1
                     running += 1
             if waiting > 0 and running == 0:
@@ -321,12 +318,12 @@ class AdaptiveQuickswap(Policy):
 
 
 @inline_jit
-def _next_nonempty(ci, order, cur):
+def _next_nonempty(view, order, cur):
     """The next class in cyclic descending order with waiting jobs; ``cur`` if there is none."""
     nclass = order.size
     for step in range(1, nclass):
         p = (cur + step) % nclass
-        if ci[C_NWAIT, int(order[p])] > 0:
+        if class_waiting(view, int(order[p])) > 0:
             return p
     return cur
 
@@ -335,20 +332,19 @@ def _next_nonempty(ci, order, cur):
 def _turn_may_end(view, c, started):
     """C: no job of another class in service, and fewer class-c jobs in service (counting ``started``
     just now) than fill the servers."""
-    ci = view.ci
-    for o in range(ci.shape[1]):
-        if o != c and ci[C_NRUN, o] > 0:
+    for o in range(num_classes(view)):
+        if o != c and class_running(view, o) > 0:
             return False
-    return ci[C_NRUN, c] + started <= view.iv[I_K] // ci[C_NEED, c] - 1
+    return class_running(view, c) + started <= num_servers(view) // class_need(view, c) - 1
 
 
 @inline_jit
 def _static(view, pdata, actions):
-    ci, order, st = view.ci, pdata.params, pdata.state
+    order, st = pdata.params, pdata.state
     nclass = order.size
     arrived = -1
     for c in range(nclass):
-        if ci[C_NWAIT, c] + ci[C_NRUN, c] > st[1 + c]:
+        if class_waiting(view, c) + class_running(view, c) > st[1 + c]:
             arrived = c
             break
     cur = int(st[0])
@@ -361,27 +357,26 @@ def _static(view, pdata, actions):
                 cur = p
     if arrived != -1:
         if _turn_may_end(view, int(order[cur]), 0) and arrived != int(order[cur]):
-            cur = _next_nonempty(ci, order, cur)
-        if ci[C_NWAIT, int(order[cur])] == 0:
-            cur = _next_nonempty(ci, order, cur)
+            cur = _next_nonempty(view, order, cur)
+        if class_waiting(view, int(order[cur])) == 0:
+            cur = _next_nonempty(view, order, cur)
     c = int(order[cur])
-    n, _, _ = _admit_class(view, c, view.iv[I_FREE], actions, n)
+    n, _, _ = _admit_class(view, c, free_servers(view), actions, n)
     # the turn test counts this pass's starts as in service; the new class starts at the next event, as
     # in the authors' code, unless a second pass is asked for or no next event will ever come (nothing
     # in service, no arrival left: the end of a trace would otherwise deadlock)
     if _turn_may_end(view, c, n):
-        nxt = _next_nonempty_after(ci, order, cur, c, ci[C_NWAIT, c] - n)
+        nxt = _next_nonempty_after(view, order, cur, c, class_waiting(view, c) - n)
         if nxt != cur:
             cur = nxt
-            iv = view.iv
-            last = iv[I_NRUN] + n == 0 and iv[I_EXHAUSTED] != 0 and iv[I_NARR] >= iv[I_NGEN]
+            last = num_running(view) + n == 0 and arrivals_ended(view)
             if pdata.table.size > 0 or last:
                 n, _, _ = _admit_class(
-                    view, int(order[cur]), view.iv[I_FREE] - _needs_of(view, actions, n), actions, n
+                    view, int(order[cur]), free_servers(view) - _needs_of(view, actions, n), actions, n
                 )
     st[0] = cur
     for o in range(nclass):
-        st[1 + o] = ci[C_NWAIT, o] + ci[C_NRUN, o]
+        st[1 + o] = class_waiting(view, o) + class_running(view, o)
     return n
 
 
@@ -389,18 +384,18 @@ def _static(view, pdata, actions):
 def _needs_of(view, actions, n):
     total = 0
     for j in range(n):
-        total += view.ji[actions[j], NEED]
+        total += server_need(view, actions[j])
     return total
 
 
 @inline_jit
-def _next_nonempty_after(ci, order, cur, c, waiting_c):
+def _next_nonempty_after(view, order, cur, c, waiting_c):
     # as _next_nonempty, with class c's queue length taken after this pass's admissions
     nclass = order.size
     for step in range(1, nclass):
         p = (cur + step) % nclass
         o = int(order[p])
-        if (waiting_c if o == c else ci[C_NWAIT, o]) > 0:
+        if (waiting_c if o == c else class_waiting(view, o)) > 0:
             return p
     return cur
 

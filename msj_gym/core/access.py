@@ -17,22 +17,32 @@ what reading the array does.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .jit import inline_jit
 from .state import (
     ARRIVAL,
     ATTAINED,
+    BUDGET,
     C_HEAD,
     C_NEED,
     C_NRUN,
     C_NWAIT,
     CLS,
     CNEXT,
+    F_HORIZON,
     F_NOW,
+    F_WARM_TIME,
+    F_WIN_HI,
+    F_WIN_LO,
     FREE_SLOT,
     I_DONE,
     I_EXHAUSTED,
+    I_EXPIRIES,
     I_FREE,
     I_K,
+    I_MEAS_HI,
+    I_MEAS_LO,
     I_NARR,
     I_NGEN,
     I_NRUN,
@@ -43,6 +53,7 @@ from .state import (
     I_STAIL,
     I_STARTS,
     I_WHEAD,
+    I_WTAIL,
     JOB_ID,
     LAST_START,
     NEED,
@@ -55,12 +66,15 @@ from .state import (
     SNEXT,
     SPREV,
     STATE,
+    WAITING,
     WNEXT,
+    WPREV,
 )
 
 __all__ = [
     "arrival_time",
     "arrivals_ended",
+    "budget_spent",
     "class_need",
     "class_running",
     "class_waiting",
@@ -69,12 +83,16 @@ __all__ = [
     "first_waiting",
     "first_waiting_of_class",
     "free_servers",
+    "in_measurement_window",
     "in_system",
     "is_running",
+    "is_waiting",
     "job_class",
     "job_id",
     "last_in_system",
     "last_start",
+    "last_waiting",
+    "measured_batch",
     "next_in_system",
     "next_waiting",
     "next_waiting_of_class",
@@ -82,14 +100,17 @@ __all__ = [
     "num_arrived",
     "num_classes",
     "num_departures",
+    "num_expiries",
     "num_in_system",
     "num_preemptions",
     "num_running",
     "num_servers",
+    "num_slots",
     "num_starts",
     "num_waiting",
     "preempt",
     "prev_in_system",
+    "prev_waiting",
     "remaining_work",
     "running_index",
     "running_job",
@@ -106,6 +127,13 @@ __all__ = [
 def now(view):
     """The current time."""
     return view.fv[F_NOW]
+
+
+@inline_jit
+def in_measurement_window(view, t):
+    """True if time ``t`` lies in the measurement window, over which the run's time averages accumulate
+    (never, while no window is set)."""
+    return view.fv[F_WIN_LO] <= t < view.fv[F_WIN_HI]
 
 
 @inline_jit
@@ -144,6 +172,12 @@ def num_classes(view):
     return view.ci.shape[1]
 
 
+@inline_jit
+def num_slots(view):
+    """Number of job slots: every slot ``s`` is in ``0 <= s < num_slots(view)`` (it grows with the system)."""
+    return view.ji.shape[0]
+
+
 # --- counts since the run began ----------------------------------------------------------------------
 @inline_jit
 def num_arrived(view):
@@ -175,6 +209,12 @@ def num_preemptions(view):
     return view.iv[I_PREEMPTIONS]
 
 
+@inline_jit
+def num_expiries(view):
+    """Expiries of work budgets so far (event instants at which a job's budget ran out)."""
+    return view.iv[I_EXPIRIES]
+
+
 # --- classes ---------------------------------------------------------------------------------------
 @inline_jit
 def class_need(view, c):
@@ -194,6 +234,24 @@ def class_running(view, c):
     return view.ci[C_NRUN, c]
 
 
+# --- measurement -----------------------------------------------------------------------------------
+@inline_jit
+def measured_batch(view, s, nb):
+    """The batch ``0 <= b < nb`` in which the run's metrics count job ``s``, as the engine batches its
+    measured jobs (in arrival order: by arrival time over the measured span in horizon mode, by job id
+    otherwise), or -1 if the job is not measured (or the measured jobs are not yet known)."""
+    j = view.ji[s, JOB_ID]
+    lo, hi = view.iv[I_MEAS_LO], view.iv[I_MEAS_HI]
+    if lo < 0 or j < lo or (hi >= 0 and j >= hi):
+        return -1
+    if view.fv[F_HORIZON] < np.inf:
+        span = view.fv[F_HORIZON] - view.fv[F_WARM_TIME]
+        b = int((view.jf[s, ARRIVAL] - view.fv[F_WARM_TIME]) / span * nb)
+    else:
+        b = (j - lo) * nb // (hi - lo)
+    return min(max(b, 0), nb - 1)
+
+
 # --- lists of jobs (slots; -1 ends a list) ---------------------------------------------------------
 @inline_jit
 def first_waiting(view):
@@ -205,6 +263,18 @@ def first_waiting(view):
 def next_waiting(view, s):
     """The waiting job after ``s`` in service order, or -1."""
     return view.ji[s, WNEXT]
+
+
+@inline_jit
+def last_waiting(view):
+    """The last waiting job in service order (the newest arrival, unless a policy requeues), or -1."""
+    return view.iv[I_WTAIL]
+
+
+@inline_jit
+def prev_waiting(view, s):
+    """The waiting job before ``s`` in service order, or -1."""
+    return view.ji[s, WPREV]
 
 
 @inline_jit
@@ -284,6 +354,18 @@ def in_system(view, s):
 def is_running(view, s):
     """True if the job is in service."""
     return view.ji[s, STATE] == RUNNING
+
+
+@inline_jit
+def is_waiting(view, s):
+    """True if the job waits (is in the system, not in service)."""
+    return view.ji[s, STATE] == WAITING
+
+
+@inline_jit
+def budget_spent(view, s):
+    """True if the job's work budget has run out (its expiry event has come and no new budget is set)."""
+    return np.isnan(view.jf[s, BUDGET])
 
 
 @inline_jit

@@ -85,3 +85,36 @@ def test_decision_writers() -> None:
     n = A.preempt(actions, 0, 5)
     n = A.start(actions, n, 7)
     assert n == 2 and list(actions[:2]) == [-6, 7]
+
+
+def test_accessors_of_the_waiting_list_ends_measurement_and_budgets() -> None:
+    sim = Simulator(
+        load_scenario("four-class").build(load=0.9), make_policy("first-fit"), num_arrivals=5000, seed=3
+    )
+    sim.run_policy_python(sim.policy, sim.pdata, until_arrivals=3000)
+    v = sim.view
+    waiting, s = [], A.first_waiting(v)
+    while s != -1:
+        waiting.append(s)
+        s = A.next_waiting(v, s)
+    backwards, s = [], A.last_waiting(v)
+    while s != -1:
+        backwards.append(s)
+        s = A.prev_waiting(v, s)
+    assert backwards[::-1] == waiting and len(waiting) > 0
+    assert A.num_slots(v) == v.ji.shape[0] > max(waiting)
+    running = [A.running_job(v, i) for i in range(A.num_running(v))]
+    assert all(A.is_waiting(v, s) for s in waiting) and not any(A.is_waiting(v, s) for s in running)
+    assert not any(A.budget_spent(v, s) for s in running + waiting)  # MSJ jobs have no budget
+    assert A.num_expiries(v) == v.iv[S.I_EXPIRIES] == 0
+    lo, hi = v.fv[S.F_WIN_LO], v.fv[S.F_WIN_HI]
+    assert A.in_measurement_window(v, A.now(v)) == (lo <= A.now(v) < hi)
+    assert not A.in_measurement_window(v, -1.0)
+    nb = 30
+    batches = [A.measured_batch(v, s, nb) for s in sorted(running + waiting, key=lambda s: A.job_id(v, s))]
+    measured = [b for b in batches if b >= 0]
+    assert measured and measured == sorted(measured) and all(0 <= b < nb for b in measured)
+    for s in running + waiting:
+        j, mlo, mhi = A.job_id(v, s), v.iv[S.I_MEAS_LO], v.iv[S.I_MEAS_HI]
+        expected = -1 if j < mlo or j >= mhi else min(max((j - mlo) * nb // (mhi - mlo), 0), nb - 1)
+        assert A.measured_batch(v, s, nb) == expected
