@@ -32,6 +32,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .access import measured_batch
 from .actions import OP_BUDGET, OP_LIMIT, OP_REQUEUE, OP_SERVE, bits_f64
 from .jit import announce, inline_jit, kernel_jit
 from .kernels import DecisionRule
@@ -389,16 +390,10 @@ def _arrive(sim, j, t):
 @inline_jit
 def _measure(sim, s, t):
     """Accumulate a departing measured job into its (batch, class) cell."""
-    iv, fv, ji, jf = sim.iv, sim.fv, sim.ji, sim.jf
+    iv, ji, jf = sim.iv, sim.ji, sim.jf
     j = ji[s, JOB_ID]
-    lo, hi = iv[I_MEAS_LO], iv[I_MEAS_HI]
-    nb = sim.acc_f.shape[0]
-    if fv[F_HORIZON] < np.inf:
-        span = fv[F_HORIZON] - fv[F_WARM_TIME]
-        b = int((jf[s, ARRIVAL] - fv[F_WARM_TIME]) / span * nb)
-    else:
-        b = (j - lo) * nb // (hi - lo)
-    b = min(max(b, 0), nb - 1)
+    lo = iv[I_MEAS_LO]
+    b = measured_batch(sim, s, sim.acc_f.shape[0])  # the rule policies read through the accessor
     c = ji[s, CLS]
     response = t - jf[s, ARRIVAL]
     waited = jf[s, FIRST_START] > jf[s, ARRIVAL] or ji[s, NPREEMPT] > 0
