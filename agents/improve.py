@@ -360,9 +360,10 @@ def main(argv: list[str] | None = None) -> Path:
     torch.manual_seed(args.seed)
     t0 = time.perf_counter()
     env = gym.make(args.env_id, **env_kwargs_of(args))
-    key = json.dumps(
-        {k: v for k, v in sorted(vars(args).items()) if k not in ("out", "data", "threads")}, default=str
-    )
+    # what a round's decisions depend on: not the number of rounds, so that a rerun with more rounds
+    # reuses the ones done (round r follows the fit kept after round r - 1, the same in both runs)
+    unused = ("out", "data", "threads", "rounds")
+    key = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in unused}, default=str)
     data: dict[str, np.ndarray] | None = None
     model, scores, t_collect = None, {}, 0.0
     for r in range(args.rounds):

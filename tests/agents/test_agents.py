@@ -124,6 +124,10 @@ def test_rollout_improvement_smoke(tmp_path: pathlib.Path) -> None:
     before = (data / "round-2.npz").stat().st_mtime_ns
     improve.main(argv)
     assert (data / "round-2.npz").stat().st_mtime_ns == before
+    # a third round reuses the first two (a round's decisions do not depend on how many follow)
+    improve.main([*argv[:3], "3", *argv[4:]])
+    assert (data / "round-2.npz").stat().st_mtime_ns == before and (data / "round-3.npz").exists()
+    assert json.loads(out.with_suffix(".json").read_text())["decisions"] == 180
     improve.main([*argv[:-2], "--explore", "0.2", "--out", str(out)])
     assert (data / "round-2.npz").stat().st_mtime_ns != before
     table = evaluate.main([str(out), "--seeds", "5", "--arrivals", "200"])
