@@ -210,7 +210,7 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
                     env.restore(snap)
                     _, reward, _, truncated, _ = env.step(int(a))
                     costs[a] = -(reward + (0.0 if truncated else env.play_out(base)))
-                if priority:
+                if priority and delegate < 0:  # else the advisor's branch was the base's decision
                     env.restore(snap)
                     _, reward, _, truncated, _ = env.step_policy(base)
                     base_cost = -(reward + (0.0 if truncated else env.play_out(base)))

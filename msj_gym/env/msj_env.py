@@ -735,8 +735,7 @@ class MSJEnv(gym.Env):
         pdata = core.prepare_policy(policy)
         # the decision due now is the policy's, then it runs event by event to the end
         n = policy.decide(core.view, core.sizes if policy.size_aware else None, pdata, core.actions)
-        if n > 0 and apply(core.sim, core.actions, n) != S.E_NONE:
-            core._raise()
+        self._apply(core.actions[:n])
         core.drive(policy, pdata)
         self._over = True
         self._bind()

@@ -595,12 +595,13 @@ def _report(
     optima: dict[tuple[str, float], dict[str, float]] = {}
     for scenario in config.scenarios:
         mine = []
+        # each entrant is held to the optimum of what it may do (an agent: what its env lets it do)
+        preempts = {e.label: bool(e.preemptive) for e in entrants[scenario]}
         for rho in config.loads:
             at = _table(scenario, rho, grouped[(scenario, rho)], entrants[scenario], config.reference)
             optima[(scenario, rho)] = best = exact_optima(scenario, rho)
             for row in at:
-                preempts = row.kind.startswith(("preemptive", "agent, preemptive"))
-                exact = best.get("preemptive" if preempts else "non-preemptive")
+                exact = best.get("preemptive" if preempts[row.entrant] else "non-preemptive")
                 if exact is not None:
                     row.gap = (row.mean_response_time - exact) / exact
             mine += at
