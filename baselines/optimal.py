@@ -35,7 +35,7 @@ from msj_gym.core.jit import inline_jit
 from msj_gym.core.policy import Param
 from msj_gym.core.state import PolicyData
 
-__all__ = ["MDPOptimal", "MDPOptimalPreemptive", "solved_table"]
+__all__ = ["MDPOptimal", "MDPOptimalPreemptive", "remember_solution", "solved_table"]
 
 # layout of PolicyData.params: [C, nR, T_1..T_C, stride_1..stride_C, base_1..base_C,
 #                               lookup (prod_c (k // n_c + 1)), configs (nR * C), up (C * nR)]
@@ -139,6 +139,23 @@ def solved_table(
     chain would exceed ``max_states`` or the workload is not exponential. Cached on disk by the
     content of the problem and the solver's source, so that every worker of a leaderboard reuses one
     solve and a changed problem or solver is never served a stale table."""
+    key, key_doc = _cache_key(workload, preemptive, blocking_target)
+    solved = _SOLVED.get((key, max_states))
+    if solved is None:
+        try:
+            solved = _solved(key, key_doc, workload, preemptive, blocking_target, max_states)
+        except ValueError as exc:
+            solved = exc  # a problem too large stays too large: do not try again in this process
+        _SOLVED[(key, max_states)] = solved
+    if isinstance(solved, ValueError):
+        raise solved
+    return solved
+
+
+_SOLVED: dict[tuple[str, int], dict[str, Any] | ValueError] = {}
+
+
+def _cache_key(workload: Any, preemptive: bool, blocking_target: float) -> tuple[str, str]:
     from msj_gym.analysis.optimal import _parameters
 
     needs, k, lam, mu = _parameters(workload)
@@ -154,20 +171,7 @@ def solved_table(
         },
         sort_keys=True,
     )
-    key = hashlib.sha256(key_doc.encode()).hexdigest()[:32]
-    solved = _SOLVED.get((key, max_states))
-    if solved is None:
-        try:
-            solved = _solved(key, key_doc, workload, preemptive, blocking_target, max_states)
-        except ValueError as exc:
-            solved = exc  # a problem too large stays too large: do not try again in this process
-        _SOLVED[(key, max_states)] = solved
-    if isinstance(solved, ValueError):
-        raise solved
-    return solved
-
-
-_SOLVED: dict[tuple[str, int], dict[str, Any] | ValueError] = {}
+    return hashlib.sha256(key_doc.encode()).hexdigest()[:32], key_doc
 
 
 def _solved(
@@ -202,6 +206,19 @@ def _solved(
             check_buffers=False,
             max_states=max_states,
         )
+    return _store(key, key_doc, sol)
+
+
+def remember_solution(workload: Any, sol: Any, blocking_target: float) -> None:
+    """Put a solution of :func:`msj_gym.analysis.optimal.solve_optimal` (solved for ``workload`` with
+    ``blocking_target``) in the disk cache, so that ``mdp-optimal`` and the leaderboard use it instead of
+    solving again, also where their own state limit would refuse the problem."""
+    key, key_doc = _cache_key(workload, sol.chain.preemptive, blocking_target)
+    _store(key, key_doc, sol)
+    _SOLVED.clear()  # an earlier refusal in this process no longer holds
+
+
+def _store(key: str, key_doc: str, sol: Any) -> dict[str, Any]:
     out = {
         "table": sol.table.astype(np.int64),
         "configs": sol.chain.configs,
@@ -209,6 +226,7 @@ def _solved(
         "buffers": np.asarray(sol.chain.buffers, dtype=np.int64),
         "value": sol.value.to_dict(),
     }
+    path = _cache_dir() / f"{key}.npz"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")

@@ -7,6 +7,7 @@ import argparse
 import json
 import math
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     opt.add_argument("--png", help="write a picture of the policy over the state space to this path")
     opt.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    opt.add_argument("--quiet", action="store_true", help="no progress lines on stderr while it solves")
 
     ren = sub.add_parser(
         "render",
@@ -588,9 +590,25 @@ def _optimal(args: argparse.Namespace) -> int:
     workload = load_scenario(args.scenario).build(
         num_servers=args.k, load=args.load, arrival_rate=args.arrival_rate
     )
+    started = time.perf_counter()
+
+    def progress(message: str) -> None:
+        # a solve takes seconds to tens of minutes: say where it is
+        print(
+            f"msj-gym optimal [{time.perf_counter() - started:7.1f} s] {message}", file=sys.stderr, flush=True
+        )
+
     sol = solve_optimal(
-        workload, preemptive=args.preemptive, blocking_target=args.blocking, max_states=args.max_states
+        workload,
+        preemptive=args.preemptive,
+        blocking_target=args.blocking,
+        max_states=args.max_states,
+        log=None if args.quiet else progress,
     )
+    from baselines.optimal import remember_solution
+
+    # mdp-optimal and the leaderboard then use this solve, also beyond their own state limit
+    remember_solution(workload, sol, args.blocking)
     heuristics = {}
     for pid, (preemptive, _order) in HEURISTICS.items():
         if preemptive == args.preemptive:

@@ -141,6 +141,28 @@ def test_optimal_prints_the_optimum_and_the_heuristics(tmp_path, capsys) -> None
     assert "max_states" in capsys.readouterr().err
 
 
+def test_optimal_says_where_it_is_and_its_solve_is_reused(tmp_path, monkeypatch, capsys) -> None:
+    import baselines.optimal as solved_tables
+    from msj_gym import load_scenario
+
+    monkeypatch.setenv("MSJ_GYM_CACHE", str(tmp_path))
+    assert main(["optimal", "--scenario", "sf-fig2", "--load", "0.5", "--json"]) == 0
+    res = capsys.readouterr()
+    out = json.loads(res.out)
+    assert "policy iteration 1" in res.err and "buffers" in res.err
+    assert main(["optimal", "--scenario", "sf-fig2", "--load", "0.5", "--quiet"]) == 0
+    assert "policy iteration" not in capsys.readouterr().err
+    # mdp-optimal reads the CLI's solve from the cache, even below its own state limit
+    monkeypatch.setattr(solved_tables, "_SOLVED", {})
+
+    def solve_again(*_args: object, **_kw: object) -> None:
+        raise AssertionError("solved again")
+
+    monkeypatch.setattr("msj_gym.analysis.optimal.solve_optimal", solve_again)
+    table = solved_tables.solved_table(load_scenario("sf-fig2").build(load=0.5), False, max_states=10)
+    assert table["value"]["mean_response_time"] == out["mean_response_time"]
+
+
 def test_list_every_model(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out

@@ -22,7 +22,10 @@ The state space is truncated at a buffer ``T_c`` jobs of class ``c`` in the syst
 buffers reports how much the answer moves. Lost arrivals cost nothing in the truncated problem, so at
 too small a buffer its optimum may give a class up (one-or-all's heavy jobs: never served, their
 arrivals lost); once that is seen, the buffer search charges every lost arrival the buffer's content,
-and only the final buffers are solved without the charge.
+and the final buffers are solved again without the charge. Where that problem still profits from
+losing arrivals (its policy iteration reaches a policy that blocks more than the target: one-or-all at
+load 0.9, whose heavy class's tail is long), the charged solution is the answer, and
+``lost_arrivals_charged`` says so; either way the reported value counts jobs in the system only.
 
 Policy iteration solves it: each policy is evaluated exactly by one sparse linear solve (gain and
 relative values), and improved greedily through the post-decision values
@@ -385,6 +388,9 @@ class OptimalSolution:
     iterations: int
     seconds: float
     buffer_check: dict[str, Any]
+    # True when the solution is that of the truncated problem that charges every lost arrival the
+    # buffer's content (the problem without the charge profits from losing arrivals at these buffers)
+    lost_arrivals_charged: bool = False
 
     @property
     def mean_response_time(self) -> float:
@@ -396,6 +402,7 @@ class OptimalSolution:
             "policy_iterations": self.iterations,
             "seconds": round(self.seconds, 2),
             "buffer_check": self.buffer_check,
+            "lost_arrivals_charged": self.lost_arrivals_charged,
             "server_needs": list(self.chain.server_needs),
             "num_servers": self.chain.num_servers,
             "arrival_rates": list(self.chain.arrival_rates),
@@ -512,10 +519,13 @@ def _policy_iteration(
     max_iterations: int,
     log: Callable[[str], None],
     lost_cost: Sequence[float] | None = None,
+    stop_blocked: float | None = None,
 ) -> tuple[_Policy, float, np.ndarray, int]:
     """Policy iteration from ``start`` (default Most Servers First). ``lost_cost`` (per class, in
     job-time units) charges every arrival lost at the buffer: the buffer search uses it so that the
-    truncated problem cannot profit from giving a class up (the cost only counts jobs in the system)."""
+    truncated problem cannot profit from giving a class up (the cost only counts jobs in the system).
+    With ``stop_blocked``, an evaluated policy that loses a larger fraction of some class's arrivals
+    raises :class:`_Exploited`."""
     trans = chain.transitions()
     grid_jobs = chain.jobs()
     if lost_cost is not None:
@@ -537,7 +547,12 @@ def _policy_iteration(
         P = _policy_matrix(chain, trans, policy.post)
     g_prev = math.inf
     for it in range(1, max_iterations + 1):
-        z = _factor(chain, P).solve(cost)
+        lu = _factor(chain, P)
+        if stop_blocked is not None:
+            blocked = _blocked(chain, _stationary(lu))
+            if max(blocked) > stop_blocked:
+                raise _Exploited(it, blocked)
+        z = lu.solve(cost)
         g = float(z[0])
         h = z.copy()
         h[0] = 0.0
@@ -575,6 +590,27 @@ def _policy_iteration(
     raise RuntimeError(f"policy iteration did not converge in {max_iterations} iterations")
 
 
+class _Exploited(Exception):
+    """Policy iteration reached a policy that loses more arrivals than allowed."""
+
+    def __init__(self, iteration: int, blocked: Sequence[float]) -> None:
+        super().__init__(f"iteration {iteration}: blocked {max(blocked):.2e}")
+        self.iteration = iteration
+
+
+def _blocked(chain: MSJChain, pi: np.ndarray) -> list[float]:
+    """Per class, the stationary probability of a full buffer (PASTA: the fraction of lost arrivals)."""
+    axes = np.meshgrid(*[np.arange(g) for g in chain.grid], indexing="ij")
+    out = []
+    for c, b in enumerate(chain.buffers):
+        full = axes[c] == b
+        mask = (
+            full.ravel() if chain.preemptive else np.broadcast_to(full[None], chain.valid.shape)[chain.valid]
+        )
+        out.append(float(pi[mask].sum()))
+    return out
+
+
 # a blocked fraction above which the truncated optimum is taken to have given a class up
 _GIVE_UP = 0.1
 
@@ -610,6 +646,7 @@ def solve_optimal(
     previous: tuple[_Policy, list[int]] | None = None
     # set once the truncated optimum gives a class up: the buffer search then charges lost arrivals
     charged = False
+    kept_charge = False  # the final solution is the charged problem's (see below)
     while True:
         chain = _build_checked(needs, k, lam, mu, T, preemptive, max_states)
         say(f"buffers {T}: {chain.num_pre} states")
@@ -620,12 +657,25 @@ def solve_optimal(
         value, marginals = _value(chain, name, _policy_matrix(chain, chain.transitions(), policy.post))
         say(f"blocked fractions {[f'{b:.2e}' for b in value.blocked]}")
         if charged and value.max_blocked <= blocking_target:
-            # the charge only steered the search: solve the problem itself from its policy
+            # the charge only steered the search: solve the problem itself from its policy, unless
+            # that problem profits from losing arrivals at these buffers (its optimum then blocks
+            # more than the target: one-or-all near load 0.9), and the charged solution stands
             say("without the charge for lost arrivals")
-            policy, _g, _h, its = _policy_iteration(chain, policy, tol, max_iterations, say)
-            iterations += its
-            value, marginals = _value(chain, name, _policy_matrix(chain, chain.transitions(), policy.post))
-            say(f"blocked fractions {[f'{b:.2e}' for b in value.blocked]}")
+            try:
+                free, _g, _h, its = _policy_iteration(
+                    chain, policy, tol, max_iterations, say, stop_blocked=blocking_target
+                )
+            except _Exploited as e:
+                iterations += e.iteration
+                say(f"without the charge the policy learns to lose arrivals ({e}): keeping the charged one")
+                kept_charge = True
+            else:
+                iterations += its
+                policy = free
+                value, marginals = _value(
+                    chain, name, _policy_matrix(chain, chain.transitions(), policy.post)
+                )
+                say(f"blocked fractions {[f'{b:.2e}' for b in value.blocked]}")
         if buffers is not None or value.max_blocked <= blocking_target:
             break
         if not charged and value.max_blocked > _GIVE_UP:
@@ -644,7 +694,10 @@ def solve_optimal(
     if check_buffers:
         T2 = [math.ceil(b * 1.25) for b in T]
         chain2 = _build_checked(needs, k, lam, mu, T2, preemptive, max_states * 2)
-        pol2, _g2, _h2, its2 = _policy_iteration(chain2, _extend(chain2, policy, T), tol, max_iterations, say)
+        lost2 = [sum(T2) / rate for rate in lam] if kept_charge else None
+        pol2, _g2, _h2, its2 = _policy_iteration(
+            chain2, _extend(chain2, policy, T), tol, max_iterations, say, lost2
+        )
         iterations += its2
         v2, _ = _value(chain2, value.policy, _policy_matrix(chain2, chain2.transitions(), pol2.post))
         check = {
@@ -661,6 +714,7 @@ def solve_optimal(
         iterations=iterations,
         seconds=time.perf_counter() - t0,
         buffer_check=check,
+        lost_arrivals_charged=kept_charge,
     )
 
 
