@@ -3,7 +3,7 @@ sharing by random service interruptions (Algorithm 1, Sec. 4), as decision kerne
 
 Model (Bonald & Comte (2017), Sec. 2). ``S`` servers of capacities ``C_s``; each job may use a set of servers
 (its class's compatibility set, or ``d`` servers drawn at arrival: the workload's per-job attributes, read
-from ``view.ji[s, JATTR:]``). Jobs stand in one *service order* (the engine's job lists, sorted by
+from ``job_attribute(view, s, q)``). Jobs stand in one *service order* (the engine's job lists, sorted by
 ``ORDER``); each server serves the first job in that order that may use it, and a job is processed in
 parallel by every server serving it, at the sum of their capacities. Under FCFS the service order is
 the arrival order. The kernels tell the engine each job's server count and rate (``OP_SERVE``), so the
@@ -39,9 +39,11 @@ from msj_gym.core.access import (
     budget_spent,
     first_in_system,
     free_servers,
+    give_budget,
     in_system,
     is_running,
     is_waiting,
+    job_attribute,
     job_id,
     last_in_system,
     next_in_system,
@@ -51,12 +53,13 @@ from msj_gym.core.access import (
     num_servers,
     preempt,
     prev_in_system,
+    requeue,
+    serve,
     server_need,
     service_rate,
 )
-from msj_gym.core.actions import emit_budget, emit_requeue, emit_serve
 from msj_gym.core.jit import inline_jit, kernel_jit
-from msj_gym.core.state import JATTR, PolicyData
+from msj_gym.core.state import PolicyData
 
 MODEL = "compatibility"
 
@@ -198,7 +201,7 @@ def _compat_serve(view, pdata, actions):
             s = prev_in_system(view, s)
         while s != -1:
             for q in range(d):
-                srv[(s << sh) + q] = view.ji[s, JATTR + q]  # the job's compatible servers
+                srv[(s << sh) + q] = job_attribute(view, s, q)  # the job's compatible servers
             jid[s] = job_id(view, s)
             held[s] = 0
             rate[s] = 0.0
@@ -214,15 +217,15 @@ def _compat_serve(view, pdata, actions):
     n = 0
     for i in range(ni):
         s = ilist[i]
-        n = emit_requeue(actions, n, s)
+        n = requeue(actions, n, s)
         n = preempt(actions, n, s)
     for i in range(nd):
         s = dlist[i]
         if held[s] == 0:
             continue
         if theta < np.inf and (ist[s] == stamp or is_waiting(view, s)):
-            n = emit_budget(actions, n, s, frag[s])
-        n = emit_serve(actions, n, s, held[s], rate[s])
+            n = give_budget(actions, n, s, frag[s])
+        n = serve(actions, n, s, held[s], rate[s])
     return n
 
 
@@ -244,7 +247,7 @@ def _compat_check(view, pdata):
         n = 0
         r = 0.0
         for q in range(d):
-            v = view.ji[s, JATTR + q]
+            v = job_attribute(view, s, q)
             if srv[(s << sh) + q] != v:
                 return 1
             if v < 0:

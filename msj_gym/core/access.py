@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .actions import emit_budget, emit_requeue, emit_serve
 from .jit import inline_jit
 from .state import (
     ARRIVAL,
@@ -54,6 +55,7 @@ from .state import (
     I_STARTS,
     I_WHEAD,
     I_WTAIL,
+    JATTR,
     JOB_ID,
     LAST_START,
     NEED,
@@ -83,10 +85,12 @@ __all__ = [
     "first_waiting",
     "first_waiting_of_class",
     "free_servers",
+    "give_budget",
     "in_measurement_window",
     "in_system",
     "is_running",
     "is_waiting",
+    "job_attribute",
     "job_class",
     "job_id",
     "last_in_system",
@@ -112,8 +116,10 @@ __all__ = [
     "prev_in_system",
     "prev_waiting",
     "remaining_work",
+    "requeue",
     "running_index",
     "running_job",
+    "serve",
     "server_need",
     "service_rate",
     "service_received",
@@ -339,6 +345,13 @@ def job_class(view, s):
 
 
 @inline_jit
+def job_attribute(view, s, q):
+    """The job's ``q``-th per-job attribute, drawn with it by the workload (the compatibility model's
+    ``q``-th compatible server, ``-1`` past the last one)."""
+    return view.ji[s, JATTR + q]
+
+
+@inline_jit
 def server_need(view, s):
     """The servers the job needs (holds, while it runs)."""
     return view.ji[s, NEED]
@@ -426,3 +439,24 @@ def preempt(actions, n, s):
     length. Preemptions come before starts in a decision."""
     actions[n] = -s - 1
     return n + 1
+
+
+@inline_jit
+def serve(actions, n, s, servers, rate):
+    """Append "job ``s`` now holds ``servers`` servers and is served at ``rate`` work per unit time"
+    (a waiting job starts; a running one changes its allocation without a preemption); returns the new
+    length. For models whose jobs run on a varying number of servers (the compatibility graph)."""
+    return emit_serve(actions, n, s, servers, rate)
+
+
+@inline_jit
+def give_budget(actions, n, s, work):
+    """Append "job ``s`` may receive ``work`` more work before an expiry event asks for a decision
+    again" (``inf``: unlimited); returns the new length."""
+    return emit_budget(actions, n, s, work)
+
+
+@inline_jit
+def requeue(actions, n, s):
+    """Append "job ``s`` goes to the end of the service order"; returns the new length."""
+    return emit_requeue(actions, n, s)
