@@ -848,9 +848,13 @@ def describe_policy(sol: OptimalSolution, names: Sequence[str], show: int = 12) 
             if held:
                 other_names = [names[j] for j in range(C) if j != c]
                 parts = [
-                    f"{', '.join(f'{n}={v}' for n, v in zip(other_names, key, strict=True))}: up to {most}"
+                    (
+                        f"{', '.join(f'{n}={v}' for n, v in zip(other_names, key, strict=True))}"
+                        if any(key)
+                        else "none queued"
+                    )
+                    + f": up to {most}"
                     for key, most in sorted(held.items())
-                    if any(key)
                 ][:6]
                 lines.append(
                     f"with {running} running ({free} idle), it holds back waiting {names[c]} jobs "
