@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import state as S
-from ..core.jit import inline_jit, kernel_jit
+from ..core.jit import internal_jit, kernel_jit
 from ..core.state import Sim
 from .spin import CTL_DONE, CTL_WIDTH, publish, wait_posted
 from .stepping import observe, step
@@ -98,7 +98,7 @@ def grow_batch_slots(batch: BatchSim) -> BatchSim:
     return batch._replace(ji=ji, jf=jf, js=js)
 
 
-@inline_jit
+@internal_jit
 def sim_at(b, i):
     """Environment ``i``'s state as a ``Sim`` of views."""
     return Sim(
@@ -136,7 +136,7 @@ def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
     return 0
 
 
-@inline_jit
+@internal_jit
 def _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
     for q in range(idx.size):
         i = idx[q]
@@ -167,14 +167,14 @@ def batch_observe(b, idx, ep, fpar, obs, mask, work):
     return 0
 
 
-@inline_jit
+@internal_jit
 def copy1d(dst, src):
     """``dst[:] = src`` for 1-d arrays, as an explicit loop."""
     for a in range(src.shape[0]):
         dst[a] = src[a]
 
 
-@inline_jit
+@internal_jit
 def copy2d(dst, src):
     """``dst[:, :] = src`` for 2-d arrays."""
     for a in range(src.shape[0]):
@@ -182,7 +182,7 @@ def copy2d(dst, src):
             dst[a, c] = src[a, c]
 
 
-@inline_jit
+@internal_jit
 def copy3d(dst, src):
     """``dst[:, :, :] = src`` for 3-d arrays."""
     for a in range(src.shape[0]):

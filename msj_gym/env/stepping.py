@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.engine import advance, apply, can_decide
-from ..core.jit import inline_jit, kernel_jit
+from ..core.jit import internal_jit, kernel_jit
 from ..core.state import (
     ARRIVAL,
     ATTAINED,
@@ -85,21 +85,21 @@ def observation_size(
     return n
 
 
-@inline_jit
+@internal_jit
 def _squash(x):
     # log1p first: queues and ages span orders of magnitude, and an unstable queue must stay visible
     lg = np.log1p(max(x, 0.0))  # max: a remaining time may round to a hair below 0
     return lg / (1.0 + lg)
 
 
-@inline_jit
+@internal_jit
 def _can_wait(sim):
     """True if waiting leads somewhere: a departure is scheduled or an arrival may still come."""
     iv = sim.iv
     return iv[I_HEAPN] > 0 or iv[I_NARR] < iv[I_NGEN] or iv[I_EXHAUSTED] == 0
 
 
-@inline_jit
+@internal_jit
 def _nth_waiting(sim, c, r):
     s = sim.ci[C_HEAD, c]
     while r > 0 and s != -1:
@@ -108,7 +108,7 @@ def _nth_waiting(sim, c, r):
     return s
 
 
-@inline_jit
+@internal_jit
 def _nth_youngest_running(sim, c, r):
     ji, run_list = sim.ji, sim.run_list
     nrun = sim.iv[I_NRUN]
@@ -128,7 +128,7 @@ def _nth_youngest_running(sim, c, r):
     return best
 
 
-@inline_jit
+@internal_jit
 def _decode(sim, ep, action):
     """The engine action (slot ``s`` to start, ``-s-1`` to preempt) named by env action ``action``."""
     nclass = sim.ci.shape[1]
@@ -143,7 +143,7 @@ def _decode(sim, ep, action):
     return -s - 1
 
 
-@inline_jit
+@internal_jit
 def _load_now(sim, ep, fpar):
     """The (weighted) number of jobs in the system: the reward rate."""
     if ep[EP_WEIGHTED] == 0:
@@ -156,7 +156,7 @@ def _load_now(sim, ep, fpar):
     return total
 
 
-@inline_jit
+@internal_jit
 def _write_mask(sim, ep, mask):
     iv, ci = sim.iv, sim.ci
     nclass = ci.shape[1]
@@ -179,7 +179,7 @@ def _write_mask(sim, ep, mask):
                 mask[base0 + c * p + r] = someone_waits and r < nr
 
 
-@inline_jit
+@internal_jit
 def _write_obs(sim, ep, fpar, obs, work):
     iv, ci, ji, jf, js = sim.iv, sim.ci, sim.ji, sim.jf, sim.js
     nclass = ci.shape[1]
@@ -246,7 +246,7 @@ def _write_obs(sim, ep, fpar, obs, work):
             p += width
 
 
-@inline_jit
+@internal_jit
 def observe(sim, ep, fpar, obs, mask, work):
     """Write the observation and the action mask of the current state (inlined into its callers)."""
     _write_obs(sim, ep, fpar, obs, work)
@@ -269,7 +269,7 @@ def env_step(sim, action, ep, fpar, obs, mask, out, work, act1):
     return step(sim, action, ep, fpar, obs, mask, out, work, act1)
 
 
-@inline_jit
+@internal_jit
 def step(sim, action, ep, fpar, obs, mask, out, work, act1):
     """The body of :func:`env_step`, inlined into its callers (the single env and the batched step of
     :mod:`msj_gym.env.batch`): one implementation of the step for both."""
