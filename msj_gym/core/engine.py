@@ -699,6 +699,28 @@ def apply(sim, actions, n):
     return E_NONE
 
 
+@internal_jit
+def apply_one(sim, a):
+    """``apply(sim, [a], 1)`` for a start or a preemption ``a``, all that an environment's agent does:
+    the same effect, without compiling the operations of the compatibility models into the
+    environment step (a second of its cold start)."""
+    if a >= 0:
+        err = _start(sim, a)
+        job = a
+    elif a > OP_LIMIT:
+        job = -a - 1
+        err = _preempt(sim, job)
+    else:
+        err = E_BAD_OPERAND
+        job = -1
+    if err != E_NONE:
+        sim.iv[I_ERR] = err
+        sim.iv[I_ERR_JOB] = job
+        return err
+    sim.iv[I_DECISIONS] += 1
+    return E_NONE
+
+
 @kernel_jit
 def check_invariants(sim):
     """0 if the state is consistent, else a detail code (used by tests and ``debug=True`` runs)."""

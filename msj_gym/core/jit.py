@@ -177,9 +177,9 @@ def inline_jit(fn: F) -> F:
 
 class _InternalDispatcher(CPUDispatcher):
     """A dispatcher that types every call from compiled code with plain (non-literal) argument types.
-    Numba types a constant argument (``_list_insert(ji, WNEXT, ...)``, ``apply(sim, act1, 1)``) as
-    its literal value and compiles one copy of the callee per value; inlined by LLVM, the copies give
-    the same machine code, since LLVM folds the constant into the inlined body anyway."""
+    Numba types a constant argument (``_list_insert(ji, WNEXT, ...)``) as its literal value and
+    compiles one copy of the callee per value; inlined by LLVM, the copies give the same machine
+    code, since LLVM folds the constant into the inlined body anyway."""
 
     def get_call_template(self, args: Any, kws: Any) -> Any:
         args = tuple(types.unliteral(a) for a in args)
@@ -187,14 +187,16 @@ class _InternalDispatcher(CPUDispatcher):
         return super().get_call_template(args, kws)
 
 
-def internal_jit(fn: F | None = None, *, inline: bool = True, python: bool = False) -> Any:
+def internal_jit(
+    fn: F | None = None, *, inline: bool = True, python: bool = False, nogil: bool = False
+) -> Any:
     """``inline_jit`` (or, with ``inline=False``, ``kernel_jit``) for the engine's and environments'
     own helpers, which compiled code calls and which are never passed as first-class functions. They
     are compiled without numba's C-callable wrapper and, unless ``python`` (also called from Python),
     without its Python wrapper: numba builds both for every function, and for a state tuple of some
     20 arrays the Python wrapper's unboxing took longer to generate and compile than most helpers (a
     third of the cold compilation of the environment step). Constant arguments are typed as plain
-    integers (``_InternalDispatcher``)."""
+    integers (``_InternalDispatcher``). ``nogil`` as in ``kernel_jit``."""
 
     def wrap(f: F) -> F:
         options = {
@@ -203,6 +205,7 @@ def internal_jit(fn: F | None = None, *, inline: bool = True, python: bool = Fal
             "forceinline": inline,
             "no_cpython_wrapper": not python,
             "no_cfunc_wrapper": True,
+            "nogil": nogil,
         }
         return _cached(_InternalDispatcher(py_func=f, locals={}, targetoptions=options))
 

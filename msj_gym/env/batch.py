@@ -124,27 +124,24 @@ def sim_at(b, i):
     )
 
 
-@kernel_jit(nogil=True)
-def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
+# Called from Python and inlined into batch_worker: a kernel that only called it would be one more
+# LLVM optimisation and code generation of the whole inlined step on a cold start.
+@internal_jit(python=True, nogil=True)
+def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, status):
     """:func:`~msj_gym.env.stepping.env_step` for each environment ``i`` in ``idx`` with action
     ``actions[i]`` (``-1``: no action, advance to the next decision); ``status[i]`` gets its engine
     status. Rows of ``fpar`` (the float parameters, which depend on the environment's load),
-    ``obs``, ``mask``, ``out``, ``work`` and ``act1`` are per environment. Releases
-    the GIL (``kernel_jit`` plus ``nogil``): disjoint sets of environments may be stepped by
-    concurrent threads, as no two environments share state."""
-    _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status)
+    ``obs``, ``mask``, ``out`` and ``work`` are per environment. Releases
+    the GIL (``nogil``): disjoint sets of environments may be stepped by concurrent threads, as no
+    two environments share state."""
+    for q in range(idx.size):
+        i = idx[q]
+        status[i] = step(sim_at(b, i), actions[i], ep, fpar[i], obs[i], mask[i], out[i], work[i])
     return 0
 
 
-@internal_jit
-def _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
-    for q in range(idx.size):
-        i = idx[q]
-        status[i] = step(sim_at(b, i), actions[i], ep, fpar[i], obs[i], mask[i], out[i], work[i], act1[i])
-
-
 @kernel_jit(nogil=True)
-def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
+def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, status):
     """A worker thread's loop: :func:`batch_step` of the environments ``idx`` each time the main thread
     posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.env.spin`), until it is stopped."""
     seen = ctl[w * CTL_WIDTH + CTL_DONE]
@@ -152,7 +149,7 @@ def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, act1, 
         g = wait_posted(ctl, w, seen)
         if g < 0:
             return g  # -1: stopped, -2: idle (the caller sleeps until the next post)
-        _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status)
+        batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, status)
         publish(ctl, w, g)
         seen = g
 

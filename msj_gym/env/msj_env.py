@@ -340,7 +340,6 @@ class MSJEnv(gym.Env):
         self._mask = np.zeros(self._n_actions, dtype=np.bool_)
         self._out = np.zeros(N_OUT)
         self._work = np.zeros(max(nclass * self.preempt_window, 1), dtype=np.int64)
-        self._act1 = np.zeros(1, dtype=np.int64)
         self._agent_slot = AgentSlot(self.preemptive)
         self._engine_actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
         # the data of the policies that step_policy and the advisor ran this episode, by policy
@@ -480,7 +479,6 @@ class MSJEnv(gym.Env):
             self._mask,
             self._out,
             self._work,
-            self._act1,
             what="the environment step",
         )
         self._sim = sim
@@ -509,7 +507,7 @@ class MSJEnv(gym.Env):
     def _advance_once(self, action: int) -> dict[str, Any]:
         core = self.core
         status = self._step_fn(
-            self._sim, action, self._ep, self._fpar, self._obs, self._mask, self._out, self._work, self._act1
+            self._sim, action, self._ep, self._fpar, self._obs, self._mask, self._out, self._work
         )
         stalled = False
         while status != S.ST_EVENT:
@@ -523,7 +521,7 @@ class MSJEnv(gym.Env):
             if core.sim is not self._sim:
                 self._bind()
             status = self._step_fn(
-                self._sim, -1, self._ep, self._fpar, self._obs, self._mask, self._out, self._work, self._act1
+                self._sim, -1, self._ep, self._fpar, self._obs, self._mask, self._out, self._work
             )
         if self._over:
             env_observe(self._sim, self._ep, self._fpar, self._obs, self._mask, self._work)

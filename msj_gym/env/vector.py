@@ -484,7 +484,6 @@ class MSJVectorEnv(NativeVectorEnv):
         self._mask = np.zeros((n, self._n_actions), dtype=np.bool_)
         self._out = np.zeros((n, N_OUT))
         self._work = np.zeros((n, proto._work.size), dtype=np.int64)
-        self._act1 = np.zeros((n, 1), dtype=np.int64)
         self._status = np.zeros(n, dtype=np.int64)
 
         self._feeds: list[Any] = [None] * n  # each env's job stream (core.feed.ArrivalFeed)
@@ -545,7 +544,6 @@ class MSJVectorEnv(NativeVectorEnv):
             self._mask,
             self._out,
             self._work,
-            self._act1,
             self._status,
         )
         self._step_fn = entry_point(
