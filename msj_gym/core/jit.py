@@ -199,14 +199,17 @@ def internal_jit(
     integers (``_InternalDispatcher``). ``nogil`` as in ``kernel_jit``."""
 
     def wrap(f: F) -> F:
-        options = {
+        options = {  # what njit(_nrt=False) gives kernel_jit, plus the wrapper switches
             "nopython": True,
+            "boundscheck": None,
             "_nrt": False,
-            "forceinline": inline,
             "no_cpython_wrapper": not python,
             "no_cfunc_wrapper": True,
             "nogil": nogil,
         }
+        if inline:
+            # else unset, as kernel_jit leaves it: numba then inherits it from the compiling caller
+            options["forceinline"] = True
         return _cached(_InternalDispatcher(py_func=f, locals={}, targetoptions=options))
 
     return wrap if fn is None else wrap(fn)
