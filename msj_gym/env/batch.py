@@ -23,12 +23,11 @@ from ..core import state as S
 from ..core.jit import internal_jit, kernel_jit
 from ..core.state import Sim
 from .spin import CTL_DONE, CTL_WIDTH, publish, wait_posted
-from .stepping import observe, step
+from .stepping import step
 
 __all__ = [
     "BatchSim",
     "allocate_batch",
-    "batch_observe",
     "batch_reset",
     "batch_step",
     "batch_worker",
@@ -152,16 +151,6 @@ def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, status
         batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, status)
         publish(ctl, w, g)
         seen = g
-
-
-@kernel_jit
-def batch_observe(b, idx, ep, fpar, obs, mask, work):
-    """Observation and mask of the current state of each environment in ``idx`` (rows of ``fpar`` and
-    the outputs per environment)."""
-    for q in range(idx.size):
-        i = idx[q]
-        observe(sim_at(b, i), ep, fpar[i], obs[i], mask[i], work[i])
-    return 0
 
 
 @internal_jit

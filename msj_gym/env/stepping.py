@@ -60,6 +60,8 @@ from ..core.state import (
 EP_PREEMPTIVE, EP_QWIN, EP_PWIN, EP_OBSJOBS, EP_REVEAL, EP_WEIGHTED, EP_EVERY_EVENT = range(7)
 N_EP = 7
 # --- ``fpar``: [0:C] mean service time per class, [C:2C] reward weight per class, [2C] mean need / k
+# --- ``action`` of :func:`step` that only writes the observation and mask of the current state
+OBSERVE_ONLY = -2
 # --- ``out`` (float64): accumulated over one ``step`` call
 O_REWARD, O_ELAPSED, O_INVALID = range(3)
 N_OUT = 3
@@ -259,12 +261,13 @@ def step(sim, action, ep, fpar, obs, mask, out, work):
     """Apply env action ``action`` (``-1``: none, resume advancing after a Python-side request), advance
     to the next decision epoch, write observation and mask. ``mask`` must hold the mask of the current
     state: an action it rules out is counted in ``out[O_INVALID]`` and treated as "wait". Returns the
-    engine status: ``ST_EVENT`` once a decision is due, else what ``advance`` asked for.
+    engine status: ``ST_EVENT`` once a decision is due, else what ``advance`` asked for. With
+    ``OBSERVE_ONLY`` it only writes the observation and mask of the current state.
 
     One implementation of the step: the single env calls it from Python (as :data:`env_step`), the
     batched step of :mod:`msj_gym.env.batch` inlines it."""
     preemptive = ep[EP_PREEMPTIVE] != 0
-    move = True
+    move = action != OBSERVE_ONLY  # one call of observe below: its code is inlined once
     if action > 0:
         if mask[action]:
             if apply_one(sim, _decode(sim, ep, action)) != E_NONE:
