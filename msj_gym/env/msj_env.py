@@ -31,11 +31,11 @@ from .stepping import (
     O_ELAPSED,
     O_INVALID,
     O_REWARD,
+    OBSERVE_ONLY,
     QUEUE_FEATURES,
     RUNNING_FEATURES,
     SYSTEM_FEATURES,
     encode_action,
-    env_observe,
     env_step,
     num_actions,
     observation_size,
@@ -504,6 +504,12 @@ class MSJEnv(gym.Env):
             info["action_mask"] = self._pmask.copy()
         return info
 
+    def _observe(self) -> None:
+        """Write the observation and mask of the current state (the step asked to do only that)."""
+        self._step_fn(
+            self._sim, OBSERVE_ONLY, self._ep, self._fpar, self._obs, self._mask, self._out, self._work
+        )
+
     def _advance_once(self, action: int) -> dict[str, Any]:
         core = self.core
         status = self._step_fn(
@@ -524,7 +530,7 @@ class MSJEnv(gym.Env):
                 self._sim, -1, self._ep, self._fpar, self._obs, self._mask, self._out, self._work
             )
         if self._over:
-            env_observe(self._sim, self._ep, self._fpar, self._obs, self._mask, self._work)
+            self._observe()
         iv = self._sim.iv
         invalid = self._out[O_INVALID] > 0
         self._invalid += int(invalid)
@@ -737,7 +743,7 @@ class MSJEnv(gym.Env):
         core.drive(policy, pdata)
         self._over = True
         self._bind()
-        env_observe(self._sim, self._ep, self._fpar, self._obs, self._mask, self._work)
+        self._observe()
         return -(float(core.sim.fv[S.F_RUN_AREA]) - start) * self._reward_scale
 
     def decide_every_event(self, flag: bool) -> None:

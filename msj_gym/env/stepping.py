@@ -71,7 +71,7 @@ CLASS_FEATURES = 5
 QUEUE_FEATURES = 4  # +1 with revealed sizes
 RUNNING_FEATURES = 2  # +1 with revealed sizes (preemptive variant only)
 
-__all__ = ["encode_action", "env_observe", "env_step", "num_actions", "observation_size", "observe", "step"]
+__all__ = ["encode_action", "env_step", "num_actions", "observation_size", "observe", "step"]
 
 
 def num_actions(num_classes: int, queue_window: int, preempt_window: int, preemptive: bool) -> int:
@@ -248,10 +248,10 @@ def _write_obs(sim, ep, fpar, obs, work):
             p += width
 
 
-@internal_jit(python=True)
+@internal_jit
 def observe(sim, ep, fpar, obs, mask, work):
-    """Write the observation and the action mask of the current state (called from Python as
-    :data:`env_observe`, inlined into compiled callers)."""
+    """Write the observation and the action mask of the current state (inlined into its callers;
+    Python asks :func:`step` for it with ``OBSERVE_ONLY``)."""
     _write_obs(sim, ep, fpar, obs, work)
     _write_mask(sim, ep, mask)
 
@@ -294,10 +294,8 @@ def step(sim, action, ep, fpar, obs, mask, out, work):
     return ST_EVENT
 
 
-# The single env's entry points are the step and the observation themselves, not kernels that call
-# them: each such kernel was one more LLVM optimisation and code generation of the whole inlined step
-# (0.7 s of a cold start).
-env_observe = observe
+# The single env's entry point is the step itself, not a kernel that calls it: such a kernel was one
+# more LLVM optimisation and code generation of the whole inlined step (0.7 s of a cold start).
 env_step = step
 
 
