@@ -436,9 +436,11 @@ def _settle(sim, s, now):
     jf[s, LAST_START] = now
 
 
-# _expire and _operation are compiled once and called, not inlined: only the compatibility-model
-# policies reach them, and inlining their heap and list code into every policy's loop tripled the
-# compile time of each specialisation (15 s -> 50 s for fcfs on sf-fig2; 15 s again this way).
+# _expire and _operation are compiled once and called, not inlined by numba: only the
+# compatibility-model policies reach them, and inlining their heap and list code into every policy's
+# loop tripled the compile time of each specialisation (15 s -> 50 s for fcfs on sf-fig2; 15 s again
+# this way). Numba gives them the forceinline of the caller that compiles them (advance, apply), so
+# LLVM still inlines their cached code there.
 @internal_jit(inline=False)
 def _expire(sim, s, t):
     """The budget of the running job ``s`` ran out at ``t``: its work is settled, the budget marked
