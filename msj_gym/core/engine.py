@@ -675,6 +675,14 @@ def _operation(sim, actions, i, n):
     return E_BAD_OPERAND, s, n
 
 
+@internal_jit
+def _start_or_preempt(sim, a):
+    """Apply the word ``a > OP_LIMIT``: a start (``a >= 0``) or a preemption; returns (error, its slot)."""
+    if a >= 0:
+        return _start(sim, a), a
+    return _preempt(sim, -a - 1), -a - 1
+
+
 @internal_jit(python=True)  # also called from Python (the envs' engine actions)
 def apply(sim, actions, n):
     """Apply the decision ``actions[:n]`` (see :mod:`msj_gym.core.actions`) in order; stop at the first
@@ -682,13 +690,8 @@ def apply(sim, actions, n):
     i = 0
     while i < n:
         a = actions[i]
-        if a >= 0:
-            err = _start(sim, a)
-            job = a
-            i += 1
-        elif a > OP_LIMIT:
-            job = -a - 1
-            err = _preempt(sim, job)
+        if a > OP_LIMIT:
+            err, job = _start_or_preempt(sim, a)
             i += 1
         else:
             err, job, i = _operation(sim, actions, i, n)
@@ -706,15 +709,10 @@ def apply_one(sim, a):
     """``apply(sim, [a], 1)`` for a start or a preemption ``a``, all that an environment's agent does:
     the same effect, without compiling the operations of the compatibility models into the
     environment step (a second of its cold start)."""
-    if a >= 0:
-        err = _start(sim, a)
-        job = a
-    elif a > OP_LIMIT:
-        job = -a - 1
-        err = _preempt(sim, job)
+    if a > OP_LIMIT:
+        err, job = _start_or_preempt(sim, a)
     else:
-        err = E_BAD_OPERAND
-        job = -1
+        err, job = E_BAD_OPERAND, -1
     if err != E_NONE:
         sim.iv[I_ERR] = err
         sim.iv[I_ERR_JOB] = job
