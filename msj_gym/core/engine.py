@@ -34,7 +34,7 @@ import numpy as np
 
 from .access import measured_batch
 from .actions import OP_BUDGET, OP_LIMIT, OP_REQUEUE, OP_SERVE, bits_f64
-from .jit import announce, inline_jit, kernel_jit
+from .jit import announce, internal_jit, kernel_jit
 from .kernels import DecisionRule
 from .state import (
     A_COUNT,
@@ -148,12 +148,12 @@ __all__ = ["advance", "apply", "batch_runner", "can_decide", "check_invariants",
 # Departure heap: binary min-heap on (time, job id) holding slots; HEAPPOS is each slot's position.
 
 
-@inline_jit
+@internal_jit
 def _before(sim, t1, s1, t2, s2):
     return t1 < t2 or (t1 == t2 and sim.ji[s1, JOB_ID] < sim.ji[s2, JOB_ID])
 
 
-@inline_jit
+@internal_jit
 def _heap_sift_up(sim, pos):
     ht, hs, ji = sim.heap_t, sim.heap_s, sim.ji
     t, s = ht[pos], hs[pos]
@@ -169,7 +169,7 @@ def _heap_sift_up(sim, pos):
     return pos
 
 
-@inline_jit
+@internal_jit
 def _heap_sift_down(sim, pos):
     ht, hs, ji = sim.heap_t, sim.heap_s, sim.ji
     n = sim.iv[I_HEAPN]
@@ -189,7 +189,7 @@ def _heap_sift_down(sim, pos):
     ji[s, HEAPPOS] = pos
 
 
-@inline_jit
+@internal_jit
 def _heap_push(sim, s, t):
     n = sim.iv[I_HEAPN]
     sim.heap_t[n] = t
@@ -198,7 +198,7 @@ def _heap_push(sim, s, t):
     _heap_sift_up(sim, n)
 
 
-@inline_jit
+@internal_jit
 def _heap_remove(sim, s):
     pos = sim.ji[s, HEAPPOS]
     n = sim.iv[I_HEAPN] - 1
@@ -216,7 +216,7 @@ def _heap_remove(sim, s):
 # Doubly linked lists of slots in job-id (arrival) order. A list is (head, tail) plus NEXT/PREV columns.
 
 
-@inline_jit
+@internal_jit
 def _list_insert(ji, nxt, prv, head, tail, s):
     """Insert slot s keeping ORDER increasing; returns the new (head, tail). Arrivals (and requeued
     jobs) append in O(1); a preempted job goes back to its place in the order, found by scanning from
@@ -255,7 +255,7 @@ def _list_insert(ji, nxt, prv, head, tail, s):
     return head, tail
 
 
-@inline_jit
+@internal_jit
 def _list_remove(ji, nxt, prv, head, tail, s):
     a, b = ji[s, prv], ji[s, nxt]
     if a == -1:
@@ -271,7 +271,7 @@ def _list_remove(ji, nxt, prv, head, tail, s):
     return head, tail
 
 
-@inline_jit
+@internal_jit
 def _enqueue_waiting(sim, s):
     iv, ji, ci = sim.iv, sim.ji, sim.ci
     c = ji[s, CLS]
@@ -282,7 +282,7 @@ def _enqueue_waiting(sim, s):
     ci[C_NWAIT, c] += 1
 
 
-@inline_jit
+@internal_jit
 def _dequeue_waiting(sim, s):
     iv, ji, ci = sim.iv, sim.ji, sim.ci
     c = ji[s, CLS]
@@ -292,7 +292,7 @@ def _dequeue_waiting(sim, s):
     ci[C_NWAIT, c] -= 1
 
 
-@inline_jit
+@internal_jit
 def _add_running(sim, s):
     n = sim.iv[I_NRUN]
     sim.run_list[n] = s
@@ -303,7 +303,7 @@ def _add_running(sim, s):
     sim.ci[C_NRUN, sim.ji[s, CLS]] += 1
 
 
-@inline_jit
+@internal_jit
 def _remove_running(sim, s):
     pos = sim.ji[s, RUNPOS]
     last = sim.iv[I_NRUN] - 1
@@ -321,7 +321,7 @@ def _remove_running(sim, s):
 # Events
 
 
-@inline_jit
+@internal_jit
 def _integrate(sim, t):
     iv, fv = sim.iv, sim.fv
     lo = max(fv[F_LAST], fv[F_WIN_LO])
@@ -335,7 +335,7 @@ def _integrate(sim, t):
     fv[F_LAST] = t
 
 
-@inline_jit
+@internal_jit
 def _arrive(sim, j, t):
     iv, fv, ji, jf, js = sim.iv, sim.fv, sim.ji, sim.jf, sim.js
     s = iv[I_FREE_HEAD]
@@ -387,7 +387,7 @@ def _arrive(sim, j, t):
     iv[I_NCHECK] = b
 
 
-@inline_jit
+@internal_jit
 def _measure(sim, s, t):
     """Accumulate a departing measured job into its (batch, class) cell."""
     iv, ji, jf = sim.iv, sim.ji, sim.jf
@@ -414,7 +414,7 @@ def _measure(sim, s, t):
     iv[I_MEAS_DONE] += 1
 
 
-@inline_jit
+@internal_jit
 def _due(sim, s, now):
     """When the running job ``s`` next needs the engine: its departure, or the expiry of its budget
     if that comes first (a spent (NaN) or unlimited budget bounds nothing)."""
@@ -425,7 +425,7 @@ def _due(sim, s, now):
     return now + w / sim.jf[s, RATE]
 
 
-@inline_jit
+@internal_jit
 def _settle(sim, s, now):
     """Account the work the running job ``s`` received at its current rate since ``LAST_START``."""
     jf = sim.jf
@@ -436,10 +436,12 @@ def _settle(sim, s, now):
     jf[s, LAST_START] = now
 
 
-# _expire and _operation are compiled once and called, not inlined: only the compatibility-model
-# policies reach them, and inlining their heap and list code into every policy's loop tripled the
-# compile time of each specialisation (15 s -> 50 s for fcfs on sf-fig2; 15 s again this way).
-@kernel_jit
+# _expire and _operation are compiled once and called, not inlined by numba: only the
+# compatibility-model policies reach them, and inlining their heap and list code into every policy's
+# loop tripled the compile time of each specialisation (15 s -> 50 s for fcfs on sf-fig2; 15 s again
+# this way). Numba gives them the forceinline of the caller that compiles them (advance, apply), so
+# LLVM still inlines their cached code there.
+@internal_jit(inline=False)
 def _expire(sim, s, t):
     """The budget of the running job ``s`` ran out at ``t``: its work is settled, the budget marked
     spent (NaN) and the job keyed at its departure; what follows is the policy's decision."""
@@ -450,7 +452,7 @@ def _expire(sim, s, t):
     sim.iv[I_EXPIRIES] += 1
 
 
-@inline_jit
+@internal_jit
 def _depart(sim, s, t):
     iv, ji = sim.iv, sim.ji
     _heap_remove(sim, s)
@@ -470,13 +472,13 @@ def _depart(sim, s, t):
     iv[I_NFREE] += 1
 
 
-@inline_jit
+@internal_jit
 def _finished(iv):
     lo, hi = iv[I_MEAS_LO], iv[I_MEAS_HI]
     return lo >= 0 and hi >= 0 and iv[I_MEAS_DONE] >= hi - lo
 
 
-@inline_jit
+@internal_jit(python=True)  # also stepped from Python (Simulator.step)
 def advance(sim):
     """Process every event at the next event instant; see the module docstring for the status codes."""
     iv, fv = sim.iv, sim.fv
@@ -541,7 +543,7 @@ def advance(sim):
 # Decisions
 
 
-@inline_jit
+@internal_jit
 def _start(sim, s):
     iv, ji, jf = sim.iv, sim.ji, sim.jf
     if s < 0 or s >= ji.shape[0]:
@@ -561,7 +563,7 @@ def _start(sim, s):
     return E_NONE
 
 
-@inline_jit
+@internal_jit
 def _preempt(sim, s):
     iv, ji, jf = sim.iv, sim.ji, sim.jf
     if s < 0 or s >= ji.shape[0]:
@@ -582,7 +584,7 @@ def _preempt(sim, s):
     return E_NONE
 
 
-@inline_jit
+@internal_jit
 def _in_system(sim, s):
     if s < 0 or s >= sim.ji.shape[0]:
         return E_UNKNOWN_JOB
@@ -592,7 +594,7 @@ def _in_system(sim, s):
     return E_NONE
 
 
-@inline_jit
+@internal_jit
 def _serve(sim, s, n, rate):
     """``OP_SERVE``: job ``s`` holds ``n`` servers at ``rate`` (see :mod:`msj_gym.core.actions`)."""
     iv, ji, jf = sim.iv, sim.ji, sim.jf
@@ -620,7 +622,7 @@ def _serve(sim, s, n, rate):
     return E_NONE
 
 
-@inline_jit
+@internal_jit
 def _budget(sim, s, b):
     """``OP_BUDGET``: job ``s`` may receive ``b`` more work before its next expiry event."""
     err = _in_system(sim, s)
@@ -639,7 +641,7 @@ def _budget(sim, s, b):
     return E_NONE
 
 
-@inline_jit
+@internal_jit
 def _requeue(sim, s):
     """``OP_REQUEUE``: job ``s`` goes to the end of the service order."""
     iv, ji, ci = sim.iv, sim.ji, sim.ci
@@ -659,7 +661,7 @@ def _requeue(sim, s):
     return E_NONE
 
 
-@kernel_jit
+@internal_jit(inline=False)
 def _operation(sim, actions, i, n):
     """Apply the operation whose tag is ``actions[i]``; returns (error, its slot, next word)."""
     a = actions[i]
@@ -673,20 +675,23 @@ def _operation(sim, actions, i, n):
     return E_BAD_OPERAND, s, n
 
 
-@inline_jit
+@internal_jit
+def _start_or_preempt(sim, a):
+    """Apply the word ``a > OP_LIMIT``: a start (``a >= 0``) or a preemption; returns (error, its slot)."""
+    if a >= 0:
+        return _start(sim, a), a
+    return _preempt(sim, -a - 1), -a - 1
+
+
+@internal_jit(python=True)  # also called from Python (the envs' engine actions)
 def apply(sim, actions, n):
     """Apply the decision ``actions[:n]`` (see :mod:`msj_gym.core.actions`) in order; stop at the first
     invalid action and return its error code."""
     i = 0
     while i < n:
         a = actions[i]
-        if a >= 0:
-            err = _start(sim, a)
-            job = a
-            i += 1
-        elif a > OP_LIMIT:
-            job = -a - 1
-            err = _preempt(sim, job)
+        if a > OP_LIMIT:
+            err, job = _start_or_preempt(sim, a)
             i += 1
         else:
             err, job, i = _operation(sim, actions, i, n)
@@ -696,6 +701,23 @@ def apply(sim, actions, n):
             return err
     if n > 0:
         sim.iv[I_DECISIONS] += 1
+    return E_NONE
+
+
+@internal_jit
+def apply_one(sim, a):
+    """``apply(sim, [a], 1)`` for a start or a preemption ``a``, all that an environment's agent does:
+    the same effect, without compiling the operations of the compatibility models into the
+    environment step (a second of its cold start)."""
+    if a > OP_LIMIT:
+        err, job = _start_or_preempt(sim, a)
+    else:
+        err, job = E_BAD_OPERAND, -1
+    if err != E_NONE:
+        sim.iv[I_ERR] = err
+        sim.iv[I_ERR_JOB] = job
+        return err
+    sim.iv[I_DECISIONS] += 1
     return E_NONE
 
 
@@ -754,7 +776,7 @@ def check_invariants(sim):
     return 0
 
 
-@inline_jit
+@internal_jit
 def can_decide(sim, preemptive):
     """True if some action other than "wait" is possible."""
     iv, ci = sim.iv, sim.ci

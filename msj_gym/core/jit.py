@@ -26,9 +26,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from numba import njit
+from numba import njit, types
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
+from numba.core.registry import CPUDispatcher
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,6 +38,7 @@ __all__ = [
     "dependency_digest",
     "entry_point",
     "inline_jit",
+    "internal_jit",
     "kernel_jit",
     "source_files",
 ]
@@ -171,6 +173,46 @@ def inline_jit(fn: F) -> F:
     instead of 12 s. A policy's kernel is one too: compiled on its own (and cached) when the engine
     loop calls it, inlined where another kernel calls it."""
     return _cached(njit(_nrt=False, forceinline=True)(fn))
+
+
+class _InternalDispatcher(CPUDispatcher):
+    """A dispatcher that types every call from compiled code with plain (non-literal) argument types.
+    Numba types a constant argument (``_list_insert(ji, WNEXT, ...)``) as its literal value and
+    compiles one copy of the callee per value; inlined by LLVM, the copies give the same machine
+    code, since LLVM folds the constant into the inlined body anyway."""
+
+    def get_call_template(self, args: Any, kws: Any) -> Any:
+        args = tuple(types.unliteral(a) for a in args)
+        kws = {k: types.unliteral(v) for k, v in kws.items()}
+        return super().get_call_template(args, kws)
+
+
+def internal_jit(
+    fn: F | None = None, *, inline: bool = True, python: bool = False, nogil: bool = False
+) -> Any:
+    """``inline_jit`` (or, with ``inline=False``, ``kernel_jit``) for the engine's and environments'
+    own helpers, which compiled code calls and which are never passed as first-class functions. They
+    are compiled without numba's C-callable wrapper and, unless ``python`` (also called from Python),
+    without its Python wrapper: numba builds both for every function, and for a state tuple of some
+    20 arrays the Python wrapper's unboxing took longer to generate and compile than most helpers (a
+    third of the cold compilation of the environment step). Constant arguments are typed as plain
+    integers (``_InternalDispatcher``). ``nogil`` as in ``kernel_jit``."""
+
+    def wrap(f: F) -> F:
+        options = {  # what njit(_nrt=False) gives kernel_jit, plus the wrapper switches
+            "nopython": True,
+            "boundscheck": None,
+            "_nrt": False,
+            "no_cpython_wrapper": not python,
+            "no_cfunc_wrapper": True,
+            "nogil": nogil,
+        }
+        if inline:
+            # else unset, as kernel_jit leaves it: numba then inherits it from the compiling caller
+            options["forceinline"] = True
+        return _cached(_InternalDispatcher(py_func=f, locals={}, targetoptions=options))
+
+    return wrap if fn is None else wrap(fn)
 
 
 ANNOUNCE_AFTER = 0.5  # seconds: a cache load takes less, a compilation more

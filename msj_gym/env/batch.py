@@ -20,15 +20,14 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import state as S
-from ..core.jit import inline_jit, kernel_jit
+from ..core.jit import internal_jit, kernel_jit
 from ..core.state import Sim
 from .spin import CTL_DONE, CTL_WIDTH, publish, wait_posted
-from .stepping import observe, step
+from .stepping import step
 
 __all__ = [
     "BatchSim",
     "allocate_batch",
-    "batch_observe",
     "batch_reset",
     "batch_step",
     "batch_worker",
@@ -98,7 +97,7 @@ def grow_batch_slots(batch: BatchSim) -> BatchSim:
     return batch._replace(ji=ji, jf=jf, js=js)
 
 
-@inline_jit
+@internal_jit
 def sim_at(b, i):
     """Environment ``i``'s state as a ``Sim`` of views."""
     return Sim(
@@ -124,27 +123,24 @@ def sim_at(b, i):
     )
 
 
-@kernel_jit(nogil=True)
-def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
+# Called from Python and inlined into batch_worker: a kernel that only called it would be one more
+# LLVM optimisation and code generation of the whole inlined step on a cold start.
+@internal_jit(python=True, nogil=True)
+def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, status):
     """:func:`~msj_gym.env.stepping.env_step` for each environment ``i`` in ``idx`` with action
     ``actions[i]`` (``-1``: no action, advance to the next decision); ``status[i]`` gets its engine
     status. Rows of ``fpar`` (the float parameters, which depend on the environment's load),
-    ``obs``, ``mask``, ``out``, ``work`` and ``act1`` are per environment. Releases
-    the GIL (``kernel_jit`` plus ``nogil``): disjoint sets of environments may be stepped by
-    concurrent threads, as no two environments share state."""
-    _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status)
+    ``obs``, ``mask``, ``out`` and ``work`` are per environment. Releases
+    the GIL (``nogil``): disjoint sets of environments may be stepped by concurrent threads, as no
+    two environments share state."""
+    for q in range(idx.size):
+        i = idx[q]
+        status[i] = step(sim_at(b, i), actions[i], ep, fpar[i], obs[i], mask[i], out[i], work[i])
     return 0
 
 
-@inline_jit
-def _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
-    for q in range(idx.size):
-        i = idx[q]
-        status[i] = step(sim_at(b, i), actions[i], ep, fpar[i], obs[i], mask[i], out[i], work[i], act1[i])
-
-
 @kernel_jit(nogil=True)
-def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, act1, status):
+def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, status):
     """A worker thread's loop: :func:`batch_step` of the environments ``idx`` each time the main thread
     posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.env.spin`), until it is stopped."""
     seen = ctl[w * CTL_WIDTH + CTL_DONE]
@@ -152,29 +148,19 @@ def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, act1, 
         g = wait_posted(ctl, w, seen)
         if g < 0:
             return g  # -1: stopped, -2: idle (the caller sleeps until the next post)
-        _step_each(b, idx, actions, ep, fpar, obs, mask, out, work, act1, status)
+        batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, status)
         publish(ctl, w, g)
         seen = g
 
 
-@kernel_jit
-def batch_observe(b, idx, ep, fpar, obs, mask, work):
-    """Observation and mask of the current state of each environment in ``idx`` (rows of ``fpar`` and
-    the outputs per environment)."""
-    for q in range(idx.size):
-        i = idx[q]
-        observe(sim_at(b, i), ep, fpar[i], obs[i], mask[i], work[i])
-    return 0
-
-
-@inline_jit
+@internal_jit
 def copy1d(dst, src):
     """``dst[:] = src`` for 1-d arrays, as an explicit loop."""
     for a in range(src.shape[0]):
         dst[a] = src[a]
 
 
-@inline_jit
+@internal_jit
 def copy2d(dst, src):
     """``dst[:, :] = src`` for 2-d arrays."""
     for a in range(src.shape[0]):
@@ -182,7 +168,7 @@ def copy2d(dst, src):
             dst[a, c] = src[a, c]
 
 
-@inline_jit
+@internal_jit
 def copy3d(dst, src):
     """``dst[:, :, :] = src`` for 3-d arrays."""
     for a in range(src.shape[0]):

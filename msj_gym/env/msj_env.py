@@ -31,11 +31,11 @@ from .stepping import (
     O_ELAPSED,
     O_INVALID,
     O_REWARD,
+    OBSERVE_ONLY,
     QUEUE_FEATURES,
     RUNNING_FEATURES,
     SYSTEM_FEATURES,
     encode_action,
-    env_observe,
     env_step,
     num_actions,
     observation_size,
@@ -340,7 +340,6 @@ class MSJEnv(gym.Env):
         self._mask = np.zeros(self._n_actions, dtype=np.bool_)
         self._out = np.zeros(N_OUT)
         self._work = np.zeros(max(nclass * self.preempt_window, 1), dtype=np.int64)
-        self._act1 = np.zeros(1, dtype=np.int64)
         self._agent_slot = AgentSlot(self.preemptive)
         self._engine_actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
         # the data of the policies that step_policy and the advisor ran this episode, by policy
@@ -480,7 +479,6 @@ class MSJEnv(gym.Env):
             self._mask,
             self._out,
             self._work,
-            self._act1,
             what="the environment step",
         )
         self._sim = sim
@@ -506,10 +504,16 @@ class MSJEnv(gym.Env):
             info["action_mask"] = self._pmask.copy()
         return info
 
+    def _observe(self) -> None:
+        """Write the observation and mask of the current state (the step asked to do only that)."""
+        self._step_fn(
+            self._sim, OBSERVE_ONLY, self._ep, self._fpar, self._obs, self._mask, self._out, self._work
+        )
+
     def _advance_once(self, action: int) -> dict[str, Any]:
         core = self.core
         status = self._step_fn(
-            self._sim, action, self._ep, self._fpar, self._obs, self._mask, self._out, self._work, self._act1
+            self._sim, action, self._ep, self._fpar, self._obs, self._mask, self._out, self._work
         )
         stalled = False
         while status != S.ST_EVENT:
@@ -523,10 +527,10 @@ class MSJEnv(gym.Env):
             if core.sim is not self._sim:
                 self._bind()
             status = self._step_fn(
-                self._sim, -1, self._ep, self._fpar, self._obs, self._mask, self._out, self._work, self._act1
+                self._sim, -1, self._ep, self._fpar, self._obs, self._mask, self._out, self._work
             )
         if self._over:
-            env_observe(self._sim, self._ep, self._fpar, self._obs, self._mask, self._work)
+            self._observe()
         iv = self._sim.iv
         invalid = self._out[O_INVALID] > 0
         self._invalid += int(invalid)
@@ -739,7 +743,7 @@ class MSJEnv(gym.Env):
         core.drive(policy, pdata)
         self._over = True
         self._bind()
-        env_observe(self._sim, self._ep, self._fpar, self._obs, self._mask, self._work)
+        self._observe()
         return -(float(core.sim.fv[S.F_RUN_AREA]) - start) * self._reward_scale
 
     def decide_every_event(self, flag: bool) -> None:

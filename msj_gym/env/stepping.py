@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.engine import advance, apply, can_decide
-from ..core.jit import inline_jit, kernel_jit
+from ..core.engine import advance, apply_one, can_decide
+from ..core.jit import internal_jit, kernel_jit
 from ..core.state import (
     ARRIVAL,
     ATTAINED,
@@ -60,6 +60,8 @@ from ..core.state import (
 EP_PREEMPTIVE, EP_QWIN, EP_PWIN, EP_OBSJOBS, EP_REVEAL, EP_WEIGHTED, EP_EVERY_EVENT = range(7)
 N_EP = 7
 # --- ``fpar``: [0:C] mean service time per class, [C:2C] reward weight per class, [2C] mean need / k
+# --- ``action`` of :func:`step` that only writes the observation and mask of the current state
+OBSERVE_ONLY = -2
 # --- ``out`` (float64): accumulated over one ``step`` call
 O_REWARD, O_ELAPSED, O_INVALID = range(3)
 N_OUT = 3
@@ -69,7 +71,7 @@ CLASS_FEATURES = 5
 QUEUE_FEATURES = 4  # +1 with revealed sizes
 RUNNING_FEATURES = 2  # +1 with revealed sizes (preemptive variant only)
 
-__all__ = ["encode_action", "env_observe", "env_step", "num_actions", "observation_size", "observe", "step"]
+__all__ = ["encode_action", "env_step", "num_actions", "observation_size", "observe", "step"]
 
 
 def num_actions(num_classes: int, queue_window: int, preempt_window: int, preemptive: bool) -> int:
@@ -85,21 +87,21 @@ def observation_size(
     return n
 
 
-@inline_jit
+@internal_jit
 def _squash(x):
     # log1p first: queues and ages span orders of magnitude, and an unstable queue must stay visible
     lg = np.log1p(max(x, 0.0))  # max: a remaining time may round to a hair below 0
     return lg / (1.0 + lg)
 
 
-@inline_jit
+@internal_jit
 def _can_wait(sim):
     """True if waiting leads somewhere: a departure is scheduled or an arrival may still come."""
     iv = sim.iv
     return iv[I_HEAPN] > 0 or iv[I_NARR] < iv[I_NGEN] or iv[I_EXHAUSTED] == 0
 
 
-@inline_jit
+@internal_jit
 def _nth_waiting(sim, c, r):
     s = sim.ci[C_HEAD, c]
     while r > 0 and s != -1:
@@ -108,7 +110,7 @@ def _nth_waiting(sim, c, r):
     return s
 
 
-@inline_jit
+@internal_jit
 def _nth_youngest_running(sim, c, r):
     ji, run_list = sim.ji, sim.run_list
     nrun = sim.iv[I_NRUN]
@@ -128,7 +130,7 @@ def _nth_youngest_running(sim, c, r):
     return best
 
 
-@inline_jit
+@internal_jit
 def _decode(sim, ep, action):
     """The engine action (slot ``s`` to start, ``-s-1`` to preempt) named by env action ``action``."""
     nclass = sim.ci.shape[1]
@@ -143,7 +145,7 @@ def _decode(sim, ep, action):
     return -s - 1
 
 
-@inline_jit
+@internal_jit
 def _load_now(sim, ep, fpar):
     """The (weighted) number of jobs in the system: the reward rate."""
     if ep[EP_WEIGHTED] == 0:
@@ -156,7 +158,7 @@ def _load_now(sim, ep, fpar):
     return total
 
 
-@inline_jit
+@internal_jit
 def _write_mask(sim, ep, mask):
     iv, ci = sim.iv, sim.ci
     nclass = ci.shape[1]
@@ -179,7 +181,7 @@ def _write_mask(sim, ep, mask):
                 mask[base0 + c * p + r] = someone_waits and r < nr
 
 
-@inline_jit
+@internal_jit
 def _write_obs(sim, ep, fpar, obs, work):
     iv, ci, ji, jf, js = sim.iv, sim.ci, sim.ji, sim.jf, sim.js
     nclass = ci.shape[1]
@@ -246,39 +248,29 @@ def _write_obs(sim, ep, fpar, obs, work):
             p += width
 
 
-@inline_jit
+@internal_jit
 def observe(sim, ep, fpar, obs, mask, work):
-    """Write the observation and the action mask of the current state (inlined into its callers)."""
+    """Write the observation and the action mask of the current state (inlined into its callers;
+    Python asks :func:`step` for it with ``OBSERVE_ONLY``)."""
     _write_obs(sim, ep, fpar, obs, work)
     _write_mask(sim, ep, mask)
 
 
-@kernel_jit
-def env_observe(sim, ep, fpar, obs, mask, work):
-    """Write the observation and the action mask of the current state."""
-    observe(sim, ep, fpar, obs, mask, work)
-    return 0
-
-
-@kernel_jit
-def env_step(sim, action, ep, fpar, obs, mask, out, work, act1):
+@internal_jit(python=True)
+def step(sim, action, ep, fpar, obs, mask, out, work):
     """Apply env action ``action`` (``-1``: none, resume advancing after a Python-side request), advance
     to the next decision epoch, write observation and mask. ``mask`` must hold the mask of the current
     state: an action it rules out is counted in ``out[O_INVALID]`` and treated as "wait". Returns the
-    engine status: ``ST_EVENT`` once a decision is due, else what ``advance`` asked for."""
-    return step(sim, action, ep, fpar, obs, mask, out, work, act1)
+    engine status: ``ST_EVENT`` once a decision is due, else what ``advance`` asked for. With
+    ``OBSERVE_ONLY`` it only writes the observation and mask of the current state.
 
-
-@inline_jit
-def step(sim, action, ep, fpar, obs, mask, out, work, act1):
-    """The body of :func:`env_step`, inlined into its callers (the single env and the batched step of
-    :mod:`msj_gym.env.batch`): one implementation of the step for both."""
+    One implementation of the step: the single env calls it from Python (as :data:`env_step`), the
+    batched step of :mod:`msj_gym.env.batch` inlines it."""
     preemptive = ep[EP_PREEMPTIVE] != 0
-    move = True
+    move = action != OBSERVE_ONLY  # one call of observe below: its code is inlined once
     if action > 0:
         if mask[action]:
-            act1[0] = _decode(sim, ep, action)
-            if apply(sim, act1, 1) != E_NONE:
+            if apply_one(sim, _decode(sim, ep, action)) != E_NONE:
                 return ST_ERROR
             move = not can_decide(sim, preemptive)
         else:
@@ -300,6 +292,11 @@ def step(sim, action, ep, fpar, obs, mask, out, work, act1):
                 break
     observe(sim, ep, fpar, obs, mask, work)
     return ST_EVENT
+
+
+# The single env's entry point is the step itself, not a kernel that calls it: such a kernel was one
+# more LLVM optimisation and code generation of the whole inlined step (0.7 s of a cold start).
+env_step = step
 
 
 @kernel_jit

@@ -27,7 +27,6 @@ from ..metrics.result import SimulationResult, assess_stability
 from . import spin
 from .batch import (
     allocate_batch,
-    batch_observe,
     batch_reset,
     batch_step,
     batch_worker,
@@ -36,7 +35,7 @@ from .batch import (
     sim_at,
 )
 from .msj_env import _DEFAULT_SCENARIO, MSJEnv, MSJPreemptiveEnv, _positive_int
-from .stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWARD
+from .stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWARD, OBSERVE_ONLY
 
 __all__ = ["MSJPreemptiveVectorEnv", "MSJVectorEnv", "NativeVectorEnv"]
 
@@ -484,8 +483,8 @@ class MSJVectorEnv(NativeVectorEnv):
         self._mask = np.zeros((n, self._n_actions), dtype=np.bool_)
         self._out = np.zeros((n, N_OUT))
         self._work = np.zeros((n, proto._work.size), dtype=np.int64)
-        self._act1 = np.zeros((n, 1), dtype=np.int64)
         self._status = np.zeros(n, dtype=np.int64)
+        self._observe_only = np.full(n, OBSERVE_ONLY, dtype=np.int64)
 
         self._feeds: list[Any] = [None] * n  # each env's job stream (core.feed.ArrivalFeed)
         self._capped = np.zeros(n, dtype=np.bool_)
@@ -545,24 +544,12 @@ class MSJVectorEnv(NativeVectorEnv):
             self._mask,
             self._out,
             self._work,
-            self._act1,
             self._status,
         )
         self._step_fn = entry_point(
             batch_step, b, self._all, self._actions, *self._step_tail, what="the vector environment step"
         )
         self._reset_fn = entry_point(batch_reset, b, self._template, self._all, what="the vector reset")
-        self._observe_fn = entry_point(
-            batch_observe,
-            b,
-            self._all,
-            self._ep,
-            self._fpar,
-            self._obs,
-            self._mask,
-            self._work,
-            what="the vector observation",
-        )
 
     def _step_envs(self, idx: np.ndarray, actions: np.ndarray) -> None:
         self._step_fn(self._b, idx, actions, *self._step_tail)
@@ -608,7 +595,8 @@ class MSJVectorEnv(NativeVectorEnv):
                 done = np.array(ended, dtype=np.int64)
                 status[done] = S.ST_EVENT
                 self._over[done] = True
-                self._observe_fn(self._b, done, self._ep, self._fpar, self._obs, self._mask, self._work)
+                # the step itself writes their last observations: no second kernel to compile
+                self._step_envs(done, self._observe_only)
             idx = np.array(resume, dtype=np.int64)
             if idx.size:
                 self._step_envs(idx, self._no_action)
