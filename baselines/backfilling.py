@@ -23,11 +23,16 @@ from msj_gym.core.access import (
     server_need,
     service_time,
     start,
+    value,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
 from ._kit import sort_ascending
+
+FIELDS = Record("estimate_factor")  # f of the f-model (0: exact durations)
+(ESTIMATE_FACTOR,) = FIELDS.ids
 
 
 @inline_jit
@@ -37,7 +42,7 @@ def _estimate(sizes, s, factor):
 
 @inline_jit
 def _easy(view, sizes, pdata, actions):
-    factor = pdata.params[0]
+    factor = value(pdata.params, ESTIMATE_FACTOR)
     k = num_servers(view)
     t = now(view)
     free = free_servers(view)
@@ -121,7 +126,7 @@ class EasyBackfilling(Policy):
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
-        return base._replace(params=np.array([self.param_values["estimate_factor"]]))
+        return base._replace(params=FIELDS.pack(estimate_factor=self.param_values["estimate_factor"]))
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
         return 2 * num_servers, 2 * num_servers

@@ -37,10 +37,12 @@ import numpy as np
 from msj_gym.core import Param, Policy
 from msj_gym.core.access import (
     budget_spent,
+    field,
     first_in_system,
     free_servers,
     give_budget,
     in_system,
+    int_value,
     is_running,
     is_waiting,
     job_attribute,
@@ -57,14 +59,18 @@ from msj_gym.core.access import (
     serve,
     server_need,
     service_rate,
+    value,
 )
 from msj_gym.core.jit import inline_jit, kernel_jit
+from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
 MODEL = "compatibility"
 
-# params = [theta, d (servers per job, max), b (node stride 2**b >= d), C_0 .. C_{S-1}]
-P_THETA, P_D, P_SHIFT, P_MU = 0, 1, 2, 3
+# params: theta (mean work between interruptions, inf: never), d (servers per job, at most), b (node
+# stride 2**b >= d) and each server's capacity C_0 .. C_{S-1}
+FIELDS = Record("theta", "d", "shift", "capacity", nonfinite=("theta",))
+THETA, D, SHIFT, CAPACITY = FIELDS.ids
 # iwork = [memo: 4][head: S][tail: S][interrupted: S][dirty: 2S + 1][taken: S]
 #         [servers: cap*w][next: cap*w][prev: cap*w][held: cap][dirty stamp: cap][interrupt stamp: cap]
 #         [job id: cap]            (w = 2**b: the node of job s's q-th server is s*w + q, its slot a shift)
@@ -108,10 +114,10 @@ def _parts(nserv, sh, iw, fw):
 
 
 @inline_jit
-def _gain(par, held, rate, dst, dlist, nd, stamp, g, v):
+def _gain(mu, held, rate, dst, dlist, nd, stamp, g, v):
     """Job ``g`` becomes the head of server ``v``'s list: it holds ``v`` from now on."""
     held[g] += 1
-    rate[g] += par[P_MU + v]
+    rate[g] += mu[v]
     if dst[g] != stamp:
         dst[g] = stamp
         dlist[nd] = g
@@ -120,7 +126,7 @@ def _gain(par, held, rate, dst, dlist, nd, stamp, g, v):
 
 
 @inline_jit
-def _unlink(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s):
+def _unlink(mu, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s):
     """Take job ``s`` out of every server list; a server it held passes to the next job in its list."""
     for q in range(d):
         node = (s << sh) + q
@@ -131,7 +137,7 @@ def _unlink(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, s
         if p == -1:
             head[v] = x
             if x != -1:
-                nd = _gain(par, held, rate, dst, dlist, nd, stamp, x >> sh, v)
+                nd = _gain(mu, held, rate, dst, dlist, nd, stamp, x >> sh, v)
         else:
             nxt[p] = x
         if x == -1:
@@ -144,7 +150,7 @@ def _unlink(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, s
 
 
 @inline_jit
-def _append(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s):
+def _append(mu, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s):
     """Put job ``s`` at the end of every list of its servers; it takes those nobody else may use."""
     for q in range(d):
         node = (s << sh) + q
@@ -157,7 +163,7 @@ def _append(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, s
         tail[v] = node
         if t == -1:
             head[v] = node
-            nd = _gain(par, held, rate, dst, dlist, nd, stamp, s, v)
+            nd = _gain(mu, held, rate, dst, dlist, nd, stamp, s, v)
         else:
             nxt[t] = node
     return nd
@@ -167,9 +173,10 @@ def _append(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, s
 def _compat_serve(view, pdata, actions):
     par, iw, fw = pdata.params, pdata.iwork, pdata.fwork
     nserv = num_servers(view)
-    d = int(par[P_D])
-    sh = int(par[P_SHIFT])
-    theta = par[P_THETA]
+    d = int_value(par, D)
+    sh = int_value(par, SHIFT)
+    theta = value(par, THETA)
+    mu = field(par, CAPACITY)
     head, tail, ilist, dlist, _, srv, nxt, prv, held, dst, ist, jid, rate, frag = _parts(nserv, sh, iw, fw)
     stamp = iw[M_STAMP] + 1
     iw[M_STAMP] = stamp
@@ -183,9 +190,9 @@ def _compat_serve(view, pdata, actions):
             while head[v] >= 0:
                 s = head[v] >> sh
                 if not in_system(view, s) or job_id(view, s) != jid[s]:  # departed (slot maybe reused)
-                    nd = _unlink(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
+                    nd = _unlink(mu, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
                 elif is_running(view, s) and budget_spent(view, s):  # Algorithm 1: interrupted
-                    nd = _unlink(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
+                    nd = _unlink(mu, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
                     ilist[ni] = s
                     ni += 1
                     ist[s] = stamp
@@ -206,14 +213,14 @@ def _compat_serve(view, pdata, actions):
             held[s] = 0
             rate[s] = 0.0
             frag[s] = theta * pdata.rng.standard_exponential() if theta < np.inf else np.inf
-            nd = _append(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
+            nd = _append(mu, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
             s = next_in_system(view, s)
     # Interrupted jobs join the end of the order behind this instant's arrivals, as the engine's
     # requeue puts them.
     for i in range(ni):
         s = ilist[i]
         frag[s] = theta * pdata.rng.standard_exponential()
-        nd = _append(par, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
+        nd = _append(mu, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, stamp, s)
     n = 0
     for i in range(ni):
         s = ilist[i]
@@ -237,8 +244,9 @@ def _compat_check(view, pdata):
     kernel's lists agree."""
     par, iw, fw = pdata.params, pdata.iwork, pdata.fwork
     nserv = num_servers(view)
-    d = int(par[P_D])
-    sh = int(par[P_SHIFT])
+    d = int_value(par, D)
+    sh = int_value(par, SHIFT)
+    mu = field(par, CAPACITY)
     head, _, _, _, taken, srv, _, _, held, _, _, _, rate, _ = _parts(nserv, sh, iw, fw)
     for v in range(nserv):
         taken[v] = 0
@@ -255,7 +263,7 @@ def _compat_check(view, pdata):
             if taken[v] == 0:
                 taken[v] = 1
                 n += 1
-                r += par[P_MU + v]
+                r += mu[v]
                 if head[v] < 0 or head[v] >> sh != s:
                     return 2
         running = is_running(view, s)
@@ -297,7 +305,7 @@ class _CompatPolicy(Policy):
         base = super().prepare(workload, rng)
         d = workload.max_degree
         shift = max(int(d - 1).bit_length(), 0)
-        params = np.array([self.theta(workload), float(d), float(shift), *workload.capacities])
+        params = FIELDS.pack(theta=self.theta(workload), d=d, shift=shift, capacity=workload.capacities)
         # Interruption draws: child 0 of the policy's stream (stateless, so preparing twice for one
         # run gives the same stream).
         ss = rng.bit_generator.seed_seq
@@ -311,7 +319,7 @@ class _CompatPolicy(Policy):
     def with_work(self, pdata: PolicyData, num_slots: int, num_servers: int, num_classes: int) -> PolicyData:
         """Bookkeeping sized for ``num_slots`` slots, the existing one copied over (it must survive the
         engine's slot growth: slots keep their numbers)."""
-        w = 1 << int(pdata.params[P_SHIFT])
+        w = 1 << int(FIELDS.get(pdata.params, "shift")[0])
         old_cap = pdata.fwork.size // 2
         if pdata.iwork.size and old_cap >= num_slots:
             return pdata
@@ -340,7 +348,7 @@ class _CompatPolicy(Policy):
         """Per server, the engine slot of the job it serves now (-1: idle), for pictures."""
         head = pdata.iwork[N_MEMO : N_MEMO + num_servers]
         # a list head is a node s * 2**b + q of job slot s
-        return np.where(head >= 0, head >> int(pdata.params[P_SHIFT]), -1)
+        return np.where(head >= 0, head >> int(FIELDS.get(pdata.params, "shift")[0]), -1)
 
 
 class CompatFCFS(_CompatPolicy):

@@ -20,8 +20,10 @@ from msj_gym.core import Param, Policy
 from msj_gym.core.access import (
     class_need,
     class_running,
+    field,
     first_waiting_of_class,
     free_servers,
+    int_value,
     is_running,
     job_class,
     job_id,
@@ -37,11 +39,13 @@ from msj_gym.core.access import (
     start,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
-# pdata.params = [mode, aux, then per class: s_i (C), helper priority key (C)]
-P_MODE, P_AUX = 0, 1
-N_PFIX = 2
+# pdata.params: the mode (MODE_BS or MODE_MODIFIED), the auxiliary policy (AUX_*), per class s_i, the
+# servers of its block A_i in jobs (C), and the helpers' priority key of each class (C; smaller first)
+FIELDS = Record("mode", "aux", "blocks", "key")
+MODE, AUX, BLOCKS, KEY = FIELDS.ids
 MODE_BS, MODE_MODIFIED = 0, 1
 AUX_FCFS, AUX_FIRST_FIT, AUX_MSF = 0, 1, 2
 AUXILIARY = ("fcfs", "first-fit", "msf")
@@ -65,10 +69,10 @@ def _next_unmarked(view, s, marks):
 def _balanced_splitting(view, pdata, actions):
     par, st = pdata.params, pdata.state
     nclass = num_classes(view)
-    mode = int(par[P_MODE])
-    aux = int(par[P_AUX])
-    blocks = par[N_PFIX : N_PFIX + nclass]
-    key = par[N_PFIX + nclass : N_PFIX + 2 * nclass]
+    mode = int_value(par, MODE)
+    aux = int_value(par, AUX)
+    blocks = field(par, BLOCKS)
+    key = field(par, KEY)
     on_h = st[N_SFIX : N_SFIX + nclass]
     arr0 = N_SFIX + nclass
     toh0 = arr0 + NB * nclass
@@ -229,7 +233,7 @@ class _BalancedSplittingBase(Policy):
         nclass = needs.size
         aux = AUXILIARY.index(self.param_values["aux"])
         keys = -needs.astype(np.float64) if aux == AUX_MSF else np.zeros(nclass)
-        params = np.concatenate([[float(self.mode), float(aux)], np.asarray(part.blocks, float), keys])
+        params = FIELDS.pack(mode=self.mode, aux=aux, blocks=part.blocks, key=keys)
         cap = part.helpers // int(needs.min()) + 1
         state = np.zeros(N_SFIX + nclass + 3 * NB * nclass + 3 * cap)
         base = super().prepare(workload, rng)
@@ -251,7 +255,7 @@ class _BalancedSplittingBase(Policy):
         """
         from msj_gym.metrics.stats import batch_ratio
 
-        nclass = (pdata.params.size - N_PFIX) // 2
+        nclass = FIELDS.get(pdata.params, "key").size
         arr0 = N_SFIX + nclass
         cells = pdata.state[arr0 : arr0 + 3 * NB * nclass].reshape(3, NB, nclass)
         arrivals = cells[0]

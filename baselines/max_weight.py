@@ -10,6 +10,7 @@ from msj_gym.core import Policy
 from msj_gym.core.access import (
     class_running,
     class_waiting,
+    field,
     first_waiting_of_class,
     free_servers,
     job_id,
@@ -18,7 +19,12 @@ from msj_gym.core.access import (
     start,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+
+# The distinct server needs, decreasing ("groups"), and each class's group.
+FIELDS = Record("group_need", "gmap")
+GROUP_NEED, GMAP = FIELDS.ids
 
 
 @inline_jit
@@ -27,9 +33,9 @@ def _max_weight(view, pdata, actions):
     if free == 0:
         return 0
     nclass = num_classes(view)
-    ngroup = int(pdata.params[0])
-    group_need = pdata.params[1 : 1 + ngroup]
-    gmap = pdata.params[1 + ngroup : 1 + ngroup + nclass]
+    group_need = field(pdata.params, GROUP_NEED)
+    gmap = field(pdata.params, GMAP)
+    ngroup = group_need.size
     q = pdata.iwork[:ngroup]
     u = pdata.iwork[ngroup : 2 * ngroup]
     cursor = pdata.iwork[2 * ngroup : 2 * ngroup + nclass]
@@ -107,8 +113,8 @@ class MaxWeight(Policy):
         base = super().prepare(workload, rng)
         needs = workload.server_needs
         groups = np.unique(needs)[::-1]
-        gmap = [float(np.flatnonzero(groups == n)[0]) for n in needs]
-        return base._replace(params=np.concatenate(([float(groups.size)], groups.astype(np.float64), gmap)))
+        gmap = [int(np.flatnonzero(groups == n)[0]) for n in needs]
+        return base._replace(params=FIELDS.pack(group_need=groups, gmap=gmap))
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
         # iwork = [Q per need][waiting per need][class cursors]; fwork = the DP table.

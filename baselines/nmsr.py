@@ -13,6 +13,7 @@ from msj_gym.core.access import (
     class_need,
     class_running,
     class_waiting,
+    field,
     first_waiting_of_class,
     free_servers,
     job_class,
@@ -24,13 +25,18 @@ from msj_gym.core.access import (
     num_waiting,
     server_need,
     start,
+    value,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
 from ._kit import admit_fifo
 
-# pdata.params = [tau, backfill, then per schedule: mean sojourn (C)], table[c, i] = target of class i
+# pdata.params: the chain's mean cycle length, the backfilling flag (0 or 1) and per schedule its mean
+# sojourn (C); table[c, i] = target of class i in schedule c
+FIELDS = Record("tau", "backfill", "mean_sojourn")
+TAU, BACKFILL, MEAN_SOJOURN = FIELDS.ids
 # pdata.state  = [schedule, residual clock, clock time, switching, uniform index, then per schedule:
 #                 time spent (C), then per class: jobs in service after the last decision (C)]
 S_SCHED, S_RESIDUAL, S_CLOCK, S_SWITCHING, S_UNIFORM = range(5)
@@ -88,7 +94,7 @@ def _advance_clock(pdata, now, running, spent):
         t += st[S_RESIDUAL]
         c = (c + 1) % nsched
         st[S_SCHED] = c
-        st[S_RESIDUAL] = _draw(pdata, pdata.params[2 + c])
+        st[S_RESIDUAL] = _draw(pdata, field(pdata.params, MEAN_SOJOURN)[c])
         st[S_SWITCHING] = 1.0
     st[S_CLOCK] = now
 
@@ -110,7 +116,7 @@ def _nmsr(view, pdata, actions):
         room = int(table[c, i]) - class_running(view, i)
         if room > 0:
             n, free, _ = admit_fifo(view, i, free, room, actions, n)
-    if pdata.params[1] != 0.0 and st[S_SWITCHING] == 0.0:
+    if value(pdata.params, BACKFILL) != 0.0 and st[S_SWITCHING] == 0.0:
         # first-fit backfilling: queue heads that fit, oldest head first
         while free > 0:
             best, best_id = -1, 0
@@ -199,10 +205,11 @@ class NMSR(Policy):
         nclass = needs.size
         table = np.zeros((nclass, nclass))
         table[np.arange(nclass), np.arange(nclass)] = fill
-        params = np.concatenate([[tau, 1.0 if self.param_values["backfill"] else 0.0], alpha * tau])
+        sojourn = alpha * tau
+        params = FIELDS.pack(tau=tau, backfill=self.param_values["backfill"], mean_sojourn=sojourn)
         uniforms = rng.random(UNIFORMS)
         state = np.zeros(N_FIXED + 2 * nclass)
-        state[S_RESIDUAL] = -params[2] * np.log1p(-uniforms[0])
+        state[S_RESIDUAL] = -sojourn[0] * np.log1p(-uniforms[0])
         state[S_UNIFORM] = 1.0
         base = super().prepare(workload, rng)
         return base._replace(params=params, table=table, uniforms=uniforms, state=state)

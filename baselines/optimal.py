@@ -22,7 +22,9 @@ from msj_gym.core import Policy
 from msj_gym.core.access import (
     class_running,
     class_waiting,
+    field,
     first_waiting_of_class,
+    int_value,
     job_class,
     job_id,
     next_waiting_of_class,
@@ -33,33 +35,37 @@ from msj_gym.core.access import (
 )
 from msj_gym.core.jit import inline_jit
 from msj_gym.core.policy import Param
+from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
 __all__ = ["MDPOptimal", "MDPOptimalPreemptive", "remember_solution", "solved_table"]
 
-# layout of PolicyData.params: [C, nR, T_1..T_C, stride_1..stride_C, base_1..base_C,
-#                               lookup (prod_c (k // n_c + 1)), configs (nR * C), up (C * nR)]
+# PolicyData.params: per class the solved buffer T_c, the stride of its count in the table's flat
+# index and its radix place in a configuration's code (C each); the configurations (nR of them); the
+# configuration of each code, -1 if none (prod_c (k // n_c + 1)); each configuration's C counts
+# (nR * C); and up[c * nR + r], the configuration r with one more class-c job
+FIELDS = Record("buffers", "strides", "bases", "num_configs", "lookup", "configs", "up")
+BUFFERS, STRIDES, BASES, NUM_CONFIGS, LOOKUP, CONFIGS, UP = FIELDS.ids
 
 
 @inline_jit
 def _mdp_optimal(view, pdata, actions):
     params = pdata.params
-    nclass = int(params[0])
-    nR = int(params[1])
+    buffers, strides, bases = field(params, BUFFERS), field(params, STRIDES), field(params, BASES)
+    nclass = buffers.size
+    nR = int_value(params, NUM_CONFIGS)
     t_flat = 0
     code = 0
     for c in range(nclass):
         running = class_running(view, c)
         t = class_waiting(view, c) + running
-        cap = int(params[2 + c])
+        cap = int(buffers[c])
         if t > cap:
             t = cap
-        t_flat += t * int(params[2 + nclass + c])
-        code += running * int(params[2 + 2 * nclass + c])
-    head = 2 + 3 * nclass
-    n_lookup = int(params[head])
-    cfg = int(params[head + 1 + code])
-    up = head + 1 + n_lookup + nR * nclass
+        t_flat += t * int(strides[c])
+        code += running * int(bases[c])
+    cfg = int(field(params, LOOKUP)[code])
+    up = field(params, UP)
     gsize = pdata.table.shape[1] // nR
     cursor = pdata.iwork
     for c in range(nclass):
@@ -72,31 +78,29 @@ def _mdp_optimal(view, pdata, actions):
         s = cursor[c]
         n = start(actions, n, s)
         cursor[c] = next_waiting_of_class(view, s)
-        cfg = int(params[up + c * nR + cfg])
+        cfg = int(up[c * nR + cfg])
     return n
 
 
 @inline_jit
 def _mdp_optimal_preemptive(view, pdata, actions):
     params = pdata.params
-    nclass = int(params[0])
-    int(params[1])
+    buffers, strides = field(params, BUFFERS), field(params, STRIDES)
+    configs = field(params, CONFIGS)
+    nclass = buffers.size
     t_flat = 0
     for c in range(nclass):
         t = class_waiting(view, c) + class_running(view, c)
-        cap = int(params[2 + c])
+        cap = int(buffers[c])
         if t > cap:
             t = cap
-        t_flat += t * int(params[2 + nclass + c])
-    head = 2 + 3 * nclass
-    n_lookup = int(params[head])
-    configs = head + 1 + n_lookup
+        t_flat += t * int(strides[c])
     target = int(pdata.table[0, t_flat])
     n = 0
     # preempt first: the youngest running jobs of each class above its target
     nrun = num_running(view)
     for c in range(nclass):
-        excess = class_running(view, c) - int(params[configs + target * nclass + c])
+        excess = class_running(view, c) - int(configs[target * nclass + c])
         below = -1  # job ids already chosen are the youngest; take the next below them
         for _ in range(excess):
             best = -1
@@ -109,7 +113,7 @@ def _mdp_optimal_preemptive(view, pdata, actions):
             n = preempt(actions, n, best)
             below = best_id
     for c in range(nclass):
-        short = int(params[configs + target * nclass + c]) - class_running(view, c)
+        short = int(configs[target * nclass + c]) - class_running(view, c)
         s = first_waiting_of_class(view, c)
         for _ in range(short):
             n = start(actions, n, s)
@@ -264,18 +268,15 @@ class _MDPOptimalBase(Policy):
         lookup = np.full(int(np.prod(radix)), -1, dtype=np.int64)
         for i, r in enumerate(configs):
             lookup[int(np.dot(r, bases))] = i
-        params = np.concatenate(
-            [
-                [C, nR],
-                T,
-                strides,
-                bases,
-                [lookup.size],
-                lookup,
-                configs.ravel(),
-                up.ravel(),
-            ]
-        ).astype(np.float64)
+        params = FIELDS.pack(
+            buffers=T,
+            strides=strides,
+            bases=bases,
+            num_configs=nR,
+            lookup=lookup,
+            configs=configs.ravel(),
+            up=up.ravel(),
+        )
         table = np.asarray(solved["table"], dtype=np.float64).reshape(1, -1)
         base = super().prepare(workload, rng)
         return base._replace(params=params, table=table)

@@ -15,6 +15,7 @@ import numpy as np
 from msj_gym.core import Policy
 from msj_gym.core.access import (
     class_need,
+    field,
     first_waiting_of_class,
     free_servers,
     job_id,
@@ -27,15 +28,19 @@ from msj_gym.core.access import (
     start,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
 from ._kit import PACK_GREEDY, fill_and_diff, sort_ascending
+
+FIELDS = Record("class_key")  # per class: its rank (smaller first)
+(CLASS_KEY,) = FIELDS.ids
 
 
 @inline_jit
 def _class_priority(view, pdata, actions):
     nclass = num_classes(view)
-    key = pdata.params
+    key = field(pdata.params, CLASS_KEY)
     cursor = pdata.iwork  # each class's next waiting job not yet started in this decision
     for c in range(nclass):
         cursor[c] = first_waiting_of_class(view, c)
@@ -73,7 +78,7 @@ class _ClassPriority(Policy):
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
-        return base._replace(params=self.class_keys(workload.server_needs).astype(np.float64))
+        return base._replace(params=FIELDS.pack(class_key=self.class_keys(workload.server_needs)))
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
         return num_classes, 0

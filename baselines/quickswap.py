@@ -18,9 +18,11 @@ from msj_gym.core.access import (
     class_need,
     class_running,
     class_waiting,
+    field,
     first_waiting_of_class,
     free_servers,
     in_measurement_window,
+    int_value,
     job_class,
     now,
     num_classes,
@@ -28,14 +30,17 @@ from msj_gym.core.access import (
     num_servers,
     server_need,
     start,
+    value,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
 from ._kit import admit_fifo
 
-# pdata.params
-P_ELL, P_LIGHT, P_HEAVY, P_VARIANT = range(4)
+# MSFQ's parameters: the threshold ell, the light and the heavy class, the variant of the rules.
+MSFQ_FIELDS = Record("ell", "light", "heavy", "variant")
+ELL, LIGHT, HEAVY, VARIANT = MSFQ_FIELDS.ids
 VARIANT_LITERAL, VARIANT_AUTHOR = 0.0, 1.0
 # pdata.state: current phase (0 = empty system), when it began, per-phase time and completed visits
 # (visits that began inside the measurement window), then the author variant's flags and counters.
@@ -73,8 +78,8 @@ def _admit_class(view, c, free, actions, n):
 @inline_jit
 def _msfq_literal(view, pdata, actions):
     st, par = pdata.state, pdata.params
-    light, heavy = int(par[P_LIGHT]), int(par[P_HEAVY])
-    ell = par[P_ELL]
+    light, heavy = int_value(par, LIGHT), int_value(par, HEAVY)
+    ell = value(par, ELL)
     k = num_servers(view)
     free = free_servers(view)
     lw, lr = class_waiting(view, light), class_running(view, light)
@@ -130,9 +135,9 @@ def _msfq_author(view, pdata, actions):
     """The authors' simulator's "quick swap" (the authors' variant), threshold t = k - ell
     idle servers, with (armed, blocked) flags; admission otherwise in MSF order."""
     st, par = pdata.state, pdata.params
-    light, heavy = int(par[P_LIGHT]), int(par[P_HEAVY])
+    light, heavy = int_value(par, LIGHT), int_value(par, HEAVY)
     k = num_servers(view)
-    t = k - par[P_ELL]
+    t = k - value(par, ELL)
     free = free_servers(view)
     lr = class_running(view, light)
     hw, hr = class_waiting(view, heavy), class_running(view, heavy)
@@ -164,7 +169,7 @@ def _msfq_author(view, pdata, actions):
 
 @inline_jit
 def _msfq(view, pdata, actions):
-    if pdata.params[P_VARIANT] == VARIANT_AUTHOR:
+    if value(pdata.params, VARIANT) == VARIANT_AUTHOR:
         return _msfq_author(view, pdata, actions)
     return _msfq_literal(view, pdata, actions)
 
@@ -224,11 +229,12 @@ class MSFQ(Policy):
         variant = VARIANT_AUTHOR if self.param_values["variant"] == "author" else VARIANT_LITERAL
         base = super().prepare(workload, rng)
         return base._replace(
-            params=np.array([ell, light, heavy, variant], dtype=np.float64), state=np.zeros(N_STATE)
+            params=MSFQ_FIELDS.pack(ell=ell, light=light, heavy=heavy, variant=variant),
+            state=np.zeros(N_STATE),
         )
 
     def report(self, pdata: PolicyData) -> dict[str, Any]:
-        if pdata.params[P_VARIANT] != VARIANT_LITERAL:
+        if MSFQ_FIELDS.get(pdata.params, "variant")[0] != VARIANT_LITERAL:
             return {}
         st = pdata.state
         times = st[S_TIME : S_TIME + 5]
@@ -244,7 +250,9 @@ class MSFQ(Policy):
 
 
 # --- any number of classes ---------------------------------------------------------------------------
-# params: [0:C] the classes in descending server need (ties: class index)
+# The Quickswap policies' parameter: the classes in descending server need (ties: class index).
+ORDER_FIELDS = Record("order")
+(ORDER,) = ORDER_FIELDS.ids
 
 
 def _descending_order(needs: np.ndarray) -> np.ndarray:
@@ -253,7 +261,7 @@ def _descending_order(needs: np.ndarray) -> np.ndarray:
 
 @inline_jit
 def _adaptive(view, pdata, actions):
-    order, st = pdata.params, pdata.state
+    order, st = field(pdata.params, ORDER), pdata.state
     nclass = order.size
     free = free_servers(view)
     n = 0
@@ -310,7 +318,10 @@ class AdaptiveQuickswap(Policy):
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
-        return base._replace(params=_descending_order(np.asarray(workload.server_needs)), state=np.zeros(1))
+        return base._replace(
+            params=ORDER_FIELDS.pack(order=_descending_order(np.asarray(workload.server_needs))),
+            state=np.zeros(1),
+        )
 
 
 # Static Quickswap state: [current position in the descending order (-1: not started),
@@ -340,7 +351,7 @@ def _turn_may_end(view, c, started):
 
 @inline_jit
 def _static(view, pdata, actions):
-    order, st = pdata.params, pdata.state
+    order, st = field(pdata.params, ORDER), pdata.state
     nclass = order.size
     arrived = -1
     for c in range(nclass):
@@ -434,5 +445,7 @@ class StaticQuickswap(Policy):
         # the table's size carries the flag (params holds the class order)
         table = np.zeros((1, 1)) if self.param_values["second_pass"] else np.zeros((0, 0))
         return base._replace(
-            params=_descending_order(np.asarray(workload.server_needs)), state=state, table=table
+            params=ORDER_FIELDS.pack(order=_descending_order(np.asarray(workload.server_needs))),
+            state=state,
+            table=table,
         )

@@ -24,10 +24,12 @@ from msj_gym.core.access import (
     class_need,
     class_running,
     class_waiting,
+    field,
     first_in_system,
     first_waiting,
     first_waiting_of_class,
     in_system,
+    int_value,
     is_running,
     job_class,
     job_id,
@@ -43,8 +45,10 @@ from msj_gym.core.access import (
     running_job,
     server_need,
     start,
+    value,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
 from ._kit import (
@@ -66,11 +70,18 @@ _PACKING = Param(
 )
 
 
-# Layout shared by the ServerFilling kernels.
-#   params = [packing, fast path allowed, ngroup, group of each class (C), per-class extras ...]
+# Parameters shared by the ServerFilling kernels: the packing rule, whether the decision memo may be
+# reused (fast path), the number of distinct needs and each class's group (distinct needs, decreasing).
+# The ranked variants extend the record with their own fields.
+PACKING_FIELDS = Record("packing", "fast", "ngroup", "gmap")
+PACKING, FAST, NGROUP, GMAP = PACKING_FIELDS.ids
+SRPT_FIELDS = PACKING_FIELDS.extend("order")  # SIZE_AREA or SIZE_DURATION
+ORDER = SRPT_FIELDS.id("order")
+GITTINS_FIELDS = PACKING_FIELDS.extend("inv_step")  # per class: 1 / the step of its rank table's age grid
+INV_STEP = GITTINS_FIELDS.id("inv_step")
+# Scratch shared by the ServerFilling kernels.
 #   iwork  = [src: k][marks: k][starts: k][group counts: C][group needs: C]
 #   state  = decision memo (see _kit.remember_decision) + the largest key in M
-P_PACKING, P_FAST, P_NGROUP, P_GMAP = 0, 1, 2, 3
 
 
 @inline_jit
@@ -81,11 +92,11 @@ def _serve(view, pdata, order, m, whole, actions):
     k = num_servers(view)
     nclass = num_classes(view)
     w = pdata.iwork
-    ngroup = int(pdata.params[P_NGROUP])
-    gmap = pdata.params[P_GMAP : P_GMAP + nclass]
+    ngroup = int_value(pdata.params, NGROUP)
+    gmap = field(pdata.params, GMAP)
     marks, starts = w[k : 2 * k], w[2 * k : 3 * k]
     counts, gneed = w[3 * k : 3 * k + nclass], w[3 * k + nclass : 3 * k + 2 * nclass]
-    packing = int(pdata.params[P_PACKING])
+    packing = int_value(pdata.params, PACKING)
     return serve_by_need(view, order, m, whole, gmap, ngroup, packing, counts, gneed, marks, starts, actions)
 
 
@@ -136,24 +147,25 @@ class _Packing(Policy):
     preemptive = True
     params_spec: ClassVar[Mapping[str, Param]] = {"packing": _PACKING}
     fast_path = True
+    fields: ClassVar[Record] = PACKING_FIELDS
 
-    def extra_params(self, workload: Any) -> list[float]:
-        return []
+    def extra_params(self, workload: Any) -> dict[str, Any]:
+        """Values of the fields a subclass adds to ``PACKING_FIELDS`` (its ``fields``)."""
+        return {}
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         needs = workload.server_needs
         groups = np.unique(needs)[::-1]
-        gmap = [float(np.flatnonzero(groups == n)[0]) for n in needs]
-        head = [
-            float(PACKINGS.index(self.param_values["packing"])),
-            float(self.fast_path),
-            float(groups.size),
-        ]
-        return base._replace(
-            params=np.array(head + gmap + self.extra_params(workload)),
-            state=np.zeros(5),
+        gmap = [int(np.flatnonzero(groups == n)[0]) for n in needs]
+        params = self.fields.pack(
+            packing=PACKINGS.index(self.param_values["packing"]),
+            fast=self.fast_path,
+            ngroup=groups.size,
+            gmap=gmap,
+            **self.extra_params(workload),
         )
+        return base._replace(params=params, state=np.zeros(5))
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
         return 3 * num_servers + 2 * num_classes, 0
@@ -252,7 +264,7 @@ def _order_serve(view, pdata, m, actions):
     memo = pdata.state
     # Reusable only if no member can drop out of M when running jobs overtake waiting ones in rank:
     # M minus any one member needs < k servers (see _sf_srpt).
-    reusable = total >= k and total - smallest < k and pdata.params[P_FAST] == 1.0
+    reusable = total >= k and total - smallest < k and value(pdata.params, FAST) == 1.0
     remember_decision(view, memo, n, reusable)
     memo[4] = keys[mm - 1] if mm > 0 else np.inf
     return n
@@ -273,7 +285,7 @@ def _srpt_rank(view, data, s):
 @inline_jit
 def _sf_srpt(view, sizes, pdata, actions):
     memo = pdata.state
-    by_duration = pdata.params[P_GMAP + num_classes(view)] == SIZE_DURATION
+    by_duration = value(pdata.params, ORDER) == SIZE_DURATION
     if decision_still_valid(view, memo):
         # Exact shortcut: since the last decision only jobs arrived, and the keys of running jobs only
         # fell. M's members still rank before everyone else, and M keeps all of them because M minus
@@ -317,8 +329,10 @@ class ServerFillingSRPT(_Ranked):
     reference = "Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 6"
     kernel = _sf_srpt
 
-    def extra_params(self, workload: Any) -> list[float]:
-        return [float(SIZE_AREA)]
+    fields = SRPT_FIELDS
+
+    def extra_params(self, workload: Any) -> dict[str, Any]:
+        return {"order": SIZE_AREA}
 
 
 @inline_jit
@@ -330,11 +344,10 @@ def _gittins_rank(view, data, s):
 
 @inline_jit
 def _sf_gittins(view, pdata, actions):
-    nclass = num_classes(view)
     n = _start_all_if_room(view, pdata.state, actions)
     if n >= 0:
         return n
-    inv_step = pdata.params[P_GMAP + nclass : P_GMAP + 2 * nclass]
+    inv_step = field(pdata.params, INV_STEP)
     m = _order_rerank(view, pdata, _gittins_rank, (pdata.table, inv_step))
     return _order_serve(view, pdata, m, actions)
 
@@ -383,16 +396,23 @@ class ServerFillingGittins(_Ranked):
     reference = "Anselmi & Doncel (2024), Sec. 2"
     kernel = _sf_gittins
     fast_path = False  # ranks of running jobs may rise with age, so every event is re-examined
+    fields = GITTINS_FIELDS
 
-    def extra_params(self, workload: Any) -> list[float]:
+    def extra_params(self, workload: Any) -> dict[str, Any]:
         self._tables = [gittins_rank_table(c.service_time) for c in workload.classes]
-        return [inv_step for _, inv_step in self._tables]
+        return {"inv_step": [inv_step for _, inv_step in self._tables]}
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         needs = workload.server_needs
         table = np.array([needs[i] * ranks for i, (ranks, _) in enumerate(self._tables)])
         return base._replace(table=table)
+
+
+# First-Fit SRPT's parameters: the key (SIZE_AREA or SIZE_DURATION) and where each class's kept
+# waiting jobs start in the scratch arrays (C + 1 offsets: class c keeps k // n_c of them).
+FF_FIELDS = Record("order", "kept")
+FF_ORDER, FF_KEPT = FF_FIELDS.ids
 
 
 @inline_jit
@@ -402,8 +422,8 @@ def _ff_srpt(view, sizes, pdata, actions):
     # leave no room for it whether or not they are picked themselves. Keeps a runaway queue cheap.
     k = num_servers(view)
     nclass = num_classes(view)
-    by_duration = pdata.params[1] == SIZE_DURATION
-    offsets = pdata.params[2 : 3 + nclass]
+    by_duration = value(pdata.params, FF_ORDER) == SIZE_DURATION
+    offsets = field(pdata.params, FF_KEPT)
     kept = int(offsets[nclass])
     kept_slots, kept_keys = pdata.iwork[:kept], pdata.fwork[:kept]
     width = k + kept
@@ -464,9 +484,9 @@ class FirstFitSRPT(Policy):
         base = super().prepare(workload, rng)
         order = SIZE_DURATION if self.param_values["order"] == "duration" else SIZE_AREA
         per_class = workload.num_servers // workload.server_needs
-        offsets = np.concatenate(([0], np.cumsum(per_class))).astype(np.float64)
+        offsets = np.concatenate(([0], np.cumsum(per_class)))
         self._kept = int(offsets[-1])
-        return base._replace(params=np.concatenate(([float(PACK_GREEDY), float(order)], offsets)))
+        return base._replace(params=FF_FIELDS.pack(order=order, kept=offsets))
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
         # [kept per class][candidates: running + kept][marks: k][starts: k]; keys alike in fwork.

@@ -3,11 +3,16 @@ broken one gets wrong."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
 import pytest
 
-from msj_gym.core import Policy
-from msj_gym.core.access import first_waiting, free_servers, next_waiting, server_need, start
+from msj_gym.core import Param, Policy
+from msj_gym.core.access import first_waiting, free_servers, int_value, next_waiting, server_need, start
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.record import Record
 from msj_gym.testing import check_policy
 
 
@@ -46,6 +51,44 @@ class Overfill(Policy):
     kernel = _overfill
 
 
+FIELDS = Record("max_skips")  # as docs/write-your-own.md writes it
+(MAX_SKIPS,) = FIELDS.ids
+
+
+@inline_jit
+def _skip_fit(view, pdata, actions):
+    skips = int_value(pdata.params, MAX_SKIPS)
+    free = free_servers(view)
+    s = first_waiting(view)
+    n = 0
+    while s != -1:
+        if server_need(view, s) <= free:
+            n = start(actions, n, s)
+            free -= server_need(view, s)
+        elif skips == 0:
+            break
+        else:
+            skips -= 1
+        s = next_waiting(view, s)
+    return n
+
+
+class SkipFit(Policy):
+    """Start waiting jobs in arrival order, passing over at most ``max_skips`` that do not fit.
+    Non-preemptive; size-oblivious."""
+
+    policy_id = "skip-fit"
+    reference = "a parameter carried by a Record (docs/write-your-own.md)"
+    params_spec: ClassVar[Mapping[str, Param]] = {
+        "max_skips": Param(int, 0, "jobs that do not fit the scan may pass over", minimum=0)
+    }
+    kernel = _skip_fit
+
+    def prepare(self, workload: Any, rng: np.random.Generator):
+        base = super().prepare(workload, rng)
+        return base._replace(params=FIELDS.pack(max_skips=self.param_values["max_skips"]))
+
+
 @pytest.mark.parametrize("policy", ["first-fit", "server-filling", "easy-backfilling", ScanFit()])
 def test_good_policies_pass(policy) -> None:
     result = check_policy(policy, num_arrivals=1500)
@@ -81,3 +124,10 @@ def test_declarations_are_checked() -> None:
         check_policy(NoReference())
     with pytest.raises(AssertionError, match="kebab-case"):
         check_policy(BadId())
+
+
+@pytest.mark.parametrize(("max_skips", "original"), [(0, "fcfs"), (10**9, "first-fit"), (2, None)])
+def test_a_policy_with_a_record_parameter(max_skips, original) -> None:
+    mine = check_policy(SkipFit(max_skips=max_skips), num_arrivals=1500)
+    if original is not None:
+        assert mine["mean_response_time"] == check_policy(original, num_arrivals=1500)["mean_response_time"]

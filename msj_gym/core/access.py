@@ -11,6 +11,15 @@ job is in the system); lists end with ``-1``::
             n = start(actions, n, s)
         s = next_waiting(view, s)
 
+A policy's own parameters come in ``pdata.params``, packed by a :class:`~msj_gym.core.record.Record`
+in ``prepare`` and read by field id (an int constant of the policy's module)::
+
+    FIELDS = Record("threshold", "keys")        # a scalar and a per-class array
+    THRESHOLD, KEYS = FIELDS.ids
+    ...
+    limit = value(pdata.params, THRESHOLD)      # the scalar
+    keys = field(pdata.params, KEYS)            # a 1-D view: keys[c]
+
 Every accessor is compiled inline into its caller (LLVM inlines it), so reading through a name costs
 what reading the array does.
 """
@@ -21,6 +30,7 @@ import numpy as np
 
 from .actions import emit_budget, emit_requeue, emit_serve
 from .jit import inline_jit
+from .record import field, int_value, value
 from .state import (
     ARRIVAL,
     ATTAINED,
@@ -81,6 +91,7 @@ __all__ = [
     "class_running",
     "class_waiting",
     "estimate_noise",
+    "field",
     "first_in_system",
     "first_waiting",
     "first_waiting_of_class",
@@ -88,6 +99,7 @@ __all__ = [
     "give_budget",
     "in_measurement_window",
     "in_system",
+    "int_value",
     "is_running",
     "is_waiting",
     "job_attribute",
@@ -125,6 +137,7 @@ __all__ = [
     "service_received",
     "service_time",
     "start",
+    "value",
 ]
 
 

@@ -122,7 +122,12 @@ class Policy:
         return 0 if check is None else int(check(view, pdata))
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
-        """Arrays for the kernel. The default carries no parameters; override to add them."""
+        """Arrays for the kernel. The default carries no parameters; override to add them: declare the
+        fields once as a :class:`~msj_gym.core.record.Record` (``FIELDS = Record("threshold", "keys")``,
+        ids ``THRESHOLD, KEYS = FIELDS.ids``), pack them here
+        (``super().prepare(workload, rng)._replace(params=FIELDS.pack(threshold=..., keys=...))``) and
+        read them in the kernel by id (``value(pdata.params, THRESHOLD)``, ``field(pdata.params, KEYS)``,
+        see :mod:`msj_gym.core.access`)."""
         return PolicyData(
             params=np.zeros(0),
             state=np.zeros(0),
