@@ -16,7 +16,7 @@ numba freezes into the machine code, through :func:`field` (the field's values, 
 
 Layout: a header of ``n + 1`` offsets (where each field starts; the last is where the last one ends),
 then the fields' values. A scalar is a field of length one, an array a 1-D field of any length.
-Reading a field costs one load of its offset besides the value itself.
+Reading a field costs the load of its offset (and of the next one, for ``field``) besides the values.
 """
 
 from __future__ import annotations
