@@ -646,6 +646,11 @@ def _optimal(args: argparse.Namespace) -> int:
         f"{v.states} states, buffers {list(v.buffers)}, blocked <= {v.max_blocked:.1e}; "
         f"{sol.iterations} policy iterations, {sol.seconds:.1f} s)"
     )
+    if sol.lost_arrivals_charged:
+        print(
+            "  lost arrivals charged the buffers' content: without the charge the truncated problem "
+            "profits from losing arrivals"
+        )
     if sol.buffer_check:
         print(
             f"  buffers {sol.buffer_check['buffers']}: {sol.buffer_check['mean_response_time']:.6f} "
