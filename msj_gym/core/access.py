@@ -402,7 +402,9 @@ def arrival_time(view, s):
 
 @inline_jit
 def service_received(view, s):
-    """Work the job has received so far (its age in service: size-oblivious policies may read it)."""
+    """Work the job had received by its last start, preemption or change of rate (its age in service,
+    which size-oblivious policies may read); while it runs, ``service_rate`` times the time since
+    ``last_start`` comes on top."""
     return view.jf[s, ATTAINED]
 
 
