@@ -410,17 +410,27 @@ class OptimalSolution:
         }
 
 
+def _counts(chain: MSJChain) -> list[np.ndarray]:
+    """Per class, its number of jobs in the system at each pre-decision state."""
+    axes = np.meshgrid(*[np.arange(g) for g in chain.grid], indexing="ij")
+    if chain.preemptive:
+        return [a.ravel() for a in axes]
+    return [np.broadcast_to(a[None], chain.valid.shape)[chain.valid] for a in axes]
+
+
+def _marginals(chain: MSJChain, pi: np.ndarray, t: list[np.ndarray]) -> list[np.ndarray]:
+    """Per class, the stationary distribution of its number in the system (``t``: :func:`_counts`);
+    its last entry, the full buffer, is the class's fraction of lost arrivals (PASTA)."""
+    return [np.bincount(t[c], weights=pi, minlength=b + 1) for c, b in enumerate(chain.buffers)]
+
+
 def _value(chain: MSJChain, name: str, P: Any) -> tuple[PolicyValue, list[np.ndarray]]:
     pi = _stationary(_factor(chain, P))
     C = chain.num_classes
-    axes = np.meshgrid(*[np.arange(g) for g in chain.grid], indexing="ij")
-    if chain.preemptive:
-        t = [a.ravel() for a in axes]
-    else:
-        t = [np.broadcast_to(a[None], chain.valid.shape)[chain.valid] for a in axes]
+    t = _counts(chain)
     lam = np.asarray(chain.arrival_rates)
     class_jobs = tuple(float(pi @ t[c]) for c in range(C))
-    marginals = [np.bincount(t[c], weights=pi, minlength=chain.buffers[c] + 1) for c in range(C)]
+    marginals = _marginals(chain, pi, t)
     blocked = tuple(float(marginals[c][chain.buffers[c]]) for c in range(C))
     # Little's law on the admitted arrivals
     admitted = lam * (1.0 - np.asarray(blocked))
@@ -546,10 +556,11 @@ def _policy_iteration(
         policy = _Policy(post=np.where(stuck, msf.post, policy.post), table=policy.table)
         P = _policy_matrix(chain, trans, policy.post)
     g_prev = math.inf
+    counts = _counts(chain) if stop_blocked is not None else []
     for it in range(1, max_iterations + 1):
         lu = _factor(chain, P)
         if stop_blocked is not None:
-            blocked = _blocked(chain, _stationary(lu))
+            blocked = [float(m[-1]) for m in _marginals(chain, _stationary(lu), counts)]
             if max(blocked) > stop_blocked:
                 raise _Exploited(it, blocked)
         z = lu.solve(cost)
@@ -596,19 +607,6 @@ class _Exploited(Exception):
     def __init__(self, iteration: int, blocked: Sequence[float]) -> None:
         super().__init__(f"iteration {iteration}: blocked {max(blocked):.2e}")
         self.iteration = iteration
-
-
-def _blocked(chain: MSJChain, pi: np.ndarray) -> list[float]:
-    """Per class, the stationary probability of a full buffer (PASTA: the fraction of lost arrivals)."""
-    axes = np.meshgrid(*[np.arange(g) for g in chain.grid], indexing="ij")
-    out = []
-    for c, b in enumerate(chain.buffers):
-        full = axes[c] == b
-        mask = (
-            full.ravel() if chain.preemptive else np.broadcast_to(full[None], chain.valid.shape)[chain.valid]
-        )
-        out.append(float(pi[mask].sum()))
-    return out
 
 
 # a blocked fraction above which the truncated optimum is taken to have given a class up
