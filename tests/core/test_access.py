@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from baselines import make_policy
@@ -45,6 +47,15 @@ def test_accessors_read_the_state() -> None:
         assert A.remaining_work(z, s) == z.js[s, S.REMAINING]
 
 
+def _walk(v: Any, s: int, step: Any) -> list[int]:
+    """The slots of a job list from ``s`` on, following ``step`` (an accessor) to its end (-1)."""
+    out = []
+    while s != -1:
+        out.append(s)
+        s = step(v, s)
+    return out
+
+
 def test_accessors_of_the_system_and_of_running_jobs() -> None:
     sim = Simulator(
         load_scenario("four-class").build(load=0.9),
@@ -54,14 +65,8 @@ def test_accessors_of_the_system_and_of_running_jobs() -> None:
     )
     sim.run_policy_python(sim.policy, sim.pdata, until_arrivals=3000)
     v, z = sim.view, sim.sizes
-    system, s = [], A.first_in_system(v)
-    while s != -1:
-        system.append(s)
-        s = A.next_in_system(v, s)
-    backwards, s = [], A.last_in_system(v)
-    while s != -1:
-        backwards.append(s)
-        s = A.prev_in_system(v, s)
+    system = _walk(v, A.first_in_system(v), A.next_in_system)
+    backwards = _walk(v, A.last_in_system(v), A.prev_in_system)
     assert backwards[::-1] == system
     assert len(system) == A.num_in_system(v) == A.num_waiting(v) + A.num_running(v) > 0
     assert [A.job_id(v, s) for s in system] == sorted(A.job_id(v, s) for s in system)  # arrival order
@@ -93,14 +98,8 @@ def test_accessors_of_the_waiting_list_ends_measurement_and_budgets() -> None:
     )
     sim.run_policy_python(sim.policy, sim.pdata, until_arrivals=3000)
     v = sim.view
-    waiting, s = [], A.first_waiting(v)
-    while s != -1:
-        waiting.append(s)
-        s = A.next_waiting(v, s)
-    backwards, s = [], A.last_waiting(v)
-    while s != -1:
-        backwards.append(s)
-        s = A.prev_waiting(v, s)
+    waiting = _walk(v, A.first_waiting(v), A.next_waiting)
+    backwards = _walk(v, A.last_waiting(v), A.prev_waiting)
     assert backwards[::-1] == waiting and len(waiting) > 0
     assert A.num_slots(v) == v.ji.shape[0] > max(waiting)
     running = [A.running_job(v, i) for i in range(A.num_running(v))]
