@@ -9,8 +9,10 @@ the baselines natively (their run through the env is identical, see ``PolicyAgen
 the same job streams for a seed (common random numbers). For each policy: the mean over seeds of the
 per-seed mean response time with a Student-t 95 % CI, and the paired difference to the agent. A policy
 that is unstable on some seed is ranked after the stable ones and marked: its finite-run mean is not a
-steady-state value. Per-seed results are appended to ``--out`` as they finish (JSON lines); a rerun
-with the same ``--out`` skips what is there.
+steady-state value. Rules outside the registry are ranked too: ``--also module:attr`` (repeatable),
+and the base the agent was learned from when it is one (``agents.improve --base module:attr``, e.g.
+the size-aware ``agents.rules:LsfShortest``). Per-seed results are appended to ``--out`` as they
+finish (JSON lines); a rerun with the same ``--out`` skips what is there.
 """
 
 from __future__ import annotations
@@ -51,10 +53,17 @@ def load_agent(path: Path) -> tuple[Any, dict[str, Any]]:
 
 
 def evaluate(
-    checkpoint: Path, seeds: list[int], arrivals: int, warmup: int, out: Path | None, label: str
+    checkpoint: Path,
+    seeds: list[int],
+    arrivals: int,
+    warmup: int,
+    out: Path | None,
+    label: str,
+    also: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     import gymnasium as gym
 
+    from agents.rules import policy_of
     from baselines import POLICIES, make_policy, non_preemptive, supports
     from msj_gym import Simulator, rollout
 
@@ -77,6 +86,13 @@ def evaluate(
     # one); an agent that may preempt meets the preemptive policies too
     pool = list(POLICIES) if env.unwrapped.preemptive else non_preemptive()
     policies = [label, *(p for p in pool if supports(p, workload) is None)]
+    # rules outside the registry: --also, and the base the agent was learned from if it is one
+    base = meta.get("base")
+    extra = {}
+    for spec in (*also, *([base] if isinstance(base, str) and ":" in base else [])):
+        policy = policy_of(spec, "--also")
+        extra.setdefault(policy.policy_id, policy)
+    policies += [p for p in extra if p not in policies]
     for seed in seeds:
         for pid in policies:
             if (pid, seed) in done:
@@ -84,9 +100,8 @@ def evaluate(
             if pid == label:
                 res = rollout(env, model, seed=seed)
             else:
-                res = Simulator(
-                    workload, make_policy(pid), seed=seed, num_arrivals=arrivals, warmup=warmup
-                ).run()
+                policy = extra[pid] if pid in extra else make_policy(pid)
+                res = Simulator(workload, policy, seed=seed, num_arrivals=arrivals, warmup=warmup).run()
             row = {
                 "policy": pid,
                 "seed": seed,
@@ -161,6 +176,14 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--warmup", type=int, default=None, help="default: arrivals // 10")
     ap.add_argument("--label", default=None, help="the agent's name in the table (default: agent:<stem>)")
     ap.add_argument("--out", type=Path, default=None, help="JSON lines of per-seed results (resumable)")
+    ap.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="one more policy to rank: module:attr naming a Policy (repeatable; a base of that form is"
+        " ranked anyway)",
+    )
     args = ap.parse_args(argv)
     seeds = parse_seeds(args.seeds)
     if not args.checkpoint.exists():
@@ -170,8 +193,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         args.checkpoint = shipped_agents().get(str(args.checkpoint), args.checkpoint)
     warmup = args.warmup if args.warmup is not None else args.arrivals // 10
     load_agent(args.checkpoint)  # a checkpoint that does not load fails here, before any run
+    from agents.rules import policy_of
+
+    for spec in args.also:
+        policy_of(spec, "--also")  # likewise
     label = args.label or f"agent:{args.checkpoint.stem}"
-    rows = evaluate(args.checkpoint, seeds, args.arrivals, warmup, args.out, label)
+    rows = evaluate(args.checkpoint, seeds, args.arrivals, warmup, args.out, label, tuple(args.also))
     table = rank(rows, label)
     print(f"{len(seeds)} held-out seeds, {args.arrivals} arrivals each ({warmup} warm-up)")
     print(format_table(table, label))

@@ -56,7 +56,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--scenario", default="sf-fig2")
     ap.add_argument("--load", type=float, default=None)
     ap.add_argument("--k", type=int, default=None, help="number of servers (default: the scenario's)")
-    ap.add_argument("--base", default="msf", help="the heuristic to improve on (a policy id)")
+    ap.add_argument(
+        "--base",
+        default="msf",
+        help="the heuristic to improve on: a policy id, or module:attr naming a Policy (class or instance)",
+    )
     ap.add_argument("--decisions", type=int, default=30_000, help="decisions compared per round")
     ap.add_argument("--episode-arrivals", type=int, default=3000, help="arrivals per collection episode")
     ap.add_argument("--skip", type=int, default=300, help="arrivals before the first sampled decision")
@@ -128,7 +132,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         )
     if args.out.suffix != ".zip":
         ap.error(f"--out: expected a .zip path, got {str(args.out)!r}")
+    try:
+        base_policy(args.base)
+    except ValueError as exc:
+        ap.error(str(exc))
     return args
+
+
+def base_policy(spec: str) -> Any:
+    """The base heuristic: a registered policy id, or ``module:attr`` naming a Policy."""
+    from agents.rules import policy_of
+
+    return policy_of(spec, "--base")
 
 
 def env_kwargs_of(args: argparse.Namespace) -> dict[str, Any]:
@@ -176,11 +191,10 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
     import gymnasium as gym
 
     import msj_gym  # noqa: F401  (registers the envs)
-    from baselines import make_policy
     from msj_gym.core import state as S
 
     env = gym.make(args.env_id, num_arrivals=args.episode_arrivals, **env_kwargs_of(args)).unwrapped
-    base = make_policy(args.base)
+    base = base_policy(args.base)
     base_action = BaseActions(base, env)
     # one stream per round for the sampling, another for the episodes' job streams
     sampling, streams = np.random.SeedSequence([args.seed, round_index]).spawn(2)

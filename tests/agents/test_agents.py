@@ -181,3 +181,25 @@ def test_shipped_preemptive_agent_beats_server_filling_on_a_held_out_seed() -> N
     workload = env.unwrapped.workload
     base = Simulator(workload, make_policy("server-filling"), seed=2024, num_arrivals=5000, warmup=500).run()
     assert agent < base.mean_response_time - 0.2
+
+
+def test_rollout_improvement_from_a_rule_outside_the_registry_smoke(tmp_path: pathlib.Path) -> None:
+    """``--base module:attr``: a size-aware rule drives the episodes; the evaluation ranks it beside the
+    baselines, and ``--also`` adds more such rules."""
+    from agents import improve
+
+    out = tmp_path / "rule.zip"
+    argv = ["--actions", "priority-shortest", "--reveal-sizes", "--base", "agents.rules:LsfShortest"]
+    argv += ["--load", "0.5", "--decisions", "40", "--rounds", "1", "--epochs", "2"]
+    argv += ["--episode-arrivals", "300", "--candidates", "1", "--select-seeds", "1"]
+    argv += ["--select-arrivals", "200", "--skip", "20", "--tail", "100", "--out", str(out)]
+    improve.main(argv)
+    assert json.loads(out.with_suffix(".json").read_text())["base"] == "agents.rules:LsfShortest"
+    table = evaluate.main(
+        [str(out), "--seeds", "5", "--arrivals", "200", "--also", "baselines.priority:MostServersFirst"]
+    )
+    assert {t["policy"] for t in table} >= {"agent:rule", "lsf-shortest", "lsf", "msf"}
+    with pytest.raises(SystemExit):
+        improve.parse_args([*argv[:4], "agents.rules:Nope", *argv[5:]])
+    with pytest.raises(ValueError, match=r"^--also 'numpy:pi': expected a Policy"):
+        evaluate.main([str(out), "--seeds", "5", "--arrivals", "200", "--also", "numpy:pi"])

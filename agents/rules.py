@@ -1,0 +1,104 @@
+"""Size-aware rules that a learned agent is measured against besides the papers' policies.
+
+They are not baselines of the registry (the leaderboard ranks the papers' policies); they are the
+obvious rules an action space like ``actions="priority-shortest"`` offers for free, so an agent acting
+with it must be shown to beat them too (docs/agents.md), and ``agents.improve`` may start from them
+(``--base agents.rules:LsfShortest``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from baselines._kit import sort_ascending
+from msj_gym.core import Policy
+from msj_gym.core.access import (
+    class_need,
+    first_waiting_of_class,
+    free_servers,
+    next_waiting_of_class,
+    num_classes,
+    service_time,
+    start,
+)
+from msj_gym.core.jit import inline_jit
+
+
+@inline_jit
+def _lsf_shortest(view, sizes, pdata, actions):
+    nclass = num_classes(view)
+    order = pdata.iwork[:nclass]
+    slots, keys = pdata.iwork[nclass:], pdata.fwork
+    for c in range(nclass):  # rank of class c by (server need, class)
+        r = 0
+        for d in range(nclass):
+            nd, nc = class_need(view, d), class_need(view, c)
+            if nd < nc or (nd == nc and d < c):
+                r += 1
+        order[r] = c
+    free = free_servers(view)
+    n = 0
+    for i in range(nclass):
+        c = order[i]
+        need = class_need(view, c)
+        if need > free:
+            continue
+        m = 0
+        s = first_waiting_of_class(view, c)
+        while s != -1:
+            slots[m] = s
+            keys[m] = service_time(sizes, s)
+            m += 1
+            s = next_waiting_of_class(view, s)
+        sort_ascending(view, keys, slots, m)  # ties: the oldest first
+        for j in range(min(m, free // need)):
+            n = start(actions, n, slots[j])
+        free -= min(m, free // need) * need
+    return n
+
+
+class LsfShortest(Policy):
+    """Least Servers First with the shortest waiting job first within each class: whenever servers are
+    idle, go through the classes by increasing server need (ties: class order) and start each class's
+    waiting jobs, shortest service time first (ties: the oldest), while they fit.
+
+    Not from the papers: Least Servers First (Anselmi & Doncel (2024), Sec. 2) with Shortest Job First
+    inside each class. On two classes it is exactly the choice "serve the smaller class first" of
+    ``MSJ-v0``'s ``actions="priority-shortest"`` at every decision.
+    Non-preemptive; size-aware (reads service times).
+    """
+
+    policy_id = "lsf-shortest"
+    reference = "Anselmi & Doncel (2024), Sec. 2 (LSF), with SJF within each class"
+    preemptive = False
+    size_aware = True
+    kernel = _lsf_shortest
+
+    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
+        return num_classes + num_slots, num_slots
+
+
+def policy_of(spec: str, field: str = "policy") -> Policy:
+    """A policy by ``spec``: a registered policy id, or ``module:attr`` naming a :class:`Policy` class
+    or instance (a rule outside the registry, e.g. ``agents.rules:LsfShortest``). A one-line
+    ``ValueError`` naming ``field`` otherwise."""
+    from baselines import make_policy
+
+    if ":" not in spec:
+        try:
+            return make_policy(spec)
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"{field} {spec!r}: {exc}") from None
+    module_name, _, attr = spec.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"{field} {spec!r}: cannot import it ({exc})") from None
+    if isinstance(obj, type) and issubclass(obj, Policy):
+        obj = obj()
+    if not isinstance(obj, Policy):
+        raise ValueError(f"{field} {spec!r}: expected a Policy class or instance, got {type(obj).__name__}")
+    return obj
