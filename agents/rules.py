@@ -8,9 +8,6 @@ with it must be shown to beat them too (docs/agents.md), and ``agents.improve`` 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from baselines._kit import sort_ascending
 from msj_gym.core import Policy
 from msj_gym.core.access import (
@@ -83,22 +80,6 @@ def policy_of(spec: str, field: str = "policy") -> Policy:
     """A policy by ``spec``: a registered policy id, or ``module:attr`` naming a :class:`Policy` class
     or instance (a rule outside the registry, e.g. ``agents.rules:LsfShortest``). A one-line
     ``ValueError`` naming ``field`` otherwise."""
-    from baselines import make_policy
+    from msj_gym.registry import policy_from_spec
 
-    if ":" not in spec:
-        try:
-            return make_policy(spec)
-        except (KeyError, ValueError) as exc:
-            raise ValueError(f"{field} {spec!r}: {exc}") from None
-    module_name, _, attr = spec.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"{field} {spec!r}: cannot import it ({exc})") from None
-    if isinstance(obj, type) and issubclass(obj, Policy):
-        obj = obj()
-    if not isinstance(obj, Policy):
-        raise ValueError(f"{field} {spec!r}: expected a Policy class or instance, got {type(obj).__name__}")
-    return obj
+    return policy_from_spec(spec, field)

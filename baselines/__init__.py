@@ -50,17 +50,22 @@ def make_moldable_policy(policy_id: str, **params: Any) -> MoldablePolicy:
     return _registry.make_policy(policy_id, **params)
 
 
-def supports(policy_id: str, workload: Any) -> str | None:
-    """None if policy ``policy_id`` is defined on ``workload``, else the reason it is not."""
+def supports(policy: str | Policy, workload: Any) -> str | None:
+    """None if ``policy`` (a registered id, or a policy instance outside the registry) is defined on
+    ``workload``, else the reason it is not."""
     import numpy as np
 
-    model = getattr(workload, "model", "msj")
-    spec = _registry.policy_spec(policy_id)
-    if model not in spec.models:  # e.g. a moldable scheme has no for_workload to ask
-        on = ", ".join(spec.models)
-        return f"policy {policy_id!r} is not defined on the {model} model (it is defined on: {on})"
+    if isinstance(policy, Policy):
+        candidate = policy
+    else:
+        model = getattr(workload, "model", "msj")
+        spec = _registry.policy_spec(policy)
+        if model not in spec.models:  # e.g. a moldable scheme has no for_workload to ask
+            on = ", ".join(spec.models)
+            return f"policy {policy!r} is not defined on the {model} model (it is defined on: {on})"
+        candidate = make_policy(policy)
     try:
-        make_policy(policy_id).for_workload(workload).prepare(workload, np.random.default_rng(0))
+        candidate.for_workload(workload).prepare(workload, np.random.default_rng(0))
     except ValueError as exc:
         return str(exc)
     return None

@@ -126,6 +126,33 @@ def make_policy(policy_id: str, **params: Any) -> Any:
     return policy_class(policy_id)(**params)
 
 
+def policy_from_spec(spec: str, field: str = "policy") -> Any:
+    """A policy by ``spec``: a registered id, or ``module:attr`` naming a policy class (instantiated with
+    its defaults) or instance, for rules outside the registry. A one-line ``ValueError`` naming
+    ``field`` otherwise."""
+    if ":" not in spec:
+        try:
+            return make_policy(spec)
+        except ValueError as exc:  # an unknown id
+            raise ValueError(f"{field} {spec!r}: {exc}") from None
+    import importlib
+
+    from msj_gym.core import Policy
+
+    module_name, _, attr = spec.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"{field} {spec!r}: cannot import it ({exc})") from None
+    if isinstance(obj, type) and issubclass(obj, Policy):
+        obj = obj()
+    if not isinstance(obj, Policy):
+        raise ValueError(f"{field} {spec!r}: expected a Policy class or instance, got {type(obj).__name__}")
+    return obj
+
+
 def policy_ids(model: str | None = None) -> list[str]:
     """The registered ids, in registration order, of every model or of ``model`` (imports no policy)."""
     if model is not None and model not in MODELS:

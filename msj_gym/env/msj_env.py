@@ -311,7 +311,7 @@ class MSJEnv(gym.Env):
         if self.advisor is not None:
             from baselines import supports
 
-            reason = supports(self.advisor.policy_id, wl)
+            reason = supports(self.advisor, wl)
             if reason is not None:
                 raise ValueError(f"advisor: {reason}")
         if self._priority:
@@ -378,12 +378,12 @@ class MSJEnv(gym.Env):
         return None if warm_start is None else self._baseline("warm_start", warm_start)
 
     def _baseline(self, field: str, policy: Any) -> Policy:
-        """``policy`` (a policy id or a :class:`Policy`) as a baseline this env can run natively; a
-        one-line ``ValueError`` naming ``field`` otherwise."""
+        """``policy`` (a policy id, ``module:attr`` or a :class:`Policy`) as a baseline this env can run
+        natively; a one-line ``ValueError`` naming ``field`` otherwise."""
         if isinstance(policy, str):
-            from baselines import make_policy
+            from msj_gym.registry import policy_from_spec
 
-            policy = make_policy(policy)
+            policy = policy_from_spec(policy, field)  # an id, or module:attr outside the registry
         if not isinstance(policy, Policy):
             raise ValueError(f"{field}: expected a policy id or Policy, got {policy!r}")
         if policy.preemptive and not self.preemptive:

@@ -55,3 +55,28 @@ def test_policy_of_names_the_field_and_the_spec() -> None:
     ):
         with pytest.raises(ValueError, match=f"^--base '{spec}': {reason}"):
             policy_of(spec, "--base")
+
+
+def test_a_rule_outside_the_registry_advises_by_spec() -> None:
+    # advisor="module:attr": always taking the advice is the rule's native run, bit for bit
+    env = gym.make(
+        "MSJ-v0",
+        scenario="bs-fig1",
+        num_servers=32,
+        actions="priority-shortest",
+        advisor="agents.rules:LsfShortest",
+        num_arrivals=2000,
+        max_arrivals=40000,
+    )
+    advice = env.action_space.n - 1
+    env.reset(seed=2)
+    done = False
+    while not done:
+        _, _, terminated, truncated, _ = env.step(advice)
+        done = terminated or truncated
+    native = Simulator(
+        env.unwrapped.workload, LsfShortest(), seed=2, num_arrivals=2000, warmup=0, max_arrivals=40000
+    ).run()
+    assert native.stable and native.per_class == env.unwrapped.result().per_class
+    with pytest.raises(ValueError, match=r"^advisor 'agents.rules:Nope': cannot import"):
+        gym.make("MSJ-v0", actions="priority", advisor="agents.rules:Nope")
