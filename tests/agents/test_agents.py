@@ -203,3 +203,22 @@ def test_rollout_improvement_from_a_rule_outside_the_registry_smoke(tmp_path: pa
         improve.parse_args([*argv[:4], "agents.rules:Nope", *argv[5:]])
     with pytest.raises(ValueError, match=r"^--also 'numpy:pi': expected a Policy"):
         evaluate.main([str(out), "--seeds", "5", "--arrivals", "200", "--also", "numpy:pi"])
+
+
+def test_shipped_size_aware_agent_beats_the_papers_heuristics_on_bs_fig1_on_a_held_out_seed() -> None:
+    # its 20-seed evaluation is in agents/checkpoints/README.md; here one seed it never saw, against
+    # the best of the papers' non-preemptive policies there (MaxWeight, LSF)
+    from baselines import make_policy
+    from msj_gym import Simulator, rollout
+    from msj_gym.experiments.agents import load_agent
+
+    loaded = load_agent("rollout-sizes-bs-fig1-k32-0.876")
+    assert loaded.env_kwargs["num_servers"] == 32 and loaded.env_kwargs["reveal_sizes"] is True
+    env = loaded.make_env("bs-fig1", {"num_servers": 32}, num_arrivals=10000, warmup=1000)
+    agent = rollout(env, loaded.model, seed=2024).mean_response_time
+    workload = env.unwrapped.workload
+    best = min(
+        Simulator(workload, make_policy(p), seed=2024, num_arrivals=10000, warmup=1000).run().mean_response_time
+        for p in ("max-weight", "lsf", "first-fit")
+    )
+    assert agent < best - 0.2
