@@ -217,8 +217,9 @@ def test_shipped_size_aware_agent_beats_the_papers_heuristics_on_bs_fig1_on_a_he
     env = loaded.make_env("bs-fig1", {"num_servers": 32}, num_arrivals=10000, warmup=1000)
     agent = rollout(env, loaded.model, seed=2024).mean_response_time
     workload = env.unwrapped.workload
-    best = min(
-        Simulator(workload, make_policy(p), seed=2024, num_arrivals=10000, warmup=1000).run().mean_response_time
+    runs = [
+        Simulator(workload, make_policy(p), seed=2024, num_arrivals=10000, warmup=1000).run()
         for p in ("max-weight", "lsf", "first-fit")
-    )
+    ]
+    best = min(r.mean_response_time for r in runs)
     assert agent < best - 0.2
