@@ -63,9 +63,9 @@ def evaluate(
 ) -> list[dict[str, Any]]:
     import gymnasium as gym
 
-    from agents.rules import policy_of
     from baselines import POLICIES, make_policy, non_preemptive, supports
     from msj_gym import Simulator, rollout
+    from msj_gym.registry import policy_from_spec
 
     model, meta = load_agent(checkpoint)
     env_kwargs = dict(meta.get("env_kwargs", {}))
@@ -90,7 +90,7 @@ def evaluate(
     base = meta.get("base")
     extra = {}
     for spec in (*also, *([base] if isinstance(base, str) and ":" in base else [])):
-        policy = policy_of(spec, "--also")
+        policy = policy_from_spec(spec, "--also")
         extra.setdefault(policy.policy_id, policy)
     policies += [p for p in extra if p not in policies]
     for seed in seeds:
@@ -193,10 +193,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         args.checkpoint = shipped_agents().get(str(args.checkpoint), args.checkpoint)
     warmup = args.warmup if args.warmup is not None else args.arrivals // 10
     load_agent(args.checkpoint)  # a checkpoint that does not load fails here, before any run
-    from agents.rules import policy_of
+    from msj_gym.registry import policy_from_spec
 
     for spec in args.also:
-        policy_of(spec, "--also")  # likewise
+        policy_from_spec(spec, "--also")  # likewise
     label = args.label or f"agent:{args.checkpoint.stem}"
     rows = evaluate(args.checkpoint, seeds, args.arrivals, warmup, args.out, label, tuple(args.also))
     table = rank(rows, label)

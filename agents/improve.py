@@ -141,9 +141,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def base_policy(spec: str) -> Any:
     """The base heuristic: a registered policy id, or ``module:attr`` naming a Policy."""
-    from agents.rules import policy_of
+    from msj_gym.registry import policy_from_spec
 
-    return policy_of(spec, "--base")
+    return policy_from_spec(spec, "--base")
 
 
 def env_kwargs_of(args: argparse.Namespace) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 They are not baselines of the registry (the leaderboard ranks the papers' policies); they are the
 obvious rules an action space like ``actions="priority-shortest"`` offers for free, so an agent acting
 with it must be shown to beat them too (docs/agents.md), and ``agents.improve`` may start from them
-(``--base agents.rules:LsfShortest``).
+(``--base agents.rules:LsfShortest``; a ``module:attr`` spec names them wherever a policy id is
+taken, see :func:`msj_gym.registry.policy_from_spec`).
 """
 
 from __future__ import annotations
@@ -74,12 +75,3 @@ class LsfShortest(Policy):
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
         return num_classes + num_slots, num_slots
-
-
-def policy_of(spec: str, field: str = "policy") -> Policy:
-    """A policy by ``spec``: a registered policy id, or ``module:attr`` naming a :class:`Policy` class
-    or instance (a rule outside the registry, e.g. ``agents.rules:LsfShortest``). A one-line
-    ``ValueError`` naming ``field`` otherwise."""
-    from msj_gym.registry import policy_from_spec
-
-    return policy_from_spec(spec, field)

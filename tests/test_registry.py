@@ -126,3 +126,17 @@ def test_baselines_supports_names_the_model():
     assert supports("fcfs", workload) is None
     assert "not defined on the msj model" in supports("moldable-greedy", workload)
     assert "not defined on the msj model" in supports("balanced-fair", workload)
+
+
+def test_policy_from_spec_takes_an_id_or_module_attr_and_names_the_field() -> None:
+    from msj_gym.registry import policy_from_spec
+
+    assert policy_from_spec("msf").policy_id == "msf"
+    assert policy_from_spec("agents.rules:LsfShortest").policy_id == "lsf-shortest"
+    for spec, reason in (
+        ("nope", "unknown policy 'nope'; known: fcfs"),
+        ("agents.rules:Nope", "cannot import"),
+        ("numpy:pi", "expected a Policy class or instance, got float"),
+    ):
+        with pytest.raises(ValueError, match=f"^--base '{spec}': {reason}"):
+            policy_from_spec(spec, "--base")

@@ -6,7 +6,7 @@ import gymnasium as gym
 import pytest
 
 import msj_gym  # noqa: F401  (registers the envs)
-from agents.rules import LsfShortest, policy_of
+from agents.rules import LsfShortest
 from baselines import make_policy
 from msj_gym import Simulator, load_scenario
 from msj_gym.testing import check_policy
@@ -43,18 +43,6 @@ def test_lsf_shortest_starts_the_shortest_job_of_the_smallest_class_first() -> N
     rule = Simulator(workload, LsfShortest(), seed=3, num_arrivals=20000, warmup=2000).run()
     lsf = Simulator(workload, make_policy("lsf"), seed=3, num_arrivals=20000, warmup=2000).run()
     assert rule.stable and rule.mean_response_time < lsf.mean_response_time - 0.2
-
-
-def test_policy_of_names_the_field_and_the_spec() -> None:
-    assert policy_of("msf").policy_id == "msf"
-    assert policy_of("agents.rules:LsfShortest").policy_id == "lsf-shortest"
-    for spec, reason in (
-        ("nope", "unknown policy"),
-        ("agents.rules:Nope", "cannot import"),
-        ("numpy:pi", "expected a Policy"),
-    ):
-        with pytest.raises(ValueError, match=f"^--base '{spec}': {reason}"):
-            policy_of(spec, "--base")
 
 
 def test_a_rule_outside_the_registry_advises_by_spec() -> None:
