@@ -126,6 +126,21 @@ def make_policy(policy_id: str, **params: Any) -> Any:
     return policy_class(policy_id)(**params)
 
 
+def import_object(spec: str, field: str) -> Any:
+    """The object ``module:attr`` names (``attr`` may be dotted); a one-line ``ValueError`` naming
+    ``field`` if it does not import."""
+    import importlib
+
+    module_name, _, attr = spec.rpartition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError, ValueError) as exc:  # ValueError: an empty module name
+        raise ValueError(f"{field} {spec!r}: cannot import it ({exc})") from None
+    return obj
+
+
 def policy_from_spec(spec: str, field: str = "policy") -> Any:
     """A policy by ``spec``: a registered id, or ``module:attr`` naming a policy class (instantiated with
     its defaults) or instance, for rules outside the registry. A one-line ``ValueError`` naming
@@ -135,17 +150,9 @@ def policy_from_spec(spec: str, field: str = "policy") -> Any:
             return make_policy(spec)
         except ValueError as exc:  # an unknown id
             raise ValueError(f"{field} {spec!r}: {exc}") from None
-    import importlib
-
     from msj_gym.core import Policy
 
-    module_name, _, attr = spec.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"{field} {spec!r}: cannot import it ({exc})") from None
+    obj = import_object(spec, field)
     if isinstance(obj, type) and issubclass(obj, Policy):
         obj = obj()
     if not isinstance(obj, Policy):

@@ -150,13 +150,9 @@ def _load_checkpoint(spec: str) -> AgentSpec:
 
 
 def _load_object(spec: str) -> AgentSpec:
-    module_name, _, attr = spec.rpartition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"--agent {spec!r}: cannot import it ({exc})") from None
+    from ..registry import import_object
+
+    obj = import_object(spec, "--agent")
     if hasattr(obj, "predict") and not isinstance(obj, type):
         return AgentSpec(spec, obj, "MSJ-v0", {}, False)
     if callable(obj):
