@@ -127,7 +127,7 @@ class MSJEnv(gym.Env):
     always choosing the largest server need is MSF, preemptive or not, bit for bit.
     ``actions="priority-shortest"`` starts the shortest waiting jobs of each class instead of the
     oldest (the env reads job sizes: an agent acting with it is size-aware). ``advisor`` (a baseline
-    id or policy, priority actions only) adds one last action, ``1 + C``: that policy's own decision
+    id, ``module:attr`` for a rule outside the registry, or a policy; priority actions only) adds one last action, ``1 + C``: that policy's own decision
     now (always offered), so that an agent can learn where to override a heuristic; choosing it every
     time is the advisor's native run, bit for bit. The native vector env and
     :class:`~msj_gym.PolicyAgent` take job actions only.
