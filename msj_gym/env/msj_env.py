@@ -127,9 +127,10 @@ class MSJEnv(gym.Env):
     always choosing the largest server need is MSF, preemptive or not, bit for bit.
     ``actions="priority-shortest"`` starts the shortest waiting jobs of each class instead of the
     oldest (the env reads job sizes: an agent acting with it is size-aware). ``advisor`` (a baseline
-    id, ``module:attr`` for a rule outside the registry, or a policy; priority actions only) adds one last action, ``1 + C``: that policy's own decision
-    now (always offered), so that an agent can learn where to override a heuristic; choosing it every
-    time is the advisor's native run, bit for bit. The native vector env and
+    id, ``module:attr`` for a rule outside the registry, or a policy; priority actions only) adds
+    one last action, ``1 + C``: that policy's own decision now (always offered), so that an agent can
+    learn where to override a heuristic; choosing it every time is the advisor's native run, bit for
+    bit. The native vector env and
     :class:`~msj_gym.PolicyAgent` take job actions only.
 
     Masks: ``action_masks()`` (as sb3-contrib's MaskablePPO calls it) and ``info["action_mask"]``.
