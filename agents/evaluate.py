@@ -12,7 +12,8 @@ that is unstable on some seed is ranked after the stable ones and marked: its fi
 steady-state value. Rules outside the registry are ranked too: ``--also module:attr`` (repeatable),
 and the base the agent was learned from when it is one (``agents.improve --base module:attr``, e.g.
 the size-aware ``agents.rules:LsfShortest``). Per-seed results are appended to ``--out`` as they
-finish (JSON lines); a rerun with the same ``--out`` skips what is there.
+finish (JSON lines) with a stamp of the checkpoint and the code; a rerun with the same ``--out``
+skips what is there, and refuses a file whose stamp differs.
 """
 
 from __future__ import annotations
@@ -52,6 +53,25 @@ def load_agent(path: Path) -> tuple[Any, dict[str, Any]]:
     return loaded.model, meta
 
 
+def run_stamp(checkpoint: Path) -> str:
+    """What every row of an evaluation depends on besides its policy and seed: the checkpoint's bytes,
+    the simulator's code, the environments, the baselines and ``agents.rules`` (a hash)."""
+    import hashlib
+
+    import baselines
+    import msj_gym.env
+    from agents import rules
+    from msj_gym.experiments.runner import code_version
+
+    h = hashlib.sha256(code_version().encode())
+    h.update(Path(checkpoint).read_bytes())
+    for package in (baselines, msj_gym.env):
+        for f in sorted(Path(package.__file__).parent.glob("*.py")):
+            h.update(f.name.encode() + f.read_bytes())
+    h.update(Path(rules.__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
 def evaluate(
     checkpoint: Path,
     seeds: list[int],
@@ -74,12 +94,18 @@ def evaluate(
     workload = env.unwrapped.workload
     done: set[tuple[str, int]] = set()
     rows: list[dict[str, Any]] = []
+    stamp = run_stamp(checkpoint)
     if out is not None and out.exists():
         for line in out.read_text().splitlines():
             if line.strip():
                 row = json.loads(line)
                 if row["arrivals"] != arrivals or row["warmup"] != warmup:
                     raise ValueError(f"--out {str(out)!r} holds runs with other --arrivals/--warmup")
+                if row.get("stamp") != stamp:  # a result is never reused for an input that changed
+                    raise ValueError(
+                        f"--out {str(out)!r} holds runs made from another checkpoint or code "
+                        f"(stamp {row.get('stamp')!r}, now {stamp!r}); give a new --out"
+                    )
                 rows.append(row)
                 done.add((row["policy"], row["seed"]))
     # every baseline the env allows that is defined on this workload (MSFQ, e.g., needs a one-or-all
@@ -110,6 +136,7 @@ def evaluate(
                 "mean_response_time": res.mean_response_time,
                 "weighted_mean_response_time": res.weighted_mean_response_time,
                 "stable": bool(res.stable),
+                "stamp": stamp,
             }
             rows.append(row)
             if out is not None:

@@ -46,6 +46,11 @@ def test_train_then_evaluate_smoke(algo: str, tmp_path: pathlib.Path) -> None:
     # resumable: a rerun finds every point done and appends nothing
     evaluate.main([str(out), "--seeds", "5", "--arrivals", "200", "--out", str(results)])
     assert results.read_text().splitlines() == lines
+    # never reused once the checkpoint changed: its bytes are in every row's stamp
+    assert {json.loads(line)["stamp"] for line in lines} == {evaluate.run_stamp(out)}
+    out.write_bytes(out.read_bytes() + b"\0")
+    with pytest.raises(ValueError, match="holds runs made from another checkpoint or code"):
+        evaluate.main([str(out), "--seeds", "5", "--arrivals", "200", "--out", str(results)])
 
 
 def test_imitation_then_rl_smoke(tmp_path: pathlib.Path) -> None:
