@@ -9,36 +9,37 @@ taken, see :func:`msj_gym.registry.policy_from_spec`).
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from baselines._kit import sort_ascending
 from msj_gym.core import Policy
 from msj_gym.core.access import (
     class_need,
+    field,
     first_waiting_of_class,
     free_servers,
     next_waiting_of_class,
-    num_classes,
     service_time,
     start,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.record import Record
+from msj_gym.core.state import PolicyData
+
+FIELDS = Record("class_order")  # the classes by (server need, class), as float ids
+(CLASS_ORDER,) = FIELDS.ids
 
 
 @inline_jit
 def _lsf_shortest(view, sizes, pdata, actions):
-    nclass = num_classes(view)
-    order = pdata.iwork[:nclass]
-    slots, keys = pdata.iwork[nclass:], pdata.fwork
-    for c in range(nclass):  # rank of class c by (server need, class)
-        r = 0
-        for d in range(nclass):
-            nd, nc = class_need(view, d), class_need(view, c)
-            if nd < nc or (nd == nc and d < c):
-                r += 1
-        order[r] = c
+    order = field(pdata.params, CLASS_ORDER)
+    slots, keys = pdata.iwork, pdata.fwork
     free = free_servers(view)
     n = 0
-    for i in range(nclass):
-        c = order[i]
+    for i in range(order.size):
+        c = int(order[i])
         need = class_need(view, c)
         if need > free:
             continue
@@ -73,5 +74,10 @@ class LsfShortest(Policy):
     size_aware = True
     kernel = _lsf_shortest
 
+    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+        needs = workload.server_needs
+        order = sorted(range(len(needs)), key=lambda c: (int(needs[c]), c))  # once, not per decision
+        return super().prepare(workload, rng)._replace(params=FIELDS.pack(class_order=np.array(order, float)))
+
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return num_classes + num_slots, num_slots
+        return num_slots, num_slots
