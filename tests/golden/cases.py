@@ -159,9 +159,11 @@ def _env_policy(env_id: str, pid: str, scenario: str, load: float) -> Record:
     return out
 
 
-def _env_random(env_id: str) -> Record:
-    """Uniformly random valid actions (seeded numpy Generator) through a single env."""
-    env = gym.make(env_id, scenario="four-class", load=0.8, num_arrivals=500, **WINDOWS)
+def _env_random(env_id: str, scenario: str = "four-class", load: float = 0.8, **kwargs: Any) -> Record:
+    """Uniformly random valid actions (seeded numpy Generator) through a single env (job actions with
+    the wide windows, or the env keywords ``kwargs``, e.g. priority actions)."""
+    kwargs = kwargs or WINDOWS
+    env = gym.make(env_id, scenario=scenario, load=load, num_arrivals=500, **kwargs)
     rng = np.random.default_rng(0)
 
     def act(obs: Any, info: dict[str, Any]) -> int:
@@ -268,6 +270,11 @@ def all_cases() -> dict[str, Callable[[], Record]]:
             )
     for env_id in ("MSJ-v0", "MSJPreemptive-v0"):
         cases[f"env-random/{env_id}/four-class@0.8"] = lambda e=env_id: _env_random(e)
+        for actions in ("priority", "priority-shortest"):
+            for scenario, load in (("sf-fig2", 0.7), ("four-class", 0.8)):
+                cases[f"env-random/{env_id}/{scenario}@{load}/{actions}"] = (
+                    lambda e=env_id, s=scenario, x=load, a=actions: _env_random(e, s, x, actions=a)
+                )
         for observation in ("flat", "dict"):
             cases[f"vector/{env_id}/{observation}"] = lambda e=env_id, o=observation: _vector(e, o)
     for pid, steps in (("msf", 0), ("msf", 80), ("first-fit", 80), ("easy-backfilling", 80)):
