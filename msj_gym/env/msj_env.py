@@ -109,7 +109,7 @@ class MSJEnv(gym.Env):
     :class:`msj_gym.PolicyAgent` gives bit for bit the metrics of its native run with the same seed.
 
     ## Action space
-    ``Discrete(1 + C * queue_window)`` for ``C`` job classes:
+    ``Discrete(1 + C * queue_window)`` for ``C`` class slots (the job classes, or ``max_classes``):
 
     * ``0``: wait (do nothing until the next arrival or departure);
     * ``1 + c * queue_window + r``: start the ``r``-th oldest waiting job of class ``c`` (``r = 0``: the
@@ -132,8 +132,8 @@ class MSJEnv(gym.Env):
     id, ``module:attr`` for a rule outside the registry, or a policy; priority actions only) adds
     one last action, ``1 + C``: that policy's own decision now (always offered), so that an agent can
     learn where to override a heuristic; choosing it every time is the advisor's native run, bit for
-    bit. The native vector env and
-    :class:`~msj_gym.PolicyAgent` take job actions only.
+    bit. :class:`~msj_gym.PolicyAgent` takes job actions only; the native vector env takes every
+    action mode but the advisor's.
 
     Masks: ``action_masks()`` (as sb3-contrib's MaskablePPO calls it) and ``info["action_mask"]``.
     Wait is masked only where nothing could ever happen next (no job running, no arrival to come).
@@ -160,6 +160,30 @@ class MSJEnv(gym.Env):
     ``observation="dict"`` gives the same numbers as a ``Dict`` of 1-D boxes, each block flattened
     row-major: ``system`` (2), ``classes`` (C * 5), ``queue`` (obs_jobs * 4, or 5 with sizes) and,
     preemptive only, ``running`` (C * preempt_window * 2, or 3 with sizes).
+
+    ``observation="classes"``: a **class set** whose meaning does not depend on the system's size, the
+    time unit or the number of classes, for one agent across systems: ``Box(0, 1, (8 + M * F,))``
+    with ``M = max_classes`` class slots (default 32) and ``F = 14`` (17 with ``reveal_sizes``). With
+    ``rho`` the offered load, ``m = sum_c p_c m_c`` the mean service time and ``nbar`` the mean server
+    need:
+
+    * system (8): min(rho, 1); idle servers / k; squash(jobs in system * nbar / k); squash(waiting
+      server demand / k); log2(k) / 16 (at most 1); C / M; squash(1 / (1 - rho)) (1 if rho >= 1);
+      nbar / k;
+    * one row per class slot, the workload's classes first, then all-zero padding rows (column 0 is
+      the mask of the set): 1 (a real class); n_c / k; squash(k / n_c); arrival share p_c; load share
+      rho_c / rho; min(rho_c, 1); squash(m_c / m); squash(squared coefficient of variation of the
+      class's service time); squash(waiting jobs); squash(waiting jobs * n_c / k); running jobs * n_c
+      / k; squash(age of its oldest waiting job / m_c); 1 if a waiting job fits now; min(waiting
+      jobs, idle // n_c) * n_c / k (the share of servers it could fill now); with ``reveal_sizes``
+      three more: squash(least and mean remaining service time of its waiting jobs / m_c) and
+      squash(least remaining service time of its running jobs / m_c) (0 where there is none).
+
+    The rows are equivariant: listing the classes in another order permutes them (and the priority
+    actions) and changes nothing else. ``max_classes`` also pads the other class-indexed parts of the
+    spaces (the flat observation's class block, job and priority actions): padding is zero and never
+    a valid action, so systems with up to ``max_classes`` classes share one observation and action
+    space.
 
     ## Rewards
     Minus the time integral of the number of jobs in the system between two decisions, so that an
@@ -192,9 +216,11 @@ class MSJEnv(gym.Env):
       :class:`~msj_gym.Scenario` or a workload; ``num_servers``, ``load`` / ``arrival_rate`` override its
       defaults (sf-fig2 defaults to k=8, load 0.7, where FCFS is unstable and good schedulers are not);
     * ``num_arrivals`` (1000) or ``horizon``; ``warmup`` (0 arrivals) or ``warmup_time`` (0.0);
-    * ``queue_window`` (1), ``preempt_window`` (4, preemptive only), ``obs_jobs`` (8),
-      ``observation`` (``"flat"`` | ``"dict"``), ``reveal_sizes`` (False), ``actions`` (``"jobs"`` |
-      ``"priority"`` | ``"priority-shortest"``), ``advisor`` (None);
+    * ``queue_window`` (1), ``preempt_window`` (4, preemptive only), ``obs_jobs`` (8; 0 and not
+      settable with the class set), ``observation`` (``"flat"`` | ``"dict"`` | ``"classes"``),
+      ``max_classes`` (None: the workload's classes; 32 with ``observation="classes"``),
+      ``reveal_sizes`` (False), ``actions`` (``"jobs"`` | ``"priority"`` | ``"priority-shortest"``),
+      ``advisor`` (None);
     * ``reward`` (``"integral"`` | ``"mean"``), ``weighted`` (False);
     * ``warm_start`` (None), ``warm_start_arrivals`` (1000);
     * ``max_arrivals`` (None: twice the episode's expected arrivals; a policy that has not cleared the
@@ -214,7 +240,8 @@ class MSJEnv(gym.Env):
     (this step).
 
     ## Version history
-    * v0: initial version.
+    * v0: initial version; ``observation="classes"`` and ``max_classes`` added (new options: the
+      default spaces are unchanged).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
