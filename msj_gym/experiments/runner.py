@@ -430,6 +430,38 @@ def _execute_ray(
             ray.shutdown()
 
 
+def map_unordered(
+    fn: Callable[[Any], Any],
+    tasks: Sequence[Any],
+    backend: str = "local",
+    workers: int = 1,
+    address: str | None = None,
+) -> Iterator[tuple[Any, Any]]:
+    """Yield ``(task, fn(task))`` as tasks finish, in completion order: in this process
+    (``workers=1``), in ``workers`` local processes, or on Ray (a cluster at ``address``, or a local
+    one with ``workers`` CPUs), as the leaderboard runs its points. ``fn`` must be a module-level
+    function and the tasks picklable."""
+    check_backend(backend, workers, address)
+    if backend == "ray":
+        yield from _execute_ray(tasks, fn, workers, address)
+        return
+    if workers == 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield task, fn(task)
+        return
+    import concurrent.futures as cf
+
+    pool = process_pool(min(workers, len(tasks)))
+    finished = False
+    try:
+        futures = {pool.submit(fn, task): task for task in tasks}
+        for fut in cf.as_completed(futures):
+            yield futures[fut], fut.result()
+        finished = True
+    finally:
+        pool.shutdown(wait=finished, cancel_futures=not finished)
+
+
 def check_backend(backend: str, workers: int, address: str | None = None) -> None:
     """Refuse an unknown backend, a worker count that is not a positive integer, or a Ray ``address``
     where no cluster answers (before any output is created: callers check this first)."""
