@@ -112,6 +112,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument(
+        "--python-branches",
+        action="store_true",
+        help="play each branch out from Python (restore, step, play_out) instead of in one compiled call",
+    )
+    ap.add_argument(
         "--data", type=Path, default=None, help="folder keeping each round's compared decisions (resume)"
     )
     ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
@@ -192,10 +197,13 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
 
     import msj_gym  # noqa: F401  (registers the envs)
     from msj_gym.core import state as S
+    from msj_gym.env.branches import BASE_DECISION, BranchPlayer, python_costs
 
     env = gym.make(args.env_id, num_arrivals=args.episode_arrivals, **env_kwargs_of(args)).unwrapped
     base = base_policy(args.base)
     base_action = BaseActions(base, env)
+    compiled = not args.python_branches and type(base).kernel is not None
+    player = BranchPlayer(env, base) if compiled else None  # a rule written in Python: branch by branch
     # one stream per round for the sampling, another for the episodes' job streams
     sampling, streams = np.random.SeedSequence([args.seed, round_index]).spawn(2)
     rng = np.random.default_rng(sampling)
@@ -218,19 +226,13 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
             window = args.skip <= arrived < args.episode_arrivals - args.tail
             choice = base_action() if not priority else delegate
             if window and mask.sum() >= 2 and rng.random() < 1.0 / args.sample_every:
-                snap = env.snapshot()
+                valid = np.flatnonzero(mask)
                 costs = np.full(n_act, np.nan)
-                for a in np.flatnonzero(mask):
-                    env.restore(snap)
-                    _, reward, _, truncated, _ = env.step(int(a))
-                    costs[a] = -(reward + (0.0 if truncated else env.play_out(base)))
-                if priority and delegate < 0:  # else the advisor's branch was the base's decision
-                    env.restore(snap)
-                    _, reward, _, truncated, _ = env.step_policy(base)
-                    base_cost = -(reward + (0.0 if truncated else env.play_out(base)))
-                else:
-                    base_cost = costs[choice]
-                env.restore(snap)
+                own = priority and delegate < 0  # else the advisor's branch is the base's decision
+                branches = np.r_[valid, BASE_DECISION] if own else valid
+                played = player.costs(branches) if player is not None else python_costs(env, base, branches)
+                costs[valid] = played[: valid.size]
+                base_cost = played[-1] if own else costs[choice]
                 obs_l.append(obs)
                 mask_l.append(mask.copy())
                 cost_l.append(costs)

@@ -29,7 +29,7 @@ from ..core.policy import Policy
 from .batch import copy1d, copy2d, copy3d
 from .stepping import step
 
-__all__ = ["BASE_DECISION", "BranchPlayer"]
+__all__ = ["BASE_DECISION", "BranchPlayer", "python_costs"]
 
 SCRATCH_SLOTS = 8192  # job slots of a branch's state: queues this long stay in compiled code
 BASE_DECISION = -3  # a branch whose first decision is the base's own (``step_policy``), not an action
@@ -331,14 +331,21 @@ class BranchPlayer:
         return out
 
     def _python_branch(self, action: int) -> float:
-        """The branch the slow way (the env's own snapshot, step and play-out), the env restored."""
-        env = self.env
-        snap = env.snapshot()
-        try:
-            if action == BASE_DECISION:
-                _, reward, _, truncated, _ = env.step_policy(self.base)
-            else:
-                _, reward, _, truncated, _ = env.step(action)
-            return -(reward + (0.0 if truncated else env.play_out(self.base)))
-        finally:
+        return float(python_costs(self.env, self.base, np.array([action]))[0])
+
+
+def python_costs(env: Any, base: Policy, actions: np.ndarray) -> np.ndarray:
+    """What :meth:`BranchPlayer.costs` computes, the slow way, branch by branch from Python: the
+    env's own snapshot, step (or ``step_policy`` for :data:`BASE_DECISION`) and ``play_out``; the env
+    is restored afterwards."""
+    env = getattr(env, "unwrapped", env)
+    snap = env.snapshot()
+    out = np.empty(len(actions))
+    try:
+        for i, a in enumerate(np.asarray(actions).tolist()):
             env.restore(snap)
+            _, reward, _, truncated, _ = env.step_policy(base) if a == BASE_DECISION else env.step(a)
+            out[i] = -(reward + (0.0 if truncated else env.play_out(base)))
+    finally:
+        env.restore(snap)
+    return out
