@@ -102,9 +102,10 @@ def _needs(rng: np.random.Generator, k: int, count: int, space: SystemDistributi
     pool = [x for x in pool if x not in needs]
     if len(pool) + len(needs) < count:  # too few powers or divisors: any integer then
         pool = [x for x in range(1, k + 1) if x not in needs]
-    weights = 1.0 / np.asarray(pool, dtype=np.float64)  # log-uniform over the pool
-    picks = rng.choice(len(pool), size=count - len(needs), replace=False, p=weights / weights.sum())
-    needs.update(pool[i] for i in picks)
+    if count > len(needs):
+        weights = 1.0 / np.asarray(pool, dtype=np.float64)  # log-uniform over the pool
+        picks = rng.choice(len(pool), size=count - len(needs), replace=False, p=weights / weights.sum())
+        needs.update(pool[i] for i in picks)
     return sorted(needs)
 
 
