@@ -70,6 +70,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--select-arrivals", type=int, default=6000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of the fitting process")
     ap.add_argument("--backend", default="local", choices=("local", "ray"))
     ap.add_argument("--address", default=None, help="a Ray cluster (with --backend ray)")
     ap.add_argument("--data", type=Path, default=None, help="folder keeping each round's decisions")
@@ -298,6 +299,7 @@ def main(argv: list[str] | None = None) -> Path:
     from msj_gym.workloads.generator import sample_systems
 
     torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)  # small networks: more threads only contend with the workers
     t0 = time.perf_counter()
     systems = sample_systems(args.seed, args.systems)
     select = sample_systems(args.seed + 10_000, args.select_systems)
@@ -308,7 +310,7 @@ def main(argv: list[str] | None = None) -> Path:
     )
     env = gym.make("MSJ-v0", scenario=systems[0], **env_kwargs(args.sizes))
     policy_kwargs = {"hidden": args.hidden}
-    unused = ("out", "data", "workers", "backend", "address", "rounds", "candidates")
+    unused = ("out", "data", "workers", "threads", "backend", "address", "rounds", "candidates")
     key = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in unused}, default=str)
     data: dict[str, np.ndarray] | None = None
     model, score, t_collect = None, math.inf, 0.0

@@ -175,19 +175,16 @@ class BaseActions:
 
     def __init__(self, policy: Any, env: Any) -> None:
         self.policy, self.env = policy, env
-        wl = env.workload
-        self.actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
-        self.core: Any = None
+        self.driver: Any = None
 
     def __call__(self) -> int:
+        from msj_gym.core.simulator import PolicyDriver
+
         env = self.env
-        core = env.core
-        if core is not self.core or self.pdata_slots != core.sim.ji.shape[0]:
-            self.core, self.pdata_slots = core, core.sim.ji.shape[0]
-            self.pdata = core.prepare_policy(self.policy)
-        sizes = core.sizes if self.policy.size_aware else None
-        n = self.policy.decide(core.view, sizes, self.pdata, self.actions)
-        return env.encode(int(self.actions[0])) if n > 0 else 0
+        if self.driver is None or self.driver.core is not env.core:
+            self.driver = PolicyDriver(self.policy, env.core)
+        words = self.driver.decide()
+        return env.encode(int(words[0])) if words.size else 0
 
 
 def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> dict[str, np.ndarray]:

@@ -97,7 +97,11 @@ class ClassSetNetwork(nn.Module):
         system = obs[:, :SET_SYSTEM_FEATURES]
         rows = obs[:, SET_SYSTEM_FEATURES:].reshape(obs.shape[0], self.slots, self.features)
         present = rows[:, :, 0] > 0.5
-        x = th.cat([rows, system.unsqueeze(1).expand(-1, self.slots, -1)], dim=2)
+        # only the slots up to the last real class of the batch (the rest is padding everywhere): a
+        # system with few classes costs little, and no result changes (padding is masked below)
+        used = int(th.nonzero(present.any(dim=0)).max()) + 1 if bool(present.any()) else 1
+        rows, present = rows[:, :used], present[:, :used]
+        x = th.cat([rows, system.unsqueeze(1).expand(-1, used, -1)], dim=2)
         emb = self.encoder(x)
         for attend, norm in zip(self.attention, self.norms, strict=True):
             out, _ = attend(emb, emb, emb, key_padding_mask=~present, need_weights=False)
@@ -117,8 +121,9 @@ class ClassSetNetwork(nn.Module):
     def _logits(self, emb: th.Tensor, context: th.Tensor, present: th.Tensor) -> th.Tensor:
         pair = th.cat([emb, context.unsqueeze(1).expand_as(emb)], dim=2)
         scores = self.score(pair).squeeze(2).masked_fill(~present, PADDING_SCORE)
+        rest = scores.new_full((scores.shape[0], self.slots - scores.shape[1]), PADDING_SCORE)
         other = self.other(context)
-        return th.cat([other[:, :1], scores, other[:, 1:]], dim=1)
+        return th.cat([other[:, :1], scores, rest, other[:, 1:]], dim=1)
 
     def forward_critic(self, obs: th.Tensor) -> th.Tensor:
         _, context, _ = self._embed(obs)

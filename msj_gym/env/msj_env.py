@@ -15,7 +15,7 @@ from ..core import state as S
 from ..core.engine import apply
 from ..core.jit import entry_point
 from ..core.policy import Policy
-from ..core.simulator import SimulationError, Simulator
+from ..core.simulator import PolicyDriver, SimulationError, Simulator
 from ..metrics.result import SimulationResult
 from .act import encode_action, priority_plan
 from .layout import (
@@ -396,7 +396,7 @@ class MSJEnv(gym.Env):
         self._agent_slot = AgentSlot(self.preemptive)
         self._engine_actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
         # the data of the policies that step_policy and the advisor ran this episode, by policy
-        self._drivers: dict[int, tuple[Any, Policy, Any]] = {}
+        self._drivers: dict[int, tuple[Any, PolicyDriver]] = {}
         self.core: Simulator | None = None
         self.episode = -1
         self._over = True
@@ -603,17 +603,11 @@ class MSJEnv(gym.Env):
 
     def _decision_of(self, policy: Any) -> np.ndarray:
         """The engine actions of ``policy``'s decision now (its data kept per episode)."""
-        core, wl = self.core, self.workload
         entry = self._drivers.get(id(policy))
-        if entry is None or entry[0] is not policy:
-            resolved = self._baseline("policy", policy)
-            entry = (policy, resolved, core.prepare_policy(resolved))
-        key, resolved, pdata = entry
-        pdata = resolved.with_work(pdata, core.sim.ji.shape[0], wl.num_servers, wl.num_classes)
-        self._drivers[id(policy)] = (key, resolved, pdata)
-        sizes = core.sizes if resolved.size_aware else None
-        n = resolved.decide(core.view, sizes, pdata, self._engine_actions)
-        return self._engine_actions[:n].copy()
+        if entry is None or entry[0] is not policy or entry[1].core is not self.core:
+            entry = (policy, PolicyDriver(self._baseline("policy", policy), self.core))
+            self._drivers[id(policy)] = entry
+        return entry[1].decide().copy()
 
     def _apply(self, engine_actions: np.ndarray) -> None:
         if len(engine_actions) and apply(self.core.sim, engine_actions, len(engine_actions)) != S.E_NONE:
@@ -700,11 +694,10 @@ class MSJEnv(gym.Env):
         policy = self._baseline("policy", policy)
         core = self.core
         start = float(core.sim.fv[S.F_RUN_AREA])
-        pdata = core.prepare_policy(policy)
         # the decision due now is the policy's, then it runs event by event to the end
-        n = policy.decide(core.view, core.sizes if policy.size_aware else None, pdata, core.actions)
-        self._apply(core.actions[:n])
-        core.drive(policy, pdata)
+        driver = PolicyDriver(policy, core)
+        self._apply(driver.decide())
+        core.drive(policy, driver.pdata)
         self._over = True
         self._bind()
         self._observe()
