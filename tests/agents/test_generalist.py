@@ -17,9 +17,9 @@ from msj_gym.experiments.runner import map_unordered
 from msj_gym.workloads.generator import sample_systems
 
 TINY = [
-    "--systems", "3", "--select-systems", "2", "--decisions", "90", "--rounds", "2", "--candidates", "1",
-    "--epochs", "2", "--select-arrivals", "300", "--select-seeds", "1", "--episode-arrivals", "400",
-    "--skip", "40", "--tail", "150", "--hidden", "16",
+    "--systems", "2", "--select-systems", "1", "--decisions", "40", "--rounds", "2", "--candidates", "1",
+    "--epochs", "1", "--select-arrivals", "200", "--select-seeds", "1", "--episode-arrivals", "300",
+    "--skip", "30", "--tail", "100", "--hidden", "8",
 ]  # fmt: skip
 
 
@@ -46,7 +46,7 @@ def _same(a: list[dict], b: list[dict]) -> None:
 
 def test_collection_is_the_same_in_one_process_in_workers_and_on_ray() -> None:
     one = _collect("local", 1)
-    assert sum(len(p["cost"]) for p in one) == 90
+    assert sum(len(p["cost"]) for p in one) == 40
     for part in one:
         valid = ~np.isnan(part["cost"])
         assert (valid == part["mask"]).all()  # every valid action compared, and only those
@@ -61,7 +61,7 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path) -> None:
     generalist.main([*TINY, "--out", str(out), "--data", str(tmp_path / "data")])
     meta = json.loads(out.with_suffix(".json").read_text())
     assert meta["env_kwargs"] == {"observation": "classes", "actions": "priority"}
-    assert meta["decisions"] == 180 and meta["training_systems"] == 3
+    assert meta["decisions"] == 80 and meta["training_systems"] == 2
     # rerun: both rounds' decisions come from the data folder (nothing is collected again)
     text = sorted(p.name for p in (tmp_path / "data").iterdir())
     assert text == ["round-1.npz", "round-2.npz"]
