@@ -25,7 +25,10 @@ def _policy_params(items: Sequence[str]) -> dict[str, str]:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="msj-gym", description="Multiserver-job scheduling simulator.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sim = sub.add_parser("simulate", help="run one policy on one scenario and print its metrics")
