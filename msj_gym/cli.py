@@ -48,11 +48,15 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--k", type=int, help="number of servers (default: the scenario's)")
     length = sim.add_mutually_exclusive_group()
     length.add_argument(
-        "--arrivals", type=int, help="arrivals to simulate, warm-up included (default 100000)"
+        "--arrivals",
+        type=int,
+        help="arrivals to simulate, warm-up included (default 100000; a trace replay: all its jobs)",
     )
     length.add_argument("--horizon", type=float, help="simulate arrivals up to this time instead")
     sim.add_argument(
-        "--warmup", type=float, help="arrivals (or, with --horizon, time) to discard; default 10%%"
+        "--warmup",
+        type=float,
+        help="arrivals (or, with --horizon, time) to discard; default 10%% (of a trace's jobs at most)",
     )
     sim.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
     sim.add_argument(
@@ -134,8 +138,12 @@ def _parser() -> argparse.ArgumentParser:
         help="SB3 checkpoint .zip or module:attr (repeatable)",
     )
     lb.add_argument("--seeds", default="5", help="a count, 'LO-HI' or a list (default 5: seeds 0..4)")
-    lb.add_argument("--arrivals", type=int, default=20_000, help="arrivals per run (default 20000)")
-    lb.add_argument("--warmup", type=int, default=None, help="arrivals discarded per run (default 10%%)")
+    lb.add_argument(
+        "--arrivals", type=int, default=None, help="arrivals per run (default 20000; a trace: all its jobs)"
+    )
+    lb.add_argument(
+        "--warmup", type=int, default=None, help="arrivals discarded per run (default 10%% of those run)"
+    )
     lb.add_argument(
         "--reference", default=None, help="normalise to this entrant (default: each load's leader)"
     )
@@ -299,8 +307,11 @@ def _check_policy(policy_id: str, model: str) -> None:
         )
 
 
-def _run_length(args: argparse.Namespace) -> dict[str, Any]:
-    """Simulator keyword arguments of ``--seed``, ``--arrivals`` / ``--horizon`` and ``--warmup``."""
+def _run_length(args: argparse.Namespace, jobs: int | None = None) -> dict[str, Any]:
+    """Simulator keyword arguments of ``--seed``, ``--arrivals`` / ``--horizon`` and ``--warmup``. A
+    trace replay of ``jobs`` jobs runs all of them by default, and its default warm-up is a tenth of
+    the jobs it replays (the defaults of an endless stream would discard more jobs than a short trace
+    holds)."""
     kwargs: dict[str, Any] = {"seed": args.seed}
     if args.horizon is not None:
         kwargs["horizon"] = args.horizon
@@ -309,11 +320,14 @@ def _run_length(args: argparse.Namespace) -> dict[str, Any]:
         else:
             kwargs["warmup_time"] = 0.1 * args.horizon
     else:
-        kwargs["num_arrivals"] = args.arrivals if args.arrivals is not None else 100_000
+        default = 100_000 if jobs is None else jobs
+        kwargs["num_arrivals"] = args.arrivals if args.arrivals is not None else default
         if args.warmup is not None:
             if args.warmup != int(args.warmup):
                 raise ValueError(f"--warmup: expected a whole number of arrivals, got {args.warmup}")
             kwargs["warmup"] = int(args.warmup)
+        elif jobs is not None:
+            kwargs["warmup"] = min(kwargs["num_arrivals"], jobs) // 10
     return kwargs
 
 
@@ -342,8 +356,10 @@ def _simulate(args: argparse.Namespace) -> int:
         if args.arrival_rate is not None and str(exc).startswith("arrival_rate:"):
             raise ValueError("--arrival-rate" + str(exc).removeprefix("arrival_rate")) from None
         raise
+    from .workloads.trace import replay_length
+
     policy = make_policy(args.policy, **_policy_params(args.policy_param))
-    result = Simulator(workload, policy, **_run_length(args)).run()
+    result = Simulator(workload, policy, **_run_length(args, replay_length(workload))).run()
     return _print_queueing(args, result, scenario.name, workload, policy, f"k={workload.num_servers}")
 
 
