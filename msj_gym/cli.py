@@ -40,7 +40,10 @@ def _parser() -> argparse.ArgumentParser:
         "system's name (see `msj-gym list`)",
     )
     sim.add_argument(
-        "--policy", required=True, help="policy id, defined on the scenario's model (see `msj-gym list`)"
+        "--policy",
+        required=True,
+        help="policy id, defined on the scenario's model (see `msj-gym list`), or module:Class for a policy "
+        "of your own (imported from the current folder or PYTHONPATH)",
     )
     rate = sim.add_mutually_exclusive_group()
     rate.add_argument("--load", type=float, help="offered load rho (default: the scenario's)")
@@ -128,7 +131,8 @@ def _parser() -> argparse.ArgumentParser:
     lb.add_argument(
         "--policies",
         default="all",
-        help="comma-separated ids, or all / non-preemptive / preemptive (default all)",
+        help="comma-separated ids, groups (all / non-preemptive / preemptive) and module:Class policies of "
+        "your own (imported from the current folder or PYTHONPATH; default all)",
     )
     lb.add_argument(
         "--agent",
@@ -164,6 +168,13 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="SPEC",
         help="a shipped agent name, an SB3 checkpoint .zip or module:attr (repeatable)",
+    )
+    bench.add_argument(
+        "--policies",
+        default="",
+        metavar="SPECS",
+        help="comma-separated module:Class policies of your own to score beside the baselines (imported "
+        "from the current folder or PYTHONPATH)",
     )
     bench.add_argument(
         "--preemptive", action="store_true", help="enter the preemptive baselines too (same scale)"
@@ -204,6 +215,16 @@ def _workers(args: argparse.Namespace) -> int:
     return args.workers if args.workers is not None else (os.cpu_count() or 1)
 
 
+def _importable_from_here(specs: Sequence[str]) -> None:
+    """Let ``module:attr`` specs name modules of the current folder, as ``python -m`` would: the
+    ``msj-gym`` script does not have it on ``sys.path``. Appended, so that it shadows no installed
+    package; worker processes inherit the path."""
+    import os
+
+    if any(":" in spec for spec in specs) and os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
+
+
 def _positive_finite(flag: str, value: float | None) -> None:
     """Refuse a time or rate flag that is not a positive finite number (argparse accepts nan, inf)."""
     if value is not None and not (math.isfinite(value) and value > 0):
@@ -225,6 +246,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     if not policies and not args.agent:
         raise ValueError(f"--policies: expected policy ids or a group, got {args.policies!r}")
+    _importable_from_here([*policies, *args.agent])
     config = LeaderboardConfig(
         scenarios=tuple(args.scenario or [DEFAULT_SCENARIO]),
         loads=args.loads if args.loads is not None else DEFAULT_LOADS,
@@ -262,7 +284,9 @@ def _benchmark(args: argparse.Namespace) -> int:
 
     workers = _workers(args)  # every flag and agent is checked before anything is written to --out
     extra: dict[str, Any] = dict(QUICK) if args.quick else {}
-    config = BenchmarkConfig(agents=tuple(args.agent), preemptive=args.preemptive, **extra)
+    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    _importable_from_here([*policies, *args.agent])
+    config = BenchmarkConfig(agents=tuple(args.agent), policies=policies, preemptive=args.preemptive, **extra)
     report = run_benchmark(
         config, Path(args.out), backend=args.backend, workers=workers, address=args.address
     )
@@ -296,9 +320,19 @@ def _scenario_model(name: str) -> str:
 
 
 def _check_policy(policy_id: str, model: str) -> None:
-    """An error before any work if ``policy_id`` is unknown or not defined on ``model`` (no import)."""
-    from .registry import policy_spec
+    """An error before any work if ``policy_id`` is unknown or not defined on ``model`` (no import of
+    a registered policy; a ``module:attr`` policy of the user's own is imported and asked)."""
+    from .registry import policy_from_spec, policy_spec
 
+    if ":" in policy_id:
+        _importable_from_here([policy_id])
+        models = tuple(getattr(policy_from_spec(policy_id, "--policy"), "models", ("msj",)))
+        if model not in models:
+            raise ValueError(
+                f"--policy: {policy_id!r} is not defined on the {model} model of the scenario "
+                f"(it is defined on: {', '.join(models)})"
+            )
+        return
     spec = policy_spec(policy_id)
     if model not in spec.models:
         raise ValueError(
@@ -333,7 +367,7 @@ def _run_length(args: argparse.Namespace, jobs: int | None = None) -> dict[str, 
 
 def _simulate(args: argparse.Namespace) -> int:
     from .core.simulator import Simulator
-    from .registry import make_policy
+    from .registry import policy_from_spec
 
     # the flags first (cheap, and each error names its flag), then the policy's model, then the scenario
     _check_system_flags(args)
@@ -358,7 +392,7 @@ def _simulate(args: argparse.Namespace) -> int:
         raise
     from .workloads.trace import replay_length
 
-    policy = make_policy(args.policy, **_policy_params(args.policy_param))
+    policy = policy_from_spec(args.policy, "--policy", **_policy_params(args.policy_param))
     result = Simulator(workload, policy, **_run_length(args, replay_length(workload))).run()
     return _print_queueing(args, result, scenario.name, workload, policy, f"k={workload.num_servers}")
 
@@ -401,13 +435,13 @@ def _simulate_compat(args: argparse.Namespace) -> int:
     """A job-server compatibility system (Bonald & Comte (2017)) run by the pooled simulator, as the
     experiments run it; ``--load`` is the system's rho."""
     from .pooled import PooledSimulator
-    from .registry import make_policy
+    from .registry import policy_from_spec
     from .workloads.compat import build_compat_scenario
 
     _not_for("compatibility", args, "--k", "--arrival-rate")  # the system fixes its servers and rates
     build = {} if args.load is None else {"load": args.load}
     workload = build_compat_scenario(args.scenario, **build)
-    policy = make_policy(args.policy, **_policy_params(args.policy_param))
+    policy = policy_from_spec(args.policy, "--policy", **_policy_params(args.policy_param))
     result = PooledSimulator(workload, policy, **_run_length(args)).run()
     return _print_queueing(args, result, args.scenario, workload, policy, f"servers={workload.num_servers}")
 
@@ -417,7 +451,7 @@ def _simulate_moldable(args: argparse.Namespace) -> int:
     arrival rate per server (unit-mean sizes) instead of the named traffic regime's."""
     from .moldable.loss import LossSimulator
     from .moldable.systems import build_moldable_system
-    from .registry import make_policy
+    from .registry import policy_from_spec
 
     _not_for("moldable", args, "--arrival-rate", "--horizon")  # a loss system runs a number of arrivals
     if args.warmup is not None and args.warmup != int(args.warmup):
@@ -425,7 +459,7 @@ def _simulate_moldable(args: argparse.Namespace) -> int:
     system = build_moldable_system(
         args.scenario, num_servers=100 if args.k is None else args.k, arrival_rate=args.load
     )
-    policy = make_policy(args.policy, **_policy_params(args.policy_param))
+    policy = policy_from_spec(args.policy, "--policy", **_policy_params(args.policy_param))
     result = LossSimulator(
         system,
         policy,

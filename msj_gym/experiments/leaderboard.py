@@ -120,11 +120,13 @@ def parse_seeds(text: str | int | Sequence[int]) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class LeaderboardConfig:
-    """What a leaderboard runs. ``policies`` holds ids or a group (``all``, ``non-preemptive``,
-    ``preemptive``); a group keeps the policies defined on each scenario's workload, a named id that
-    is not defined there is an error. ``loads`` of None takes :data:`DEFAULT_LOADS`. ``arrivals`` of
-    None runs :data:`DEFAULT_ARRIVALS` per run, and a trace replay all its jobs; ``warmup`` of None
-    discards a tenth of what a run replays (:meth:`arrivals_for`, :meth:`warmup_for`)."""
+    """What a leaderboard runs. ``policies`` holds ids, groups (``all``, ``non-preemptive``,
+    ``preemptive``) and ``module:attr`` specs of policies of your own (a Policy class or instance, run
+    natively like the baselines); a group keeps the policies defined on each scenario's workload, a
+    policy named on its own that is not defined there is an error. ``loads`` of None takes
+    :data:`DEFAULT_LOADS`. ``arrivals`` of None runs :data:`DEFAULT_ARRIVALS` per run, and a trace
+    replay all its jobs; ``warmup`` of None discards a tenth of what a run replays
+    (:meth:`arrivals_for`, :meth:`warmup_for`)."""
 
     scenarios: tuple[str, ...] = (DEFAULT_SCENARIO,)
     loads: tuple[float, ...] = DEFAULT_LOADS
@@ -230,7 +232,7 @@ def trace_jobs(scenario: str) -> int | None:
 @dataclass
 class Entrant:
     label: str
-    policy: str | None  # policy id, or None for an agent
+    policy: str | None  # policy id or module:attr, or None for an agent
     agent: str | None
     preemptive: bool | None
     size_aware: bool | None
@@ -304,6 +306,7 @@ def _entrants(
 
     workload = load_scenario(scenario).build(load=config.loads[0])
     ids: list[str] = []
+    specs: list[str] = []  # module:attr, policies of the user's own
     for item in config.policies:
         if item in POLICY_GROUPS:
             ids += [
@@ -313,10 +316,12 @@ def _entrants(
             ]
         elif item in POLICIES:
             ids.append(item)
+        elif ":" in item:
+            specs.append(item)
         else:
             raise ValueError(
                 f"--policies: unknown policy {item!r}; known: {', '.join(POLICIES)} "
-                f"(or a group: {', '.join(POLICY_GROUPS)})"
+                f"(or a group: {', '.join(POLICY_GROUPS)}; or module:Class for a policy of your own)"
             )
     skipped: dict[str, str] = {}
     out: list[Entrant] = []
@@ -346,6 +351,9 @@ def _entrants(
             )
         )
     labels = {e.label for e in out}
+    for spec in dict.fromkeys(specs):
+        out.append(_own_entrant(spec, scenario, workload, config.policy_params.get(spec, {}), labels))
+        labels.add(out[-1].label)
     for spec in config.agents:
         check_agent(spec, scenario, {"load": config.loads[0]})
         label = agent_label(spec)
@@ -362,6 +370,28 @@ def _entrants(
             f"--reference: {config.reference!r} is not an entrant here ({', '.join(sorted(labels))})"
         )
     return out, skipped
+
+
+def _own_entrant(
+    spec: str, scenario: str, workload: Any, params: dict[str, Any], labels: set[str]
+) -> Entrant:
+    """The entrant of a policy of the user's own, ``module:attr`` (checked here: it imports, is a
+    Policy, is defined on the workload, its id is not taken). Its runs carry the spec, and each worker
+    imports the module itself."""
+    from baselines import supports
+
+    from ..registry import policy_from_spec
+
+    policy = policy_from_spec(spec, "--policies", **params)
+    reason = supports(policy, workload)
+    if reason is not None:
+        raise ValueError(f"--policies: {spec!r} is not defined on scenario {scenario!r}: {reason}")
+    label = policy.policy_id or spec
+    if label in labels:
+        raise ValueError(
+            f"--policies: {spec!r} has the policy_id {label!r} of another entrant; give it an id of its own"
+        )
+    return Entrant(label, spec, None, bool(policy.preemptive), bool(policy.size_aware), dict(params))
 
 
 def plan(
