@@ -191,6 +191,22 @@ def test_no_script_to_run_again_under_pytest() -> None:
     assert runner.local_workers(4) == 4
 
 
+def test_code_run_in_the_main_namespace_from_elsewhere_is_no_script_call(tmp_path: Path) -> None:
+    # a notebook: the kernel's launcher script is guarded, the cells' code has file names of its own
+    cell = "from msj_gym.experiments.runner import unguarded_script\nprint(unguarded_script())\n"
+    script = tmp_path / "launcher.py"
+    script.write_text(
+        "import sys\n\n\ndef run(cell):\n"
+        "    exec(compile(cell, '/tmp/cell-1.py', 'exec'), vars(sys.modules['__main__']))\n"
+        f"\n\nif __name__ == '__main__':\n    run({cell!r})\n    print('-')\n"
+        f"run({cell!r})\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["None", "-", str(script.resolve())]  # guarded, then unguarded
+
+
 def _doc_blocks() -> list[tuple[str, str]]:
     return re.findall(r"```(python|bash)\n(.*?)```", DOC.read_text(), re.S)
 

@@ -356,12 +356,17 @@ def unguarded_script() -> str | None:
 
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
+    if path is None:
+        return None
+    script = os.path.realpath(path)
     frame = sys._getframe(1)
+    # the script's own top-level frame: code run in its namespace from elsewhere (a notebook cell, exec)
+    # has another file name, and is not what a worker would run again
     while frame is not None and not (
-        frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"
+        frame.f_code.co_name == "<module>" and os.path.realpath(frame.f_code.co_filename) == script
     ):
         frame = frame.f_back
-    if path is None or frame is None:
+    if frame is None:
         return None
     try:
         tree = ast.parse(Path(path).read_text())
