@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-OBLIVIOUS_BASES = ("first-fit", "msf", "adaptive-quickswap")
+OBLIVIOUS_BASES = ("first-fit", "adaptive-quickswap", "static-quickswap")
 SIZE_AWARE_BASES = ("easy-backfilling", "first-fit", "adaptive-quickswap")
 
 
@@ -112,9 +112,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def env_kwargs(sizes: bool) -> dict[str, Any]:
-    """The agent's env keywords (any system with up to 32 classes)."""
-    kwargs: dict[str, Any] = {"observation": "classes", "actions": "priority"}
+def env_kwargs(sizes: bool, bases: tuple[str, ...]) -> dict[str, Any]:
+    """The agent's env keywords (any system with up to 32 classes): the class set, priority actions,
+    and each base heuristic's decision as one more action."""
+    kwargs: dict[str, Any] = {"observation": "classes", "actions": "priority", "advisor": list(bases)}
     if sizes:
         kwargs.update(actions="priority-shortest", reveal_sizes=True)
     return kwargs
@@ -148,7 +149,10 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
 
     a = task["args"]
     env = gym.make(
-        "MSJ-v0", scenario=task["system"], num_arrivals=a["episode_arrivals"], **env_kwargs(a["sizes"])
+        "MSJ-v0",
+        scenario=task["system"],
+        num_arrivals=a["episode_arrivals"],
+        **env_kwargs(a["sizes"], a["bases"]),
     ).unwrapped
     bases = [policy_from_spec(b, "--bases") for b in a["bases"]]
     players = [BranchPlayer(env, b) for b in bases]
@@ -159,9 +163,9 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
     n_act = env.action_space.n
     obs_l, mask_l, cost_l, value_l = [], [], [], []
     episode = 0
+    driver = _best(task["system"], bases, a["episode_arrivals"])
     while len(cost_l) < task["decisions"] and episode < episode_seeds.size:
         obs, info = env.reset(seed=int(episode_seeds[episode] >> np.uint64(1)))
-        driver = bases[episode % len(bases)]
         episode += 1
         over = False
         while not over and len(cost_l) < task["decisions"]:
@@ -195,6 +199,19 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
     }
 
 
+def _best(system: Any, bases: list[Any], arrivals: int) -> Any:
+    """The base with the least mean response time on ``system`` over two short native runs (seeds
+    apart from the training episodes'): the one that drives the first round's episodes, so that
+    they visit the states a good scheduler sees rather than a runaway queue."""
+    from msj_gym import Simulator
+
+    def mean(policy: Any) -> float:
+        runs = [Simulator(system, policy, seed=10**6 + s, num_arrivals=arrivals).run() for s in range(2)]
+        return float(np.mean([r.mean_response_time if r.stable else math.inf for r in runs]))
+
+    return min(bases, key=mean)
+
+
 # --- selection -----------------------------------------------------------------------------------
 def base_means(systems: list[Any], bases: tuple[str, ...], seeds: list[int], arrivals: int) -> np.ndarray:
     """Per system, the best base's mean response time over ``seeds`` (native runs; unstable: inf)."""
@@ -212,7 +229,9 @@ def base_means(systems: list[Any], bases: tuple[str, ...], seeds: list[int], arr
     return out
 
 
-def agent_means(model: Any, systems: list[Any], seeds: list[int], arrivals: int, sizes: bool) -> np.ndarray:
+def agent_means(
+    model: Any, systems: list[Any], seeds: list[int], arrivals: int, kwargs: dict[str, Any]
+) -> np.ndarray:
     """Per system, the network's (deterministic) mean response time over ``seeds`` through the env
     (unstable: inf). Every env steps together, so that the network sees one batch per step."""
     import gymnasium as gym
@@ -220,7 +239,7 @@ def agent_means(model: Any, systems: list[Any], seeds: list[int], arrivals: int,
     envs, slots = [], []
     for i, wl in enumerate(systems):
         for s in seeds:
-            envs.append(gym.make("MSJ-v0", scenario=wl, num_arrivals=arrivals, **env_kwargs(sizes)))
+            envs.append(gym.make("MSJ-v0", scenario=wl, num_arrivals=arrivals, **kwargs))
             slots.append((i, s))
     obs, masks, live = [], [], []
     for env, (_, s) in zip(envs, slots, strict=True):
@@ -308,7 +327,8 @@ def main(argv: list[str] | None = None) -> Path:
     log(
         f"{len(systems)} training systems, {len(select)} selection systems ({time.perf_counter() - t0:.0f} s)"
     )
-    env = gym.make("MSJ-v0", scenario=systems[0], **env_kwargs(args.sizes))
+    kwargs = env_kwargs(args.sizes, args.bases)
+    env = gym.make("MSJ-v0", scenario=systems[0], **kwargs)
     policy_kwargs = {"hidden": args.hidden}
     unused = ("out", "data", "workers", "threads", "backend", "address", "rounds", "candidates")
     key = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in unused}, default=str)
@@ -350,7 +370,7 @@ def main(argv: list[str] | None = None) -> Path:
                 ClassSetMaskablePolicy, env, seed=seed, policy_kwargs=policy_kwargs, device="cpu", verbose=0
             )
             fitted = fit(candidate, train, args, seed, 0, entropy)
-            means = agent_means(candidate, select, select_seeds, args.select_arrivals, args.sizes)
+            means = agent_means(candidate, select, select_seeds, args.select_arrivals, kwargs)
             got = selection_score(means, best)
             log(
                 f"round {r + 1}, fit {c + 1} (entropy {entropy}): {len(train['cost'])} decisions, held-out "
@@ -370,7 +390,7 @@ def main(argv: list[str] | None = None) -> Path:
         "bases": list(args.bases),
         "rounds": args.rounds,
         "env_id": "MSJ-v0",
-        "env_kwargs": env_kwargs(args.sizes),
+        "env_kwargs": kwargs,
         "training_systems": args.systems,
         "decisions": len(data["cost"]),
         "seed": args.seed,

@@ -12,7 +12,7 @@ advisor's action, where the env has one) is scored from the context alone, and t
 * a padding row (column 0 of the row is 0) gets a score of ``-1e9`` and never any probability, masks
   or not (tested);
 * the action layout is the env's: ``0`` wait, ``1 + c`` class ``c`` (priority actions, or job actions
-  with ``queue_window=1``: "start the oldest job of class c"), then the advisor's action if any.
+  with ``queue_window=1``: "start the oldest job of class c"), then the advisors' actions if any.
 
 The network reads the layout from the spaces: ``max_classes`` from the action space (one action per
 class slot plus wait, plus the advisor's), the features per class from the observation's length.
@@ -38,15 +38,16 @@ PADDING_SCORE = -1e9
 
 def set_layout(observation_space: spaces.Space, action_space: spaces.Space) -> tuple[int, int, int]:
     """``(class slots, features per class row, extra actions after the classes)`` of a class-set env:
-    ``n = 1 + slots + extra`` actions and ``8 + slots * features`` observation entries."""
+    ``8 + slots * features`` observation entries (14 or 17 features per row) and ``n = 1 + slots +
+    extra`` actions (the extra ones: the advisors' decisions)."""
     if not isinstance(action_space, spaces.Discrete) or not isinstance(observation_space, spaces.Box):
         raise ValueError("the class-set policy needs a Discrete action space and a Box observation")
     rows = observation_space.shape[0] - SET_SYSTEM_FEATURES
-    for extra in (0, 1):
-        slots = int(action_space.n) - 1 - extra
-        for features in (class_features(False), class_features(True)):
-            if slots > 0 and rows == slots * features:
-                return slots, features, extra
+    for features in (class_features(False), class_features(True)):
+        slots, left = divmod(rows, features)
+        extra = int(action_space.n) - 1 - slots
+        if slots > 0 and left == 0 and extra >= 0:
+            return slots, features, extra
     raise ValueError(
         f"observation of {observation_space.shape[0]} entries and {action_space.n} actions: not the "
         "class-set layout (make the env with observation='classes' and priority actions, or job "

@@ -371,9 +371,11 @@ class PolicyDriver:
     (an advisor, ``step_policy``, ``play_out``), :class:`~msj_gym.PolicyAgent` and the training
     scripts all use it; the batch loop calls the same compiled kernel with the same data."""
 
-    def __init__(self, policy: Policy, core: Simulator) -> None:
+    def __init__(self, policy: Policy, core: Simulator, pdata: Any = None) -> None:
+        """``pdata``: the policy's data to go on with (a copy taken earlier in the run); by default
+        prepared afresh."""
         self.policy, self.core = policy, core
-        self.pdata = core.prepare_policy(policy)
+        self.pdata = core.prepare_policy(policy) if pdata is None else pdata
         self.actions = np.zeros(policy.action_words(core.workload.num_servers), dtype=np.int64)
 
     def decide(self) -> np.ndarray:

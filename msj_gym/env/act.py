@@ -191,8 +191,8 @@ def _write_priority_mask(sim, ep, mask, work):
         else:
             changes = _targets(sim, True, c, order, targets)
             mask[1 + c] = changes and ci[C_NWAIT, c] + ci[C_NRUN, c] > 0
-    if ep[EP_ADVISOR] != 0:
-        mask[1 + slots] = True
+    for j in range(ep[EP_ADVISOR]):
+        mask[1 + slots + j] = True
 
 
 @internal_jit

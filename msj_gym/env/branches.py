@@ -27,12 +27,14 @@ from ..core.engine import advance, apply, can_decide
 from ..core.jit import announce, internal_jit, kernel_jit
 from ..core.policy import Policy
 from .batch import copy1d, copy2d, copy3d
+from .layout import EP_ADVISE
 from .stepping import step
 
 __all__ = ["BASE_DECISION", "BranchPlayer", "python_costs"]
 
 SCRATCH_SLOTS = 8192  # job slots of a branch's state: queues this long stay in compiled code
 BASE_DECISION = -3  # a branch whose first decision is the base's own (``step_policy``), not an action
+_WORDS = -10  # branch ``_WORDS - j``: apply the decision ``j`` given as engine words (an advisor's)
 # per branch: played out in the compiled loop, ended within the step, or left to the Python path
 _PLAYED, _ENDED, _PYTHON = 0, 1, 2
 
@@ -123,12 +125,15 @@ def play_branches(
     work,
     cap,
     finite,
+    words,
+    offsets,
     branch_actions,
     rewards,
     areas,
     status,
 ):
-    """For each ``branch_actions[b]`` (an env action, or ``BASE_DECISION``): from ``sim`` (a decision
+    """For each ``branch_actions[b]`` (an env action, ``BASE_DECISION``, or ``_WORDS - j``: the engine
+    words ``words[offsets[j]:offsets[j + 1]]``, an advisor's decision): from ``sim`` (a decision
     of the env with mask ``mask0``), take it as the env's step does, then let the base play the episode
     out natively. ``rewards[b]``: the step's reward integral, ``areas[b]``: the play-out's (both
     unscaled); ``status[b]``: ``_PLAYED``, ``_ENDED`` (the episode ended within the step) or
@@ -144,6 +149,13 @@ def play_branches(
             _fresh(pdata, template)
             n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
             if n > 0 and apply(scratch, actions, n) != S.E_NONE:
+                status[b] = _PYTHON
+                continue
+            a = -1
+        elif a <= _WORDS:  # a decision given as words: apply it, then advance as the env does
+            j = _WORDS - a
+            lo, hi = offsets[j], offsets[j + 1]
+            if hi > lo and apply(scratch, words[lo:hi], hi - lo) != S.E_NONE:
                 status[b] = _PYTHON
                 continue
             a = -1
@@ -217,9 +229,9 @@ class BranchPlayer:
     base heuristic playing each branch out: what ``restore``, ``step`` and ``play_out`` give,
     computed in one compiled call.
 
-    ``costs(actions)`` returns, per entry of ``actions`` (env actions, or :data:`BASE_DECISION` for the
-    base's own decision as ``step_policy`` makes it), minus the reward the episode would still pay:
-    ``-(step reward + play-out reward)`` in the env's reward units."""
+    ``costs(actions)`` returns, per entry of ``actions`` (env actions, an advisor's included, or
+    :data:`BASE_DECISION` for the base's own decision as ``step_policy`` makes it), minus the reward
+    the episode would still pay: ``-(step reward + play-out reward)`` in the env's reward units."""
 
     def __init__(self, env: Any, base: Policy) -> None:
         env = getattr(env, "unwrapped", env)
@@ -277,10 +289,14 @@ class BranchPlayer:
                 rule.sized.compile(tuple(types))
             else:
                 rule.plain.compile((types[0], *types[2:]))
-        sample = (sim, *self._fixed, env._ep, env._fpar, self._obs, env._mask, self._mask, self._out)
+        # the env's step parameters without the stops for the advisors' bookkeeping (none here)
+        self._ep = env._ep.copy()
+        self._ep[EP_ADVISE] = 0
+        sample = (sim, *self._fixed, self._ep, env._fpar, self._obs, env._mask, self._mask, self._out)
         feed = core.arrivals
         self._cap, self._finite = int(feed.max_arrivals), bool(feed.finite)
-        tail = (np.zeros(1, np.int64), np.zeros(1), np.zeros(1), np.zeros(1, np.int64))
+        ints = np.zeros(1, np.int64)
+        tail = (ints, ints, ints, np.zeros(1), np.zeros(1), ints)
         self._play = _compiled((*sample, self._work, self._cap, self._finite, *tail))
         self._shape = shape
 
@@ -294,6 +310,13 @@ class BranchPlayer:
         rewards, areas = np.zeros(n), np.zeros(n)
         status = np.zeros(n, dtype=np.int64)
         rule = self.rule
+        # an advisor's action is its decision, which the env keeps as engine words
+        first = env._n_actions - len(env.advisors)
+        branches = actions.copy()
+        advised = actions >= first
+        branches[advised] = _WORDS - (actions[advised] - first)
+        words = np.concatenate([np.zeros(0, dtype=np.int64), *env._advice])
+        offsets = np.cumsum([0, *(a.size for a in env._advice)]).astype(np.int64)
         self._play(
             rule.plain,
             rule.sized,
@@ -301,7 +324,7 @@ class BranchPlayer:
             rule.every_event,
             env.core.sim,
             *self._fixed,
-            env._ep,
+            self._ep,
             env._fpar,
             self._obs,
             env._mask,
@@ -310,7 +333,9 @@ class BranchPlayer:
             self._work,
             self._cap,
             self._finite,
-            actions,
+            words,
+            offsets,
+            branches,
             rewards,
             areas,
             status,

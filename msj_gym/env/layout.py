@@ -27,9 +27,10 @@ import numpy as np
     EP_ACTIONS,  # ACT_JOBS, ACT_PRIORITY or ACT_SHORTEST
     EP_OBS,  # OBS_FLAT or OBS_CLASSES
     EP_SLOTS,  # class slots of the spaces (>= the workload's classes)
-    EP_ADVISOR,  # 1: priority actions end with the advisor's action (applied from Python)
-) = range(11)
-N_EP = 11
+    EP_ADVISOR,  # priority actions end with this many advisors' actions (applied from Python)
+    EP_ADVISE,  # 1: stop at every event, so that advisors that follow every event see each one
+) = range(12)
+N_EP = 12
 
 # action modes (``ep[EP_ACTIONS]``)
 ACT_JOBS, ACT_PRIORITY, ACT_SHORTEST = range(3)
@@ -91,9 +92,9 @@ def num_actions(slots: int, queue_window: int, preempt_window: int, preemptive: 
     return 1 + slots * queue_window + (slots * preempt_window if preemptive else 0)
 
 
-def num_priority_actions(slots: int, advisor: bool) -> int:
-    """Priority actions: wait, serve class c first, and the advisor's decision if there is one."""
-    return 1 + slots + int(advisor)
+def num_priority_actions(slots: int, advisors: int) -> int:
+    """Priority actions: wait, serve class c first, and each advisor's decision."""
+    return 1 + slots + advisors
 
 
 def observation_size(

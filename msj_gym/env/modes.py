@@ -44,7 +44,7 @@ class Shape:
     obs_jobs: int
     preemptive: bool
     reveal_sizes: bool
-    advisor: bool
+    advisors: int
 
 
 def _box(n: int) -> spaces.Box:
@@ -132,7 +132,7 @@ class ActionMode:
 
 
 def _priority_size(shape: Shape) -> int:
-    return num_priority_actions(shape.slots, shape.advisor)
+    return num_priority_actions(shape.slots, shape.advisors)
 
 
 ACTION_MODES: dict[str, ActionMode] = {

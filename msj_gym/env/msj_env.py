@@ -20,6 +20,7 @@ from ..metrics.result import SimulationResult
 from .act import encode_action, priority_plan
 from .layout import (
     EP_ACTIONS,
+    EP_ADVISE,
     EP_ADVISOR,
     EP_EVERY_EVENT,
     EP_OBS,
@@ -66,6 +67,7 @@ class EnvSnapshot(NamedTuple):
     core: Simulator
     counters: tuple[int, bool, int]
     arrays: tuple[np.ndarray, np.ndarray]
+    advice: tuple[list[np.ndarray], list[Any]]  # the advisors' decisions now and their data
 
 
 def resolve_workload(
@@ -350,17 +352,18 @@ class MSJEnv(gym.Env):
         self.max_classes = max_classes
         # class slots of the spaces: the workload's classes, then padding up to max_classes
         self.class_slots = max_classes if max_classes is not None else nclass
-        self.advisor = None if advisor is None else self._baseline("advisor", advisor)
-        if advisor is not None and not self._priority:
+        self.advisors = self._advisors(advisor)
+        if self.advisors and not self._priority:
             raise ValueError(
                 f"advisor: only with priority actions (actions='priority'), got actions={actions!r}"
             )
-        if self.advisor is not None:
+        if self.advisors:
             from baselines import supports
 
-            reason = supports(self.advisor, wl)
-            if reason is not None:
-                raise ValueError(f"advisor: {reason}")
+            for policy in self.advisors:
+                reason = supports(policy, wl)
+                if reason is not None:
+                    raise ValueError(f"advisor: {reason}")
         self.shape = Shape(
             slots=self.class_slots,
             queue_window=self.queue_window,
@@ -368,7 +371,7 @@ class MSJEnv(gym.Env):
             obs_jobs=self.obs_jobs,
             preemptive=self.preemptive,
             reveal_sizes=self.reveal_sizes,
-            advisor=self.advisor is not None,
+            advisors=len(self.advisors),
         )
         self._n_actions = self._act_mode.size(self.shape)
         self.action_space = spaces.Discrete(self._n_actions)
@@ -385,7 +388,11 @@ class MSJEnv(gym.Env):
         self._ep[EP_ACTIONS] = self._act_mode.code
         self._ep[EP_OBS] = self._obs_mode.code
         self._ep[EP_SLOTS] = self.class_slots
-        self._ep[EP_ADVISOR] = int(self.advisor is not None)
+        self._ep[EP_ADVISOR] = len(self.advisors)
+        # an advisor whose bookkeeping follows every event (the Quickswaps) is asked at every event, as
+        # natively: the step then stops at each one, and the env moves on where nothing is decided
+        self._ep[EP_ADVISE] = int(any(p.decides_every_event for p in self.advisors))
+        self._advice: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(self.advisors)
         self._fpar, self._reward_scale = self.workload_parameters(wl)
         self._obs = np.zeros(dim, dtype=np.float32)
         self._mask = np.zeros(self._n_actions, dtype=np.bool_)
@@ -427,6 +434,16 @@ class MSJEnv(gym.Env):
 
     def _warm_policy(self, warm_start: Any) -> Policy | None:
         return None if warm_start is None else self._baseline("warm_start", warm_start)
+
+    def _advisors(self, advisor: Any) -> tuple[Policy, ...]:
+        """``advisor`` as a tuple of baselines: one (an id, ``module:attr`` or a Policy), or several."""
+        if advisor is None:
+            return ()
+        many = isinstance(advisor, list | tuple)
+        specs = list(advisor) if many else [advisor]
+        if many and not specs:
+            raise ValueError("advisor: expected a policy or a non-empty list of policies, got []")
+        return tuple(self._baseline("advisor", p) for p in specs)
 
     def _baseline(self, field: str, policy: Any) -> Policy:
         """``policy`` (a policy id, ``module:attr`` or a :class:`Policy`) as a baseline this env can run
@@ -520,8 +537,27 @@ class MSJEnv(gym.Env):
 
     def _advance(self, action: int) -> dict[str, Any]:
         """Run the compiled step, serving the engine's requests, until a decision is due or the
-        episode is over. Returns the step's info."""
-        return self._advance_once(action)
+        episode is over; then ask the advisors for their decisions. Returns the step's info."""
+        info = self._advance_once(action)
+        if self._ep[EP_ADVISE]:
+            own = self._n_actions - len(self.advisors)  # actions that are not an advisor's
+            while not self._over and not self._mask[1:own].any():
+                self._advise(decision=False)  # nothing to decide: only their bookkeeping
+                info = self._advance_once(-1)
+        invalid = self._out[O_INVALID] > 0
+        self._invalid += int(invalid)
+        info["invalid_action"] = bool(invalid)
+        info["invalid_actions"] = self._invalid
+        if self.advisors and not self._over:
+            self._advise(decision=True)
+        return info
+
+    def _advise(self, decision: bool) -> None:
+        """Each advisor's decision now (kept for its action); at an event where nothing can be decided,
+        only the advisors that follow every event are asked."""
+        for j, policy in enumerate(self.advisors):
+            if decision or policy.decides_every_event:
+                self._advice[j] = self._decision_of(policy)
 
     def _observe(self) -> None:
         """Write the observation and mask of the current state (the step asked to do only that)."""
@@ -551,15 +587,11 @@ class MSJEnv(gym.Env):
         if self._over:
             self._observe()
         iv = self._sim.iv
-        invalid = self._out[O_INVALID] > 0
-        self._invalid += int(invalid)
         info: dict[str, Any] = {
             "time": float(self._sim.fv[S.F_NOW]),
             "elapsed_time": float(self._out[O_ELAPSED]),
             "action_mask": self._mask.copy(),
             "jobs_in_system": int(iv[S.I_NSYS]),
-            "invalid_action": bool(invalid),
-            "invalid_actions": self._invalid,
         }
         if self._over:
             res = self.result()
@@ -576,8 +608,9 @@ class MSJEnv(gym.Env):
         if self._over:
             raise RuntimeError("MSJ env: the episode is over (truncated); call reset() first")
         self._out[:] = 0.0
-        if self.advisor is not None and action == self._n_actions - 1:
-            self._apply(self._decision_of(self.advisor))  # a policy's kernel: run from Python
+        first = self._n_actions - len(self.advisors)
+        if action >= first and self._mask[action]:
+            self._apply(self._advice[action - first])  # a policy's kernel, run from Python
             action = -1  # the whole decision is made: advance
         info = self._advance(action)
         reward = float(self._out[O_REWARD]) * self._reward_scale
@@ -646,11 +679,16 @@ class MSJEnv(gym.Env):
         policy improvement compare actions with."""
         if self.core is None:
             raise RuntimeError("MSJ env: call reset() first")
+        drivers = [self._drivers.get(id(p)) for p in self.advisors]
         return EnvSnapshot(
             id(self),
             self._copy_core(self.core),
             (self.episode, self._over, self._invalid),
             (self._obs.copy(), self._mask.copy()),
+            (
+                [a.copy() for a in self._advice],
+                [None if d is None else copy.deepcopy(d[1].pdata) for d in drivers],
+            ),
         )
 
     def _copy_core(self, core: Simulator) -> Simulator:
@@ -673,6 +711,13 @@ class MSJEnv(gym.Env):
         self._obs[:], self._mask[:] = snapshot.arrays
         self._bind()
         self._drivers.clear()
+        # the advisors' data as it was, so that their decisions go on as they would have
+        advice, pdatas = snapshot.advice
+        self._advice = [a.copy() for a in advice]
+        for policy, pdata in zip(self.advisors, pdatas, strict=True):
+            if pdata is not None:
+                driver = PolicyDriver(policy, self.core, copy.deepcopy(pdata))
+                self._drivers[id(policy)] = (policy, driver)
         info = {
             "time": float(self._sim.fv[S.F_NOW]),
             "action_mask": self.action_masks(),

@@ -23,6 +23,7 @@ from .layout import (
     ACT_JOBS,
     CLASS_FEATURES,
     EP_ACTIONS,
+    EP_ADVISE,
     EP_EVERY_EVENT,
     EP_OBSJOBS,
     EP_PREEMPTIVE,
@@ -127,7 +128,7 @@ def step(sim, action, ep, fpar, obs, mask, out, work):
             dt = fv[F_NOW] - t0
             out[O_REWARD] -= rate * dt
             out[O_ELAPSED] += dt
-            if ep[EP_EVERY_EVENT] != 0:
+            if ep[EP_EVERY_EVENT] != 0 or ep[EP_ADVISE] != 0:
                 break
             if can_decide(sim, preemptive) and (jobs or priority_offered(sim, ep, work)):
                 break
