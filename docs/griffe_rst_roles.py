@@ -11,6 +11,7 @@ object the site does not render is never a broken-link warning). The source file
 from __future__ import annotations
 
 import html
+import importlib
 import re
 from typing import Any
 
@@ -42,6 +43,29 @@ def _canonical(obj: griffe.Object, target: str) -> str | None:
             return found.final_target.path if found.is_alias else found.path
         except griffe.AliasResolutionError:
             return candidate
+    if target.split(".", 1)[0] == obj.package.name:
+        return _runtime_path(target)
+    return None
+
+
+def _runtime_path(target: str) -> str | None:
+    """Where an object of the package that static analysis cannot see is defined (a lazy export of a
+    module's ``__getattr__``, such as ``msj_gym.PolicyAgent``), found by importing it."""
+    parts = target.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            value: Any = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        try:
+            for name in parts[split:]:
+                value = getattr(value, name)
+        except AttributeError:
+            return None
+        if isinstance(value, type(importlib)):
+            return value.__name__
+        module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+        return f"{module}.{qualname}" if module and qualname else None
     return None
 
 
