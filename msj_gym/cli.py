@@ -137,6 +137,11 @@ def _parser() -> argparse.ArgumentParser:
         "--reference", default=None, help="normalise to this entrant (default: each load's leader)"
     )
     lb.add_argument("--out", default="leaderboard", help="output folder (default ./leaderboard)")
+    lb.add_argument(
+        "--wide",
+        action="store_true",
+        help="print every column (kind, weighted T, P(wait), util, theory sources); default: 120 columns",
+    )
     _backend_args(lb)
 
     bench = sub.add_parser(
@@ -227,7 +232,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     report = run_leaderboard(
         config, Path(args.out), backend=args.backend, workers=workers, address=args.address
     )
-    print(format_tables(report))
+    print(format_tables(report, wide=args.wide))
     print("wrote " + ", ".join(str(f) for f in report["files"]) + f" and {Path(args.out) / 'runs.jsonl'}")
     return 0
 
