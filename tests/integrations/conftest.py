@@ -45,6 +45,12 @@ FRAMESKIP_MESSAGE = (
 )
 
 
+PLAIN_ID_IN_SUBPROCESS = (
+    "the plain id 'MSJ-v0' is unknown in a new process that did not import msj_gym (RLlib's env "
+    "runners); registration through gymnasium's entry point is other work of the same issue"
+)
+
+
 def xfail_if_known(text: str) -> None:
     """xfail (with the precise reason) if ``text`` shows one of the two known failures."""
     if "unknown keyword(s) ['frameskip']" in text and "unexpected keyword argument" not in text:
