@@ -21,6 +21,7 @@ def example(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"examples_{name}", EXAMPLES / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
