@@ -233,7 +233,9 @@ def _leaderboard(args: argparse.Namespace) -> int:
         config, Path(args.out), backend=args.backend, workers=workers, address=args.address
     )
     print(format_tables(report, wide=args.wide))
-    print("wrote " + ", ".join(str(f) for f in report["files"]) + f" and {Path(args.out) / 'runs.jsonl'}")
+    out = Path(args.out)
+    names = [str(f.relative_to(out)) if f.is_relative_to(out) else str(f) for f in report["files"]]
+    print(f"wrote in {out}/: " + ", ".join([*names, "runs.jsonl"]))
     return 0
 
 

@@ -724,10 +724,11 @@ def format_tables(report: dict[str, Any], markdown: bool = False, wide: bool = F
             lines += _render(title, head, table, markdown)
         lines += _standings_table(report, scenario, full, markdown)
         if not markdown and report["skipped"].get(scenario):
-            lines.append(f"left out (not defined on {scenario}): {', '.join(report['skipped'][scenario])}\n")
+            left_out = f"left out (not defined on {scenario}): {', '.join(report['skipped'][scenario])}"
+            lines.append(textwrap.fill(left_out, TERMINAL_WIDTH, break_on_hyphens=False) + "\n")
     if any_optimum:
         note = OPTIMUM_NOTE.replace(OPTIMUM_SHORT, OPTIMUM_LABEL) if full else OPTIMUM_NOTE
-        lines.append(note if markdown else textwrap.fill(note, TERMINAL_WIDTH))
+        lines.append(note if markdown else textwrap.fill(note, TERMINAL_WIDTH, break_on_hyphens=False))
     if not full:
         lines.append("--wide: every column (kind, weighted T, P(wait), utilisation, theory sources in full)")
     return "\n".join(lines)
