@@ -166,6 +166,12 @@ def test_cli_leaderboard(tmp_path, capsys) -> None:
     assert main([*argv, "--arrivals", "2000", "--workers", "1", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "sf-fig2  load 0.6" in out and "standings" in out and "first-fit" in out
+    tables = [line for line in out.splitlines() if not line.startswith("wrote in ")]  # a path: any length
+    assert max(map(len, tables)) <= 120 and "weighted T ± CI" not in out
+    # the same folder again with --wide: the finished runs reprinted with every column
+    assert main([*argv, "--arrivals", "2000", "--workers", "1", "--out", str(tmp_path), "--wide"]) == 0
+    wide = capsys.readouterr().out
+    assert "weighted T ± CI" in wide and "P(wait)" in wide and "non-preemptive" in wide
     assert main(["leaderboard", "--policies", "bogus", "--out", str(tmp_path / "x")]) == 2
     assert "unknown policy 'bogus'" in capsys.readouterr().err
     assert main(["reproduce", "--list"]) == 0
