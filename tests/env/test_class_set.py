@@ -214,8 +214,8 @@ def test_padded_slots_in_the_flat_observation_and_job_actions() -> None:
     plain = gym.make("MSJPreemptive-v0", scenario="sf-fig2", num_arrivals=200)
     padded = gym.make("MSJPreemptive-v0", scenario="sf-fig2", num_arrivals=200, max_classes=4)
     assert padded.action_space.n == 1 + 4 * 1 + 4 * 4
-    obs_p, info_p = padded.reset(seed=1)
-    obs_u, info_u = plain.reset(seed=1)
+    _obs_p, info_p = padded.reset(seed=1)
+    _obs_u, info_u = plain.reset(seed=1)
     rng = np.random.default_rng(3)
     over = False
     to_padded = np.r_[0, 1, 2, 5:13]  # wait, starts of classes 0 and 1, preempts of classes 0 and 1
@@ -224,7 +224,7 @@ def test_padded_slots_in_the_flat_observation_and_job_actions() -> None:
         np.testing.assert_array_equal(info_p["action_mask"][to_padded], mask_u)
         assert info_p["action_mask"].sum() == mask_u.sum()
         a = int(rng.choice(np.flatnonzero(mask_u)))
-        obs_u, r_u, _, over, info_u = plain.step(a)
-        obs_p, r_p, _, _, info_p = padded.step(int(to_padded[a]))
+        _obs_u, r_u, _, over, info_u = plain.step(a)
+        _obs_p, r_p, _, _, info_p = padded.step(int(to_padded[a]))
         assert r_p == r_u
     assert plain.unwrapped.result().to_dict() == padded.unwrapped.result().to_dict()
