@@ -280,7 +280,7 @@ def _remembered_failure(path: Path, doc: str) -> str | None:
         return None
     if not isinstance(record, dict) or record.get("key_doc") != doc or not record.get("error"):
         return None
-    return f"{record['error']} (remembered from an earlier solve: {path})"
+    return str(record["error"])  # word for word: a run's recorded reason must not depend on the cache
 
 
 def _remember_failure(path: Path, doc: str, error: str) -> None:
