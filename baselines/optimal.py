@@ -11,7 +11,10 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import math
 import os
+import sys
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -142,7 +145,10 @@ def solved_table(
     ``buffers``) plus its ``value`` (``mean_response_time``, ``blocked``, ...); a ``ValueError`` where the
     chain would exceed ``max_states`` or the workload is not exponential. Cached on disk by the
     content of the problem and the solver's source, so that every worker of a leaderboard reuses one
-    solve and a changed problem or solver is never served a stale table."""
+    solve and a changed problem or solver is never served a stale table. A solve that fails within
+    ``max_states`` is remembered on disk too (keyed also on ``max_states`` and the versions of the
+    libraries it ran on): it fails again without the minute it took, and a larger limit tries anew.
+    A solve that takes more than a moment says on stderr where it is."""
     key, key_doc = _cache_key(workload, preemptive, blocking_target)
     solved = _SOLVED.get((key, max_states))
     if solved is None:
@@ -195,22 +201,96 @@ def _solved(
                     }
         except (OSError, ValueError, KeyError):
             pass  # unreadable: solve again and overwrite
+    failed_path, failed_doc = _failure_key(key_doc, max_states)
+    refused = _remembered_failure(failed_path, failed_doc)
+    if refused is not None:
+        raise ValueError(refused)
     from msj_gym.analysis.optimal import solve_optimal
     from msj_gym.core.jit import announce
 
     kind = "preemptive" if preemptive else "non-preemptive"
-    with announce(
-        f"solving the exact {kind} optimum of {getattr(workload, 'name', 'the workload')} "
-        f"at load {float(workload.load):.4g}"
-    ):
-        sol = solve_optimal(
-            workload,
-            preemptive=preemptive,
-            blocking_target=blocking_target,
-            check_buffers=False,
-            max_states=max_states,
-        )
+    name = getattr(workload, "name", "the workload")
+    what = f"solving the exact {kind} optimum of {name} at load {float(workload.load):.4g}"
+    with announce(what):
+        try:
+            sol = solve_optimal(
+                workload,
+                preemptive=preemptive,
+                blocking_target=blocking_target,
+                check_buffers=False,
+                max_states=max_states,
+                log=_Progress(what),
+            )
+        except ValueError as exc:
+            _remember_failure(failed_path, failed_doc, str(exc))
+            raise
     return _store(key, key_doc, sol)
+
+
+class _Progress:
+    """The solver's log on stderr, once a solve has run longer than a cache load (so a cached or small
+    solve stays silent): every stage (a new buffer size), and the steps within one at most every few
+    seconds, each with the time so far. The solves of a leaderboard run in worker processes whose
+    stderr is the terminal's, one line per message, so that lines of two solves never overwrite."""
+
+    EVERY = 5.0  # seconds between two lines of the same stage
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.started = time.perf_counter()
+        self.last = -math.inf
+
+    def __call__(self, message: str) -> None:
+        from msj_gym.core.jit import ANNOUNCE_AFTER
+
+        now = time.perf_counter()
+        elapsed = now - self.started
+        stage = message.startswith(("buffers", "blocked"))
+        if elapsed < ANNOUNCE_AFTER or (not stage and now - self.last < self.EVERY):
+            return
+        self.last = now
+        print(f"msj-gym: {self.what} [{elapsed:5.0f} s] {message}", file=sys.stderr, flush=True)
+
+
+def _failure_key(key_doc: str, max_states: int) -> tuple[Path, str]:
+    """Where a failed solve of ``key_doc`` (the problem, its blocking target and the solver's source)
+    within ``max_states`` is remembered, and the document it is remembered under: the limit and the
+    numerical libraries the solve ran on are part of it, so a changed one tries again."""
+    import scipy
+
+    doc = json.dumps(
+        {
+            "problem": json.loads(key_doc),
+            "max_states": int(max_states),
+            "check_buffers": False,
+            "numpy": np.__version__,
+            "scipy": scipy.__version__,
+        },
+        sort_keys=True,
+    )
+    digest = hashlib.sha256(doc.encode()).hexdigest()[:32]
+    return _cache_dir() / f"{digest}.failed.json", doc
+
+
+def _remembered_failure(path: Path, doc: str) -> str | None:
+    """The message of a remembered failure of the solve ``doc``, or None."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("key_doc") != doc or not record.get("error"):
+        return None
+    return str(record["error"])  # word for word: a run's recorded reason must not depend on the cache
+
+
+def _remember_failure(path: Path, doc: str, error: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key_doc": doc, "error": error}, indent=1) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache: the failure costs its solve again in the next process
 
 
 def remember_solution(workload: Any, sol: Any, blocking_target: float) -> None:

@@ -152,6 +152,11 @@ def _parser() -> argparse.ArgumentParser:
         "--reference", default=None, help="normalise to this entrant (default: each load's leader)"
     )
     lb.add_argument("--out", default="leaderboard", help="output folder (default ./leaderboard)")
+    lb.add_argument(
+        "--wide",
+        action="store_true",
+        help="print every column (kind, weighted T, P(wait), util, theory sources); default: 120 columns",
+    )
     _backend_args(lb)
 
     bench = sub.add_parser(
@@ -260,8 +265,10 @@ def _leaderboard(args: argparse.Namespace) -> int:
     report = run_leaderboard(
         config, Path(args.out), backend=args.backend, workers=workers, address=args.address
     )
-    print(format_tables(report))
-    print("wrote " + ", ".join(str(f) for f in report["files"]) + f" and {Path(args.out) / 'runs.jsonl'}")
+    print(format_tables(report, wide=args.wide))
+    out = Path(args.out)
+    names = [str(f.relative_to(out)) if f.is_relative_to(out) else str(f) for f in report["files"]]
+    print(f"wrote in {out}/: " + ", ".join([*names, "runs.jsonl"]))
     return 0
 
 

@@ -29,7 +29,19 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
-    assert (tmp_path / "site" / "policies" / "index.html").read_text().count("<code>server-filling</code>")
+    site = tmp_path / "site"
+    assert (site / "policies" / "index.html").read_text().count("<code>server-filling</code>")
+    # the docstrings' reST roles are rewritten (docs/griffe_rst_roles.py): none shows as literal text, and
+    # one to a rendered object is a link
+    raw = {
+        str(page.relative_to(site)): len(found)
+        for page in site.rglob("*.html")
+        if (found := re.findall(r":(?:class|meth|func|mod|data|attr|obj|exc):(?:<code>|`)", page.read_text()))
+    }
+    assert not raw, f"reST roles shown as text: {raw}"
+    envs = (site / "environments" / "index.html").read_text()
+    link = r'<a class="autorefs[^"]*"[^>]*href="#msj_gym\.env\.msj_env\.MSJEnv"><code>MSJEnv</code>'
+    assert re.search(link, envs), "a :class:`MSJEnv` role in a docstring is not a link to its card"
 
 
 def test_readme_is_a_front_page() -> None:

@@ -27,6 +27,7 @@ import hashlib
 import json
 import math
 import os
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -739,23 +740,42 @@ def _fmt(x: float, ci: float | None = None, digits: int = 4) -> str:
     return s
 
 
-def format_tables(report: dict[str, Any], markdown: bool = False) -> str:
-    """The ranked tables (one per scenario and load) and the standings, as text or Markdown."""
+# The optimum of the Markov decision process over class counts: the best a scheduler that does not know
+# job durations can do. A size-aware entrant may beat it (a negative gap), so its rows say so.
+OPTIMUM_LABEL = "optimum over size-oblivious policies (exact)"
+OPTIMUM_SHORT = "size-oblivious optimum"
+OPTIMUM_NOTE = (
+    f"{OPTIMUM_SHORT}: the exact optimum (Markov decision process) over the policies that do not know job "
+    "durations, preemptive or not; a size-aware entrant can beat it (a negative gap)."
+)
+TERMINAL_WIDTH = 120  # the default text tables fit a 120-column terminal (wide=True: every column)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _preempts(kind: str) -> bool:
+    return "preemptive" in kind.split(", ")  # "preemptive", "agent, preemptive", "..., size-aware"
+
+
+def format_tables(report: dict[str, Any], markdown: bool = False, wide: bool = False) -> str:
+    """The ranked tables (one per scenario and load) and the standings, as text or Markdown.
+
+    The text tables fit :data:`TERMINAL_WIDTH` columns (for entrant names up to about 36 characters):
+    the kind as two columns (preempts, knows sizes), the weighted response time, P(wait) and the
+    utilisation left to ``wide=True``, the standings' theory sources as numbered notes. ``wide=True`` and
+    Markdown (``leaderboard.md``) have every column."""
     config: LeaderboardConfig = report["config"]
+    full = markdown or wide
     lines: list[str] = []
     ref_word = "ratio to reference" if config.reference else "ratio to leader"
-    head = [
-        "rank",
-        "entrant",
-        "kind",
-        "mean T ± 95% CI",
-        "weighted T ± CI",
-        "P(wait)",
-        "util",
-        ref_word,
-        "gap to optimum",
-        "stable",
-    ]
+    if full:
+        head = ["rank", "entrant", "kind", "mean T ± 95% CI", "weighted T ± CI", "P(wait)", "util"]
+    else:
+        head = ["rank", "entrant", "preempt", "sizes", "mean T ± 95% CI"]
+    head += [ref_word, "gap to optimum", "stable"]
+    any_optimum = False
     for scenario in config.scenarios:
         rows = [r for r in report["rows"] if r.scenario == scenario]
         if markdown:
@@ -766,58 +786,85 @@ def format_tables(report: dict[str, Any], markdown: bool = False) -> str:
                 lines.append("")
         for rho in config.loads:
             at = [r for r in rows if r.load == rho]
-            table = [
-                [
-                    str(r.rank),
-                    r.entrant,
-                    r.kind,
-                    _fmt(r.mean_response_time, r.ci95),
-                    _fmt(r.weighted_mean_response_time, r.weighted_ci95),
-                    f"{r.p_wait:.3f}",
-                    f"{r.utilization:.3f}",
-                    _fmt(r.ratio, r.ratio_ci95, 3) + ("" if r.entrant != r.vs else " (ref)"),
-                    f"{100 * r.gap:+.1f} %" if math.isfinite(r.gap) else "n/a",
-                    "yes" if r.stable else "UNSTABLE",
-                ]
-                for r in at
-            ]
+            table = []
+            for r in at:
+                if full:
+                    what = [
+                        r.kind,
+                        _fmt(r.mean_response_time, r.ci95),
+                        _fmt(r.weighted_mean_response_time, r.weighted_ci95),
+                        f"{r.p_wait:.3f}",
+                        f"{r.utilization:.3f}",
+                    ]
+                else:
+                    sizes = "size-aware" in r.kind.split(", ")
+                    what = [_yes(_preempts(r.kind)), _yes(sizes), _fmt(r.mean_response_time, r.ci95)]
+                table.append(
+                    [
+                        str(r.rank),
+                        r.entrant,
+                        *what,
+                        _fmt(r.ratio, r.ratio_ci95, 3) + ("" if r.entrant != r.vs else " (ref)"),
+                        f"{100 * r.gap:+.1f} %" if math.isfinite(r.gap) else "n/a",
+                        "yes" if r.stable else "UNSTABLE",
+                    ]
+                )
             for kind, value in report.get("optima", {}).get((scenario, rho), {}).items():
                 # the exact optimum of the Markov decision process: a reference, not a simulated entrant
-                exact = ["-", f"optimum ({kind}, exact)", kind, f"{value:.4g}", "", "", "", "", "+0.0 %", ""]
-                table.insert(0, exact)
+                any_optimum = True
+                if full:
+                    what = [OPTIMUM_LABEL, kind, f"{value:.4g}", "", "", ""]
+                else:
+                    what = [OPTIMUM_SHORT, _yes(kind == "preemptive"), "no", f"{value:.4g}"]
+                table.insert(0, ["-", *what, "", "+0.0 %", ""])
             title = (
                 f"{scenario}  load {rho:g}  ({len(config.seeds)} seeds x {config.arrivals_for(scenario)} "
                 f"arrivals, {config.warmup_for(scenario)} warm-up)"
             )
             lines += _render(title, head, table, markdown)
-        st = [s for s in report["standings"] if s.scenario == scenario]
-        table = [
-            [
-                s.entrant,
-                s.kind,
-                f"{s.mean_rank:.2f}",
-                s.empirical,
-                "n/a" if s.theory is None else f"{s.theory:.4g}",
-                s.theory_source,
-            ]
-            for s in st
-        ]
-        lines += _render(
-            f"{scenario}: standings over loads {', '.join(f'{x:g}' for x in config.loads)}",
-            [
-                "entrant",
-                "kind",
-                "mean rank",
-                "stable load (empirical)",
-                "stability limit (theory)",
-                "theory source",
-            ],
-            table,
-            markdown,
-        )
+        lines += _standings_table(report, scenario, full, markdown)
         if not markdown and report["skipped"].get(scenario):
-            lines.append(f"left out (not defined on {scenario}): {', '.join(report['skipped'][scenario])}\n")
+            left_out = f"left out (not defined on {scenario}): {', '.join(report['skipped'][scenario])}"
+            lines.append(textwrap.fill(left_out, TERMINAL_WIDTH, break_on_hyphens=False) + "\n")
+    if any_optimum:
+        note = OPTIMUM_NOTE.replace(OPTIMUM_SHORT, OPTIMUM_LABEL) if full else OPTIMUM_NOTE
+        lines.append(note if markdown else textwrap.fill(note, TERMINAL_WIDTH, break_on_hyphens=False))
+    if not full:
+        lines.append("--wide: every column (kind, weighted T, P(wait), utilisation, theory sources in full)")
     return "\n".join(lines)
+
+
+def _standings_table(report: dict[str, Any], scenario: str, full: bool, markdown: bool) -> list[str]:
+    """A scenario's standings over the loads; in the narrow text form the theory sources are numbered
+    notes under the table."""
+    config: LeaderboardConfig = report["config"]
+    st = [s for s in report["standings"] if s.scenario == scenario]
+    title = f"{scenario}: standings over loads {', '.join(f'{x:g}' for x in config.loads)}"
+    theory = ["n/a" if s.theory is None else f"{s.theory:.4g}" for s in st]
+    if full:
+        head = ["entrant", "kind", "mean rank", "stable load (empirical)", "stability limit (theory)"]
+        table = [
+            [s.entrant, s.kind, f"{s.mean_rank:.2f}", s.empirical, t, s.theory_source]
+            for s, t in zip(st, theory, strict=True)
+        ]
+        return _render(title, [*head, "theory source"], table, markdown)
+    sources = list(dict.fromkeys(s.theory_source for s in st if s.theory_source))
+    table = [
+        [
+            s.entrant,
+            _yes(_preempts(s.kind)),
+            _yes("size-aware" in s.kind.split(", ")),
+            f"{s.mean_rank:.2f}",
+            s.empirical,
+            t,
+            f"[{sources.index(s.theory_source) + 1}]" if s.theory_source else "",
+        ]
+        for s, t in zip(st, theory, strict=True)
+    ]
+    head = ["entrant", "preempt", "sizes", "mean rank", "stable load (empirical)", "limit (theory)", "source"]
+    out = _render(title, head, table, markdown)
+    notes = [f"[{i}] {source}" for i, source in enumerate(sources, 1)]
+    return [*out[:-1], *notes, ""] if notes else out
 
 
 def _render(title: str, head: list[str], table: list[list[str]], markdown: bool) -> list[str]:
@@ -826,8 +873,8 @@ def _render(title: str, head: list[str], table: list[list[str]], markdown: bool)
         out += ["| " + " | ".join(row) + " |" for row in table]
         return [*out, ""]
     widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(head)]
-    out = [title, "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
-    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in table]
+    out = [title, "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()]
+    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table]
     return [*out, ""]
 
 

@@ -4,6 +4,7 @@ bit-identical results across backends and worker counts, agents, bad input."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -13,7 +14,14 @@ import pytest
 
 from msj_gym.analysis import stability_limit
 from msj_gym.cli import main
-from msj_gym.experiments.leaderboard import LeaderboardConfig, parse_loads, parse_seeds, run_leaderboard
+from msj_gym.experiments.leaderboard import (
+    TERMINAL_WIDTH,
+    LeaderboardConfig,
+    format_tables,
+    parse_loads,
+    parse_seeds,
+    run_leaderboard,
+)
 from msj_gym.workloads.scenarios import load_scenario
 
 SMALL = dict(policies=("fcfs", "msf", "server-filling"), loads="0.5,0.7", seeds=2, arrivals=3000)
@@ -158,6 +166,12 @@ def test_cli_leaderboard(tmp_path, capsys) -> None:
     assert main([*argv, "--arrivals", "2000", "--workers", "1", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "sf-fig2  load 0.6" in out and "standings" in out and "first-fit" in out
+    tables = [line for line in out.splitlines() if not line.startswith("wrote in ")]  # a path: any length
+    assert max(map(len, tables)) <= 120 and "weighted T ± CI" not in out
+    # the same folder again with --wide: the finished runs reprinted with every column
+    assert main([*argv, "--arrivals", "2000", "--workers", "1", "--out", str(tmp_path), "--wide"]) == 0
+    wide = capsys.readouterr().out
+    assert "weighted T ± CI" in wide and "P(wait)" in wide and "non-preemptive" in wide
     assert main(["leaderboard", "--policies", "bogus", "--out", str(tmp_path / "x")]) == 2
     assert "unknown policy 'bogus'" in capsys.readouterr().err
     assert main(["reproduce", "--list"]) == 0
@@ -174,7 +188,18 @@ def test_exact_optimum_rows_and_gap_column(tmp_path) -> None:
     for row in report["rows"]:
         assert row.gap == pytest.approx((row.mean_response_time - exact) / exact)
     md = (tmp_path / "leaderboard.md").read_text()
-    assert "optimum (non-preemptive, exact)" in md and "gap to optimum" in md
+    assert "| - | optimum over size-oblivious policies (exact) | non-preemptive | " in md
+    assert "gap to optimum" in md and "weighted T" in md
+    # the terminal's tables fit 120 columns, the optimum rows say they are over size-oblivious policies,
+    # and --wide has every column
+    text = format_tables(report)
+    assert max(map(len, text.splitlines())) <= TERMINAL_WIDTH, text
+    assert re.search(r"^-\s+size-oblivious optimum\s+no\s+no\s+\d", text, flags=re.M), text
+    assert "a size-aware entrant can beat it" in " ".join(text.split())
+    assert "weighted T ±" not in text and "P(wait)  " not in text and "--wide" in text
+    wide = format_tables(report, wide=True)
+    assert "optimum over size-oblivious policies (exact)  non-preemptive" in wide
+    assert "weighted T ± CI" in wide and "P(wait)" in wide and "theory source" in wide
     # no optimum where the chain is out of reach: the column says n/a
     big = LeaderboardConfig(scenarios=("bs-fig1",), policies=("msf",), loads="0.6", seeds=1, arrivals=500)
     rows = run_leaderboard(big, tmp_path / "big", workers=1, progress=False)["rows"]

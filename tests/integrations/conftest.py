@@ -1,0 +1,60 @@
+"""Helpers for the integration tests: each runs a library nobody here wrote, and a runnable example
+of ``examples/`` (the one ``docs/integrations.md`` shows), at a tiny budget."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def example(name: str) -> ModuleType:
+    """The module ``examples/<name>.py``, imported (its ``main`` is not run)."""
+    spec = importlib.util.spec_from_file_location(f"examples_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_python(code: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter (import order and probes as a user's script has them)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env
+    )
+
+
+# Two failures of TorchRL's GymEnv that are fixed in msj_gym itself (registration and MSJEnv's keyword
+# check), by other work of the same issue; until then a test hitting exactly one of them is an xfail.
+REGISTRATION_LOST = (
+    "MSJ-v0 is not registered after `import msj_gym` and a find_spec('gymnasium') probe "
+    "(the one-shot import hook of msj_gym/registration.py removes itself on the probe)"
+)
+FRAMESKIP_MESSAGE = (
+    "MSJEnv's unknown-keyword TypeError lacks Python's 'unexpected keyword argument' text, on which "
+    "TorchRL's GymEnv drops its `frameskip` keyword and retries"
+)
+
+
+PLAIN_ID_IN_SUBPROCESS = (
+    "the plain id 'MSJ-v0' is unknown in a new process that did not import msj_gym (RLlib's env "
+    "runners); registration through gymnasium's entry point is other work of the same issue"
+)
+
+
+def xfail_if_known(text: str) -> None:
+    """xfail (with the precise reason) if ``text`` shows one of the two known failures."""
+    if "unknown keyword(s) ['frameskip']" in text and "unexpected keyword argument" not in text:
+        pytest.xfail(FRAMESKIP_MESSAGE)
+    if "NameNotFound" in text or "Environment `MSJ` doesn't exist" in text:
+        pytest.xfail(REGISTRATION_LOST)
