@@ -34,27 +34,8 @@ def run_python(code: str, timeout: float = 600) -> subprocess.CompletedProcess[s
     )
 
 
-# Two failures of TorchRL's GymEnv that are fixed in msj_gym itself (registration and MSJEnv's keyword
-# check), by other work of the same issue; until then a test hitting exactly one of them is an xfail.
-REGISTRATION_LOST = (
-    "MSJ-v0 is not registered after `import msj_gym` and a find_spec('gymnasium') probe "
-    "(the one-shot import hook of msj_gym/registration.py removes itself on the probe)"
-)
-FRAMESKIP_MESSAGE = (
-    "MSJEnv's unknown-keyword TypeError lacks Python's 'unexpected keyword argument' text, on which "
-    "TorchRL's GymEnv drops its `frameskip` keyword and retries"
-)
-
-
 PLAIN_ID_IN_SUBPROCESS = (
     "the plain id 'MSJ-v0' is unknown in a new process that did not import msj_gym (RLlib's env "
-    "runners); registration through gymnasium's entry point is other work of the same issue"
+    "runners): gymnasium 1.x has no entry-point discovery of other packages' envs; name it "
+    "'msj_gym:MSJ-v0' there"
 )
-
-
-def xfail_if_known(text: str) -> None:
-    """xfail (with the precise reason) if ``text`` shows one of the two known failures."""
-    if "unknown keyword(s) ['frameskip']" in text and "unexpected keyword argument" not in text:
-        pytest.xfail(FRAMESKIP_MESSAGE)
-    if "NameNotFound" in text or "Environment `MSJ` doesn't exist" in text:
-        pytest.xfail(REGISTRATION_LOST)
