@@ -271,6 +271,8 @@ def selection_score(agent: np.ndarray, best: np.ndarray) -> float:
     """The geometric mean of the agent's mean response time over the best base's, per system (an
     unstable agent counts 10 times the base; a system where every base is unstable is left out)."""
     keep = np.isfinite(best)
+    if not keep.any():
+        return math.nan
     ratio = np.where(np.isfinite(agent[keep]), agent[keep] / best[keep], 10.0)
     return float(np.exp(np.mean(np.log(np.minimum(ratio, 10.0)))))
 
@@ -296,13 +298,19 @@ def _round_tasks(args: argparse.Namespace, systems: list[Any], r: int, follow: A
     ]
 
 
-def _clip(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The costs with each decision's deviations from its mean clipped at the 99th percentile of all."""
+def _normalise(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The costs as each decision's deviations from its mean, in units of its system's typical
+    deviation (the root mean square over the system's decisions, at least 0.01), so that every
+    system teaches as much as any other, and clipped at the 99th percentile of all."""
     cost = data["cost"]
-    mean = np.nanmean(cost, axis=1, keepdims=True)
-    dev = cost - mean
+    dev = cost - np.nanmean(cost, axis=1, keepdims=True)
+    scale = np.ones(len(cost))
+    for i in np.unique(data["system"]):
+        mine = data["system"] == i
+        scale[mine] = max(float(np.sqrt(np.nanmean(dev[mine] ** 2))), 0.01)
+    dev /= scale[:, None]
     bound = float(np.nanpercentile(np.abs(dev), 99)) or 1.0
-    return {**data, "cost": mean + np.clip(dev, -bound, bound)}
+    return {**data, "cost": np.clip(dev, -bound, bound)}
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -361,7 +369,7 @@ def main(argv: list[str] | None = None) -> Path:
                 np.savez_compressed(tmp, key=np.array(f"{key}/{r}"), **part)
                 tmp.replace(cached)
         data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
-        train = _clip(data)
+        train = _normalise(data)
         train["base"] = np.full(len(train["cost"]), -1, dtype=np.int64)
         for c in range(args.candidates):
             seed = args.seed * 1000 + r * 100 + c
@@ -377,7 +385,7 @@ def main(argv: list[str] | None = None) -> Path:
                 f"regret {fitted['val_regret']:.3f}, selection ratio to the best base {got:.4f}, "
                 f"{time.perf_counter() - t0:.0f} s"
             )
-            if got < score:
+            if model is None or got < score:  # NaN (no stable base to compare with) keeps the first
                 model, score = candidate, got
         log(f"round {r + 1}: kept selection ratio {score:.4f}")
     wall = time.perf_counter() - t0

@@ -60,7 +60,8 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path) -> None:
     out = tmp_path / "g.zip"
     generalist.main([*TINY, "--out", str(out), "--data", str(tmp_path / "data")])
     meta = json.loads(out.with_suffix(".json").read_text())
-    assert meta["env_kwargs"] == {"observation": "classes", "actions": "priority"}
+    advisors = ["first-fit", "adaptive-quickswap", "static-quickswap"]
+    assert meta["env_kwargs"] == {"observation": "classes", "actions": "priority", "advisor": advisors}
     assert meta["decisions"] == 80 and meta["training_systems"] == 2
     # rerun: both rounds' decisions come from the data folder (nothing is collected again)
     text = sorted(p.name for p in (tmp_path / "data").iterdir())
