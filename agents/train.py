@@ -44,6 +44,12 @@ def make_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kwargs["obs_jobs"] = args.obs_jobs
     if args.env_id == "MSJPreemptive-v0" and args.preempt_window != 4:
         kwargs["preempt_window"] = args.preempt_window
+    if args.observation != "flat":
+        kwargs["observation"] = args.observation
+        if args.observation == "classes":
+            kwargs.pop("obs_jobs", None)
+    if args.actions != "jobs":
+        kwargs["actions"] = args.actions
     return kwargs
 
 
@@ -51,13 +57,19 @@ def build_model(algo: str, env: Any, seed: int, args: argparse.Namespace) -> Any
     """An untrained model with small networks: the observation is a few dozen numbers."""
     common = {"seed": seed, "gamma": args.gamma, "learning_rate": args.learning_rate, "verbose": 0}
     common["policy_kwargs"] = {"net_arch": list(args.net_arch)}
+    policy: Any = "MlpPolicy"
+    if args.policy == "class-set":  # the equivariant network over the class set (agents.set_policy)
+        from agents.set_policy import ClassSetMaskablePolicy, ClassSetPolicy
+
+        policy = ClassSetMaskablePolicy if algo == "maskable-ppo" else ClassSetPolicy
+        common["policy_kwargs"] = {"hidden": args.net_arch[0]}
     if algo in ("ppo", "maskable-ppo"):
         if algo == "maskable-ppo":
             from sb3_contrib import MaskablePPO as Algo
         else:
             from stable_baselines3 import PPO as Algo
         return Algo(
-            "MlpPolicy",
+            policy,
             env,
             n_steps=args.n_steps,
             batch_size=args.batch_size,
@@ -183,6 +195,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=8,
         help="oldest waiting jobs in the observation (0: class counts only)",
     )
+    ap.add_argument("--observation", choices=("flat", "dict", "classes"), default="flat")
+    ap.add_argument("--actions", choices=("jobs", "priority", "priority-shortest"), default="jobs")
+    ap.add_argument(
+        "--policy",
+        choices=("mlp", "class-set"),
+        default="mlp",
+        help="the network: an MLP, or the class-set network (with --observation classes)",
+    )
+    ap.add_argument(
+        "--systems",
+        type=int,
+        default=0,
+        help="train on this many generated systems, one drawn per episode (needs --observation classes)",
+    )
     ap.add_argument("--n-envs", type=int, default=4)
     ap.add_argument(
         "--vec-env",
@@ -227,6 +253,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error("--imitate: only with --algo maskable-ppo")
     if args.average_reward and args.reward != "integral":
         ap.error("--average-reward: needs --reward integral (the rate is per unit of time)")
+    if args.policy == "class-set" and (args.observation != "classes" or args.algo == "dqn"):
+        ap.error("--policy class-set: needs --observation classes and --algo ppo or maskable-ppo")
+    if args.systems < 0 or (args.systems and args.observation != "classes"):
+        ap.error(f"--systems: expected 0 or a positive number with --observation classes, got {args.systems}")
+    if args.systems and args.vec_env == "native":
+        ap.error("--systems: with --vec-env dummy (the native vector env runs one system)")
     return args
 
 
@@ -242,7 +274,19 @@ def main(argv: list[str] | None = None) -> Path:
     env_kwargs = make_env_kwargs(args)
     gym.make(args.env_id, **env_kwargs).close()  # bad keywords fail here, before any worker starts
     # Training seeds come from --seed; evaluation uses other seeds (agents/evaluate.py).
-    if args.vec_env == "native":
+    if args.systems:
+        from agents.systems_env import SystemsEnv
+        from msj_gym.workloads.generator import sample_systems
+
+        # the generalist's training systems (agents.generalist draws the same ones from --seed)
+        systems = sample_systems(args.seed, args.systems)
+        for key in ("scenario", "load", "num_servers"):
+            env_kwargs.pop(key, None)
+        kwargs = dict(env_kwargs)
+        venv = make_vec_env(
+            lambda: SystemsEnv(systems, args.env_id, **kwargs), n_envs=args.n_envs, seed=args.seed
+        )
+    elif args.vec_env == "native":
         from agents.vec_env import MSJSB3VecEnv
 
         venv = MSJSB3VecEnv(args.n_envs, env_id=args.env_id, **env_kwargs)
@@ -278,6 +322,8 @@ def main(argv: list[str] | None = None) -> Path:
         "env_id": args.env_id,
         "env_kwargs": env_kwargs,
         "vec_env": args.vec_env,
+        "policy": args.policy,
+        "training_systems": args.systems or None,
         "average_reward": args.average_reward,
         "timesteps": args.timesteps,
         "seed": args.seed,

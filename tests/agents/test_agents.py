@@ -228,3 +228,16 @@ def test_shipped_size_aware_agent_beats_the_papers_heuristics_on_bs_fig1_on_a_he
     ]
     best = min(r.mean_response_time for r in runs)
     assert agent < best - 0.2
+
+
+def test_train_over_generated_systems_with_the_class_set_network(tmp_path: pathlib.Path) -> None:
+    """PPO on the class set with the equivariant network, each episode on one of 3 generated systems;
+    the checkpoint then runs on a built-in scenario it never saw (another number of classes)."""
+    out = tmp_path / "set.zip"
+    argv = ["--algo", "maskable-ppo", "--observation", "classes", "--actions", "priority"]
+    argv += ["--policy", "class-set", "--systems", "3", "--timesteps", "128", "--n-envs", "2"]
+    train.main([*argv, "--n-steps", "64", "--episode-arrivals", "60", "--no-progress", "--out", str(out)])
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["training_systems"] == 3 and "scenario" not in meta["env_kwargs"]
+    table = evaluate.main([str(out), "--seeds", "5", "--arrivals", "200"])
+    assert f"agent:{out.stem}" in {t["policy"] for t in table}
