@@ -380,6 +380,10 @@ def main(argv: list[str] | None = None) -> Path:
             fitted = fit(candidate, train, args, seed, 0, entropy)
             means = agent_means(candidate, select, select_seeds, args.select_arrivals, kwargs)
             got = selection_score(means, best)
+            ratios = " ".join(
+                f"{m / b:.2f}" if np.isfinite(m) else "U" for m, b in zip(means, best, strict=True)
+            )
+            log(f"  per selection system, mean response time over the best base's (U: unstable): {ratios}")
             log(
                 f"round {r + 1}, fit {c + 1} (entropy {entropy}): {len(train['cost'])} decisions, held-out "
                 f"regret {fitted['val_regret']:.3f}, selection ratio to the best base {got:.4f}, "
@@ -388,6 +392,8 @@ def main(argv: list[str] | None = None) -> Path:
             if model is None or got < score:  # NaN (no stable base to compare with) keeps the first
                 model, score = candidate, got
         log(f"round {r + 1}: kept selection ratio {score:.4f}")
+        if args.data is not None:  # each round's kept fit, to look at or to start from
+            model.save(args.data / f"round-{r + 1}.zip")
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model.save(args.out)
