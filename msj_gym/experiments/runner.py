@@ -27,6 +27,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -346,7 +347,7 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-_STARTED = __import__("time").time()  # about when this process started (this module loads early)
+_STARTED = time.time()  # about when this process started (this module loads early)
 
 
 def unguarded_script() -> str | None:
