@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_path, atomic_savefig, atomic_write_text
 from ..metrics.stats import replication_ci
 from ..workloads.workload import check_load
 from .runner import Point, check_backend, hold_folder, provenance, run_points
@@ -131,6 +132,7 @@ class LeaderboardConfig:
     warmup: int | None = None
     reference: str | None = None
     policy_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bare_agents: bool = False  # admit checkpoints without their .json (see experiments.agents)
 
     def __post_init__(self) -> None:
         if not self.scenarios:
@@ -154,6 +156,7 @@ class LeaderboardConfig:
         """The fields that determine the results (not how they are run or shown)."""
         d = asdict(self)
         d.pop("reference")
+        d.pop("bare_agents")  # how agents are admitted; their runs are keyed by the checkpoint itself
         d["warmup"] = self.warmup_arrivals
         return json.loads(json.dumps(d))
 
@@ -278,12 +281,12 @@ def _entrants(
         )
     labels = {e.label for e in out}
     for spec in config.agents:
-        check_agent(spec, scenario, {"load": config.loads[0]})
+        check_agent(spec, scenario, {"load": config.loads[0]}, bare=config.bare_agents)
         label = agent_label(spec)
         if label in labels:
             raise ValueError(f"--agent {spec!r}: a second entrant named {label!r}; rename the file")
         labels.add(label)
-        loaded = load_agent(spec)
+        loaded = load_agent(spec, config.bare_agents)
         # an agent is held to the optimum of what its env lets it do (preempt; see sizes)
         preempts = loaded.env_id == "MSJPreemptive-v0"
         sees_sizes = _agent_sees_sizes(loaded.env_kwargs)
@@ -329,7 +332,7 @@ def config_difference(path: Path, identity: dict[str, Any]) -> str | None:
     """None if the JSON file ``path`` records ``identity`` as its ``config``; else what differs."""
     try:
         data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (OSError, ValueError, RecursionError):  # not JSON, not UTF-8, too deep, not a file
         data = None
     old = data.get("config") if isinstance(data, dict) else None
     if old == identity:
@@ -769,19 +772,15 @@ def scenario_slug(scenario: str, others: Sequence[str] = ()) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)  # never half-written
+    atomic_write_text(path, text)  # never half-written, no temporary file left on a full disk
 
 
 def _atomic_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """``path`` as a CSV of ``header`` and ``rows``, replaced whole (never half-written)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", newline="") as fh:
+    with atomic_path(path) as tmp, tmp.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
         writer.writerows(rows)
-    os.replace(tmp, path)
 
 
 FAMILIES = ("non-preemptive", "preemptive", "size-aware", "agents")
@@ -956,6 +955,4 @@ def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
         + "x: the first unstable load (its mean is over a growing queue); the curve stops there",
         fontsize=11,
     )
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return atomic_savefig(fig, path, dpi=100)
