@@ -8,10 +8,13 @@ like any other baseline.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
 import os
+import sys
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -186,22 +189,42 @@ def _solved(
         try:
             with np.load(path, allow_pickle=False) as z:
                 if str(z["key_doc"]) == key_doc:
-                    return {
+                    out = {
                         "table": z["table"],
                         "configs": z["configs"],
                         "up": z["up"],
                         "buffers": z["buffers"],
                         "value": json.loads(str(z["value"])),
                     }
-        except (OSError, ValueError, KeyError):
-            pass  # unreadable: solve again and overwrite
-    from msj_gym.analysis.optimal import solve_optimal
-    from msj_gym.core.jit import announce
+                    float(out["value"]["mean_response_time"])
+                    return out
+        except Exception as exc:
+            # a cache entry cut short (a killed writer, a full disk) or damaged is a miss: solve again
+            why = " ".join(str(exc).split())[:80] or "unreadable"
+            print(
+                f"msj-gym: note: cached solve {str(path)!r} is unreadable ({type(exc).__name__}: {why}); "
+                "solving again",
+                file=sys.stderr,
+                flush=True,
+            )
+    from msj_gym.analysis.optimal import estimate_solve, solve_optimal
+    from msj_gym.core.jit import ANNOUNCE_AFTER, announce
 
     kind = "preemptive" if preemptive else "non-preemptive"
+    estimate = estimate_solve(workload, max_states=max_states)
+    started = time.perf_counter()
+
+    def progress(message: str) -> None:
+        # once the solve is announced (it takes longer than a cache load), say where it is
+        seconds = time.perf_counter() - started
+        if seconds >= ANNOUNCE_AFTER:
+            print(
+                f"msj-gym: {_policy_id(preemptive)} [{seconds:7.1f} s] {message}", file=sys.stderr, flush=True
+            )
+
     with announce(
         f"solving the exact {kind} optimum of {getattr(workload, 'name', 'the workload')} "
-        f"at load {float(workload.load):.4g}"
+        f"at load {float(workload.load):.4g} ({estimate.describe()})"
     ):
         sol = solve_optimal(
             workload,
@@ -209,8 +232,13 @@ def _solved(
             blocking_target=blocking_target,
             check_buffers=False,
             max_states=max_states,
+            log=progress,
         )
     return _store(key, key_doc, sol)
+
+
+def _policy_id(preemptive: bool) -> str:
+    return "mdp-optimal-preemptive" if preemptive else "mdp-optimal"
 
 
 def remember_solution(workload: Any, sol: Any, blocking_target: float) -> None:
@@ -231,9 +259,9 @@ def _store(key: str, key_doc: str, sol: Any) -> dict[str, Any]:
         "value": sol.value.to_dict(),
     }
     path = _cache_dir() / f"{key}.npz"
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
         np.savez_compressed(
             tmp,
             key_doc=np.array(key_doc),
@@ -242,7 +270,9 @@ def _store(key: str, key_doc: str, sol: Any) -> dict[str, Any]:
         )
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the whole new one
     except OSError:
-        pass  # a read-only cache only costs a solve per process
+        # a read-only or full cache only costs a solve per process; no partial file stays behind
+        with contextlib.suppress(OSError):
+            tmp.unlink()
     return out
 
 
