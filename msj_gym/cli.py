@@ -375,7 +375,9 @@ def _simulate(args: argparse.Namespace) -> int:
             raise ValueError("--arrival-rate" + str(exc).removeprefix("arrival_rate")) from None
         raise
     policy = make_policy(args.policy, **_policy_params(args.policy_param))
-    result = Simulator(workload, policy, **_run_length(args)).run()
+    run = _run_length(args)
+    _note_short_trace(workload, run.get("num_arrivals"))
+    result = Simulator(workload, policy, **run).run()
     return _print_queueing(args, result, scenario.name, workload, policy, f"k={workload.num_servers}")
 
 

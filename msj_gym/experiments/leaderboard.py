@@ -237,6 +237,15 @@ def _entrants(
     from .agents import agent_label, check_agent, load_agent
 
     workload = load_scenario(scenario).build(load=config.loads[0])
+    jobs = getattr(workload, "arrival_time", None)
+    if getattr(workload, "finite", False) and jobs is not None and len(jobs) < config.arrivals:
+        import sys
+
+        print(
+            f"msj-gym: note: scenario {scenario!r} holds {len(jobs)} jobs, fewer than --arrivals "
+            f"{config.arrivals}: its runs end with the trace",
+            file=sys.stderr,
+        )
     ids: list[str] = []
     for item in config.policies:
         if item in POLICY_GROUPS:
