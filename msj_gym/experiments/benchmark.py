@@ -431,6 +431,7 @@ def run_benchmark(
     points, kinds = _plan(config, unfit)
     with hold_folder(out) as writable:
         _check_out(out, config, writable)
+        _read_optima(out / "optima.json")  # another file of that name is refused before any run
         results = run_points(
             points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
         )
