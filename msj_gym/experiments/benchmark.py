@@ -365,7 +365,7 @@ def _check_out(out: Path, config: BenchmarkConfig, writable: bool) -> None:
     )
 
 
-def _read_optima(path: Path) -> dict[str, float | None]:
+def _read_optima(path: Path, note: bool = True) -> dict[str, float | None]:
     """The cached optima of ``optima.json``: a table of point keys to a number or null. A file cut
     short or unreadable (a killed writer, a disk error) is a cache miss, recomputed with a one-line
     note; valid JSON of another shape is someone else's file and is refused."""
@@ -377,10 +377,11 @@ def _read_optima(path: Path) -> dict[str, float | None]:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
-        print(
-            f"msj-gym: note: {str(path)!r} is unreadable ({why}); the optima are solved again",
-            file=sys.stderr,
-        )
+        if note:
+            print(
+                f"msj-gym: note: {str(path)!r} is unreadable ({why}); the optima are solved again",
+                file=sys.stderr,
+            )
         return {}
     ok = isinstance(data, dict) and all(
         v is None or (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0)
@@ -431,7 +432,7 @@ def run_benchmark(
     points, kinds = _plan(config, unfit)
     with hold_folder(out) as writable:
         _check_out(out, config, writable)
-        _read_optima(out / "optima.json")  # another file of that name is refused before any run
+        _read_optima(out / "optima.json", note=False)  # another file of that name is refused before any run
         results = run_points(
             points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
         )
