@@ -152,8 +152,13 @@ def evaluate(
             }
             rows.append(row)
             if out is not None:
-                with out.open("a") as fh:  # appended as it finishes: an interrupted run loses nothing
-                    fh.write(json.dumps(row) + "\n")
+                try:
+                    with out.open("a") as fh:  # appended as it finishes: an interrupted run loses nothing
+                        fh.write(json.dumps(row) + "\n")
+                except OSError as exc:  # a full disk: the torn row is dropped, and rerun, on resume
+                    from msj_gym.atomic import OutputError
+
+                    raise OutputError(exc.errno or 5, exc.strerror or str(exc), str(out)) from None
     return [r for r in rows if r["seed"] in set(seeds)]
 
 
