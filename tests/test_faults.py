@@ -265,3 +265,63 @@ def test_rollout_collection_killed_then_resumed_equals_an_uninterrupted_run(tmp_
         again = json.loads((folder / "agent.json").read_text())
         for key in ("decisions", "selection_mean_response_time", "val_regret", "val_regret_base"):
             assert again[key] == meta[key], key
+
+
+# ------------------------------------------------------------------------------- caches that heal
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+def test_an_unreadable_cached_solve_is_solved_again_with_a_note(damage, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("scipy")
+    import baselines.optimal as solved_tables
+    from msj_gym import load_scenario
+
+    monkeypatch.setenv("MSJ_GYM_CACHE", str(tmp_path))
+    workload = load_scenario("sf-fig2").build(load=0.5)
+    monkeypatch.setattr(solved_tables, "_SOLVED", {})
+    first = solved_tables.solved_table(workload, False)
+    [path] = (tmp_path / "optimal").glob("*.npz")
+    whole = path.read_bytes()
+    path.write_bytes(
+        {"truncated": whole[: len(whole) // 2], "garbage": b"PK\x03\x04" + whole[::7], "empty": b""}[damage]
+    )
+    monkeypatch.setattr(solved_tables, "_SOLVED", {})
+    capsys.readouterr()
+    again = solved_tables.solved_table(workload, False)
+    notes = [line for line in capsys.readouterr().err.splitlines() if "note:" in line]
+    assert len(notes) == 1 and "is unreadable" in notes[0] and "solving again" in notes[0], notes
+    assert again["value"]["mean_response_time"] == first["value"]["mean_response_time"]
+    np.testing.assert_array_equal(again["table"], first["table"])
+    assert path.read_bytes() != b"" and len(path.read_bytes()) > 100  # written anew, whole
+
+
+def test_an_unreadable_optima_json_is_solved_again_with_a_note(tmp_path, monkeypatch, capsys):
+    from msj_gym.experiments import benchmark as bm
+
+    calls = []
+    monkeypatch.setattr(
+        bm, "exact_optima", lambda scenario, load: calls.append(load) or {"non-preemptive": 2.5}
+    )
+    config = bm.BenchmarkConfig(points=(("sf-fig2", 0.5),), seeds=2, arrivals=200)
+    out = tmp_path / "bench"
+    out.mkdir()
+    assert bm._optima(out, config, True) == {("sf-fig2", 0.5): 2.5} and calls == [0.5]
+    (out / "optima.json").write_text('{"sf-fig2@0.5#')  # cut short by a killed writer
+    capsys.readouterr()
+    assert bm._optima(out, config, True) == {("sf-fig2", 0.5): 2.5} and calls == [0.5, 0.5]
+    assert "optima.json' is unreadable" in capsys.readouterr().err
+    assert json.loads((out / "optima.json").read_text())  # healed: whole JSON again
+
+
+def test_a_bare_checkpoint_runs_only_when_asked(tmp_path, capsys):
+    pytest.importorskip("sb3_contrib")
+    from msj_gym.cli import main
+
+    ckpt = tmp_path / "bare.zip"
+    shutil.copy(ROOT / "agents" / "checkpoints" / "maskable-ppo-sf-fig2-0.7.zip", ckpt)
+    argv = ["leaderboard", "--policies", "fcfs", "--loads", "0.5", "--seeds", "1", "--arrivals", "300"]
+    argv += ["--workers", "1", "--agent", str(ckpt), "--out", str(tmp_path / "lb")]
+    assert main(argv) == 2
+    assert "no metadata 'bare.json'" in capsys.readouterr().err
+    assert main([*argv, "--bare-agents"]) == 0
+    assert "agent:bare" in capsys.readouterr().out
