@@ -255,7 +255,10 @@ def main(argv: list[str] | None = None) -> Path:
     model.learn(total_timesteps=args.timesteps, callback=callback)
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    model.save(args.out)
+    from msj_gym.atomic import atomic_path, atomic_write_text
+
+    with atomic_path(args.out) as tmp:  # a full disk leaves no truncated checkpoint
+        model.save(tmp)
     meta = {
         "command": "python -m agents.train " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": args.algo,
@@ -270,7 +273,7 @@ def main(argv: list[str] | None = None) -> Path:
         "train_wall_seconds": round(wall, 1),
         "msj_gym_version": msj_gym.__version__,
     }
-    args.out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
     print(f"trained {args.algo} for {args.timesteps} steps in {wall:.0f} s -> {args.out}")
     return args.out
 
