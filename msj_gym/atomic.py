@@ -22,6 +22,7 @@ __all__ = [
     "atomic_savefig",
     "atomic_write_text",
     "check_output_file",
+    "check_output_folder",
     "os_error_line",
 ]
 
@@ -104,3 +105,35 @@ def check_output_file(flag: str, path: str | Path, suffixes: tuple[str, ...] = (
     with contextlib.suppress(OSError):
         probe.unlink()
     return out
+
+
+def _can_write_in(folder: Path) -> str | None:
+    """None if this process can create a file in ``folder``, else the reason."""
+    probe = folder / f".msj-gym.{os.getpid()}.probe"
+    try:
+        probe.open("x").close()
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    with contextlib.suppress(OSError):
+        probe.unlink()
+    return None
+
+
+def check_output_folder(flag: str, folder: str | Path, record: str | None = None) -> None:
+    """Refuse, with a one-line ``ValueError``, an output folder a command could not write, before its
+    planning (which may solve optima for minutes): a file in its place or on its way, or a folder that
+    cannot be created or written, unless it already holds ``record`` (a finished folder on read-only
+    media is read, not written)."""
+    out = Path(folder)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{flag} {str(out)!r}: a file is there, not a folder; use another {flag}")
+    here = out
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        raise ValueError(
+            f"{flag} {str(out)!r}: cannot be made a folder ({str(here)!r} is a file); use another {flag}"
+        )
+    why = _can_write_in(here)
+    if why is not None and not (record is not None and (out / record).is_file()):
+        raise ValueError(f"{flag} {str(out)!r}: not writable ({why}); use a writable {flag}")

@@ -234,6 +234,7 @@ def _positive_finite(flag: str, value: float | None) -> None:
 def _leaderboard(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from .atomic import check_output_folder
     from .experiments.leaderboard import (
         DEFAULT_LOADS,
         DEFAULT_SCENARIO,
@@ -243,6 +244,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     )
 
     workers = _workers(args)  # every flag is checked before anything is written to --out
+    check_output_folder("--out", args.out, "leaderboard.json")  # before the plan, which may solve optima
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     if not policies and not args.agent:
         raise ValueError(f"--policies: expected policy ids or a group, got {args.policies!r}")
@@ -280,9 +282,11 @@ def _benchmark(args: argparse.Namespace) -> int:
 
     _require_scipy("benchmark", "scipy.stats")  # the statistics; the exact optima need scipy.sparse too
 
+    from .atomic import check_output_folder
     from .experiments.benchmark import QUICK, BenchmarkConfig, format_benchmark, run_benchmark
 
     workers = _workers(args)  # every flag and agent is checked before anything is written to --out
+    check_output_folder("--out", args.out, "benchmark.json")
     extra: dict[str, Any] = dict(QUICK) if args.quick else {}
     config = BenchmarkConfig(
         agents=tuple(args.agent), preemptive=args.preemptive, bare_agents=args.bare_agents, **extra
