@@ -63,7 +63,7 @@ def _decision_problem(actions: np.ndarray, n: int) -> str | None:
 def _bounds_checked(cls: type) -> type:
     """``cls`` with its kernel compiled again with numba's bounds checks, asked from Python, each
     decision checked by :func:`_decision_problem`: an index out of range is an ``IndexError``, not a
-    write into whatever memory lies there. (Helpers the kernel calls keep their compiled code.)"""
+    write into whatever memory lies there. (Functions the kernel calls keep their compiled code.)"""
     import numba
 
     checked = numba.njit(_nrt=False, boundscheck=True)(cls.kernel.py_func)  # type: ignore[attr-defined]
