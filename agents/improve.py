@@ -116,6 +116,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument(
+        "--python-branches",
+        action="store_true",
+        help="play each branch out from Python (restore, step, play_out) instead of in one compiled call",
+    )
+    ap.add_argument(
         "--data", type=Path, default=None, help="folder keeping each round's compared decisions (resume)"
     )
     ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
@@ -199,19 +204,16 @@ class BaseActions:
 
     def __init__(self, policy: Any, env: Any) -> None:
         self.policy, self.env = policy, env
-        wl = env.workload
-        self.actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
-        self.core: Any = None
+        self.driver: Any = None
 
     def __call__(self) -> int:
+        from msj_gym.core.simulator import PolicyDriver
+
         env = self.env
-        core = env.core
-        if core is not self.core or self.pdata_slots != core.sim.ji.shape[0]:
-            self.core, self.pdata_slots = core, core.sim.ji.shape[0]
-            self.pdata = core.prepare_policy(self.policy)
-        sizes = core.sizes if self.policy.size_aware else None
-        n = self.policy.decide(core.view, sizes, self.pdata, self.actions)
-        return env.encode(int(self.actions[0])) if n > 0 else 0
+        if self.driver is None or self.driver.core is not env.core:
+            self.driver = PolicyDriver(self.policy, env.core)
+        words = self.driver.decide()
+        return env.encode(int(words[0])) if words.size else 0
 
 
 def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> dict[str, np.ndarray]:
@@ -221,10 +223,13 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
 
     import msj_gym  # noqa: F401  (registers the envs)
     from msj_gym.core import state as S
+    from msj_gym.env.branches import BASE_DECISION, BranchPlayer, python_costs
 
     env = gym.make(args.env_id, num_arrivals=args.episode_arrivals, **env_kwargs_of(args)).unwrapped
     base = base_policy(args.base)
     base_action = BaseActions(base, env)
+    compiled = not args.python_branches and type(base).kernel is not None
+    player = BranchPlayer(env, base) if compiled else None  # a rule written in Python: branch by branch
     # one stream per round for the sampling, another for the episodes' job streams
     sampling, streams = np.random.SeedSequence([args.seed, round_index]).spawn(2)
     rng = np.random.default_rng(sampling)
@@ -247,19 +252,13 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
             window = args.skip <= arrived < args.episode_arrivals - args.tail
             choice = base_action() if not priority else delegate
             if window and mask.sum() >= 2 and rng.random() < 1.0 / args.sample_every:
-                snap = env.snapshot()
+                valid = np.flatnonzero(mask)
                 costs = np.full(n_act, np.nan)
-                for a in np.flatnonzero(mask):
-                    env.restore(snap)
-                    _, reward, _, truncated, _ = env.step(int(a))
-                    costs[a] = -(reward + (0.0 if truncated else env.play_out(base)))
-                if priority and delegate < 0:  # else the advisor's branch was the base's decision
-                    env.restore(snap)
-                    _, reward, _, truncated, _ = env.step_policy(base)
-                    base_cost = -(reward + (0.0 if truncated else env.play_out(base)))
-                else:
-                    base_cost = costs[choice]
-                env.restore(snap)
+                own = priority and delegate < 0  # else the advisor's branch is the base's decision
+                branches = np.r_[valid, BASE_DECISION] if own else valid
+                played = player.costs(branches) if player is not None else python_costs(env, base, branches)
+                costs[valid] = played[: valid.size]
+                base_cost = played[-1] if own else costs[choice]
                 obs_l.append(obs)
                 mask_l.append(mask.copy())
                 cost_l.append(costs)

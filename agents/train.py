@@ -12,6 +12,9 @@ improves on them by RL. The command line that produced a checkpoint is saved nex
 ``--vec-env native`` trains on the native batched vector env (:class:`agents.vec_env.MSJSB3VecEnv`:
 all ``--n-envs`` simulators stepped in one compiled call) instead of SB3's ``DummyVecEnv`` of single
 envs; environment ``i`` gets the same seeds and trajectories either way.
+
+Progress (the decisions collected for ``--imitate``, then the training steps, each with its rate and
+ETA) is drawn on stderr; ``--no-progress`` turns it off.
 """
 
 from __future__ import annotations
@@ -70,6 +73,50 @@ def build_model(algo: str, env: Any, seed: int, args: argparse.Namespace) -> Any
     )
 
 
+class _Bar:
+    """A tqdm bar on stderr (tqdm is a core dependency), or nothing with ``--no-progress``."""
+
+    def __init__(self, total: int, desc: str, unit: str, show: bool) -> None:
+        from tqdm import tqdm
+
+        tty = sys.stderr.isatty()
+        # as the leaderboard's bar: a line every 10 s when stderr is a log file, not one per update
+        self.bar = tqdm(
+            total=total,
+            desc=desc,
+            unit=unit,
+            file=sys.stderr,
+            mininterval=0.5 if tty else 10.0,
+            dynamic_ncols=tty,
+            disable=not show,
+        )
+
+    def update(self, n: int) -> None:
+        self.bar.update(max(0, min(n, self.bar.total - self.bar.n)))  # SB3 may overshoot the total
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def progress_callback(total: int, show: bool = True) -> Any:
+    """An SB3 callback drawing the training steps with their rate and ETA. Not SB3's own
+    ``progress_bar=True``: that one draws with rich, which only the ``rl`` extra installs."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Progress(BaseCallback):
+        def _on_training_start(self) -> None:
+            self.bar = _Bar(total, "training", "step", show)
+
+        def _on_step(self) -> bool:
+            self.bar.update(self.training_env.num_envs)
+            return True
+
+        def _on_training_end(self) -> None:
+            self.bar.close()
+
+    return Progress()
+
+
 def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) -> float:
     """Behaviour cloning before RL: fit the policy's action distribution to a baseline's actions
     (run through the env by PolicyAgent, on seeds no evaluation uses) by masked cross-entropy.
@@ -85,15 +132,18 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
     observations, masks, actions = [], [], []
     seed = 10**6 + args.seed  # far from the evaluation seeds
     obs, info = env.reset(seed=seed)
+    bar = _Bar(args.imitate_steps, f"collecting {args.imitate}'s decisions", "decision", args.progress)
     while len(actions) < args.imitate_steps:
         action, _ = agent.predict(obs)
         observations.append(obs)
         masks.append(info["action_mask"])
         actions.append(action)
+        bar.update(1)
         obs, _, _, truncated, info = env.step(action)
         if truncated:
             seed += 1
             obs, info = env.reset(seed=seed)
+    bar.close()
     policy = model.policy
     obs_t = torch.as_tensor(np.array(observations), device=policy.device)
     mask_np = np.array(masks)
@@ -174,6 +224,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--save-every", type=int, default=0, help="keep a checkpoint every N steps (0: only the last)"
     )
     ap.add_argument("--out", type=Path, required=True, help="checkpoint path (.zip)")
+    ap.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars on stderr")
     args = ap.parse_args(argv)
     if args.timesteps < 1:
         ap.error(f"--timesteps: expected a positive integer, got {args.timesteps}")
@@ -244,15 +295,17 @@ def main(argv: list[str] | None = None) -> Path:
     model = build_model(args.algo, venv, args.seed, args)
     t0 = time.perf_counter()
     accuracy = imitate(model, args, env_kwargs) if args.imitate else None
-    callback = None
+    callbacks = [progress_callback(args.timesteps, args.progress)]
     if args.save_every:
         from stable_baselines3.common.callbacks import CheckpointCallback
 
         # long runs keep intermediate checkpoints, so that a killed run is not lost
-        callback = CheckpointCallback(
-            max(1, args.save_every // args.n_envs), str(args.out.with_suffix("")) + "-steps", "model"
+        callbacks.append(
+            CheckpointCallback(
+                max(1, args.save_every // args.n_envs), str(args.out.with_suffix("")) + "-steps", "model"
+            )
         )
-    model.learn(total_timesteps=args.timesteps, callback=callback)
+    model.learn(total_timesteps=args.timesteps, callback=callbacks)
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     from msj_gym.atomic import atomic_path, atomic_write_text

@@ -374,7 +374,11 @@ def gittins_rank_table(distribution: Any, grid: int = 512, fine: int = 8) -> tup
             ratio = np.where(den > 1e-12, num / den, np.inf)
         ranks[i] = ratio.min() if np.isfinite(ratio).any() else (ranks[i - 1] if i else mean)
     step = top / grid
-    return ranks, 1.0 / step
+    # Ranks that are equal in exact arithmetic (all of them, for an exponential distribution) must tie
+    # exactly, so that the policy's own tie-break orders those jobs: the survival function's last bits
+    # depend on the CPU's vector instructions, and unrounded they would decide the order.
+    quantum = mean * 2.0**-30
+    return np.round(ranks / quantum) * quantum, 1.0 / step
 
 
 class ServerFillingGittins(_Ranked):

@@ -34,7 +34,10 @@ def _policy_params(items: Sequence[str]) -> dict[str, str]:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="msj-gym", description="Multiserver-job scheduling simulator.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sim = sub.add_parser("simulate", help="run one policy on one scenario and print its metrics")
@@ -46,7 +49,10 @@ def _parser() -> argparse.ArgumentParser:
         "system's name (see `msj-gym list`)",
     )
     sim.add_argument(
-        "--policy", required=True, help="policy id, defined on the scenario's model (see `msj-gym list`)"
+        "--policy",
+        required=True,
+        help="policy id, defined on the scenario's model (see `msj-gym list`), or module:Class for a policy "
+        "of your own (imported from the current folder or PYTHONPATH)",
     )
     rate = sim.add_mutually_exclusive_group()
     rate.add_argument("--load", type=float, help="offered load rho (default: the scenario's)")
@@ -54,11 +60,15 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--k", type=int, help="number of servers (default: the scenario's)")
     length = sim.add_mutually_exclusive_group()
     length.add_argument(
-        "--arrivals", type=int, help="arrivals to simulate, warm-up included (default 100000)"
+        "--arrivals",
+        type=int,
+        help="arrivals to simulate, warm-up included (default 100000; a trace replay: all its jobs)",
     )
     length.add_argument("--horizon", type=float, help="simulate arrivals up to this time instead")
     sim.add_argument(
-        "--warmup", type=float, help="arrivals (or, with --horizon, time) to discard; default 10%%"
+        "--warmup",
+        type=float,
+        help="arrivals (or, with --horizon, time) to discard; default 10%% (of a trace's jobs at most)",
     )
     sim.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
     sim.add_argument(
@@ -151,7 +161,8 @@ def _parser() -> argparse.ArgumentParser:
     lb.add_argument(
         "--policies",
         default="all",
-        help="comma-separated ids, or all / non-preemptive / preemptive (default all)",
+        help="comma-separated ids, groups (all / non-preemptive / preemptive) and module:Class policies of "
+        "your own (imported from the current folder or PYTHONPATH; default all)",
     )
     lb.add_argument(
         "--agent",
@@ -162,8 +173,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     lb.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
     lb.add_argument("--seeds", default="5", help="a count, 'LO-HI' or a list (default 5: seeds 0..4)")
-    lb.add_argument("--arrivals", type=int, default=20_000, help="arrivals per run (default 20000)")
-    lb.add_argument("--warmup", type=int, default=None, help="arrivals discarded per run (default 10%%)")
+    lb.add_argument(
+        "--arrivals", type=int, default=None, help="arrivals per run (default 20000; a trace: all its jobs)"
+    )
+    lb.add_argument(
+        "--warmup", type=int, default=None, help="arrivals discarded per run (default 10%% of those run)"
+    )
     lb.add_argument(
         "--reference", default=None, help="normalise to this entrant (default: each load's leader)"
     )
@@ -186,6 +201,13 @@ def _parser() -> argparse.ArgumentParser:
         help="a shipped agent name, an SB3 checkpoint .zip or module:attr (repeatable)",
     )
     bench.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
+    bench.add_argument(
+        "--policies",
+        default="",
+        metavar="SPECS",
+        help="comma-separated module:Class policies of your own to score beside the baselines (imported "
+        "from the current folder or PYTHONPATH)",
+    )
     bench.add_argument(
         "--preemptive", action="store_true", help="enter the preemptive baselines too (same scale)"
     )
@@ -225,6 +247,16 @@ def _workers(args: argparse.Namespace) -> int:
     return args.workers if args.workers is not None else (os.cpu_count() or 1)
 
 
+def _importable_from_here(specs: Sequence[str]) -> None:
+    """Let ``module:attr`` specs name modules of the current folder, as ``python -m`` would: the
+    ``msj-gym`` script does not have it on ``sys.path``. Appended, so that it shadows no installed
+    package; worker processes inherit the path."""
+    import os
+
+    if any(":" in spec for spec in specs) and os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
+
+
 def _positive_finite(flag: str, value: float | None) -> None:
     """Refuse a time or rate flag that is not a positive finite number (argparse accepts nan, inf)."""
     if value is not None and not (math.isfinite(value) and value > 0):
@@ -248,6 +280,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     if not policies and not args.agent:
         raise ValueError(f"--policies: expected policy ids or a group, got {args.policies!r}")
+    _importable_from_here([*policies, *args.agent])
     config = LeaderboardConfig(
         scenarios=tuple(args.scenario or [DEFAULT_SCENARIO]),
         loads=args.loads if args.loads is not None else DEFAULT_LOADS,
@@ -288,8 +321,14 @@ def _benchmark(args: argparse.Namespace) -> int:
     workers = _workers(args)  # every flag and agent is checked before anything is written to --out
     check_output_folder("--out", args.out, "benchmark.json")
     extra: dict[str, Any] = dict(QUICK) if args.quick else {}
+    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    _importable_from_here([*policies, *args.agent])
     config = BenchmarkConfig(
-        agents=tuple(args.agent), preemptive=args.preemptive, bare_agents=args.bare_agents, **extra
+        agents=tuple(args.agent),
+        policies=policies,
+        preemptive=args.preemptive,
+        bare_agents=args.bare_agents,
+        **extra,
     )
     report = run_benchmark(
         config, Path(args.out), backend=args.backend, workers=workers, address=args.address
@@ -324,9 +363,19 @@ def _scenario_model(name: str) -> str:
 
 
 def _check_policy(policy_id: str, model: str) -> None:
-    """An error before any work if ``policy_id`` is unknown or not defined on ``model`` (no import)."""
-    from .registry import policy_spec
+    """An error before any work if ``policy_id`` is unknown or not defined on ``model`` (no import of
+    a registered policy; a ``module:attr`` policy of the user's own is imported and asked)."""
+    from .registry import policy_from_spec, policy_spec
 
+    if ":" in policy_id:
+        _importable_from_here([policy_id])
+        models = tuple(getattr(policy_from_spec(policy_id, "--policy"), "models", ("msj",)))
+        if model not in models:
+            raise ValueError(
+                f"--policy: {policy_id!r} is not defined on the {model} model of the scenario "
+                f"(it is defined on: {', '.join(models)})"
+            )
+        return
     spec = policy_spec(policy_id)
     if model not in spec.models:
         raise ValueError(
@@ -335,8 +384,11 @@ def _check_policy(policy_id: str, model: str) -> None:
         )
 
 
-def _run_length(args: argparse.Namespace) -> dict[str, Any]:
-    """Simulator keyword arguments of ``--seed``, ``--arrivals`` / ``--horizon`` and ``--warmup``."""
+def _run_length(args: argparse.Namespace, jobs: int | None = None) -> dict[str, Any]:
+    """Simulator keyword arguments of ``--seed``, ``--arrivals`` / ``--horizon`` and ``--warmup``. A
+    trace replay of ``jobs`` jobs runs all of them by default, and its default warm-up is a tenth of
+    the jobs it replays (the defaults of an endless stream would discard more jobs than a short trace
+    holds)."""
     kwargs: dict[str, Any] = {"seed": args.seed}
     if args.horizon is not None:
         kwargs["horizon"] = args.horizon
@@ -345,17 +397,20 @@ def _run_length(args: argparse.Namespace) -> dict[str, Any]:
         else:
             kwargs["warmup_time"] = 0.1 * args.horizon
     else:
-        kwargs["num_arrivals"] = args.arrivals if args.arrivals is not None else 100_000
+        default = 100_000 if jobs is None else jobs
+        kwargs["num_arrivals"] = args.arrivals if args.arrivals is not None else default
         if args.warmup is not None:
             if args.warmup != int(args.warmup):
                 raise ValueError(f"--warmup: expected a whole number of arrivals, got {args.warmup}")
             kwargs["warmup"] = int(args.warmup)
+        elif jobs is not None:
+            kwargs["warmup"] = min(kwargs["num_arrivals"], jobs) // 10
     return kwargs
 
 
 def _simulate(args: argparse.Namespace) -> int:
     from .core.simulator import Simulator
-    from .registry import make_policy
+    from .registry import policy_from_spec
 
     # the flags first (cheap, and each error names its flag), then the policy's model, then the scenario
     _check_system_flags(args)
@@ -378,8 +433,10 @@ def _simulate(args: argparse.Namespace) -> int:
         if args.arrival_rate is not None and str(exc).startswith("arrival_rate:"):
             raise ValueError("--arrival-rate" + str(exc).removeprefix("arrival_rate")) from None
         raise
-    policy = make_policy(args.policy, **_policy_params(args.policy_param))
-    run = _run_length(args)
+    from .workloads.trace import replay_length
+
+    policy = policy_from_spec(args.policy, "--policy", **_policy_params(args.policy_param))
+    run = _run_length(args, replay_length(workload))
     _note_short_trace(workload, run.get("num_arrivals"))
     result = Simulator(workload, policy, **run).run()
     return _print_queueing(args, result, scenario.name, workload, policy, f"k={workload.num_servers}")
@@ -423,13 +480,13 @@ def _simulate_compat(args: argparse.Namespace) -> int:
     """A job-server compatibility system (Bonald & Comte (2017)) run by the pooled simulator, as the
     experiments run it; ``--load`` is the system's rho."""
     from .pooled import PooledSimulator
-    from .registry import make_policy
+    from .registry import policy_from_spec
     from .workloads.compat import build_compat_scenario
 
     _not_for("compatibility", args, "--k", "--arrival-rate")  # the system fixes its servers and rates
     build = {} if args.load is None else {"load": args.load}
     workload = build_compat_scenario(args.scenario, **build)
-    policy = make_policy(args.policy, **_policy_params(args.policy_param))
+    policy = policy_from_spec(args.policy, "--policy", **_policy_params(args.policy_param))
     result = PooledSimulator(workload, policy, **_run_length(args)).run()
     return _print_queueing(args, result, args.scenario, workload, policy, f"servers={workload.num_servers}")
 
@@ -439,7 +496,7 @@ def _simulate_moldable(args: argparse.Namespace) -> int:
     arrival rate per server (unit-mean sizes) instead of the named traffic regime's."""
     from .moldable.loss import LossSimulator
     from .moldable.systems import build_moldable_system
-    from .registry import make_policy
+    from .registry import policy_from_spec
 
     _not_for("moldable", args, "--arrival-rate", "--horizon")  # a loss system runs a number of arrivals
     if args.warmup is not None and args.warmup != int(args.warmup):
@@ -447,7 +504,7 @@ def _simulate_moldable(args: argparse.Namespace) -> int:
     system = build_moldable_system(
         args.scenario, num_servers=100 if args.k is None else args.k, arrival_rate=args.load
     )
-    policy = make_policy(args.policy, **_policy_params(args.policy_param))
+    policy = policy_from_spec(args.policy, "--policy", **_policy_params(args.policy_param))
     result = LossSimulator(
         system,
         policy,

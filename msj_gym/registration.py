@@ -2,13 +2,19 @@
 
 ``import msj_gym`` must make ``gym.make("MSJ-v0")`` work, but a user who only simulates should not pay
 for gymnasium's import. So the ids are registered at once if gymnasium is already imported, and
-otherwise right after gymnasium's own import, whenever that happens (a one-shot import hook).
+otherwise right after gymnasium's own import, whenever that happens: an import hook that stays in place
+until gymnasium's module has actually run. Probes that only look for the package
+(``importlib.util.find_spec("gymnasium")``, as TorchRL does before importing it) leave it armed.
+
+A process that never imports msj_gym (a Ray worker, a spawned process started from a notebook) makes the
+envs with ``gym.make("msj_gym:MSJ-v0")``: gymnasium imports the module before the ``:``, which registers
+the ids. Gymnasium 1.x has no entry-point discovery of third-party envs (it was removed in 1.0), so a
+plain ``"MSJ-v0"`` in such a process cannot find them.
 """
 
 from __future__ import annotations
 
 import importlib.abc
-import importlib.util
 import sys
 from typing import Any
 
@@ -38,25 +44,37 @@ def register_envs() -> None:
 
 
 class _AfterGymnasium(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when ``gymnasium`` is about to be imported it removes itself, lets the
-    other finders locate the package, and wraps the loader so that the ids are registered as soon as
-    gymnasium's own import has finished."""
+    """Finds nothing itself: asked for ``gymnasium``, it lets the other finders locate the package and
+    wraps the loader, so that the ids are registered as soon as gymnasium's own module has run. It
+    leaves ``sys.meta_path`` only then: a ``find_spec`` that is never followed by an import (a probe)
+    must not disarm it."""
+
+    _msj_gym_hook = True  # every copy skips every copy (a reloaded module defines the class anew)
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if fullname != "gymnasium":
             return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
+        spec = None
+        for finder in list(sys.meta_path):
+            if getattr(finder, "_msj_gym_hook", False) or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
         loader = spec.loader if spec is not None else None
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
         exec_module = loader.exec_module
+        hook = self
 
         def exec_and_register(module: Any) -> None:
             exec_module(module)
             register_envs()
+            if hook in sys.meta_path:
+                sys.meta_path.remove(hook)
 
+        # patched rather than wrapped, so that the loader keeps its type (importlib.resources reads it);
+        # a loader a finder hands out twice is patched twice, harmlessly: registering is idempotent
         loader.exec_module = exec_and_register  # type: ignore[method-assign]
         return spec
 
@@ -65,5 +83,5 @@ def register_when_imported() -> None:
     """Register now if gymnasium is imported, else right after it is."""
     if "gymnasium" in sys.modules:
         register_envs()
-    elif not any(isinstance(f, _AfterGymnasium) for f in sys.meta_path):
+    elif not any(getattr(f, "_msj_gym_hook", False) for f in sys.meta_path):
         sys.meta_path.insert(0, _AfterGymnasium())

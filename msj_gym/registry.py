@@ -7,12 +7,16 @@ the policy is used (:func:`policy_class`, :func:`make_policy`), so listing the i
 Bonald & Comte (2017)) and ``"moldable"`` (the moldable loss system, Ghanbarian et al. (2024)). Loading a
 class checks that its own ``models`` match the declaration, so the lazy field cannot drift.
 
-A policy of your own package is registered the same way, and then runs wherever an id is accepted
-(``msj-gym simulate --policy``, :func:`make_policy`, ``baselines.make_policy``)::
+A policy of your own package is registered the same way, and then runs wherever this process accepts
+an id (:func:`make_policy`, ``baselines.make_policy``, ``PolicyAgent``)::
 
     from msj_gym.registry import register_policy
 
     register_policy("my-id", "mypkg.mymodule:MyPolicy")
+
+A registration lives in the process that made it. The command line and the experiments' worker
+processes name a policy outside the registry by ``module:attr`` instead (:func:`policy_from_spec`):
+the spec travels as a string and each process imports the module itself.
 """
 
 from __future__ import annotations
@@ -141,23 +145,53 @@ def import_object(spec: str, field: str) -> Any:
     return obj
 
 
-def policy_from_spec(spec: str, field: str = "policy") -> Any:
+def policy_from_spec(spec: str, field: str = "policy", **params: Any) -> Any:
     """A policy by ``spec``: a registered id, or ``module:attr`` naming a policy class (instantiated with
-    its defaults) or instance, for rules outside the registry. A one-line ``ValueError`` naming
-    ``field`` otherwise."""
+    ``params``, or its defaults) or instance, for rules outside the registry. A one-line ``ValueError``
+    naming ``field`` otherwise. The spec is a string so that it can travel to worker processes, which
+    import the module themselves."""
     if ":" not in spec:
         try:
-            return make_policy(spec)
-        except ValueError as exc:  # an unknown id
+            return make_policy(spec, **params)
+        except ValueError as exc:  # an unknown id, a bad parameter
             raise ValueError(f"{field} {spec!r}: {exc}") from None
     from msj_gym.core import Policy
 
     obj = import_object(spec, field)
     if isinstance(obj, type) and issubclass(obj, Policy):
-        obj = obj()
+        try:
+            obj = obj(**params)
+        except ValueError as exc:
+            raise ValueError(f"{field} {spec!r}: {exc}") from None
+    elif params and isinstance(obj, Policy):
+        raise ValueError(f"{field} {spec!r}: an instance takes no parameters, got {sorted(params)}")
     if not isinstance(obj, Policy):
         raise ValueError(f"{field} {spec!r}: expected a Policy class or instance, got {type(obj).__name__}")
     return obj
+
+
+def spec_source_files(spec: str) -> tuple[str, ...]:
+    """The source files a ``module:attr`` policy's results depend on, outside msj_gym's own: the module
+    that names it, the modules of its class and of every base class, and those its compiled rule
+    reaches through its globals (sorted). Runs are keyed by their content, so that an edited file
+    never reuses the rows of its earlier version."""
+    import inspect
+    import sys
+
+    from msj_gym.core.jit import source_files
+
+    obj = import_object(spec, "policy")
+    cls = obj if isinstance(obj, type) else type(obj)
+    files = {getattr(sys.modules.get(spec.rpartition(":")[0]), "__file__", None)}
+    for c in cls.__mro__[:-1]:  # every class but object
+        try:
+            files.add(inspect.getsourcefile(c))
+        except TypeError:  # a builtin
+            continue
+    for fn in (getattr(cls, "kernel", None), getattr(cls, "invariant", None)):
+        if fn is not None:
+            files.update(source_files(fn))
+    return tuple(sorted(f for f in files if f and f.endswith(".py")))
 
 
 def policy_ids(model: str | None = None) -> list[str]:

@@ -2,7 +2,7 @@
 it (policies, workloads, analysis, environments, experiments) and not gymnasium; a test enforces it."""
 
 from .policy import Param, Policy
-from .simulator import SimulationError, Simulator
+from .simulator import PolicyDriver, SimulationError, Simulator
 from .state import PolicyData, Sizes, View
 
-__all__ = ["Param", "Policy", "PolicyData", "SimulationError", "Simulator", "Sizes", "View"]
+__all__ = ["Param", "Policy", "PolicyData", "PolicyDriver", "SimulationError", "Simulator", "Sizes", "View"]

@@ -142,7 +142,16 @@ from .state import (
     WPREV,
 )
 
-__all__ = ["advance", "apply", "batch_runner", "can_decide", "check_invariants", "run_batch"]
+__all__ = [
+    "advance",
+    "apply",
+    "apply_one",
+    "apply_starts",
+    "batch_runner",
+    "can_decide",
+    "check_invariants",
+    "run_batch",
+]
 
 # ---------------------------------------------------------------------------------------------------
 # Departure heap: binary min-heap on (time, job id) holding slots; HEAPPOS is each slot's position.
@@ -718,6 +727,21 @@ def apply_one(sim, a):
         sim.iv[I_ERR_JOB] = job
         return err
     sim.iv[I_DECISIONS] += 1
+    return E_NONE
+
+
+@internal_jit
+def apply_starts(sim, words, n):
+    """``apply(sim, words, n)`` for a decision made of starts and preemptions only (an environment's
+    priority action): the same effect, without compiling the other operations into the step."""
+    for i in range(n):
+        err, job = _start_or_preempt(sim, words[i])
+        if err != E_NONE:
+            sim.iv[I_ERR] = err
+            sim.iv[I_ERR_JOB] = job
+            return err
+    if n > 0:
+        sim.iv[I_DECISIONS] += 1
     return E_NONE
 
 

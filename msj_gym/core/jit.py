@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 from numba import njit, types
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
@@ -35,6 +36,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
     "announce",
+    "call_compiled",
     "dependency_digest",
     "entry_point",
     "inline_jit",
@@ -244,6 +246,29 @@ def announce(doing: str) -> Iterator[None]:
 
 
 _ENTRY_POINTS: dict[tuple, Any] = {}
+_BY_LAYOUT: dict[tuple, Any] = {}
+
+
+def _layout(x: Any) -> Any:
+    """What numba's type of ``x`` depends on, for arrays, tuples of them and scalars: cheap to compute
+    where ``numba.typeof`` of a tuple of 20 arrays takes a millisecond."""
+    if isinstance(x, np.ndarray):
+        return (x.dtype.num, x.ndim, x.flags.num)  # every flag (contiguity, writeable, aligned) in one int
+    if isinstance(x, tuple):
+        return (type(x), *(_layout(v) for v in x))
+    return type(x)
+
+
+def call_compiled(dispatcher: Any, *args: Any) -> Any:
+    """``dispatcher(*args)`` through its compiled entry point, found by the arguments' layout (dtype,
+    dimensions, contiguity, writeability of every array): what a call from Python costs is then the
+    call itself, not numba's typing of every argument (which dominated a policy decision made from
+    Python). Compiles on first use, as a call would."""
+    key = (dispatcher, _layout(args))
+    fn = _BY_LAYOUT.get(key)
+    if fn is None:
+        fn = _BY_LAYOUT[key] = entry_point(dispatcher, *args)
+    return fn(*args)
 
 
 def entry_point(dispatcher: Any, *args: Any, what: str | None = None) -> Callable[..., Any]:

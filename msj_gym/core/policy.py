@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .jit import call_compiled
 from .kernels import DecisionRule, decision_rule
 from .state import PolicyData
 
@@ -157,8 +158,8 @@ class Policy:
         if kernel is None:
             raise NotImplementedError(f"policy {self.policy_id!r} implements neither kernel nor decide")
         if self.size_aware:
-            return int(kernel(view, sizes, pdata, actions))
-        return int(kernel(view, pdata, actions))
+            return int(call_compiled(kernel, view, sizes, pdata, actions))
+        return int(call_compiled(kernel, view, pdata, actions))
 
     def report(self, pdata: PolicyData) -> dict[str, Any]:
         """Policy-specific metrics of a finished run (none by default)."""

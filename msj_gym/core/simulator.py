@@ -15,7 +15,7 @@ from .engine import advance, apply, batch_runner, check_invariants
 from .feed import ArrivalError, ArrivalFeed
 from .policy import Policy
 
-__all__ = ["SimulationError", "Simulator"]
+__all__ = ["PolicyDriver", "SimulationError", "Simulator"]
 
 
 class SimulationError(RuntimeError):
@@ -362,3 +362,23 @@ class Simulator:
             provenance=provenance,
         )
         return dataclasses.replace(result, policy_metrics=self.policy.report(self.pdata))
+
+
+class PolicyDriver:
+    """A policy bound to one run: its data drawn from the run's policy stream (as the native run draws
+    it, so that its decisions are the native run's), grown with the job slots, and its decision in the
+    current state. The one place where a decision is asked of a policy from Python: the environments
+    (an advisor, ``step_policy``, ``play_out``), :class:`~msj_gym.PolicyAgent` and the training
+    scripts all use it; the batch loop calls the same compiled kernel with the same data."""
+
+    def __init__(self, policy: Policy, core: Simulator) -> None:
+        self.policy, self.core = policy, core
+        self.pdata = core.prepare_policy(policy)
+        self.actions = np.zeros(policy.action_words(core.workload.num_servers), dtype=np.int64)
+
+    def decide(self) -> np.ndarray:
+        """The policy's decision now: engine words (a view into the driver's buffer)."""
+        core, policy, wl = self.core, self.policy, self.core.workload
+        self.pdata = policy.with_work(self.pdata, core.sim.ji.shape[0], wl.num_servers, wl.num_classes)
+        n = policy.decide(core.view, core.sizes if policy.size_aware else None, self.pdata, self.actions)
+        return self.actions[:n]

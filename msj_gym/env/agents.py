@@ -9,6 +9,7 @@ import numpy as np
 
 from ..core import state as S
 from ..core.policy import Policy
+from ..core.simulator import PolicyDriver
 from ..metrics.result import SimulationResult
 from .msj_env import MSJEnv
 
@@ -58,11 +59,10 @@ class PolicyAgent:
         policy.prepare(core.workload, np.random.default_rng(0))  # a workload it is not defined on fails here
         if policy.decides_every_event:
             core.decide_every_event(True)
-        self._actions = np.zeros(2 * core.workload.num_servers + 2, dtype=np.int64)
         self._episode = -1
         self._epoch = -1
         self._pending: list[int] = []
-        self._pdata: Any = None
+        self._driver: PolicyDriver | None = None
 
     def predict(
         self,
@@ -77,19 +77,14 @@ class PolicyAgent:
         core = env.core
         if core is None:
             raise RuntimeError("PolicyAgent: reset the environment first")
-        policy = self.policy
-        if env.episode != self._episode:
+        if env.episode != self._episode or self._driver is None or self._driver.core is not core:
             self._episode = env.episode
-            self._pdata = core.prepare_policy(policy)
+            self._driver = PolicyDriver(self.policy, core)
             self._epoch = -1
         epoch = int(core.sim.iv[S.I_EVENTS])
         if epoch != self._epoch:
             self._epoch = epoch
-            wl = env.workload
-            self._pdata = policy.with_work(self._pdata, core.sim.ji.shape[0], wl.num_servers, wl.num_classes)
-            sizes = core.sizes if policy.size_aware else None
-            n = policy.decide(core.view, sizes, self._pdata, self._actions)
-            self._pending = self._actions[:n][::-1].tolist()
+            self._pending = self._driver.decide()[::-1].tolist()
         if self._pending:
             return env.encode(self._pending.pop()), state
         return 0, state

@@ -15,16 +15,20 @@ from ..core import state as S
 from ..core.engine import apply
 from ..core.jit import entry_point
 from ..core.policy import Policy
-from ..core.simulator import SimulationError, Simulator
+from ..core.simulator import PolicyDriver, SimulationError, Simulator
 from ..metrics.result import SimulationResult
-from .stepping import (
-    CLASS_FEATURES,
+from .act import encode_action, priority_plan
+from .layout import (
+    EP_ACTIONS,
+    EP_ADVISOR,
     EP_EVERY_EVENT,
+    EP_OBS,
     EP_OBSJOBS,
     EP_PREEMPTIVE,
     EP_PWIN,
     EP_QWIN,
     EP_REVEAL,
+    EP_SLOTS,
     EP_WEIGHTED,
     N_EP,
     N_OUT,
@@ -32,18 +36,16 @@ from .stepping import (
     O_INVALID,
     O_REWARD,
     OBSERVE_ONLY,
-    QUEUE_FEATURES,
-    RUNNING_FEATURES,
-    SYSTEM_FEATURES,
-    encode_action,
-    env_step,
-    num_actions,
-    observation_size,
+    work_size,
+    workload_floats,
 )
+from .modes import ACTION_MODES, OBSERVATION_MODES, Shape, mode_named
+from .stepping import env_step
 
 __all__ = ["AgentSlot", "EnvSnapshot", "MSJEnv", "MSJPreemptiveEnv", "resolve_workload"]
 
 _DEFAULT_SCENARIO = "sf-fig2"
+DEFAULT_MAX_CLASSES = 32  # class slots of observation="classes": borg-cellb's 26 classes fit
 
 
 class AgentSlot(Policy):
@@ -107,7 +109,7 @@ class MSJEnv(gym.Env):
     :class:`msj_gym.PolicyAgent` gives bit for bit the metrics of its native run with the same seed.
 
     ## Action space
-    ``Discrete(1 + C * queue_window)`` for ``C`` job classes:
+    ``Discrete(1 + C * queue_window)`` for ``C`` class slots (the job classes, or ``max_classes``):
 
     * ``0``: wait (do nothing until the next arrival or departure);
     * ``1 + c * queue_window + r``: start the ``r``-th oldest waiting job of class ``c`` (``r = 0``: the
@@ -130,8 +132,8 @@ class MSJEnv(gym.Env):
     id, ``module:attr`` for a rule outside the registry, or a policy; priority actions only) adds
     one last action, ``1 + C``: that policy's own decision now (always offered), so that an agent can
     learn where to override a heuristic; choosing it every time is the advisor's native run, bit for
-    bit. The native vector env and
-    :class:`~msj_gym.PolicyAgent` take job actions only.
+    bit. :class:`~msj_gym.PolicyAgent` takes job actions only; the native vector env takes every
+    action mode but the advisor's.
 
     Masks: ``action_masks()`` (as sb3-contrib's MaskablePPO calls it) and ``info["action_mask"]``.
     Wait is masked only where nothing could ever happen next (no job running, no arrival to come).
@@ -158,6 +160,30 @@ class MSJEnv(gym.Env):
     ``observation="dict"`` gives the same numbers as a ``Dict`` of 1-D boxes, each block flattened
     row-major: ``system`` (2), ``classes`` (C * 5), ``queue`` (obs_jobs * 4, or 5 with sizes) and,
     preemptive only, ``running`` (C * preempt_window * 2, or 3 with sizes).
+
+    ``observation="classes"``: a **class set** whose meaning does not depend on the system's size, the
+    time unit or the number of classes, for one agent across systems: ``Box(0, 1, (8 + M * F,))``
+    with ``M = max_classes`` class slots (default 32) and ``F = 14`` (17 with ``reveal_sizes``). With
+    ``rho`` the offered load, ``m = sum_c p_c m_c`` the mean service time and ``nbar`` the mean server
+    need:
+
+    * system (8): min(rho, 1); idle servers / k; squash(jobs in system * nbar / k); squash(waiting
+      server demand / k); log2(k) / 16 (at most 1); C / M; squash(1 / (1 - rho)) (1 if rho >= 1);
+      nbar / k;
+    * one row per class slot, the workload's classes first, then all-zero padding rows (column 0 is
+      the mask of the set): 1 (a real class); n_c / k; squash(k / n_c); arrival share p_c; load share
+      rho_c / rho; min(rho_c, 1); squash(m_c / m); squash(squared coefficient of variation of the
+      class's service time); squash(waiting jobs); squash(waiting jobs * n_c / k); running jobs * n_c
+      / k; squash(age of its oldest waiting job / m_c); 1 if a waiting job fits now; min(waiting
+      jobs, idle // n_c) * n_c / k (the share of servers it could fill now); with ``reveal_sizes``
+      three more: squash(least and mean remaining service time of its waiting jobs / m_c) and
+      squash(least remaining service time of its running jobs / m_c) (0 where there is none).
+
+    The rows are equivariant: listing the classes in another order permutes them (and the priority
+    actions) and changes nothing else. ``max_classes`` also pads the other class-indexed parts of the
+    spaces (the flat observation's class block, job and priority actions): padding is zero and never
+    a valid action, so systems with up to ``max_classes`` classes share one observation and action
+    space.
 
     ## Rewards
     Minus the time integral of the number of jobs in the system between two decisions, so that an
@@ -190,9 +216,11 @@ class MSJEnv(gym.Env):
       :class:`~msj_gym.Scenario` or a workload; ``num_servers``, ``load`` / ``arrival_rate`` override its
       defaults (sf-fig2 defaults to k=8, load 0.7, where FCFS is unstable and good schedulers are not);
     * ``num_arrivals`` (1000) or ``horizon``; ``warmup`` (0 arrivals) or ``warmup_time`` (0.0);
-    * ``queue_window`` (1), ``preempt_window`` (4, preemptive only), ``obs_jobs`` (8),
-      ``observation`` (``"flat"`` | ``"dict"``), ``reveal_sizes`` (False), ``actions`` (``"jobs"`` |
-      ``"priority"`` | ``"priority-shortest"``), ``advisor`` (None);
+    * ``queue_window`` (1), ``preempt_window`` (4, preemptive only), ``obs_jobs`` (8; 0 and not
+      settable with the class set), ``observation`` (``"flat"`` | ``"dict"`` | ``"classes"``),
+      ``max_classes`` (None: the workload's classes; 32 with ``observation="classes"``),
+      ``reveal_sizes`` (False), ``actions`` (``"jobs"`` | ``"priority"`` | ``"priority-shortest"``),
+      ``advisor`` (None);
     * ``reward`` (``"integral"`` | ``"mean"``), ``weighted`` (False);
     * ``warm_start`` (None), ``warm_start_arrivals`` (1000);
     * ``max_arrivals`` (None: twice the episode's expected arrivals; a policy that has not cleared the
@@ -212,7 +240,8 @@ class MSJEnv(gym.Env):
     (this step).
 
     ## Version history
-    * v0: initial version.
+    * v0: initial version; ``observation="classes"`` and ``max_classes`` added (new options: the
+      default spaces are unchanged).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -231,8 +260,9 @@ class MSJEnv(gym.Env):
         warmup_time: float = 0.0,
         queue_window: int = 1,
         preempt_window: int = 4,
-        obs_jobs: int = 8,
+        obs_jobs: int | None = None,
         observation: str = "flat",
+        max_classes: int | None = None,
         reveal_sizes: bool = False,
         actions: str = "jobs",
         advisor: str | Policy | None = None,
@@ -251,8 +281,10 @@ class MSJEnv(gym.Env):
 
             params = inspect.signature(MSJEnv.__init__).parameters
             known = [n for n, p in params.items() if n not in ("self", "unknown")]
+            # Python's own wording first: wrappers that retry without an argument look for it
             raise TypeError(
-                f"{type(self).__name__}: unknown keyword(s) {sorted(unknown)}; known: {', '.join(known)}"
+                f"{type(self).__name__}.__init__() got an unexpected keyword argument "
+                f"{sorted(unknown)[0]!r}; known: {', '.join(known)}"
             )
         self.workload = resolve_workload(scenario, num_servers, load, arrival_rate)
         if horizon is not None:
@@ -272,16 +304,19 @@ class MSJEnv(gym.Env):
         self.warmup, self.warmup_time = warmup, float(warmup_time)
         self.queue_window = _positive_int("queue_window", queue_window)
         self.preempt_window = _positive_int("preempt_window", preempt_window)
+        self._obs_mode = mode_named("observation", observation, OBSERVATION_MODES)
+        self._act_mode = mode_named("actions", actions, ACTION_MODES)
+        if obs_jobs is None:
+            obs_jobs = 8 if self._obs_mode.uses_obs_jobs else 0
         self.obs_jobs = _positive_int("obs_jobs", obs_jobs, 0)
-        if observation not in ("flat", "dict"):
-            raise ValueError(f"observation: expected 'flat' or 'dict', got {observation!r}")
+        if self.obs_jobs and not self._obs_mode.uses_obs_jobs:
+            raise ValueError(
+                f"obs_jobs: observation={observation!r} shows no single jobs; got obs_jobs={obs_jobs!r}"
+            )
         if reward not in ("integral", "mean"):
             raise ValueError(f"reward: expected 'integral' or 'mean', got {reward!r}")
-        if actions not in ("jobs", "priority", "priority-shortest"):
-            raise ValueError(f"actions: expected 'jobs', 'priority' or 'priority-shortest', got {actions!r}")
         self.action_mode = actions
-        self._priority = actions != "jobs"
-        self._shortest = actions == "priority-shortest"  # the packing reads job sizes
+        self._priority = not self._act_mode.names_jobs
         if render_mode not in (None, "ansi", "rgb_array"):
             # gym.make turns "human" and "rgb_array_list" into "rgb_array" plus a wrapper
             raise ValueError(f"render_mode: expected None, 'ansi' or 'rgb_array', got {render_mode!r}")
@@ -304,6 +339,17 @@ class MSJEnv(gym.Env):
         wl = self.workload
         nclass = wl.num_classes
         self.num_classes = nclass
+        if max_classes is None and observation == "classes":
+            max_classes = DEFAULT_MAX_CLASSES
+        if max_classes is not None:
+            max_classes = _positive_int("max_classes", max_classes)
+            if max_classes < nclass:
+                raise ValueError(
+                    f"max_classes: the workload has {nclass} classes, more than max_classes={max_classes}"
+                )
+        self.max_classes = max_classes
+        # class slots of the spaces: the workload's classes, then padding up to max_classes
+        self.class_slots = max_classes if max_classes is not None else nclass
         self.advisor = None if advisor is None else self._baseline("advisor", advisor)
         if advisor is not None and not self._priority:
             raise ValueError(
@@ -315,19 +361,19 @@ class MSJEnv(gym.Env):
             reason = supports(self.advisor, wl)
             if reason is not None:
                 raise ValueError(f"advisor: {reason}")
-        if self._priority:
-            self._n_actions = 1 + nclass + (advisor is not None)
-            needs = np.asarray(wl.server_needs, dtype=np.int64)
-            # after the chosen class, the others by decreasing server need (ties: class order)
-            self._fill_order = sorted(range(nclass), key=lambda c: (-int(needs[c]), c))
-            self._targets = np.zeros((nclass, nclass), dtype=np.int64)
-            self._pmask = np.zeros(self._n_actions, dtype=np.bool_)
-        else:
-            self._n_actions = num_actions(nclass, self.queue_window, self.preempt_window, self.preemptive)
+        self.shape = Shape(
+            slots=self.class_slots,
+            queue_window=self.queue_window,
+            preempt_window=self.preempt_window,
+            obs_jobs=self.obs_jobs,
+            preemptive=self.preemptive,
+            reveal_sizes=self.reveal_sizes,
+            advisor=self.advisor is not None,
+        )
+        self._n_actions = self._act_mode.size(self.shape)
         self.action_space = spaces.Discrete(self._n_actions)
-        dim = observation_size(nclass, self.obs_jobs, self.preempt_window, self.preemptive, self.reveal_sizes)
-        flat = spaces.Box(0.0, 1.0, (dim,), np.float32)
-        self.observation_space = flat if observation == "flat" else self._dict_space()
+        self.observation_space = self._obs_mode.space(self.shape)
+        dim = self._obs_mode.size(self.shape)
 
         self._ep = np.zeros(N_EP, dtype=np.int64)
         self._ep[EP_PREEMPTIVE] = int(self.preemptive)
@@ -336,15 +382,21 @@ class MSJEnv(gym.Env):
         self._ep[EP_OBSJOBS] = self.obs_jobs
         self._ep[EP_REVEAL] = int(self.reveal_sizes)
         self._ep[EP_WEIGHTED] = int(self.weighted)
+        self._ep[EP_ACTIONS] = self._act_mode.code
+        self._ep[EP_OBS] = self._obs_mode.code
+        self._ep[EP_SLOTS] = self.class_slots
+        self._ep[EP_ADVISOR] = int(self.advisor is not None)
         self._fpar, self._reward_scale = self.workload_parameters(wl)
         self._obs = np.zeros(dim, dtype=np.float32)
         self._mask = np.zeros(self._n_actions, dtype=np.bool_)
         self._out = np.zeros(N_OUT)
-        self._work = np.zeros(max(nclass * self.preempt_window, 1), dtype=np.int64)
+        self._work = np.zeros(
+            work_size(self.class_slots, self.preempt_window, wl.num_servers), dtype=np.int64
+        )
         self._agent_slot = AgentSlot(self.preemptive)
         self._engine_actions = np.zeros(2 * wl.num_servers + 2, dtype=np.int64)
         # the data of the policies that step_policy and the advisor ran this episode, by policy
-        self._drivers: dict[int, tuple[Any, Policy, Any]] = {}
+        self._drivers: dict[int, tuple[Any, PolicyDriver]] = {}
         self.core: Simulator | None = None
         self.episode = -1
         self._over = True
@@ -357,10 +409,8 @@ class MSJEnv(gym.Env):
         mean server need / k) and the reward scale (``reward="mean"`` with a ``horizon``: 1 / the
         expected arrivals, which follow the arrival rate). The vector env calls it once per load."""
         wl = workload
-        means = np.asarray(wl.mean_service_times, dtype=np.float64)
         weights = np.asarray(wl.load_weights, dtype=np.float64) / np.asarray(wl.probabilities)
-        mean_need = float(np.dot(wl.probabilities, wl.server_needs))
-        fpar = np.concatenate([means, weights, [mean_need / wl.num_servers]])
+        fpar = workload_floats(wl, weights)
         return fpar, 1.0 / self._expected_arrivals(wl) if self.reward_mode == "mean" else 1.0
 
     def _expected_arrivals(self, workload: Any) -> float:
@@ -391,34 +441,8 @@ class MSJEnv(gym.Env):
             raise ValueError(f"{field}: {policy.policy_id!r} preempts; MSJ-v0 takes a non-preemptive policy")
         return policy
 
-    def _dict_space(self) -> spaces.Dict:
-        # 1-D parts (row-major where the card names two axes): what SB3's MultiInputPolicy expects
-        def box(n: int) -> spaces.Box:
-            return spaces.Box(0.0, 1.0, (n,), np.float32)
-
-        parts = {
-            "system": box(SYSTEM_FEATURES),
-            "classes": box(self.num_classes * CLASS_FEATURES),
-            "queue": box(self.obs_jobs * (QUEUE_FEATURES + self.reveal_sizes)),
-        }
-        if self.preemptive:
-            parts["running"] = box(
-                self.num_classes * self.preempt_window * (RUNNING_FEATURES + self.reveal_sizes)
-            )
-        # the flat vector's order (spaces.Dict sorts its keys)
-        self._dict_parts = [(key, box_.shape[0]) for key, box_ in parts.items()]
-        return spaces.Dict(parts)
-
     def _observation(self) -> Any:
-        flat = self._obs.copy()
-        if self.observation_mode == "flat":
-            return flat
-        out = {}
-        pos = 0
-        for key, n in self._dict_parts:
-            out[key] = flat[pos : pos + n]
-            pos += n
-        return out
+        return self._obs_mode.present(self._obs.copy(), self.shape)
 
     # ------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
@@ -496,14 +520,8 @@ class MSJEnv(gym.Env):
 
     def _advance(self, action: int) -> dict[str, Any]:
         """Run the compiled step, serving the engine's requests, until a decision is due or the
-        episode is over. Returns the step's info. With priority actions, moves on past the decisions
-        where no priority would change anything (waiting is the only choice there)."""
-        info = self._advance_once(action)
-        if self._priority:
-            while not self._over and not self._priority_mask()[1 : 1 + self.num_classes].any():
-                info = self._advance_once(-1)
-            info["action_mask"] = self._pmask.copy()
-        return info
+        episode is over. Returns the step's info."""
+        return self._advance_once(action)
 
     def _observe(self) -> None:
         """Write the observation and mask of the current state (the step asked to do only that)."""
@@ -558,13 +576,8 @@ class MSJEnv(gym.Env):
         if self._over:
             raise RuntimeError("MSJ env: the episode is over (truncated); call reset() first")
         self._out[:] = 0.0
-        if self._priority:
-            if not self._pmask[action]:
-                self._out[O_INVALID] += 1.0  # treated as wait, as with job actions
-            elif action > self.num_classes:  # the advisor's decision
-                self._apply(self._decision_of(self.advisor))
-            elif action > 0:
-                self._apply(self._priority_plan(action - 1))
+        if self.advisor is not None and action == self._n_actions - 1:
+            self._apply(self._decision_of(self.advisor))  # a policy's kernel: run from Python
             action = -1  # the whole decision is made: advance
         info = self._advance(action)
         reward = float(self._out[O_REWARD]) * self._reward_scale
@@ -590,78 +603,24 @@ class MSJEnv(gym.Env):
 
     def _decision_of(self, policy: Any) -> np.ndarray:
         """The engine actions of ``policy``'s decision now (its data kept per episode)."""
-        core, wl = self.core, self.workload
         entry = self._drivers.get(id(policy))
-        if entry is None or entry[0] is not policy:
-            resolved = self._baseline("policy", policy)
-            entry = (policy, resolved, core.prepare_policy(resolved))
-        key, resolved, pdata = entry
-        pdata = resolved.with_work(pdata, core.sim.ji.shape[0], wl.num_servers, wl.num_classes)
-        self._drivers[id(policy)] = (key, resolved, pdata)
-        sizes = core.sizes if resolved.size_aware else None
-        n = resolved.decide(core.view, sizes, pdata, self._engine_actions)
-        return self._engine_actions[:n].copy()
+        if entry is None or entry[0] is not policy or entry[1].core is not self.core:
+            entry = (policy, PolicyDriver(self._baseline("policy", policy), self.core))
+            self._drivers[id(policy)] = entry
+        return entry[1].decide().copy()
 
     def _apply(self, engine_actions: np.ndarray) -> None:
         if len(engine_actions) and apply(self.core.sim, engine_actions, len(engine_actions)) != S.E_NONE:
             self.core._raise()
 
-    # --- priority actions ---------------------------------------------------------------------------
-    def _priority_mask(self) -> np.ndarray:
-        """Per class ``c``, the running counts that priority ``c`` aims at (greedy packing: class
-        ``c`` first, then the others by decreasing server need), and the mask of the priorities."""
-        sim = self._sim
-        ci, iv = sim.ci, sim.iv
-        need, waiting, running = ci[S.C_NEED], ci[S.C_NWAIT], ci[S.C_NRUN]
-        targets = self._targets
-        for c in range(self.num_classes):
-            free = int(iv[S.I_K]) if self.preemptive else int(iv[S.I_FREE])
-            for d in (c, *(d for d in self._fill_order if d != c)):
-                if self.preemptive:  # any job in the system may run
-                    t = min(int(waiting[d] + running[d]), free // int(need[d]))
-                    free -= t * int(need[d])
-                else:  # running jobs stay; waiting ones are added
-                    add = min(int(waiting[d]), free // int(need[d]))
-                    free -= add * int(need[d])
-                    t = int(running[d]) + add
-                targets[c, d] = t
-        self._pmask[0] = self._mask[0]
-        # a priority is offered where it changes the running jobs and its own class has a job to
-        # serve (one that waits and fits, without preemption), so that no class lends its name to
-        # another's decision
-        own = np.diagonal(targets) > running if not self.preemptive else waiting + running > 0
-        self._pmask[1 : 1 + self.num_classes] = (targets != running[None, :]).any(axis=1) & own
-        if self.advisor is not None:
-            self._pmask[-1] = True
-        return self._pmask
-
     def _priority_plan(self, c: int) -> np.ndarray:
-        """The engine actions reaching priority ``c``'s running counts: preempt the youngest running
-        jobs of classes above their target, then start the oldest waiting jobs of classes below it."""
-        sim = self._sim
-        ji, ci = sim.ji, sim.ci
-        target, running = self._targets[c], ci[S.C_NRUN]
-        out: list[int] = []
-        for d in np.flatnonzero(target < running):
-            slots = [int(s) for s in sim.run_list[: sim.iv[S.I_NRUN]] if ji[s, S.CLS] == d]
-            slots.sort(key=lambda s: -int(ji[s, S.JOB_ID]))
-            out.extend(-s - 1 for s in slots[: running[d] - target[d]])
-        for d in np.flatnonzero(target > running):
-            count = int(target[d] - running[d])
-            s = int(ci[S.C_HEAD, d])
-            if not self._shortest:  # the oldest waiting jobs
-                for _ in range(count):
-                    out.append(s)
-                    s = int(ji[s, S.CNEXT])
-                continue
-            waiting = []
-            while s != -1:
-                waiting.append(s)
-                s = int(ji[s, S.CNEXT])
-            # the shortest waiting jobs (ties: the oldest first, as the list is in service order)
-            waiting.sort(key=lambda j: float(sim.js[j, S.REMAINING]))
-            out.extend(waiting[:count])
-        return np.array(out, dtype=np.int64)
+        """The engine words that priority ``c`` would apply now (preemptions, then starts), for
+        inspection: the compiled step applies them itself."""
+        if not self._priority:
+            raise ValueError(f"_priority_plan: this env takes {self.action_mode!r} actions")
+        out = np.zeros(2 * self.workload.num_servers + 2, dtype=np.int64)
+        n = priority_plan(self._sim, self._ep, int(c), self._work, out)
+        return out[:n]
 
     def _check_action(self, action: Any) -> int:
         n = self._n_actions
@@ -714,8 +673,6 @@ class MSJEnv(gym.Env):
         self._obs[:], self._mask[:] = snapshot.arrays
         self._bind()
         self._drivers.clear()
-        if self._priority:
-            self._priority_mask()
         info = {
             "time": float(self._sim.fv[S.F_NOW]),
             "action_mask": self.action_masks(),
@@ -737,11 +694,10 @@ class MSJEnv(gym.Env):
         policy = self._baseline("policy", policy)
         core = self.core
         start = float(core.sim.fv[S.F_RUN_AREA])
-        pdata = core.prepare_policy(policy)
         # the decision due now is the policy's, then it runs event by event to the end
-        n = policy.decide(core.view, core.sizes if policy.size_aware else None, pdata, core.actions)
-        self._apply(core.actions[:n])
-        core.drive(policy, pdata)
+        driver = PolicyDriver(policy, core)
+        self._apply(driver.decide())
+        core.drive(policy, driver.pdata)
         self._over = True
         self._bind()
         self._observe()
@@ -755,7 +711,7 @@ class MSJEnv(gym.Env):
 
     def action_masks(self) -> np.ndarray:
         """Valid actions of the current decision (what sb3-contrib's MaskablePPO reads)."""
-        return (self._pmask if self._priority else self._mask).copy()
+        return self._mask.copy()
 
     def result(self) -> SimulationResult:
         """The simulator's metrics for the current episode (final once the episode is truncated)."""
@@ -766,7 +722,7 @@ class MSJEnv(gym.Env):
     def encode(self, engine_action: int) -> int:
         """The env action naming an engine action (start slot ``s`` / preempt ``-s-1``); raises if the
         job lies outside the action window."""
-        if self.action_mode != "jobs":
+        if not self._act_mode.names_jobs:
             raise ValueError(
                 f"encode: this env takes {self.action_mode!r} actions, which name no single job; "
                 "make it with actions='jobs' (the default) to act job by job"

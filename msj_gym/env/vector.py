@@ -361,8 +361,9 @@ class NativeVectorEnv(VectorEnv):
 class MSJVectorEnv(NativeVectorEnv):
     """``num_envs`` independent ``MSJ-v0`` environments stepped together in compiled code.
 
-    Every keyword of :class:`~msj_gym.env.msj_env.MSJEnv` is accepted (except ``warm_start``) and
-    means the same; spaces are the single env's, batched (``Box(0, 1, (N, D))``,
+    Every keyword of :class:`~msj_gym.env.msj_env.MSJEnv` is accepted (except ``warm_start`` and
+    ``advisor``, which run a policy's decision from Python) and means the same, every observation and
+    action mode included; spaces are the single env's, batched (``Box(0, 1, (N, D))``,
     ``MultiDiscrete([A] * N)``). The states of all environments live in stacked arrays
     (:mod:`msj_gym.env.batch`) and one compiled call steps them all with the single env's own step
     function, so that **environment ``i`` reset with seed ``s`` follows exactly the trajectory of a
@@ -430,9 +431,9 @@ class MSJVectorEnv(NativeVectorEnv):
                 "warm_start: not supported by the vector env; "
                 "use gym.make_vec(..., vectorization_mode='sync')"
             )
-        if env_kwargs.get("actions", "jobs") != "jobs":
+        if env_kwargs.get("advisor") is not None:
             raise ValueError(
-                f"actions: the vector env takes job actions only, got {env_kwargs['actions']!r}; "
+                "advisor: the vector env runs no policy's decision inside its step; "
                 "use gym.make_vec(..., vectorization_mode='sync')"
             )
         n = _positive_int("num_envs", num_envs)
@@ -703,13 +704,8 @@ class MSJVectorEnv(NativeVectorEnv):
 
     def _observation(self, force_copy: bool = False) -> Any:
         flat = self._obs.copy() if (self.copy or force_copy) else self._obs
-        if self.single_env.observation_mode == "flat":
-            return flat
-        out, pos = {}, 0
-        for key, width in self.single_env._dict_parts:
-            out[key] = flat[:, pos : pos + width]
-            pos += width
-        return out
+        proto = self.single_env
+        return proto._obs_mode.present(flat, proto.shape)
 
     def decide_every_event(self, flag: bool) -> None:
         """As :meth:`MSJEnv.decide_every_event`, for every environment."""

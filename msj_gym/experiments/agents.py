@@ -201,6 +201,11 @@ def _load_checkpoint(spec: str, bare: bool = False) -> AgentSpec:
             errors.append(f"{name}: {module} is not installed (pip install -e '.[rl]')")
             continue
         try:
+            import torch
+
+            # an agent's decision is a small forward pass: more threads only contend with the other
+            # workers of a leaderboard
+            torch.set_num_threads(1)
             model = algo.load(path, device="cpu")
         except Exception as exc:  # SB3 raises many kinds on a file that is not its checkpoint
             errors.append(f"{name}: {type(exc).__name__}: {exc}")

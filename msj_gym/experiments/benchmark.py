@@ -112,7 +112,8 @@ EXCLUDED = ("mdp-optimal", "mdp-optimal-preemptive")  # the exact optimum is the
 @dataclass(frozen=True)
 class BenchmarkConfig:
     """What a benchmark runs: the suite (``points``), seeds and run length, whether the preemptive
-    baselines enter, and the agent specs (shipped name, ``.zip`` path or ``module:attr``)."""
+    baselines enter, the agent specs (shipped name, ``.zip`` path or ``module:attr``) and ``policies``
+    of your own (``module:attr`` naming a Policy class or instance: scored, never a reference)."""
 
     points: tuple[tuple[str, float], ...] | None = None  # None: BENCHMARK_SUITE
     seeds: tuple[int, ...] = tuple(range(DEFAULT_SEEDS))
@@ -121,6 +122,7 @@ class BenchmarkConfig:
     preemptive: bool = False
     agents: tuple[str, ...] = ()
     suite: str = SUITE_VERSION
+    policies: tuple[str, ...] = ()
     bare_agents: bool = False  # admit checkpoints without their .json (see experiments.agents)
 
     def __post_init__(self) -> None:
@@ -136,6 +138,15 @@ class BenchmarkConfig:
             raise ValueError("benchmark suite: expected distinct (scenario, load) points")
         if len(set(self.agents)) != len(self.agents):
             raise ValueError("--agent: the same agent given twice")
+        object.__setattr__(self, "policies", tuple(self.policies))
+        for spec in self.policies:
+            if ":" not in spec:
+                raise ValueError(
+                    f"--policies: expected module:Class for a policy of your own (the baselines enter "
+                    f"anyway), got {spec!r}"
+                )
+        if len(set(self.policies)) != len(self.policies):
+            raise ValueError("--policies: the same policy given twice")
 
     @property
     def warmup_arrivals(self) -> int:
@@ -308,14 +319,18 @@ def _plan(
     """Every run, and per point the kind of each entrant (label -> kind)."""
     from baselines import POLICIES, supports
 
+    from ..registry import policy_from_spec
     from ..workloads.scenarios import load_scenario
 
     ids = _policy_ids(config.preemptive)
+    own = {spec: policy_from_spec(spec, "--policies") for spec in config.policies}
     points: list[Point] = []
     kinds: dict[tuple[str, float], dict[str, str]] = {}
     for scenario, rho in config.points:
         workload = load_scenario(scenario).build(load=rho)
         here = [pid for pid in ids if supports(pid, workload) is None]
+        # a policy of the user's own enters where it is defined (elsewhere it has no score, like a baseline)
+        here += [spec for spec in config.policies if supports(own[spec], workload) is None]
         agents = [a for a in config.agents if (scenario, rho) not in unfit[a]]
         lb = LeaderboardConfig(
             scenarios=(scenario,),
@@ -332,10 +347,12 @@ def _plan(
             if e.agent:
                 kind = "agent"
             else:
-                cls = POLICIES[e.policy]
+                cls = own[e.policy] if e.policy in own else POLICIES[e.policy]
                 kind = ("preemptive" if cls.preemptive else "non-preemptive") + (
                     ", size-aware" if cls.size_aware else ""
                 )
+                if e.policy in own:  # scored, never a reference: the scale must not depend on entrants
+                    kind = "user, " + kind
             kinds[(scenario, rho)][e.label] = kind
         points += pts
     return points, kinds

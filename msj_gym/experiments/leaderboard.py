@@ -38,6 +38,7 @@ from ..workloads.workload import check_load
 from .runner import Point, check_backend, hold_folder, provenance, run_points
 
 __all__ = [
+    "DEFAULT_ARRIVALS",
     "DEFAULT_LOADS",
     "DEFAULT_SCENARIO",
     "LeaderboardConfig",
@@ -49,6 +50,7 @@ __all__ = [
 
 DEFAULT_SCENARIO = "sf-fig2"
 DEFAULT_LOADS = (0.5, 0.6, 0.7, 0.8, 0.9)
+DEFAULT_ARRIVALS = 20_000  # per run of a synthetic scenario; a trace replay runs all its jobs
 POLICY_GROUPS = ("all", "non-preemptive", "preemptive")
 MAX_LOADS = 1000  # loads in one sweep, and below seeds per point: bounds a typo like a step of 1e-9
 MAX_SEEDS = 100_000
@@ -119,16 +121,20 @@ def parse_seeds(text: str | int | Sequence[int]) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class LeaderboardConfig:
-    """What a leaderboard runs. ``policies`` holds ids or a group (``all``, ``non-preemptive``,
-    ``preemptive``); a group keeps the policies defined on each scenario's workload, a named id that
-    is not defined there is an error. ``loads`` of None takes :data:`DEFAULT_LOADS`."""
+    """What a leaderboard runs. ``policies`` holds ids, groups (``all``, ``non-preemptive``,
+    ``preemptive``) and ``module:attr`` specs of policies of your own (a Policy class or instance, run
+    natively like the baselines); a group keeps the policies defined on each scenario's workload, a
+    policy named on its own that is not defined there is an error. ``loads`` of None takes
+    :data:`DEFAULT_LOADS`. ``arrivals`` of None runs :data:`DEFAULT_ARRIVALS` per run, and a trace
+    replay all its jobs; ``warmup`` of None discards a tenth of what a run replays
+    (:meth:`arrivals_for`, :meth:`warmup_for`)."""
 
     scenarios: tuple[str, ...] = (DEFAULT_SCENARIO,)
     loads: tuple[float, ...] = DEFAULT_LOADS
     policies: tuple[str, ...] = ("all",)
     agents: tuple[str, ...] = ()
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    arrivals: int = 20_000
+    arrivals: int | None = None
     warmup: int | None = None
     reference: str | None = None
     policy_params: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -139,32 +145,97 @@ class LeaderboardConfig:
             raise ValueError("--scenario: at least one scenario is needed")
         if not self.policies and not self.agents:
             raise ValueError("--policies: no policy or agent to rank; give policy ids or a group")
-        if isinstance(self.arrivals, bool) or not isinstance(self.arrivals, int) or self.arrivals < 100:
+        if self.arrivals is not None and (
+            isinstance(self.arrivals, bool) or not isinstance(self.arrivals, int) or self.arrivals < 100
+        ):
             raise ValueError(f"--arrivals: expected an integer >= 100, got {self.arrivals!r}")
-        if self.warmup is not None and not 0 <= self.warmup < self.arrivals - 1:
-            raise ValueError(
-                f"--warmup: expected an integer in [0, {self.arrivals - 1}), got {self.warmup!r}"
-            )
+        if self.warmup is not None:
+            from ..workloads.gpu_traces import is_gpu_trace_spec
+
+            # a trace's own length is checked when it is read (check_run_length)
+            synthetic = not all(is_gpu_trace_spec(s) for s in self.scenarios)
+            most = self.arrivals if self.arrivals is not None else DEFAULT_ARRIVALS if synthetic else None
+            if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
+                raise ValueError(f"--warmup: expected an integer >= 0, got {self.warmup!r}")
+            if most is not None and not self.warmup < most - 1:
+                raise ValueError(f"--warmup: expected an integer in [0, {most - 1}), got {self.warmup!r}")
         object.__setattr__(self, "loads", parse_loads(self.loads))
         object.__setattr__(self, "seeds", parse_seeds(self.seeds))
 
-    @property
-    def warmup_arrivals(self) -> int:
-        return self.warmup if self.warmup is not None else self.arrivals // 10
+    def arrivals_for(self, scenario: str) -> int:
+        """The arrivals of each run on ``scenario``: ``arrivals``, else all the jobs of a trace replay,
+        else :data:`DEFAULT_ARRIVALS`."""
+        if self.arrivals is not None:
+            return self.arrivals
+        jobs = trace_jobs(scenario)
+        return DEFAULT_ARRIVALS if jobs is None else jobs
+
+    def warmup_for(self, scenario: str) -> int:
+        """The arrivals each run on ``scenario`` discards: ``warmup``, else a tenth of the jobs it
+        replays (a trace shorter than ``arrivals`` ends early: a tenth of the trace)."""
+        if self.warmup is not None:
+            return self.warmup
+        jobs = trace_jobs(scenario)
+        n = self.arrivals_for(scenario)
+        return (n if jobs is None else min(n, jobs)) // 10
+
+    def check_run_length(self, scenario: str) -> None:
+        """A one-line error if a run on ``scenario`` would measure no job: a trace replay of fewer than 2
+        jobs, or with no job left after the ``warmup`` given."""
+        jobs = trace_jobs(scenario)
+        if jobs is None:
+            return
+        if jobs < 2:
+            raise ValueError(f"--scenario {scenario!r}: a trace replay needs 2 jobs or more, got {jobs}")
+        if self.warmup is not None and not self.warmup < min(self.arrivals_for(scenario), jobs) - 1:
+            raise ValueError(
+                f"--warmup: {self.warmup} arrivals discarded leave no job of trace {scenario!r} to measure "
+                f"({jobs} jobs); expected an integer in [0, {min(self.arrivals_for(scenario), jobs) - 1})"
+            )
+
+    def run_length(self) -> str:
+        """The run length and warm-up in words (one clause if every scenario has the same)."""
+        each = {s: (self.arrivals_for(s), self.warmup_for(s)) for s in self.scenarios}
+        if len(set(each.values())) == 1:
+            n, w = next(iter(each.values()))
+            return f"{n} arrivals per run ({w} warm-up)"
+        return "arrivals per run: " + "; ".join(f"{s} {n} ({w} warm-up)" for s, (n, w) in each.items())
 
     def identity(self) -> dict[str, Any]:
-        """The fields that determine the results (not how they are run or shown)."""
+        """The fields that determine the results (not how they are run or shown). The run length and
+        warm-up are resolved: one number where every scenario has the same (as before traces had
+        their own), else one per scenario."""
         d = asdict(self)
         d.pop("reference")
         d.pop("bare_agents")  # how agents are admitted; their runs are keyed by the checkpoint itself
-        d["warmup"] = self.warmup_arrivals
+        for key, of in (("arrivals", self.arrivals_for), ("warmup", self.warmup_for)):
+            each = {s: of(s) for s in self.scenarios}
+            d[key] = next(iter(each.values())) if len(set(each.values())) == 1 else each
         return json.loads(json.dumps(d))
+
+
+_TRACE_JOBS: dict[str, int | None] = {}
+
+
+def trace_jobs(scenario: str) -> int | None:
+    """How many jobs the trace replay ``scenario`` (``FORMAT:PATH``) holds, None for a synthetic
+    scenario. Read once per process (the trace itself is cached by :mod:`msj_gym.workloads.gpu_traces`)."""
+    if scenario not in _TRACE_JOBS:
+        from ..workloads.gpu_traces import is_gpu_trace_spec
+
+        if not is_gpu_trace_spec(scenario):
+            return None
+        from ..workloads.scenarios import load_scenario
+        from ..workloads.trace import replay_length
+
+        _TRACE_JOBS[scenario] = replay_length(load_scenario(scenario).build())
+    return _TRACE_JOBS[scenario]
 
 
 @dataclass
 class Entrant:
     label: str
-    policy: str | None  # policy id, or None for an agent
+    policy: str | None  # policy id or module:attr, or None for an agent
     agent: str | None
     preemptive: bool | None
     size_aware: bool | None
@@ -238,7 +309,12 @@ def _entrants(
 
     workload = load_scenario(scenario).build(load=config.loads[0])
     jobs = getattr(workload, "arrival_time", None)
-    if getattr(workload, "finite", False) and jobs is not None and len(jobs) < config.arrivals:
+    if (
+        getattr(workload, "finite", False)
+        and jobs is not None
+        and config.arrivals is not None
+        and len(jobs) < config.arrivals
+    ):
         import sys
 
         print(
@@ -247,6 +323,7 @@ def _entrants(
             file=sys.stderr,
         )
     ids: list[str] = []
+    specs: list[str] = []  # module:attr, policies of the user's own
     for item in config.policies:
         if item in POLICY_GROUPS:
             ids += [
@@ -256,10 +333,12 @@ def _entrants(
             ]
         elif item in POLICIES:
             ids.append(item)
+        elif ":" in item:
+            specs.append(item)
         else:
             raise ValueError(
                 f"--policies: unknown policy {item!r}; known: {', '.join(POLICIES)} "
-                f"(or a group: {', '.join(POLICY_GROUPS)})"
+                f"(or a group: {', '.join(POLICY_GROUPS)}; or module:Class for a policy of your own)"
             )
     skipped: dict[str, str] = {}
     out: list[Entrant] = []
@@ -289,6 +368,9 @@ def _entrants(
             )
         )
     labels = {e.label for e in out}
+    for spec in dict.fromkeys(specs):
+        out.append(_own_entrant(spec, scenario, workload, config.policy_params.get(spec, {}), labels))
+        labels.add(out[-1].label)
     for spec in config.agents:
         check_agent(spec, scenario, {"load": config.loads[0]}, bare=config.bare_agents)
         label = agent_label(spec)
@@ -307,6 +389,28 @@ def _entrants(
     return out, skipped
 
 
+def _own_entrant(
+    spec: str, scenario: str, workload: Any, params: dict[str, Any], labels: set[str]
+) -> Entrant:
+    """The entrant of a policy of the user's own, ``module:attr`` (checked here: it imports, is a
+    Policy, is defined on the workload, its id is not taken). Its runs carry the spec, and each worker
+    imports the module itself."""
+    from baselines import supports
+
+    from ..registry import policy_from_spec
+
+    policy = policy_from_spec(spec, "--policies", **params)
+    reason = supports(policy, workload)
+    if reason is not None:
+        raise ValueError(f"--policies: {spec!r} is not defined on scenario {scenario!r}: {reason}")
+    label = policy.policy_id or spec
+    if label in labels:
+        raise ValueError(
+            f"--policies: {spec!r} has the policy_id {label!r} of another entrant; give it an id of its own"
+        )
+    return Entrant(label, spec, None, bool(policy.preemptive), bool(policy.size_aware), dict(params))
+
+
 def plan(
     config: LeaderboardConfig, workers: int = 1
 ) -> tuple[list[Point], dict[str, list[Entrant]], dict[str, dict[str, str]]]:
@@ -316,6 +420,7 @@ def plan(
     entrants: dict[str, list[Entrant]] = {}
     skipped: dict[str, dict[str, str]] = {}
     for scenario in config.scenarios:
+        config.check_run_length(scenario)
         entrants[scenario], skipped[scenario] = _entrants(config, scenario, workers)
         for e in entrants[scenario]:
             for rho in config.loads:
@@ -327,10 +432,10 @@ def plan(
                             scenario=scenario,
                             policy=e.policy or e.label,
                             seed=seed,
-                            num_arrivals=config.arrivals,
+                            num_arrivals=config.arrivals_for(scenario),
                             build={"load": rho},
                             params=dict(e.params),
-                            warmup=config.warmup_arrivals,
+                            warmup=config.warmup_for(scenario),
                             agent=e.agent,
                         )
                     )
@@ -698,8 +803,8 @@ def format_tables(report: dict[str, Any], markdown: bool = False) -> str:
                 exact = ["-", f"optimum ({kind}, exact)", kind, f"{value:.4g}", "", "", "", "", "+0.0 %", ""]
                 table.insert(0, exact)
             title = (
-                f"{scenario}  load {rho:g}  ({len(config.seeds)} seeds x {config.arrivals} arrivals, "
-                f"{config.warmup_arrivals} warm-up)"
+                f"{scenario}  load {rho:g}  ({len(config.seeds)} seeds x {config.arrivals_for(scenario)} "
+                f"arrivals, {config.warmup_for(scenario)} warm-up)"
             )
             lines += _render(title, head, table, markdown)
         st = [s for s in report["standings"] if s.scenario == scenario]
@@ -750,8 +855,8 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
     intro = (
         "# msj_gym leaderboard\n\n"
         f"Scenarios {', '.join(config.scenarios)}; loads {', '.join(f'{x:g}' for x in config.loads)}; "
-        f"seeds {', '.join(map(str, config.seeds))}; {config.arrivals} arrivals per run "
-        f"({config.warmup_arrivals} warm-up). Every entrant sees the same job streams per seed; ratios are "
+        f"seeds {', '.join(map(str, config.seeds))}; {config.run_length()}. Every entrant sees the same "
+        "job streams per seed; ratios are "
         "paired per seed (Student-t 95 % CI over seeds). Unstable entrants rank last: their averages are "
         f"over a growing queue. Code {provenance()['git_revision']}.\n\n"
     )
@@ -958,7 +1063,7 @@ def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
     ax.legend(fontsize=8, title="class", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(
-        f"{scenario}: {len(config.seeds)} seeds x {config.arrivals} arrivals per point; "
+        f"{scenario}: {len(config.seeds)} seeds x {config.arrivals_for(scenario)} arrivals per point; "
         f"code {provenance()['git_revision'][:12]}\n"
         + ("bands: 95 % CI over seeds;  " if bands else "")
         + "x: the first unstable load (its mean is over a growing queue); the curve stops there",

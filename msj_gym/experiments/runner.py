@@ -24,6 +24,7 @@ import errno
 import hashlib
 import json
 import math
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -55,9 +56,11 @@ BACKENDS = ("local", "ray")
 @dataclass(frozen=True)
 class Point:
     """One simulation run. ``series`` and ``x`` say where it goes in a figure; ``build`` holds the
-    workload overrides (``arrival_rate``, ``load``, ``num_servers``). With ``agent`` (a checkpoint path
-    or ``module:attr``, see :mod:`msj_gym.experiments.agents`) the run goes through ``MSJ-v0`` driven by
-    that agent, and ``policy`` is only its label."""
+    workload overrides (``arrival_rate``, ``load``, ``num_servers``). ``policy`` is a registered id or
+    ``module:attr`` naming a policy class or instance outside the registry (a string: a worker imports
+    the module itself). With ``agent`` (a checkpoint path or ``module:attr``, see
+    :mod:`msj_gym.experiments.agents`) the run goes through ``MSJ-v0`` driven by that agent, and
+    ``policy`` is only its label."""
 
     series: str
     x: float
@@ -162,9 +165,11 @@ def _code_files(point: Point, run: Run | None) -> tuple[str, ...]:
         if Path(point.agent).is_file():  # a checkpoint: its weights are part of the code
             files.add(str(Path(point.agent).resolve()))
     elif run is None:
-        from ..registry import policy_class, policy_ids
+        from ..registry import policy_class, policy_ids, spec_source_files
 
-        if point.policy in policy_ids():  # its module, and the registry and helpers every policy shares
+        if ":" in point.policy:  # a policy outside the registry: its own files, whatever their names
+            files |= set(spec_source_files(point.policy))
+        elif point.policy in policy_ids():  # its module, and the registry and helpers every policy shares
             module = Path(inspect.getsourcefile(policy_class(point.policy)) or "")
             files |= {str(module), *(str(module.parent / n) for n in ("__init__.py", "_kit.py"))}
             files.add(str(root / "registry.py"))
@@ -200,7 +205,7 @@ def run_point(point: Point) -> dict[str, Any]:
         res = run_agent(point)
     else:
         from ..core.simulator import Simulator
-        from ..registry import make_policy
+        from ..registry import policy_from_spec
 
         if point.scenario in COMPAT_SCENARIOS:  # job-server compatibility model (Bonald & Comte 2017)
             from ..pooled import PooledSimulator
@@ -212,7 +217,7 @@ def run_point(point: Point) -> dict[str, Any]:
             simulator = Simulator
         sim = simulator(
             wl,
-            make_policy(point.policy, **point.params),
+            policy_from_spec(point.policy, "policy", **point.params),
             seed=point.seed,
             num_arrivals=point.num_arrivals,
             warmup=point.warmup,
@@ -342,13 +347,104 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def unguarded_script() -> str | None:
+    """The script this process runs if the current call comes from its top level outside an
+    ``if __name__ == "__main__":`` block, else None. A spawned worker imports the main script again
+    before it does anything, so such a script would start the whole run again in every worker (and
+    multiprocessing kills those workers: the pool breaks). A notebook, ``python -c`` or stdin has no
+    script to import again, and a guarded call is not run again."""
+    import ast
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path is None:
+        return None
+    script = os.path.realpath(path)
+    frame = sys._getframe(1)
+    # the script's own top-level frame: code run in its namespace from elsewhere (a notebook cell, exec)
+    # has another file name, and is not what a worker would run again
+    while frame is not None and not (
+        frame.f_code.co_name == "<module>" and os.path.realpath(frame.f_code.co_filename) == script
+    ):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    try:
+        tree = ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    line = frame.f_lineno
+    for stmt in tree.body:
+        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            guarded = (
+                isinstance(stmt, ast.If)
+                and any(b.lineno <= line <= (b.end_lineno or b.lineno) for b in stmt.body)
+                and "__name__" in ast.unparse(stmt.test)
+                and "__main__" in ast.unparse(stmt.test)
+            )
+            return None if guarded else str(path)
+    return None
+
+
+_SAID_UNGUARDED: set[str] = set()
+
+
+def local_workers(workers: int) -> int:
+    """``workers``, or 1 when worker processes would run the calling script again
+    (:func:`unguarded_script`): the runs then go on in this process, and stderr says why once."""
+    if workers < 2:
+        return workers
+    script = unguarded_script()
+    if script is None:
+        return workers
+    if script not in _SAID_UNGUARDED:
+        _SAID_UNGUARDED.add(script)
+        print(
+            f'msj-gym: {script} runs this outside `if __name__ == "__main__":`, so worker processes '
+            "would start it again: running in this process only (put the call under that guard to use "
+            f"{workers} processes)",
+            file=sys.stderr,
+            flush=True,
+        )
+    return 1
+
+
+class _InProcess:
+    """The part of an executor :func:`process_pool`'s callers use, running each call at once here."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        import concurrent.futures as cf
+
+        fut: cf.Future[Any] = cf.Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except Exception as exc:
+            fut.set_exception(exc)
+        return fut
+
+    def map(self, fn: Callable[..., Any], *iterables: Any) -> Iterator[Any]:
+        return iter([fn(*args) for args in zip(*iterables, strict=False)])
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        return None
+
+    def __enter__(self) -> _InProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 def process_pool(workers: int) -> Any:
     """A pool of ``workers`` fresh processes (spawn, not fork: the parent may hold numba or torch
-    threads) that do not outlive this one."""
+    threads) that do not outlive this one; an executor running in this process instead when the
+    workers would run the calling script again (:func:`local_workers`)."""
     import concurrent.futures as cf
     import multiprocessing
     import os
 
+    if local_workers(workers) < 2:
+        return _InProcess()
     return cf.ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
@@ -375,6 +471,8 @@ def _execute(
         on_ready()
         yield from _execute_ray(todo, run, workers, address)
         return
+    if len(todo) > 1:
+        workers = local_workers(workers)
     if workers == 1 or len(todo) <= 1:
         _warm_up(todo, run, None)
         on_ready()
@@ -414,9 +512,10 @@ def _execute_ray(
             kwargs["num_cpus"] = workers  # a local Ray, started on demand
         else:
             kwargs["address"] = address
-        # workers import msj_gym from where this process does (a checkout, not only an install)
-        root = str(Path(__file__).resolve().parents[2])
-        kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": root}}
+        # workers import msj_gym from where this process does (a checkout, not only an install), and
+        # the modules that ``module:attr`` policies and agents name from where this process found them
+        roots = [str(Path(__file__).resolve().parents[2]), *_spec_roots(todo)]
+        kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(roots))}}
         ray.init(**kwargs)
         started = True
     try:
@@ -429,6 +528,56 @@ def _execute_ray(
     finally:
         if started:
             ray.shutdown()
+
+
+def map_unordered(
+    fn: Callable[[Any], Any],
+    tasks: Sequence[Any],
+    backend: str = "local",
+    workers: int = 1,
+    address: str | None = None,
+) -> Iterator[tuple[Any, Any]]:
+    """Yield ``(task, fn(task))`` as tasks finish, in completion order: in this process
+    (``workers=1``), in ``workers`` local processes, or on Ray (a cluster at ``address``, or a local
+    one with ``workers`` CPUs), as the leaderboard runs its points. ``fn`` must be a module-level
+    function and the tasks picklable."""
+    check_backend(backend, workers, address)
+    if backend == "ray":
+        yield from _execute_ray(tasks, fn, workers, address)
+        return
+    if workers == 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield task, fn(task)
+        return
+    import concurrent.futures as cf
+
+    pool = process_pool(min(workers, len(tasks)))
+    finished = False
+    try:
+        futures = {pool.submit(fn, task): task for task in tasks}
+        for fut in cf.as_completed(futures):
+            yield futures[fut], fut.result()
+        finished = True
+    finally:
+        pool.shutdown(wait=finished, cancel_futures=not finished)
+
+
+def _spec_roots(points: Sequence[Any]) -> list[str]:
+    """The folders from which this process imported the modules that the points' ``module:attr``
+    policies and agents name (the folder of the top-level package)."""
+    roots = []
+    for p in points:  # map_unordered's tasks need not be points: they have no spec
+        spec = getattr(p, "agent", None) or getattr(p, "policy", None)
+        name = spec.rpartition(":")[0] if isinstance(spec, str) and ":" in spec else ""
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None) if module is not None else None
+        if path is None:
+            continue
+        root = Path(path).resolve().parent
+        for _ in range(name.count(".") + (Path(path).name == "__init__.py")):
+            root = root.parent
+        roots.append(str(root))
+    return roots
 
 
 def check_backend(backend: str, workers: int, address: str | None = None) -> None:
@@ -585,7 +734,8 @@ def _refuse_stale(
                     "overrides changed"
                 )
             if old.get("code") != v:
-                changes.append(f"code {old.get('code')} there vs {v} now")
+                mine = f" (the source of {p.policy} or of msj_gym changed)" if ":" in p.policy else ""
+                changes.append(f"code {old.get('code')} there vs {v} now{mine}")
             what = "; ".join(changes)
         raise StaleRuns(
             f"--out {str(results.parent)!r}: {results.name} holds runs of {p.scenario!r} "

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .stats import batch_ratio, jain_index, student_t_quantile
+from .stats import batch_ratio, exact_dot, jain_index, student_t_quantile
 
 __all__ = ["ClassResult", "SimulationResult", "assess_stability", "json_clean", "summarise"]
 
@@ -223,9 +223,9 @@ def _weighted(resp: np.ndarray, count: np.ndarray, weights: np.ndarray) -> tuple
     w = weights[present] / weights[present].sum()
     y, x = resp[:, present], count[:, present].astype(np.float64)
     t_i = y.sum(axis=0) / x.sum(axis=0)
-    value = float(w @ t_i)
+    value = exact_dot(w, t_i)
     b = y.shape[0]
     xbar = x.sum(axis=0) / b
-    z = ((y - t_i * x) / xbar) @ w
-    hw = student_t_quantile(0.975, b - 1) * math.sqrt(float(z @ z) / (b * (b - 1)))
+    z = np.array([exact_dot(row, w) for row in (y - t_i * x) / xbar])
+    hw = student_t_quantile(0.975, b - 1) * math.sqrt(exact_dot(z, z) / (b * (b - 1)))
     return value, hw

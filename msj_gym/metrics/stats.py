@@ -9,7 +9,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Estimate", "batch_means", "batch_ratio", "jain_index", "replication_ci", "student_t_quantile"]
+__all__ = [
+    "Estimate",
+    "batch_means",
+    "batch_ratio",
+    "exact_dot",
+    "jain_index",
+    "replication_ci",
+    "student_t_quantile",
+]
+
+
+def exact_dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``a @ b`` for 1-D arrays, correctly rounded (``math.fsum`` of the products). A BLAS dot product
+    sums in an order that depends on the CPU it runs on, and results must be the same bit for bit on
+    every machine."""
+    return math.fsum((np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)).tolist())
 
 
 def _normal_quantile(p: float) -> float:
@@ -146,8 +161,8 @@ def batch_means(values: np.ndarray, num_batches: int = 30) -> Estimate:
     sd = float(bm.std(ddof=1))
     hw = student_t_quantile(0.975, b - 1) * sd / math.sqrt(b)
     centred = bm - bm.mean()
-    denom = float(centred @ centred)
-    rho1 = float(centred[1:] @ centred[:-1]) / denom if denom > 0 else 0.0
+    denom = exact_dot(centred, centred)
+    rho1 = exact_dot(centred[1:], centred[:-1]) / denom if denom > 0 else 0.0
     return Estimate(mean, hw, n, "batch-means", rho1)
 
 
@@ -166,15 +181,15 @@ def batch_ratio(sums: np.ndarray, counts: np.ndarray) -> Estimate:
         return Estimate(r, float("inf"), int(total), "batch-means")
     resid = y - r * x
     xbar = total / b
-    var = float(resid @ resid) / (b * (b - 1) * xbar**2)
+    var = exact_dot(resid, resid) / (b * (b - 1) * xbar**2)
     hw = student_t_quantile(0.975, b - 1) * math.sqrt(var)
     nonempty = x > 0
     bm = y[nonempty] / x[nonempty]
     rho1 = float("nan")
     if bm.size > 2:
         centred = bm - bm.mean()
-        denom = float(centred @ centred)
-        rho1 = float(centred[1:] @ centred[:-1]) / denom if denom > 0 else 0.0
+        denom = exact_dot(centred, centred)
+        rho1 = exact_dot(centred[1:], centred[:-1]) / denom if denom > 0 else 0.0
     return Estimate(r, hw, int(total), "batch-means", rho1)
 
 

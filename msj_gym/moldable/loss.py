@@ -503,7 +503,8 @@ def loss_result(st: LossState, system: MoldableSystem, provenance: dict[str, Any
         )
     pb, et = overall_estimates(st)
     ks = np.arange(st.q.shape[1])
-    busy = float((st.q_area @ ks).sum() / (span * n)) if span > 0 else math.nan
+    # correctly rounded: a BLAS product's summation order depends on the CPU
+    busy = math.fsum((st.q_area * ks).ravel().tolist()) / (span * n) if span > 0 else math.nan
     return MoldableResult(
         blocking=pb.mean,
         blocking_ci95=pb.ci95_half_width,

@@ -11,7 +11,15 @@ import numpy as np
 from .distributions import MAX_DURATION, MIN_DURATION, Empirical
 from .workload import MAX_SERVERS, ArrivalChunk, ClassTable, JobClass, check_integer, check_load
 
-__all__ = ["TraceWorkload"]
+__all__ = ["TraceWorkload", "replay_length"]
+
+
+def replay_length(workload: Any) -> int | None:
+    """How many jobs a finite workload (a trace replay) holds, which is also its default run length;
+    None for an endless (synthetic) one."""
+    if not getattr(workload, "finite", False):
+        return None
+    return int(np.asarray(workload.arrival_time).size)
 
 
 class TraceWorkload(ClassTable):

@@ -19,9 +19,17 @@ from msj_gym.workloads import TraceWorkload
 
 
 @pytest.mark.parametrize("env_id", msj_gym.ENV_IDS)
-@pytest.mark.parametrize("observation", ["flat", "dict"])
-def test_checkers_pass(env_id: str, observation: str) -> None:
-    env = gym.make(env_id, observation=observation)
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"observation": "flat"},
+        {"observation": "dict"},
+        {"observation": "classes", "actions": "priority"},
+        {"observation": "classes", "actions": "priority-shortest", "reveal_sizes": True},
+    ],
+)
+def test_checkers_pass(env_id: str, kwargs: dict) -> None:
+    env = gym.make(env_id, **kwargs)
     check_env(env.unwrapped, skip_render_check=False)
     sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
     with warnings.catch_warnings():
@@ -206,6 +214,9 @@ def test_numpy_integer_actions_are_accepted() -> None:
         ({"warm_start": "server-filling"}, "warm_start"),
         ({"render_mode": "movie"}, "render_mode"),
         ({"weighted": "yes"}, "weighted"),
+        ({"max_classes": 0}, "max_classes"),
+        ({"scenario": "four-class", "max_classes": 3}, "max_classes: the workload has 4 classes"),
+        ({"observation": "classes", "obs_jobs": 4}, "obs_jobs: observation='classes' shows no single jobs"),
     ],
 )
 def test_bad_keywords_raise_at_make(kwargs, match) -> None:
@@ -214,7 +225,9 @@ def test_bad_keywords_raise_at_make(kwargs, match) -> None:
 
 
 def test_unknown_keyword_lists_the_known_ones() -> None:
-    with pytest.raises(TypeError, match=r"unknown keyword.*queue_window"):
+    """Python's own wording (wrappers such as TorchRL's retry without an argument on it), then the
+    known keywords."""
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'queue_windw'; known: .*queue_window"):
         gym.make("MSJ-v0", queue_windw=2)
 
 

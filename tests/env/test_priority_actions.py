@@ -141,15 +141,15 @@ def test_invalid_priority_is_counted_and_waits() -> None:
 
 
 def test_refused_where_jobs_are_named() -> None:
-    expected = "actions: expected 'jobs', 'priority' or 'priority-shortest', got 'class'"
+    expected = "actions: expected one of 'jobs', 'priority', 'priority-shortest', got 'class'"
     with pytest.raises(ValueError, match=expected):
         gym.make("MSJ-v0", actions="class")
     env = _env("MSJ-v0", "sf-fig2", 0.7, actions="priority")
     env.reset(seed=SEED)
     with pytest.raises(ValueError, match="actions='jobs'"):
         PolicyAgent("msf", env).predict()
-    with pytest.raises(ValueError, match="actions: the vector env takes job actions only"):
-        gym.make_vec("MSJ-v0", num_envs=2, actions="priority")
+    with pytest.raises(ValueError, match="advisor: the vector env runs no policy's decision"):
+        gym.make_vec("MSJ-v0", num_envs=2, actions="priority", advisor="msf")
 
 
 def test_priority_shortest_starts_the_shortest_jobs_of_a_class() -> None:

@@ -97,6 +97,24 @@ def test_equals_sync_vector_env_of_single_envs(mode: str) -> None:
     assert ends >= 6  # several episodes ended in each env
 
 
+@pytest.mark.parametrize("env_id", ["MSJ-v0", "MSJPreemptive-v0"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"actions": "priority"},
+        {"actions": "priority", "observation": "classes"},
+        {"actions": "priority-shortest", "observation": "classes", "reveal_sizes": True},
+        # job actions preempt at random: short episodes, so that several end
+        {"observation": "classes", "max_classes": 6, "num_arrivals": 15},
+    ],
+)
+def test_priority_actions_and_class_sets_equal_single_envs(env_id: str, kwargs: dict) -> None:
+    """The compiled priority actions and class-set observation: the same bit for bit in the native
+    vector env as in single envs, across autoresets."""
+    ends = _run_pair(env_id, "NextStep", 400, **{"scenario": "four-class", "num_arrivals": 60, **kwargs})
+    assert ends >= 3
+
+
 @pytest.mark.parametrize("observation", ["flat", "dict"])
 def test_preemptive_variant_equals_single_envs(observation: str) -> None:
     ends = _run_pair("MSJPreemptive-v0", "NextStep", 600, observation=observation, num_arrivals=25)

@@ -159,9 +159,11 @@ def _env_policy(env_id: str, pid: str, scenario: str, load: float) -> Record:
     return out
 
 
-def _env_random(env_id: str) -> Record:
-    """Uniformly random valid actions (seeded numpy Generator) through a single env."""
-    env = gym.make(env_id, scenario="four-class", load=0.8, num_arrivals=500, **WINDOWS)
+def _env_random(env_id: str, scenario: str = "four-class", load: float = 0.8, **kwargs: Any) -> Record:
+    """Uniformly random valid actions (seeded numpy Generator) through a single env (job actions with
+    the wide windows, or the env keywords ``kwargs``, e.g. priority actions)."""
+    kwargs = kwargs or WINDOWS
+    env = gym.make(env_id, scenario=scenario, load=load, num_arrivals=500, **kwargs)
     rng = np.random.default_rng(0)
 
     def act(obs: Any, info: dict[str, Any]) -> int:
@@ -173,10 +175,12 @@ def _env_random(env_id: str) -> Record:
     return out
 
 
-def _vector(env_id: str, observation: str) -> Record:
-    """The native vector env stepped with uniformly random valid actions, over several autoresets."""
+def _vector(env_id: str, observation: str, **kwargs: Any) -> Record:
+    """The native vector env stepped with uniformly random valid actions, over several autoresets (job
+    actions with the wide windows, or the env keywords ``kwargs``)."""
+    kwargs = kwargs or WINDOWS
     venv = gym.make_vec(
-        env_id, num_envs=4, scenario="sf-fig2", load=0.7, num_arrivals=200, observation=observation, **WINDOWS
+        env_id, num_envs=4, scenario="sf-fig2", load=0.7, num_arrivals=200, observation=observation, **kwargs
     )
     obs, info = venv.reset(seed=[3, 4, 5, 3])  # envs 0 and 3 share a seed: they must stay equal
     rng = np.random.default_rng(0)
@@ -268,8 +272,19 @@ def all_cases() -> dict[str, Callable[[], Record]]:
             )
     for env_id in ("MSJ-v0", "MSJPreemptive-v0"):
         cases[f"env-random/{env_id}/four-class@0.8"] = lambda e=env_id: _env_random(e)
+        for actions in ("priority", "priority-shortest"):
+            for scenario, load in (("sf-fig2", 0.7), ("four-class", 0.8)):
+                cases[f"env-random/{env_id}/{scenario}@{load}/{actions}"] = (
+                    lambda e=env_id, s=scenario, x=load, a=actions: _env_random(e, s, x, actions=a)
+                )
         for observation in ("flat", "dict"):
             cases[f"vector/{env_id}/{observation}"] = lambda e=env_id, o=observation: _vector(e, o)
+        cases[f"vector/{env_id}/classes/priority"] = lambda e=env_id: _vector(
+            e, "classes", actions="priority"
+        )
+        cases[f"vector/{env_id}/classes/priority-shortest"] = lambda e=env_id: _vector(
+            e, "classes", actions="priority-shortest", reveal_sizes=True
+        )
     for pid, steps in (("msf", 0), ("msf", 80), ("first-fit", 80), ("easy-backfilling", 80)):
         cases[f"play_out/{pid}/after-{steps}-random-steps"] = lambda p=pid, n=steps: _play_out(p, n)
     for scheduler, m in (("fcfs", 5.0), ("balanced-fair", 1.0)):

@@ -1,0 +1,388 @@
+"""Learn one scheduler for many systems: rollout policy improvement over a distribution of systems,
+with the class-set observation and an equivariant network.
+
+    python -m agents.generalist --out agents/checkpoints/generalist.zip --workers 2
+    python -m agents.generalist --sizes --out agents/checkpoints/generalist-sizes.zip --workers 2
+
+The systems come from :func:`msj_gym.workloads.generator.sample_systems` (``--systems`` of them for
+training, ``--select-systems`` others for choosing among fits; both from ``--seed``). On each, as in
+``agents/improve.py`` (one step of approximate policy iteration, classification-based): along episodes
+driven by the base heuristics (first round) or by the last fitted network (later rounds), with
+``--explore`` of the decisions random, decisions are sampled and every valid action is tried: take
+it, then let a base heuristic play the episode out natively, all branches of a decision in one
+compiled call (:class:`msj_gym.env.branches.BranchPlayer`), every branch on the same future jobs
+(common random numbers). With several bases (``--bases``), an action's cost is the least over the
+bases of its play-out's cost: the rollout of the best heuristic for that state, which is at least as
+good as each heuristic (parallel rollout; Chang, Givan & Chong 2004). The network
+(:class:`agents.set_policy.ClassSetMaskablePolicy`) is fitted to minimise the expected cost of its
+action distribution with an entropy bonus (``agents.improve.fit``), on the costs of every round, and
+the fit kept is the one whose simulated mean response time is best relative to the best base on the
+selection systems (a geometric mean of ratios). Durations have mean 1 in every generated system, so
+costs are in one unit everywhere; the largest 1 % of cost differences are clipped, as they come from
+branches that run away over the look-ahead.
+
+The agent acts in ``MSJ-v0`` with ``observation="classes"`` and priority actions (``--sizes``: the
+shortest waiting jobs of a class first, and the observation shows job sizes), so it runs on every
+system with up to 32 classes. It learns from the environment only: it never sees an optimal policy.
+
+Collection runs in ``--workers`` processes, or on a Ray cluster with ``--backend ray [--address ...]``,
+with the same results. ``--data DIR`` keeps each round's compared decisions (a rerun reuses them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+OBLIVIOUS_BASES = ("first-fit", "msf", "adaptive-quickswap")
+SIZE_AWARE_BASES = ("easy-backfilling", "first-fit", "adaptive-quickswap")
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m agents.generalist", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", action="store_true", help="size-aware: shortest jobs first, sizes observed")
+    ap.add_argument("--bases", default=None, help="comma-separated base heuristics (default by --sizes)")
+    ap.add_argument("--systems", type=int, default=48, help="training systems drawn from the generator")
+    ap.add_argument("--select-systems", type=int, default=12, help="other systems that choose the fit")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--decisions", type=int, default=40_000, help="decisions compared per round")
+    ap.add_argument("--episode-arrivals", type=int, default=2000)
+    ap.add_argument("--skip", type=int, default=200, help="arrivals before the first sampled decision")
+    ap.add_argument("--tail", type=int, default=800, help="arrivals after the last sampled decision")
+    ap.add_argument("--sample-every", type=float, default=6.0, help="mean decisions between two samples")
+    ap.add_argument("--explore", type=float, default=0.1, help="share of decisions made at random")
+    ap.add_argument("--epochs", type=int, default=30)
+    ap.add_argument("--learning-rate", type=float, default=1e-3)
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--candidates", type=int, default=3, help="fits per round, the best on selection kept")
+    ap.add_argument("--select-seeds", type=int, default=2)
+    ap.add_argument("--select-arrivals", type=int, default=6000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of the fitting process")
+    ap.add_argument("--backend", default="local", choices=("local", "ray"))
+    ap.add_argument("--address", default=None, help="a Ray cluster (with --backend ray)")
+    ap.add_argument("--data", type=Path, default=None, help="folder keeping each round's decisions")
+    ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
+    ap.set_defaults(loss="expected-cost")  # agents.improve.fit's loss
+    args = ap.parse_args(argv)
+    for name in ("systems", "select_systems", "rounds", "decisions", "epochs", "hidden", "candidates"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')}: expected a positive integer, got {getattr(args, name)}")
+    if args.skip + args.tail >= args.episode_arrivals:
+        ap.error(
+            f"--skip + --tail: expected fewer than --episode-arrivals = {args.episode_arrivals}, "
+            f"got {args.skip} + {args.tail}"
+        )
+    if not 0 <= args.explore < 1:
+        ap.error(f"--explore: expected a share in [0, 1), got {args.explore}")
+    if args.sample_every < 1:
+        ap.error(f"--sample-every: expected at least 1, got {args.sample_every}")
+    if args.out.suffix != ".zip":
+        ap.error(f"--out: expected a .zip path, got {str(args.out)!r}")
+    args.bases = (
+        tuple(args.bases.split(",")) if args.bases else (SIZE_AWARE_BASES if args.sizes else OBLIVIOUS_BASES)
+    )
+    from msj_gym.registry import policy_from_spec
+
+    for b in args.bases:
+        try:
+            policy = policy_from_spec(b, "--bases")
+        except ValueError as exc:
+            ap.error(str(exc))
+        if policy.preemptive or (policy.size_aware and not args.sizes):
+            ap.error(f"--bases: {b!r} preempts or reads sizes; the agent may not (add --sizes for sizes)")
+    try:
+        from msj_gym.experiments.runner import check_backend
+
+        check_backend(args.backend, args.workers, args.address)
+    except ValueError as exc:
+        ap.error(str(exc))
+    return args
+
+
+def env_kwargs(sizes: bool) -> dict[str, Any]:
+    """The agent's env keywords (any system with up to 32 classes)."""
+    kwargs: dict[str, Any] = {"observation": "classes", "actions": "priority"}
+    if sizes:
+        kwargs.update(actions="priority-shortest", reveal_sizes=True)
+    return kwargs
+
+
+# --- collection (worker processes) -------------------------------------------------------------------
+def _policy_from_state(state: dict[str, Any] | None, env: Any) -> Any:
+    """The fitted network from its saved weights (``None``: none yet)."""
+    if state is None:
+        return None
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from agents.set_policy import ClassSetMaskablePolicy
+
+    torch.set_num_threads(1)
+    model = MaskablePPO(ClassSetMaskablePolicy, env, policy_kwargs=state["policy_kwargs"], device="cpu")
+    model.policy.load_state_dict(state["weights"])
+    return model
+
+
+def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The compared decisions of one system (a worker's unit of work): observations, masks, each valid
+    action's cost (the least over the bases; NaN where invalid) and the best base's own decision's."""
+    import gymnasium as gym
+
+    import msj_gym  # noqa: F401  (registers the envs)
+    from msj_gym.core import state as S
+    from msj_gym.env.branches import BranchPlayer
+    from msj_gym.registry import policy_from_spec
+
+    a = task["args"]
+    env = gym.make(
+        "MSJ-v0", scenario=task["system"], num_arrivals=a["episode_arrivals"], **env_kwargs(a["sizes"])
+    ).unwrapped
+    bases = [policy_from_spec(b, "--bases") for b in a["bases"]]
+    players = [BranchPlayer(env, b) for b in bases]
+    follow = _policy_from_state(task["follow"], env)
+    sampling, streams = task["seed"].spawn(2)
+    rng = np.random.default_rng(sampling)
+    episode_seeds = streams.generate_state(10_000, dtype=np.uint64)
+    n_act = env.action_space.n
+    obs_l, mask_l, cost_l, value_l = [], [], [], []
+    episode = 0
+    while len(cost_l) < task["decisions"] and episode < episode_seeds.size:
+        obs, info = env.reset(seed=int(episode_seeds[episode] >> np.uint64(1)))
+        driver = bases[episode % len(bases)]
+        episode += 1
+        over = False
+        while not over and len(cost_l) < task["decisions"]:
+            mask = info["action_mask"]
+            arrived = int(env.core.sim.iv[S.I_NARR])
+            window = a["skip"] <= arrived < a["episode_arrivals"] - a["tail"]
+            if window and mask.sum() >= 2 and rng.random() < 1.0 / a["sample_every"]:
+                valid = np.flatnonzero(mask)
+                per_base = np.array([p.costs(valid) for p in players])
+                costs = np.full(n_act, np.nan)
+                costs[valid] = per_base.min(axis=0)
+                obs_l.append(obs)
+                mask_l.append(mask.copy())
+                cost_l.append(costs)
+                value_l.append(np.nan)  # no base decision is compared (agents.improve.fit reads it)
+            if rng.random() < a["explore"]:
+                action = int(rng.choice(np.flatnonzero(mask)))
+            elif follow is not None:
+                action = int(follow.predict(obs, action_masks=mask, deterministic=True)[0])
+            else:
+                obs, _, _, over, info = env.step_policy(driver)
+                continue
+            obs, _, _, over, info = env.step(action)
+    n = len(cost_l)
+    return {
+        "obs": np.array(obs_l, dtype=np.float32).reshape(n, -1),
+        "mask": np.array(mask_l, dtype=np.bool_).reshape(n, n_act),
+        "cost": np.array(cost_l).reshape(n, n_act),
+        "base_cost": np.array(value_l),
+        "system": np.full(n, task["index"], dtype=np.int64),
+    }
+
+
+# --- selection -----------------------------------------------------------------------------------
+def base_means(systems: list[Any], bases: tuple[str, ...], seeds: list[int], arrivals: int) -> np.ndarray:
+    """Per system, the best base's mean response time over ``seeds`` (native runs; unstable: inf)."""
+    from msj_gym import Simulator
+    from msj_gym.registry import policy_from_spec
+
+    out = np.full(len(systems), np.inf)
+    for i, wl in enumerate(systems):
+        for b in bases:
+            means = []
+            for s in seeds:
+                res = Simulator(wl, policy_from_spec(b, "--bases"), seed=s, num_arrivals=arrivals).run()
+                means.append(res.mean_response_time if res.stable else math.inf)
+            out[i] = min(out[i], float(np.mean(means)))
+    return out
+
+
+def agent_means(model: Any, systems: list[Any], seeds: list[int], arrivals: int, sizes: bool) -> np.ndarray:
+    """Per system, the network's (deterministic) mean response time over ``seeds`` through the env
+    (unstable: inf). Every env steps together, so that the network sees one batch per step."""
+    import gymnasium as gym
+
+    envs, slots = [], []
+    for i, wl in enumerate(systems):
+        for s in seeds:
+            envs.append(gym.make("MSJ-v0", scenario=wl, num_arrivals=arrivals, **env_kwargs(sizes)))
+            slots.append((i, s))
+    obs, masks, live = [], [], []
+    for env, (_, s) in zip(envs, slots, strict=True):
+        o, info = env.reset(seed=s)
+        obs.append(o)
+        masks.append(info["action_mask"])
+        live.append(True)
+    result = [math.inf] * len(envs)
+    while any(live):
+        idx = [j for j, alive in enumerate(live) if alive]
+        actions, _ = model.predict(
+            np.array([obs[j] for j in idx]),
+            action_masks=np.array([masks[j] for j in idx]),
+            deterministic=True,
+        )
+        for j, act in zip(idx, actions, strict=True):
+            o, _, _, over, info = envs[j].step(int(act))
+            obs[j], masks[j] = o, info["action_mask"]
+            if over:
+                live[j] = False
+                result[j] = info["mean_response_time"] if info["stable"] else math.inf
+    out = np.zeros(len(systems))
+    for i in range(len(systems)):
+        out[i] = float(np.mean([r for r, (sys_i, _) in zip(result, slots, strict=True) if sys_i == i]))
+    return out
+
+
+def selection_score(agent: np.ndarray, best: np.ndarray) -> float:
+    """The geometric mean of the agent's mean response time over the best base's, per system (an
+    unstable agent counts 10 times the base; a system where every base is unstable is left out)."""
+    keep = np.isfinite(best)
+    ratio = np.where(np.isfinite(agent[keep]), agent[keep] / best[keep], 10.0)
+    return float(np.exp(np.mean(np.log(np.minimum(ratio, 10.0)))))
+
+
+# --- the run ---------------------------------------------------------------------------------------
+def _round_tasks(args: argparse.Namespace, systems: list[Any], r: int, follow: Any) -> list[dict[str, Any]]:
+    share = -(-args.decisions // len(systems))
+    worker_args = {
+        k: getattr(args, k)
+        for k in ("episode_arrivals", "skip", "tail", "sample_every", "explore", "sizes", "bases")
+    }
+    seeds = np.random.SeedSequence([args.seed, r]).spawn(len(systems))
+    return [
+        {
+            "index": i,
+            "system": wl,
+            "decisions": share,
+            "seed": seeds[i],
+            "follow": follow,
+            "args": worker_args,
+        }
+        for i, wl in enumerate(systems)
+    ]
+
+
+def _clip(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The costs with each decision's deviations from its mean clipped at the 99th percentile of all."""
+    cost = data["cost"]
+    mean = np.nanmean(cost, axis=1, keepdims=True)
+    dev = cost - mean
+    bound = float(np.nanpercentile(np.abs(dev), 99)) or 1.0
+    return {**data, "cost": mean + np.clip(dev, -bound, bound)}
+
+
+def main(argv: list[str] | None = None) -> Path:
+    args = parse_args(argv)
+    import gymnasium as gym
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    import msj_gym
+    from agents.improve import fit
+    from agents.set_policy import ClassSetMaskablePolicy
+    from msj_gym.experiments.runner import map_unordered
+    from msj_gym.workloads.generator import sample_systems
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)  # small networks: more threads only contend with the workers
+    t0 = time.perf_counter()
+    systems = sample_systems(args.seed, args.systems)
+    select = sample_systems(args.seed + 10_000, args.select_systems)
+    select_seeds = [int(s) for s in np.random.SeedSequence([args.seed, 99]).generate_state(args.select_seeds)]
+    best = base_means(select, args.bases, select_seeds, args.select_arrivals)
+    log(
+        f"{len(systems)} training systems, {len(select)} selection systems ({time.perf_counter() - t0:.0f} s)"
+    )
+    env = gym.make("MSJ-v0", scenario=systems[0], **env_kwargs(args.sizes))
+    policy_kwargs = {"hidden": args.hidden}
+    unused = ("out", "data", "workers", "threads", "backend", "address", "rounds", "candidates")
+    key = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in unused}, default=str)
+    data: dict[str, np.ndarray] | None = None
+    model, score, t_collect = None, math.inf, 0.0
+    for r in range(args.rounds):
+        cached = None if args.data is None else args.data / f"round-{r + 1}.npz"
+        if cached is not None and cached.exists() and str(np.load(cached)["key"]) == f"{key}/{r}":
+            part = {k: v for k, v in np.load(cached).items() if k != "key"}
+            log(f"round {r + 1}: {len(part['cost'])} compared decisions from {cached}")
+        else:
+            t1 = time.perf_counter()
+            follow = None
+            if model is not None:
+                follow = {"policy_kwargs": policy_kwargs, "weights": model.policy.state_dict()}
+            parts = []
+            tasks = _round_tasks(args, systems, r, follow)
+            for i, (_, got) in enumerate(
+                map_unordered(collect_system, tasks, args.backend, args.workers, args.address)
+            ):
+                parts.append(got)
+                if (i + 1) % max(1, len(tasks) // 8) == 0:
+                    log(f"round {r + 1}: {i + 1}/{len(tasks)} systems ({time.perf_counter() - t1:.0f} s)")
+            parts.sort(key=lambda p: int(p["system"][0]) if len(p["system"]) else -1)
+            part = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+            t_collect += time.perf_counter() - t1
+            if cached is not None:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                tmp = cached.with_suffix(".tmp.npz")
+                np.savez_compressed(tmp, key=np.array(f"{key}/{r}"), **part)
+                tmp.replace(cached)
+        data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
+        train = _clip(data)
+        train["base"] = np.full(len(train["cost"]), -1, dtype=np.int64)
+        for c in range(args.candidates):
+            seed = args.seed * 1000 + r * 100 + c
+            entropy = (0.01, 0.003, 0.03)[c % 3]
+            candidate = MaskablePPO(
+                ClassSetMaskablePolicy, env, seed=seed, policy_kwargs=policy_kwargs, device="cpu", verbose=0
+            )
+            fitted = fit(candidate, train, args, seed, 0, entropy)
+            means = agent_means(candidate, select, select_seeds, args.select_arrivals, args.sizes)
+            got = selection_score(means, best)
+            log(
+                f"round {r + 1}, fit {c + 1} (entropy {entropy}): {len(train['cost'])} decisions, held-out "
+                f"regret {fitted['val_regret']:.3f}, selection ratio to the best base {got:.4f}, "
+                f"{time.perf_counter() - t0:.0f} s"
+            )
+            if got < score:
+                model, score = candidate, got
+        log(f"round {r + 1}: kept selection ratio {score:.4f}")
+    wall = time.perf_counter() - t0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    model.save(args.out)
+    meta = {
+        "command": "python -m agents.generalist " + " ".join(sys.argv[1:] if argv is None else argv),
+        "algo": "maskable-ppo",
+        "method": "rollout-improvement over a distribution of systems",
+        "bases": list(args.bases),
+        "rounds": args.rounds,
+        "env_id": "MSJ-v0",
+        "env_kwargs": env_kwargs(args.sizes),
+        "training_systems": args.systems,
+        "decisions": len(data["cost"]),
+        "seed": args.seed,
+        "selection_ratio_to_best_base": round(score, 5),
+        "collect_wall_seconds": round(t_collect, 1),
+        "train_wall_seconds": round(wall, 1),
+        "msj_gym_version": msj_gym.__version__,
+    }
+    args.out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+    log(f"generalist: {len(data['cost'])} decisions, {wall:.0f} s -> {args.out}")
+    return args.out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""A policy network over the class set (``observation="classes"``), equivariant in the classes, as
+stable-baselines3 policies: :class:`ClassSetMaskablePolicy` for sb3-contrib's MaskablePPO and
+:class:`ClassSetPolicy` for PPO. A checkpoint saves and loads like any SB3 model.
+
+The shape is the one of DeepSets (Zaheer et al., NeurIPS 2017) and of Decima's per-node scores (Mao et
+al., SIGCOMM 2019): one encoder shared by every class row (the row with the system's features), a
+self-attention layer between the real classes (optional), a context pooled over them (masked mean and
+max: symmetric), and a score per class from the class's embedding and the context. "Wait" (and the
+advisor's action, where the env has one) is scored from the context alone, and the value too. So:
+
+* permuting the class rows permutes the class scores and changes nothing else (tested);
+* a padding row (column 0 of the row is 0) gets a score of ``-1e9`` and never any probability, masks
+  or not (tested);
+* the action layout is the env's: ``0`` wait, ``1 + c`` class ``c`` (priority actions, or job actions
+  with ``queue_window=1``: "start the oldest job of class c"), then the advisor's action if any.
+
+The network reads the layout from the spaces: ``max_classes`` from the action space (one action per
+class slot plus wait, plus the advisor's), the features per class from the observation's length.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.policies import ActorCriticPolicy
+from torch import nn
+
+from msj_gym.env.layout import SET_SYSTEM_FEATURES, class_features
+
+__all__ = ["ClassSetMaskablePolicy", "ClassSetNetwork", "ClassSetPolicy", "set_layout"]
+
+PADDING_SCORE = -1e9
+
+
+def set_layout(observation_space: spaces.Space, action_space: spaces.Space) -> tuple[int, int, int]:
+    """``(class slots, features per class row, extra actions after the classes)`` of a class-set env:
+    ``n = 1 + slots + extra`` actions and ``8 + slots * features`` observation entries."""
+    if not isinstance(action_space, spaces.Discrete) or not isinstance(observation_space, spaces.Box):
+        raise ValueError("the class-set policy needs a Discrete action space and a Box observation")
+    rows = observation_space.shape[0] - SET_SYSTEM_FEATURES
+    for extra in (0, 1):
+        slots = int(action_space.n) - 1 - extra
+        for features in (class_features(False), class_features(True)):
+            if slots > 0 and rows == slots * features:
+                return slots, features, extra
+    raise ValueError(
+        f"observation of {observation_space.shape[0]} entries and {action_space.n} actions: not the "
+        "class-set layout (make the env with observation='classes' and priority actions, or job "
+        "actions with queue_window=1)"
+    )
+
+
+def _mlp(sizes: list[int], activation: type[nn.Module]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for a, b in itertools.pairwise(sizes):
+        layers += [nn.Linear(a, b), activation()]
+    return nn.Sequential(*layers)
+
+
+class ClassSetNetwork(nn.Module):
+    """The SB3 "mlp extractor" of the class-set policies: ``forward`` returns the action logits
+    (``latent_dim_pi`` = the number of actions) and the value's latent features."""
+
+    def __init__(
+        self,
+        slots: int,
+        features: int,
+        extra: int,
+        hidden: int = 64,
+        attention_layers: int = 1,
+        heads: int = 4,
+        activation: type[nn.Module] = nn.ReLU,
+    ) -> None:
+        super().__init__()
+        self.slots, self.features, self.extra = slots, features, extra
+        self.latent_dim_pi = 1 + slots + extra
+        self.latent_dim_vf = hidden
+        self.encoder = _mlp([SET_SYSTEM_FEATURES + features, hidden, hidden], activation)
+        self.attention = nn.ModuleList(
+            nn.MultiheadAttention(hidden, heads, batch_first=True) for _ in range(attention_layers)
+        )
+        self.norms = nn.ModuleList(nn.LayerNorm(hidden) for _ in range(attention_layers))
+        self.context = _mlp([SET_SYSTEM_FEATURES + 2 * hidden, hidden, hidden], activation)
+        self.score = nn.Sequential(_mlp([2 * hidden, hidden], activation), nn.Linear(hidden, 1))
+        self.other = nn.Sequential(_mlp([hidden, hidden], activation), nn.Linear(hidden, 1 + extra))
+        self.value = _mlp([hidden, hidden], activation)
+        for head in (self.score[-1], self.other[-1]):  # near-uniform initial policy
+            nn.init.orthogonal_(head.weight, gain=0.01)
+            nn.init.zeros_(head.bias)
+
+    def _embed(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        """Per-class embeddings ``(B, M, h)``, the context ``(B, h)`` and the mask of real classes."""
+        system = obs[:, :SET_SYSTEM_FEATURES]
+        rows = obs[:, SET_SYSTEM_FEATURES:].reshape(obs.shape[0], self.slots, self.features)
+        present = rows[:, :, 0] > 0.5
+        # only the slots up to the last real class of the batch (the rest is padding everywhere): a
+        # system with few classes costs little, and no result changes (padding is masked below)
+        used = int(th.nonzero(present.any(dim=0)).max()) + 1 if bool(present.any()) else 1
+        rows, present = rows[:, :used], present[:, :used]
+        x = th.cat([rows, system.unsqueeze(1).expand(-1, used, -1)], dim=2)
+        emb = self.encoder(x)
+        for attend, norm in zip(self.attention, self.norms, strict=True):
+            out, _ = attend(emb, emb, emb, key_padding_mask=~present, need_weights=False)
+            emb = norm(emb + out)
+        weight = present.unsqueeze(2).to(emb.dtype)
+        count = weight.sum(dim=1).clamp(min=1.0)
+        mean = (emb * weight).sum(dim=1) / count
+        peak = emb.masked_fill(~present.unsqueeze(2), -1e9).amax(dim=1)
+        peak = th.where(present.any(dim=1, keepdim=True), peak, th.zeros_like(peak))
+        context = self.context(th.cat([system, mean, peak], dim=1))
+        return emb, context, present
+
+    def forward_actor(self, obs: th.Tensor) -> th.Tensor:
+        emb, context, present = self._embed(obs)
+        return self._logits(emb, context, present)
+
+    def _logits(self, emb: th.Tensor, context: th.Tensor, present: th.Tensor) -> th.Tensor:
+        pair = th.cat([emb, context.unsqueeze(1).expand_as(emb)], dim=2)
+        scores = self.score(pair).squeeze(2).masked_fill(~present, PADDING_SCORE)
+        rest = scores.new_full((scores.shape[0], self.slots - scores.shape[1]), PADDING_SCORE)
+        other = self.other(context)
+        return th.cat([other[:, :1], scores, rest, other[:, 1:]], dim=1)
+
+    def forward_critic(self, obs: th.Tensor) -> th.Tensor:
+        _, context, _ = self._embed(obs)
+        return self.value(context)
+
+    def forward(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        emb, context, present = self._embed(obs)
+        return self._logits(emb, context, present), self.value(context)
+
+
+class _ClassSetMixin:
+    """What both SB3 policy classes share: the class-set network as the "mlp extractor", fed the
+    observation itself, with its logits used as they are (no linear action layer on top)."""
+
+    def _build_mlp_extractor(self) -> None:
+        slots, features, extra = set_layout(self.observation_space, self.action_space)  # type: ignore[attr-defined]
+        kwargs = dict(getattr(self, "set_kwargs", {}))
+        self.mlp_extractor = ClassSetNetwork(slots, features, extra, **kwargs)
+
+    def _build(self, lr_schedule: Any) -> None:
+        ortho = self.ortho_init  # type: ignore[has-type]
+        self.ortho_init = False  # the network initialises itself (small score heads)
+        super()._build(lr_schedule)  # type: ignore[misc]
+        self.ortho_init = ortho
+        self.action_net = nn.Identity()
+        # the optimizer again, without the linear action layer just replaced
+        self.optimizer = self.optimizer_class(  # type: ignore[attr-defined]
+            self.parameters(),  # type: ignore[attr-defined]
+            lr=lr_schedule(1),
+            **self.optimizer_kwargs,  # type: ignore[attr-defined]
+        )
+
+
+def _split_kwargs(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    names = ("hidden", "attention_layers", "heads")
+    mine = {k: kwargs.pop(k) for k in names if k in kwargs}
+    return mine, kwargs
+
+
+class ClassSetPolicy(_ClassSetMixin, ActorCriticPolicy):
+    """PPO's actor-critic over the class set (see the module docstring). Keywords ``hidden`` (64),
+    ``attention_layers`` (1) and ``heads`` (4) shape the network; the rest go to SB3."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.set_kwargs, kwargs = _split_kwargs(kwargs)
+        super().__init__(*args, **kwargs)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        return {**super()._get_constructor_parameters(), **self.set_kwargs}
+
+
+def _maskable_base() -> type:
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    return MaskableActorCriticPolicy
+
+
+class ClassSetMaskablePolicy(_ClassSetMixin, _maskable_base()):  # type: ignore[misc]
+    """MaskablePPO's actor-critic over the class set (see the module docstring); keywords as
+    :class:`ClassSetPolicy`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.set_kwargs, kwargs = _split_kwargs(kwargs)
+        super().__init__(*args, **kwargs)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        return {**super()._get_constructor_parameters(), **self.set_kwargs}
+
+
+def class_logits(policy: Any, obs: np.ndarray) -> np.ndarray:
+    """The policy's action logits for a batch of observations (before masking)."""
+    with th.no_grad():
+        x = th.as_tensor(np.asarray(obs, dtype=np.float32), device=policy.device)
+        return policy.mlp_extractor.forward_actor(policy.extract_features(x)).cpu().numpy()

@@ -1,0 +1,351 @@
+"""Compare an env's actions by simulation, all branches of a decision in one compiled call.
+
+Rollout-based planning and policy improvement (``agents/improve.py``) ask, at a decision: what does
+the episode cost from here if the agent takes action ``a`` and a base heuristic plays the rest? In
+Python that is, per action, :meth:`MSJEnv.restore`, :meth:`MSJEnv.step` and :meth:`MSJEnv.play_out`:
+a deep copy of the simulator and a handful of compiled calls. :class:`BranchPlayer` does the same
+inside one compiled loop: for each branch it copies the state into a scratch state (the arrival
+stream, which the engine only reads, is shared: every branch sees the same future jobs, the common
+random numbers), takes the action with the env's own step, and runs the base's compiled decision rule
+to the end of the episode with the engine's own loop. The results are the Python path's, bit for bit
+(tested); a branch that needs something of Python (more job slots in a long queue, more arrivals) is
+redone by the Python path.
+
+The base must be a policy with a compiled kernel whose decisions do not draw from its random
+generator (every MSJ baseline); its data is prepared fresh for every branch, as ``play_out`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from ..core import state as S
+from ..core.engine import advance, apply, can_decide
+from ..core.jit import announce, internal_jit, kernel_jit
+from ..core.policy import Policy
+from .batch import copy1d, copy2d, copy3d
+from .stepping import step
+
+__all__ = ["BASE_DECISION", "BranchPlayer", "python_costs"]
+
+SCRATCH_SLOTS = 8192  # job slots of a branch's state: queues this long stay in compiled code
+BASE_DECISION = -3  # a branch whose first decision is the base's own (``step_policy``), not an action
+# per branch: played out in the compiled loop, ended within the step, or left to the Python path
+_PLAYED, _ENDED, _PYTHON = 0, 1, 2
+
+
+@internal_jit
+def _copy_rows(dst, src):
+    """``dst[:n] = src`` for a 2-d ``src`` of ``n`` rows."""
+    for a in range(src.shape[0]):
+        for c in range(src.shape[1]):
+            dst[a, c] = src[a, c]
+
+
+@internal_jit
+def _copy_state(dst, src):
+    """Every array of the state but the arrival ring (shared), in place. ``dst`` may have more job
+    slots than ``src``: the extra ones go in front of its free list, as ``state.grow_slots`` puts
+    them, so that a long queue in a branch rarely needs Python to grow the state."""
+    copy1d(dst.iv, src.iv)
+    copy1d(dst.fv, src.fv)
+    _copy_rows(dst.jf, src.jf)
+    _copy_rows(dst.js, src.js)
+    _copy_rows(dst.ji, src.ji)
+    old, new = src.ji.shape[0], dst.ji.shape[0]
+    if new > old:
+        for s in range(old, new):
+            dst.ji[s, S.STATE] = S.FREE_SLOT
+            dst.ji[s, S.WNEXT] = s + 1
+        dst.ji[new - 1, S.WNEXT] = src.iv[S.I_FREE_HEAD]
+        dst.iv[S.I_FREE_HEAD] = old
+        dst.iv[S.I_NFREE] = src.iv[S.I_NFREE] + new - old
+    copy2d(dst.ci, src.ci)
+    copy1d(dst.run_list, src.run_list)
+    copy1d(dst.heap_t, src.heap_t)
+    copy1d(dst.heap_s, src.heap_s)
+    copy3d(dst.acc_f, src.acc_f)
+    copy3d(dst.acc_i, src.acc_i)
+    copy1d(dst.ck_key, src.ck_key)
+    copy1d(dst.ck_nsys, src.ck_nsys)
+    copy2d(dst.rec, src.rec)
+
+
+@internal_jit
+def _fresh(pdata, template):
+    """The policy's data as ``prepare`` made it (its parameters and tables are only read)."""
+    copy1d(pdata.state, template.state)
+    copy1d(pdata.iwork, template.iwork)
+    copy1d(pdata.fwork, template.fwork)
+
+
+@internal_jit
+def _at_cap(sim, st, cap, finite):
+    """What the Python side does when the engine asks for arrivals at the stream's cap (``cap``
+    arrivals fed): marks the stream exhausted, and ends a run on an unending stream (it is cut
+    short: unstable) or lets a finite one drain. Returns 1: the run ended, 2: go on, 0: not at the
+    cap (only Python can feed more)."""
+    if st != S.ST_NEED_ARRIVALS or sim.iv[S.I_NGEN] < cap:
+        return 0
+    sim.iv[S.I_EXHAUSTED] = 1
+    return 2 if finite else 1
+
+
+@internal_jit
+def _decide(plain, sized, size_aware, view, sizes, pdata, actions):
+    if size_aware:
+        return sized(view, sizes, pdata, actions)
+    return plain(view, pdata, actions)
+
+
+@kernel_jit
+def play_branches(
+    plain,
+    sized,
+    size_aware,
+    every_event,
+    sim,
+    scratch,
+    view,
+    sizes,
+    template,
+    pdata,
+    actions,
+    ep,
+    fpar,
+    obs,
+    mask0,
+    mask,
+    out,
+    work,
+    cap,
+    finite,
+    branch_actions,
+    rewards,
+    areas,
+    status,
+):
+    """For each ``branch_actions[b]`` (an env action, or ``BASE_DECISION``): from ``sim`` (a decision
+    of the env with mask ``mask0``), take it as the env's step does, then let the base play the episode
+    out natively. ``rewards[b]``: the step's reward integral, ``areas[b]``: the play-out's (both
+    unscaled); ``status[b]``: ``_PLAYED``, ``_ENDED`` (the episode ended within the step) or
+    ``_PYTHON`` (the branch needs the Python path)."""
+    preemptive = sim.iv[S.I_PREEMPTIVE] != 0
+    for b in range(branch_actions.size):
+        _copy_state(scratch, sim)
+        copy1d(mask, mask0)
+        for i in range(out.size):
+            out[i] = 0.0
+        a = branch_actions[b]
+        if a == BASE_DECISION:
+            _fresh(pdata, template)
+            n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
+            if n > 0 and apply(scratch, actions, n) != S.E_NONE:
+                status[b] = _PYTHON
+                continue
+            a = -1
+        st = step(scratch, a, ep, fpar, obs, mask, out, work)
+        at_cap = _at_cap(scratch, st, cap, finite)
+        while at_cap == 2:
+            st = step(scratch, -1, ep, fpar, obs, mask, out, work)
+            at_cap = _at_cap(scratch, st, cap, finite)
+        rewards[b] = out[0]
+        areas[b] = 0.0
+        status[b] = _PLAYED
+        if at_cap == 1 or st == S.ST_FINISHED or (st == S.ST_ERROR and scratch.iv[S.I_ERR] == S.E_STALL):
+            status[b] = _ENDED
+            continue
+        if st != S.ST_EVENT:
+            status[b] = _PYTHON
+            continue
+        start = scratch.fv[S.F_RUN_AREA]
+        _fresh(pdata, template)
+        n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
+        if n > 0 and apply(scratch, actions, n) != S.E_NONE:
+            status[b] = _PYTHON
+            continue
+        while True:
+            st = advance(scratch)
+            if st != S.ST_EVENT:
+                at_cap = _at_cap(scratch, st, cap, finite)
+                if at_cap == 2:
+                    continue
+                if at_cap == 1:
+                    st = S.ST_FINISHED  # the run stops at the cap: what it paid so far is the cost
+                break
+            if every_event or can_decide(scratch, preemptive):
+                n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
+                if n > 0 and apply(scratch, actions, n) != S.E_NONE:
+                    st = S.ST_ERROR
+                    break
+        if st == S.ST_FINISHED:
+            areas[b] = scratch.fv[S.F_RUN_AREA] - start
+        else:
+            status[b] = _PYTHON
+    return 0
+
+
+_PLAYERS: dict[tuple, Any] = {}
+
+
+def _compiled(args: tuple) -> Any:
+    """The entry point of ``play_branches`` for these argument types, the rule slots typed as
+    functions of the kernels' fixed signatures (compiled once, then loaded from the cache)."""
+    key = tuple(numba.typeof(a) for a in args)
+    fn = _PLAYERS.get(key)
+    if fn is None:
+        _, _, view_t, sizes_t, _, pdata_t, actions_t = key[:7]
+        int64 = numba.types.int64
+        sig = (
+            numba.types.FunctionType(int64(view_t, pdata_t, actions_t)),
+            numba.types.FunctionType(int64(view_t, sizes_t, pdata_t, actions_t)),
+            numba.types.boolean,
+            numba.types.boolean,
+            *key,
+        )
+        with announce("compiling the branch player"):
+            play_branches.compile(sig)
+        fn = _PLAYERS[key] = play_branches.overloads[sig].entry_point
+    return fn
+
+
+class BranchPlayer:
+    """The costs of a decision's actions in an :class:`~msj_gym.MSJEnv` (unweighted rewards) with a
+    base heuristic playing each branch out: what ``restore``, ``step`` and ``play_out`` give,
+    computed in one compiled call.
+
+    ``costs(actions)`` returns, per entry of ``actions`` (env actions, or :data:`BASE_DECISION` for the
+    base's own decision as ``step_policy`` makes it), minus the reward the episode would still pay:
+    ``-(step reward + play-out reward)`` in the env's reward units."""
+
+    def __init__(self, env: Any, base: Policy) -> None:
+        env = getattr(env, "unwrapped", env)
+        if env.weighted:
+            raise ValueError("BranchPlayer: weighted=True rewards are not supported; make the env unweighted")
+        base = env._baseline("base", base)
+        if type(base).kernel is None:
+            raise ValueError(f"base: {base.policy_id!r} has no compiled kernel")
+        self.env, self.base = env, base
+        self.rule = base.decision_rule()
+        self._shape: tuple | None = None
+        self.compiled_branches = 0  # branches the compiled loop finished (the rest went to Python)
+        self.python_branches = 0
+
+    def _setup(self) -> None:
+        """Scratch state, views and policy data shaped like the env's current state."""
+        env = self.env
+        core = env.core
+        sim = core.sim
+        shape = (id(core), sim.ji.shape, sim.rec.shape)
+        if shape == self._shape:
+            return
+        fields = {
+            name: (arr if name.startswith("ring_") else arr.copy()) for name, arr in sim._asdict().items()
+        }
+        slots = max(SCRATCH_SLOTS, sim.ji.shape[0])
+        for name, width in (("ji", sim.ji.shape[1]), ("jf", S.N_JF), ("js", S.N_JS)):
+            fields[name] = np.zeros((slots, width), dtype=fields[name].dtype)
+        self._scratch = S.Sim(**fields)
+        self._view = S.make_view(self._scratch)
+        self._sizes = S.make_sizes(self._scratch)
+        # the base's data as prepare_policy makes it (the run's policy stream), for the scratch's slots
+        wl = env.workload
+        rng = np.random.Generator(np.random.PCG64(core.policy_seed))
+        self._template = self.base.with_work(
+            self.base.prepare(wl, rng), slots, wl.num_servers, wl.num_classes
+        )
+        self._pdata = self._template._replace(
+            state=self._template.state.copy(),
+            iwork=self._template.iwork.copy(),
+            fwork=self._template.fwork.copy(),
+        )
+        self._actions = np.zeros(self.base.action_words(env.workload.num_servers), dtype=np.int64)
+        self._obs = env._obs.copy()
+        self._mask = env._mask.copy()
+        self._out = np.zeros_like(env._out)
+        self._work = env._work.copy()
+        self._fixed = (self._scratch, self._view, self._sizes, self._template, self._pdata, self._actions)
+        rule, types = (
+            self.rule,
+            [numba.typeof(a) for a in (self._view, self._sizes, self._pdata, self._actions)],
+        )
+        with announce(f"compiling {rule.name}"):
+            if rule.size_aware:
+                rule.sized.compile(tuple(types))
+            else:
+                rule.plain.compile((types[0], *types[2:]))
+        sample = (sim, *self._fixed, env._ep, env._fpar, self._obs, env._mask, self._mask, self._out)
+        feed = core.arrivals
+        self._cap, self._finite = int(feed.max_arrivals), bool(feed.finite)
+        tail = (np.zeros(1, np.int64), np.zeros(1), np.zeros(1), np.zeros(1, np.int64))
+        self._play = _compiled((*sample, self._work, self._cap, self._finite, *tail))
+        self._shape = shape
+
+    def costs(self, actions: np.ndarray) -> np.ndarray:
+        env = self.env
+        if env.core is None or env._over:
+            raise RuntimeError("BranchPlayer: the env has no decision due (reset it first)")
+        self._setup()
+        actions = np.asarray(actions, dtype=np.int64)
+        n = actions.size
+        rewards, areas = np.zeros(n), np.zeros(n)
+        status = np.zeros(n, dtype=np.int64)
+        rule = self.rule
+        self._play(
+            rule.plain,
+            rule.sized,
+            rule.size_aware,
+            rule.every_event,
+            env.core.sim,
+            *self._fixed,
+            env._ep,
+            env._fpar,
+            self._obs,
+            env._mask,
+            self._mask,
+            self._out,
+            self._work,
+            self._cap,
+            self._finite,
+            actions,
+            rewards,
+            areas,
+            status,
+        )
+        scale = env._reward_scale
+        out = np.empty(n)
+        for b in range(n):
+            # the Python path's arithmetic, operation for operation
+            if status[b] == _PLAYED:
+                out[b] = -(float(rewards[b]) * scale + -float(areas[b]) * scale)
+            elif status[b] == _ENDED:
+                out[b] = -(float(rewards[b]) * scale + 0.0)
+            else:
+                out[b] = self._python_branch(int(actions[b]))
+        played = int(np.count_nonzero(status != _PYTHON))
+        self.compiled_branches += played
+        self.python_branches += n - played
+        return out
+
+    def _python_branch(self, action: int) -> float:
+        return float(python_costs(self.env, self.base, np.array([action]))[0])
+
+
+def python_costs(env: Any, base: Policy, actions: np.ndarray) -> np.ndarray:
+    """What :meth:`BranchPlayer.costs` computes, the slow way, branch by branch from Python: the
+    env's own snapshot, step (or ``step_policy`` for :data:`BASE_DECISION`) and ``play_out``; the env
+    is restored afterwards."""
+    env = getattr(env, "unwrapped", env)
+    snap = env.snapshot()
+    out = np.empty(len(actions))
+    try:
+        for i, a in enumerate(np.asarray(actions).tolist()):
+            env.restore(snap)
+            _, reward, _, truncated, _ = env.step_policy(base) if a == BASE_DECISION else env.step(a)
+            out[i] = -(reward + (0.0 if truncated else env.play_out(base)))
+    finally:
+        env.restore(snap)
+    return out

@@ -1,0 +1,219 @@
+"""The observation encoders of the MSJ environments, compiled into their step: the flat vector (also
+cut into the parts of ``observation="dict"``) and the class set (``observation="classes"``).
+
+Every entry lies in ``[0, 1]``. ``squash(x) = L / (1 + L)`` with ``L = log(1 + x)`` maps counts, ages and
+ratios that span orders of magnitude into it, monotone and still telling 100 from 1000 apart. The
+layout of ``ep``, ``fpar`` and ``work`` is :mod:`msj_gym.env.layout`'s. This module does not import
+gymnasium.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.jit import internal_jit
+from ..core.state import (
+    ARRIVAL,
+    ATTAINED,
+    C_HEAD,
+    C_NEED,
+    C_NRUN,
+    C_NWAIT,
+    CLS,
+    CNEXT,
+    F_NOW,
+    I_FREE,
+    I_K,
+    I_NRUN,
+    I_NSYS,
+    I_WHEAD,
+    JOB_ID,
+    LAST_START,
+    NEED,
+    RATE,
+    REMAINING,
+    WNEXT,
+)
+from .layout import (
+    CLASS_FEATURES,
+    EP_OBS,
+    EP_OBSJOBS,
+    EP_PREEMPTIVE,
+    EP_PWIN,
+    EP_REVEAL,
+    EP_SLOTS,
+    OBS_CLASSES,
+    QUEUE_FEATURES,
+    RUNNING_FEATURES,
+    SET_CLASS_FEATURES,
+    SET_SIZE_FEATURES,
+    SET_SYSTEM_FEATURES,
+    SYSTEM_FEATURES,
+)
+
+__all__ = ["observe_state", "squash"]
+
+
+@internal_jit
+def squash(x):
+    # log1p first: queues and ages span orders of magnitude, and an unstable queue must stay visible
+    lg = np.log1p(max(x, 0.0))  # max: a remaining time may round to a hair below 0
+    return lg / (1.0 + lg)
+
+
+@internal_jit
+def _write_flat(sim, ep, fpar, obs, work):
+    """The flat observation (see the ``MSJEnv`` card): system, per class slot, the oldest waiting
+    jobs, and (preemptive) the youngest running jobs of each class."""
+    iv, ci, ji, jf, js = sim.iv, sim.ci, sim.ji, sim.jf, sim.js
+    nclass = ci.shape[1]
+    slots = ep[EP_SLOTS]
+    k = iv[I_K]
+    now = sim.fv[F_NOW]
+    free = iv[I_FREE]
+    obs[0] = free / k
+    obs[1] = squash(iv[I_NSYS] * fpar[2 * nclass])
+    p = SYSTEM_FEATURES
+    for c in range(nclass):
+        need = ci[C_NEED, c]
+        h = ci[C_HEAD, c]
+        obs[p] = need / k
+        obs[p + 1] = squash(ci[C_NWAIT, c] * need / k)
+        obs[p + 2] = ci[C_NRUN, c] * need / k
+        obs[p + 3] = squash((now - jf[h, ARRIVAL]) / fpar[c]) if h != -1 else 0.0
+        obs[p + 4] = 1.0 if h != -1 and need <= free else 0.0
+        p += CLASS_FEATURES
+    for _ in range((slots - nclass) * CLASS_FEATURES):  # padding slots
+        obs[p] = 0.0
+        p += 1
+    reveal = ep[EP_REVEAL] != 0
+    s = iv[I_WHEAD]
+    for _ in range(ep[EP_OBSJOBS]):
+        if s != -1:
+            c = ji[s, CLS]
+            need = ji[s, NEED]
+            obs[p] = 1.0
+            obs[p + 1] = need / k
+            obs[p + 2] = squash((now - jf[s, ARRIVAL]) / fpar[c])
+            obs[p + 3] = 1.0 if need <= free else 0.0
+            if reveal:
+                obs[p + 4] = squash(js[s, REMAINING] / fpar[c])
+            s = ji[s, WNEXT]
+        else:
+            for f in range(QUEUE_FEATURES + reveal):
+                obs[p + f] = 0.0
+        p += QUEUE_FEATURES + reveal
+    if ep[EP_PREEMPTIVE] != 0:
+        # per class slot, the P youngest running jobs (as the preempt actions name them): top-P job ids
+        pw = ep[EP_PWIN]
+        for i in range(slots * pw):
+            work[i] = -1
+        for q in range(iv[I_NRUN]):
+            s = sim.run_list[q]
+            base = ji[s, CLS] * pw
+            j = ji[s, JOB_ID]
+            pos = pw
+            while pos > 0 and (work[base + pos - 1] == -1 or ji[work[base + pos - 1], JOB_ID] < j):
+                pos -= 1
+            if pos < pw:
+                for m in range(pw - 1, pos, -1):
+                    work[base + m] = work[base + m - 1]
+                work[base + pos] = s
+        width = RUNNING_FEATURES + reveal
+        for i in range(slots * pw):
+            s = work[i]
+            if s != -1:
+                c = ji[s, CLS]
+                obs[p] = 1.0
+                obs[p + 1] = squash((jf[s, ATTAINED] + now - jf[s, LAST_START]) / fpar[c])
+                if reveal:
+                    obs[p + 2] = squash((js[s, REMAINING] - (now - jf[s, LAST_START])) / fpar[c])
+            else:
+                for f in range(width):
+                    obs[p + f] = 0.0
+            p += width
+
+
+@internal_jit
+def _write_class_set(sim, ep, fpar, obs):
+    """The class-set observation: ``SET_SYSTEM_FEATURES`` system features, then one row per class slot
+    (see the ``MSJEnv`` card), rows past the workload's classes all zero (column 0 is the mask)."""
+    iv, ci, ji, jf, js = sim.iv, sim.ci, sim.ji, sim.jf, sim.js
+    nclass = ci.shape[1]
+    slots = ep[EP_SLOTS]
+    reveal = ep[EP_REVEAL] != 0
+    width = SET_CLASS_FEATURES + (SET_SIZE_FEATURES if reveal else 0)
+    k = iv[I_K]
+    now = sim.fv[F_NOW]
+    free = iv[I_FREE]
+    mean_need = fpar[2 * nclass]
+    load = fpar[2 * nclass + 1]
+    mean_time = fpar[5 * nclass + 2]
+    demand = 0.0
+    for c in range(nclass):
+        demand += ci[C_NWAIT, c] * ci[C_NEED, c]
+    obs[0] = min(load, 1.0)
+    obs[1] = free / k
+    obs[2] = squash(iv[I_NSYS] * mean_need)
+    obs[3] = squash(demand / k)
+    obs[4] = min(np.log2(k) / 16.0, 1.0)
+    obs[5] = nclass / slots
+    obs[6] = squash(1.0 / (1.0 - load)) if load < 1.0 else 1.0
+    obs[7] = mean_need
+    p = SET_SYSTEM_FEATURES
+    for c in range(nclass):
+        need = ci[C_NEED, c]
+        waiting = ci[C_NWAIT, c]
+        h = ci[C_HEAD, c]
+        m = fpar[c]
+        share = fpar[3 * nclass + 2 + c]
+        obs[p] = 1.0
+        obs[p + 1] = need / k
+        obs[p + 2] = squash(k / need)
+        obs[p + 3] = fpar[2 * nclass + 2 + c]
+        obs[p + 4] = share
+        obs[p + 5] = min(load * share, 1.0)
+        obs[p + 6] = squash(m / mean_time)
+        obs[p + 7] = squash(fpar[4 * nclass + 2 + c])
+        obs[p + 8] = squash(waiting)
+        obs[p + 9] = squash(waiting * need / k)
+        obs[p + 10] = ci[C_NRUN, c] * need / k
+        obs[p + 11] = squash((now - jf[h, ARRIVAL]) / m) if h != -1 else 0.0
+        obs[p + 12] = 1.0 if h != -1 and need <= free else 0.0
+        obs[p + 13] = min(waiting, free // need) * need / k
+        if reveal:
+            shortest, total = np.inf, 0.0
+            s = h
+            while s != -1:
+                r = js[s, REMAINING]
+                shortest = min(shortest, r)
+                total += r
+                s = ji[s, CNEXT]
+            q = p + SET_CLASS_FEATURES
+            obs[q] = squash(shortest / m) if waiting > 0 else 0.0
+            obs[q + 1] = squash(total / waiting / m) if waiting > 0 else 0.0
+            obs[q + 2] = 2.0  # the soonest departure of the class, below (2: above any squash)
+        p += width
+    if reveal:
+        for q in range(iv[I_NRUN]):
+            s = sim.run_list[q]
+            c = ji[s, CLS]
+            left = squash((js[s, REMAINING] - (now - jf[s, LAST_START]) * jf[s, RATE]) / fpar[c])
+            at = SET_SYSTEM_FEATURES + c * width + SET_CLASS_FEATURES + 2
+            obs[at] = min(obs[at], left)
+        for c in range(nclass):
+            at = SET_SYSTEM_FEATURES + c * width + SET_CLASS_FEATURES + 2
+            if obs[at] > 1.0:  # no class-c job runs
+                obs[at] = 0.0
+    for _ in range((slots - nclass) * width):  # padding slots
+        obs[p] = 0.0
+        p += 1
+
+
+@internal_jit
+def observe_state(sim, ep, fpar, obs, work):
+    """Write the observation of the current state in the env's encoding."""
+    if ep[EP_OBS] == OBS_CLASSES:
+        _write_class_set(sim, ep, fpar, obs)
+    else:
+        _write_flat(sim, ep, fpar, obs, work)

@@ -1,0 +1,95 @@
+"""The multi-system rollout improvement (``agents.generalist``) at a tiny budget: the same data in one
+process, in worker processes and on Ray; a checkpoint that runs on systems with other numbers of
+classes; the agent entering the benchmark by path."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sb3_contrib", reason="the generalist needs the rl extra (sb3-contrib, torch)")
+
+from agents import generalist
+from msj_gym.experiments.runner import map_unordered
+from msj_gym.workloads.generator import sample_systems
+
+TINY = [
+    "--systems", "2", "--select-systems", "1", "--decisions", "40", "--rounds", "2", "--candidates", "1",
+    "--epochs", "1", "--select-arrivals", "200", "--select-seeds", "1", "--episode-arrivals", "300",
+    "--skip", "30", "--tail", "100", "--hidden", "8",
+]  # fmt: skip
+
+
+def _tasks(backend_args: list[str]) -> list[dict]:
+    args = generalist.parse_args([*TINY, *backend_args, "--out", "x.zip"])
+    return generalist._round_tasks(args, sample_systems(args.seed, args.systems), 0, None)
+
+
+def _collect(backend: str, workers: int) -> list[dict[str, np.ndarray]]:
+    tasks = _tasks([])
+    done = sorted(
+        map_unordered(generalist.collect_system, tasks, backend, workers), key=lambda x: x[0]["index"]
+    )
+    return [part for _, part in done]
+
+
+def _same(a: list[dict], b: list[dict]) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        assert set(x) == set(y)
+        for key in x:
+            np.testing.assert_array_equal(x[key], y[key], err_msg=key)
+
+
+def test_collection_is_the_same_in_one_process_in_workers_and_on_ray() -> None:
+    one = _collect("local", 1)
+    assert sum(len(p["cost"]) for p in one) == 40
+    for part in one:
+        valid = ~np.isnan(part["cost"])
+        assert (valid == part["mask"]).all()  # every valid action compared, and only those
+        assert (part["obs"] >= 0).all() and (part["obs"] <= 1).all()
+    _same(one, _collect("local", 2))
+    pytest.importorskip("ray", reason="the Ray backend needs ray (the dev or ray extra)")
+    _same(one, _collect("ray", 2))
+
+
+def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "g.zip"
+    generalist.main([*TINY, "--out", str(out), "--data", str(tmp_path / "data")])
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["env_kwargs"] == {"observation": "classes", "actions": "priority"}
+    assert meta["decisions"] == 80 and meta["training_systems"] == 2
+    # rerun: both rounds' decisions come from the data folder (nothing is collected again)
+    text = sorted(p.name for p in (tmp_path / "data").iterdir())
+    assert text == ["round-1.npz", "round-2.npz"]
+    from msj_gym.experiments.agents import load_agent
+
+    loaded = load_agent(str(out))
+    for scenario, build in (("sf-fig2", {"load": 0.7}), ("four-class", {"load": 0.8})):
+        env = loaded.make_env(scenario, build, num_arrivals=200, warmup=20)
+        from msj_gym.env.agents import rollout
+
+        result = rollout(env, loaded.agent_for(env), seed=4)
+        assert result.num_measured > 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--bases", "server-filling"], "--bases: 'server-filling' preempts or reads sizes"),
+        (["--bases", "easy-backfilling"], "--bases: 'easy-backfilling' preempts or reads sizes"),
+        (["--bases", "nope"], "--bases 'nope'"),
+        (["--systems", "0"], "--systems: expected a positive integer, got 0"),
+        (["--skip", "300", "--tail", "1800"], "--skip + --tail"),
+        (["--out", "g.pt"], "--out: expected a .zip path"),
+    ],
+)
+def test_bad_arguments(argv: list[str], match: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        generalist.parse_args(["--out", "x.zip", *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert match in err, err

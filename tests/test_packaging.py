@@ -1,0 +1,68 @@
+"""What a user installing the package relies on: a license file declared in the metadata, the version on
+the command line, ``python -m msj_gym``, the progress bar's dependency in the ``rl`` extra, and the
+README's honest word on torch builds."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import msj_gym
+from msj_gym.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def test_the_license_is_a_file_the_metadata_declares() -> None:
+    assert PROJECT["license"] == "MIT"  # an SPDX expression (PEP 639), not free text
+    files = PROJECT["license-files"]
+    assert files == ["LICENSE"]
+    text = (ROOT / files[0]).read_text()
+    assert text.startswith("MIT License") and "Copyright (c) 2026 the msj_gym authors" in text
+
+
+def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.split() == ["msj-gym", msj_gym.__version__]
+    assert msj_gym.__version__ == PROJECT["version"]
+
+
+def test_python_dash_m_is_the_command() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-m", "msj_gym", "--version"], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"msj-gym {msj_gym.__version__}"
+    bad = subprocess.run(
+        [sys.executable, "-m", "msj_gym", "simulate", "--scenario", "sf-fig2", "--policy", "no-such"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert bad.returncode == 2 and "no-such" in bad.stderr  # main's exit code reaches the shell
+
+
+def test_the_rl_extra_has_what_sb3_progress_bar_needs() -> None:
+    rl = PROJECT["optional-dependencies"]["rl"]
+    rich = [r for r in rl if re.match(r"rich\b", r)]
+    assert rich and "<" in rich[0] and ">=" in rich[0], rl  # a range, not a bare name
+    assert any(re.match(r"tqdm\b", r) for r in PROJECT["dependencies"])
+
+
+def test_readme_says_how_to_get_the_cpu_build_of_torch() -> None:
+    readme = (ROOT / "README.md").read_text()
+    pin = next(r for r in PROJECT["optional-dependencies"]["rl"] if r.startswith("torch"))
+    command = f"pip install {pin} --index-url https://download.pytorch.org/whl/cpu"
+    assert command in readme
+    assert 'python3 -m pip install -e ".[dev,rl]"' in readme  # CI runs the install commands verbatim
