@@ -250,8 +250,11 @@ def agent_means(model: Any, systems: list[Any], seeds: list[int], arrivals: int,
 
 def selection_score(agent: np.ndarray, best: np.ndarray) -> float:
     """The geometric mean of the agent's mean response time over the best base's, per system (an
-    unstable agent counts 10 times the base; a system where every base is unstable is left out)."""
+    unstable agent counts 10 times the base; a system where every base is unstable is left out). NaN
+    when every system is left out: the selection runs then rank no fit."""
     keep = np.isfinite(best)
+    if not keep.any():
+        return math.nan
     ratio = np.where(np.isfinite(agent[keep]), agent[keep] / best[keep], 10.0)
     return float(np.exp(np.mean(np.log(np.minimum(ratio, 10.0)))))
 
@@ -308,6 +311,11 @@ def main(argv: list[str] | None = None) -> Path:
     log(
         f"{len(systems)} training systems, {len(select)} selection systems ({time.perf_counter() - t0:.0f} s)"
     )
+    if not np.isfinite(best).any():
+        log(
+            f"note: no base is stable on any selection system over {args.select_arrivals} arrivals "
+            "(--select-arrivals): the fits are not ranked, the latest is kept"
+        )
     env = gym.make("MSJ-v0", scenario=systems[0], **env_kwargs(args.sizes))
     policy_kwargs = {"hidden": args.hidden}
     unused = ("out", "data", "workers", "threads", "backend", "address", "rounds", "candidates")
@@ -357,7 +365,8 @@ def main(argv: list[str] | None = None) -> Path:
                 f"regret {fitted['val_regret']:.3f}, selection ratio to the best base {got:.4f}, "
                 f"{time.perf_counter() - t0:.0f} s"
             )
-            if got < score:
+            # no selection system with a stable base ranks no fit: the latest (on the most data) is kept
+            if model is None or math.isnan(got) or got < score:
                 model, score = candidate, got
         log(f"round {r + 1}: kept selection ratio {score:.4f}")
     wall = time.perf_counter() - t0
@@ -374,7 +383,7 @@ def main(argv: list[str] | None = None) -> Path:
         "training_systems": args.systems,
         "decisions": len(data["cost"]),
         "seed": args.seed,
-        "selection_ratio_to_best_base": round(score, 5),
+        "selection_ratio_to_best_base": None if math.isnan(score) else round(score, 5),
         "collect_wall_seconds": round(t_collect, 1),
         "train_wall_seconds": round(wall, 1),
         "msj_gym_version": msj_gym.__version__,
