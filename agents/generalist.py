@@ -91,6 +91,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--sample-every: expected at least 1, got {args.sample_every}")
     if args.out.suffix != ".zip":
         ap.error(f"--out: expected a .zip path, got {str(args.out)!r}")
+    from agents._cli import check_output
+
+    try:  # written after the training and the collection: checked before them
+        check_output("--out", args.out, ".zip")
+        check_output("--data", args.data, folder=True)
+    except ValueError as exc:
+        ap.error(str(exc))
     args.bases = (
         tuple(args.bases.split(",")) if args.bases else (SIZE_AWARE_BASES if args.sizes else OBLIVIOUS_BASES)
     )
@@ -298,6 +305,7 @@ def main(argv: list[str] | None = None) -> Path:
     import msj_gym
     from agents.improve import fit
     from agents.set_policy import ClassSetMaskablePolicy
+    from msj_gym.atomic import atomic_path, atomic_write_text
     from msj_gym.experiments.runner import map_unordered
     from msj_gym.workloads.generator import sample_systems
 
@@ -345,9 +353,8 @@ def main(argv: list[str] | None = None) -> Path:
             t_collect += time.perf_counter() - t1
             if cached is not None:
                 cached.parent.mkdir(parents=True, exist_ok=True)
-                tmp = cached.with_suffix(".tmp.npz")
-                np.savez_compressed(tmp, key=np.array(f"{key}/{r}"), **part)
-                tmp.replace(cached)
+                with atomic_path(cached) as tmp:  # whole or not at all, no temporary file left behind
+                    np.savez_compressed(tmp, key=np.array(f"{key}/{r}"), **part)
         data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
         train = _clip(data)
         train["base"] = np.full(len(train["cost"]), -1, dtype=np.int64)
@@ -371,7 +378,8 @@ def main(argv: list[str] | None = None) -> Path:
         log(f"round {r + 1}: kept selection ratio {score:.4f}")
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    model.save(args.out)
+    with atomic_path(args.out) as tmp:  # a full disk leaves no truncated checkpoint
+        model.save(tmp)
     meta = {
         "command": "python -m agents.generalist " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": "maskable-ppo",
@@ -388,10 +396,12 @@ def main(argv: list[str] | None = None) -> Path:
         "train_wall_seconds": round(wall, 1),
         "msj_gym_version": msj_gym.__version__,
     }
-    args.out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
     log(f"generalist: {len(data['cost'])} decisions, {wall:.0f} s -> {args.out}")
     return args.out
 
 
 if __name__ == "__main__":
-    main()
+    from agents._cli import run_script
+
+    sys.exit(run_script("python -m agents.generalist", main))
