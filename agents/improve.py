@@ -415,6 +415,7 @@ def main(argv: list[str] | None = None) -> Path:
             log(f"round {r + 1}: {len(part['cost'])} compared decisions from {cached}")
         else:
             t1 = time.perf_counter()
+            log(f"round {r + 1}: collecting {args.decisions} compared decisions")
             part = collect(args, r, follow=model)
             t_collect += time.perf_counter() - t1
             if cached is not None:  # written whole or not at all (a killed run redoes the round)

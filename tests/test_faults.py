@@ -232,32 +232,55 @@ def _collected(folder: Path) -> dict[str, np.ndarray]:
     return out
 
 
+def _collection_times(folder: Path, proc: subprocess.Popen[str]) -> dict[str, float]:
+    """Per round, the seconds from its "round r: collecting" line to its data file, in a whole run."""
+    import threading
+
+    started: dict[str, float] = {}
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if ": collecting " in line:
+                started.setdefault(line.split(":")[0], time.monotonic())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    took: dict[str, float] = {}
+
+    def look() -> None:
+        for where, at in list(started.items()):
+            if where not in took and (folder / "data" / f"{where.replace(' ', '-')}.npz").exists():
+                took[where] = time.monotonic() - at
+
+    while proc.poll() is None:
+        look()
+        time.sleep(0.01)
+    reader.join()
+    look()
+    return took
+
+
 def test_rollout_collection_killed_then_resumed_equals_an_uninterrupted_run(tmp_path):
     pytest.importorskip("sb3_contrib")
     ref = tmp_path / "ref"
-    t0 = time.monotonic()
-    proc = _improve(ref, stdout=subprocess.DEVNULL)
-    while proc.poll() is None and not (ref / "data" / "round-1.npz").exists():
-        time.sleep(0.05)
-    to_round_1 = time.monotonic() - t0  # start-up, then the first collection (about half of it)
-    assert proc.wait() == 0
+    proc = _improve(ref, stdout=subprocess.PIPE)
+    took = _collection_times(ref, proc)
+    assert proc.wait() == 0 and set(took) == {"round 1", "round 2"}, took
     reference, meta = _collected(ref), json.loads((ref / "agent.json").read_text())
     for where in ("round 1", "round 2"):
         folder = tmp_path / where.replace(" ", "-")
         proc = _improve(folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert proc.stdout is not None
-        if where == "round 2":  # once round 1's fit is logged, round 2's collection runs
-            for line in proc.stdout:
-                if line.startswith("round 1, fit 1"):
-                    break
-            time.sleep(0.5)
-        else:  # within the first collection, which ends a second or more before round-1.npz is there
-            time.sleep(max(0.75 * to_round_1, to_round_1 - 1.0))
+        for line in proc.stdout:  # the round's collection starts: kill within its first quarter
+            if line.startswith(f"{where}: collecting"):
+                break
+        time.sleep(took[where] / 4)
         proc.kill()  # SIGKILL
         proc.wait()
         data = folder / "data"
         assert not (data / "round-2.npz").exists(), "the kill fell after round 2's collection"
-        assert (data / "round-1.npz").exists() == (where == "round 2")
+        assert (data / "round-1.npz").exists() == (where == "round 2"), "the kill fell after round 1's"
         assert _improve(folder, stdout=subprocess.DEVNULL).wait() == 0  # resumes
         mine = _collected(folder)
         assert mine.keys() == reference.keys()
