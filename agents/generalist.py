@@ -106,6 +106,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--follow-biases: expected comma-separated numbers, got {args.follow_biases!r}")
     if any(not math.isfinite(b) or b < 0 for b in args.follow_biases):
         ap.error(f"--follow-biases: expected non-negative finite numbers, got {args.follow_biases}")
+    from agents._cli import check_output
+
+    try:  # written after the training and the collection: checked before them
+        check_output("--out", args.out, ".zip")
+        check_output("--data", args.data, folder=True)
+    except ValueError as exc:
+        ap.error(str(exc))
     args.bases = (
         tuple(args.bases.split(",")) if args.bases else (SIZE_AWARE_BASES if args.sizes else OBLIVIOUS_BASES)
     )
@@ -289,7 +296,8 @@ def agent_means(
 
 def selection_score(agent: np.ndarray, best: np.ndarray) -> float:
     """The geometric mean of the agent's mean response time over the best base's, per system (an
-    unstable agent counts 10 times the base; a system where every base is unstable is left out)."""
+    unstable agent counts 10 times the base; a system where every base is unstable is left out). NaN
+    when every system is left out: the selection runs then rank no fit."""
     keep = np.isfinite(best)
     if not keep.any():
         return math.nan
@@ -390,6 +398,7 @@ def main(argv: list[str] | None = None) -> Path:
     import msj_gym
     from agents.improve import fit
     from agents.set_policy import ClassSetMaskablePolicy
+    from msj_gym.atomic import atomic_path, atomic_write_text
     from msj_gym.experiments.runner import map_unordered
     from msj_gym.workloads.generator import sample_systems
 
@@ -433,6 +442,11 @@ def main(argv: list[str] | None = None) -> Path:
         f"{len(systems)} training systems, {len(select)} selection systems, {len(extra)} more for the "
         f"selector: each base's mean response time ({time.perf_counter() - t0:.0f} s)"
     )
+    if not np.isfinite(best).any():
+        log(
+            f"note: no base is stable on any selection system over {args.select_arrivals} arrivals "
+            "(--select-arrivals): the fits are not ranked, the latest is kept"
+        )
     env = gym.make("MSJ-v0", scenario=systems[0], **kwargs)
     policy_kwargs = {"hidden": args.hidden}
     # the selector: which base to follow on a system, from what the system is (fitted once, shared by
@@ -481,9 +495,8 @@ def main(argv: list[str] | None = None) -> Path:
             t_collect += time.perf_counter() - t1
             if cached is not None:
                 cached.parent.mkdir(parents=True, exist_ok=True)
-                tmp = cached.with_suffix(".tmp.npz")
-                np.savez_compressed(tmp, key=np.array(f"{key}/{r}"), **part)
-                tmp.replace(cached)
+                with atomic_path(cached) as tmp:  # whole or not at all, no temporary file left behind
+                    np.savez_compressed(tmp, key=np.array(f"{key}/{r}"), **part)
         data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
         train = _normalise(data)
         train["base"] = np.full(len(train["cost"]), -1, dtype=np.int64)
@@ -506,7 +519,8 @@ def main(argv: list[str] | None = None) -> Path:
                 f"regret {fitted['val_regret']:.3f}, selection ratio to the best base {got:.4f}, "
                 f"{time.perf_counter() - t0:.0f} s"
             )
-            if model is None or got < score:  # NaN (no stable base to compare with) keeps the first
+            # no selection system with a stable base ranks no fit: the latest (on the most data) is kept
+            if model is None or math.isnan(got) or got < score:
                 model, score = candidate, got
         log(f"round {r + 1}: kept selection ratio {score:.4f}")
         if args.data is not None:  # each round's kept fit, to look at or to start from
@@ -524,7 +538,8 @@ def main(argv: list[str] | None = None) -> Path:
     log(f"follow bias kept: {chosen_bias:g} (selection ratio {score:.4f})")
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    model.save(args.out)
+    with atomic_path(args.out) as tmp:  # a full disk leaves no truncated checkpoint
+        model.save(tmp)
     meta = {
         "command": "python -m agents.generalist " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": "maskable-ppo",
@@ -536,16 +551,18 @@ def main(argv: list[str] | None = None) -> Path:
         "training_systems": args.systems,
         "decisions": len(data["cost"]),
         "seed": args.seed,
-        "selection_ratio_to_best_base": round(score, 5),
+        "selection_ratio_to_best_base": None if math.isnan(score) else round(score, 5),
         "follow_bias": chosen_bias,
         "collect_wall_seconds": round(t_collect, 1),
         "train_wall_seconds": round(wall, 1),
         "msj_gym_version": msj_gym.__version__,
     }
-    args.out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
     log(f"generalist: {len(data['cost'])} decisions, {wall:.0f} s -> {args.out}")
     return args.out
 
 
 if __name__ == "__main__":
-    main()
+    from agents._cli import run_script
+
+    sys.exit(run_script("python -m agents.generalist", main))

@@ -127,7 +127,7 @@ def test_through_the_env_equals_the_native_run(policy_id):
         warmup=300,
         max_arrivals=2 * 3000 + 2,
     ).run()
-    agent_metrics = agent.policy.report(agent._pdata)
+    agent_metrics = agent.policy.report(agent._driver.pdata)
     native_dict = native.to_dict()
     for key in ("provenance", "policy_metrics"):
         through_env.pop(key), native_dict.pop(key)
