@@ -63,6 +63,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="1,3,100",
         help="logit biases towards following the selected base, tried on the selection systems at the end",
     )
+    ap.add_argument(
+        "--guard-ages",
+        default="10,30",
+        help="starvation guards tried with them: follow the base where a job waited this many mean durations",
+    )
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--decisions", type=int, default=40_000, help="decisions compared per round")
     ap.add_argument("--episode-arrivals", type=int, default=2000)
@@ -100,12 +105,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--sample-every: expected at least 1, got {args.sample_every}")
     if args.out.suffix != ".zip":
         ap.error(f"--out: expected a .zip path, got {str(args.out)!r}")
-    try:
-        args.follow_biases = [float(x) for x in args.follow_biases.split(",") if x.strip()]
-    except ValueError:
-        ap.error(f"--follow-biases: expected comma-separated numbers, got {args.follow_biases!r}")
-    if any(not math.isfinite(b) or b < 0 for b in args.follow_biases):
-        ap.error(f"--follow-biases: expected non-negative finite numbers, got {args.follow_biases}")
+    for name in ("follow_biases", "guard_ages"):
+        text = getattr(args, name)
+        flag = "--" + name.replace("_", "-")
+        try:
+            values = [float(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            ap.error(f"{flag}: expected comma-separated numbers, got {text!r}")
+        if any(not math.isfinite(b) or b < 0 for b in values):
+            ap.error(f"{flag}: expected non-negative finite numbers, got {text!r}")
+        setattr(args, name, values)
     from agents._cli import check_output
 
     try:  # written after the training and the collection: checked before them
@@ -344,6 +353,42 @@ def _normalise(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {**data, "cost": np.clip(dev, -bound, bound)}
 
 
+def tune_following(
+    model: Any,
+    score: float,
+    select: list[Any],
+    seeds: list[int],
+    arrivals: int,
+    kwargs: dict[str, Any],
+    best: np.ndarray,
+    biases: list[float],
+    ages: list[float],
+) -> tuple[float, float | None, float]:
+    """How strongly the agent follows its selected base: a bias towards following (``biases``) and the
+    starvation guard (follow wherever some class's oldest waiting job is older than ``ages`` times its
+    mean duration; ``None``: no guard), each pair tried on the selection systems after the network's
+    own (``score``: bias 0, no guard). Sets the best pair on ``model``; returns it and its ratio."""
+    from msj_gym.env.observe import squash
+
+    net = model.policy.mlp_extractor
+    chosen: tuple[float, float | None] = (0.0, None)
+    for bias in [0.0, *biases]:
+        for age in [None, *ages]:
+            if bias == 0.0 and age is None:
+                continue  # the network's own, scored already
+            net.follow_bias.fill_(bias)
+            net.follow_when_age.fill_(2.0 if age is None else squash.py_func(age))
+            got = selection_score(agent_means(model, select, seeds, arrivals, kwargs), best)
+            guard = "no guard" if age is None else f"guard at {age:g} mean durations"
+            log(f"follow bias {bias:g}, {guard}: selection ratio to the best base {got:.4f}")
+            if got < score:
+                score, chosen = got, (bias, age)
+    net.follow_bias.fill_(chosen[0])
+    net.follow_when_age.fill_(2.0 if chosen[1] is None else squash.py_func(chosen[1]))
+    log(f"kept: follow bias {chosen[0]:g}, guard {chosen[1]} (selection ratio {score:.4f})")
+    return chosen[0], chosen[1], score
+
+
 SELECT_BIASES = (0.0, 0.5, 1.0, 2.0, 3.0)
 
 
@@ -525,17 +570,17 @@ def main(argv: list[str] | None = None) -> Path:
         log(f"round {r + 1}: kept selection ratio {score:.4f}")
         if args.data is not None:  # each round's kept fit, to look at or to start from
             model.save(args.data / f"round-{r + 1}.zip")
-    # how strongly to prefer following the selected base over the network's own choices: the bias with
-    # the best ratio on the selection systems (a large bias follows the base everywhere)
-    chosen_bias = 0.0
-    for bias in args.follow_biases:
-        model.policy.mlp_extractor.follow_bias.fill_(bias)
-        got = selection_score(agent_means(model, select, select_seeds, args.select_arrivals, kwargs), best)
-        log(f"follow bias {bias:g}: selection ratio to the best base {got:.4f}")
-        if got < score:
-            score, chosen_bias = got, bias
-    model.policy.mlp_extractor.follow_bias.fill_(chosen_bias)
-    log(f"follow bias kept: {chosen_bias:g} (selection ratio {score:.4f})")
+    chosen_bias, chosen_age, score = tune_following(
+        model,
+        score,
+        select,
+        select_seeds,
+        args.select_arrivals,
+        kwargs,
+        best,
+        args.follow_biases,
+        args.guard_ages,
+    )
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.out) as tmp:  # a full disk leaves no truncated checkpoint
@@ -553,6 +598,7 @@ def main(argv: list[str] | None = None) -> Path:
         "seed": args.seed,
         "selection_ratio_to_best_base": None if math.isnan(score) else round(score, 5),
         "follow_bias": chosen_bias,
+        "follow_when_older_than_mean_durations": chosen_age,
         "collect_wall_seconds": round(t_collect, 1),
         "train_wall_seconds": round(wall, 1),
         "msj_gym_version": msj_gym.__version__,

@@ -29,7 +29,7 @@ from gymnasium import spaces
 from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 
-from msj_gym.env.layout import SET_SYSTEM_FEATURES, STATIC_CLASS, STATIC_SYSTEM, class_features
+from msj_gym.env.layout import SET_AGE, SET_SYSTEM_FEATURES, STATIC_CLASS, STATIC_SYSTEM, class_features
 
 __all__ = ["ClassSetMaskablePolicy", "ClassSetNetwork", "ClassSetPolicy", "set_layout"]
 
@@ -104,6 +104,10 @@ class ClassSetNetwork(nn.Module):
         # added to the selector's logits: a lean towards the advisor that is rarely far off, where a
         # wrong pick is costly (chosen by cross-validation; see agents.generalist)
         self.register_buffer("select_bias", th.zeros(max(extra, 1)))
+        # the starvation guard: where some class's oldest waiting job is older than this (in the
+        # observation's squashed units of its class's mean duration), the selected advisor is followed
+        # whatever else scores higher (2: above any squashed value, never)
+        self.register_buffer("follow_when_age", th.full((), 2.0))
 
     def _embed(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """Per-class embeddings ``(B, M, h)``, the context ``(B, h)`` and the mask of real classes."""
@@ -126,6 +130,11 @@ class ClassSetNetwork(nn.Module):
         peak = th.where(present.any(dim=1, keepdim=True), peak, th.zeros_like(peak))
         context = self.context(th.cat([system, mean, peak], dim=1))
         return emb, context, present
+
+    def _load_from_state_dict(self, state: dict[str, Any], prefix: str, *args: Any) -> None:
+        # checkpoints saved before the guard existed: it stays off
+        state.setdefault(prefix + "follow_when_age", th.full((), 2.0))
+        super()._load_from_state_dict(state, prefix, *args)
 
     def selector_logits(self, obs: th.Tensor) -> th.Tensor:
         """Per advisor, how good following it throughout is on this system (the static features of
@@ -153,8 +162,11 @@ class ClassSetNetwork(nn.Module):
         if self.extra:  # only the selected advisor may be followed
             with th.no_grad():
                 chosen = self.selector_logits(obs).argmax(dim=1, keepdim=True)
+                rows = obs[:, SET_SYSTEM_FEATURES:].reshape(obs.shape[0], self.slots, self.features)
+                oldest = rows[:, :, SET_AGE].amax(dim=1, keepdim=True)
+                guard = th.where(oldest > self.follow_when_age, 1e6, 0.0)
             followed = th.zeros_like(advisors, dtype=th.bool).scatter_(1, chosen, True)
-            advisors = (advisors + self.follow_bias).masked_fill(~followed, PADDING_SCORE)
+            advisors = (advisors + self.follow_bias + guard).masked_fill(~followed, PADDING_SCORE)
         return th.cat([other[:, :1], scores, rest, advisors], dim=1)
 
     def forward_critic(self, obs: th.Tensor) -> th.Tensor:

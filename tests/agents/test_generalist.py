@@ -19,7 +19,7 @@ from msj_gym.workloads.generator import sample_systems
 TINY = [
     "--systems", "2", "--select-systems", "1", "--decisions", "40", "--rounds", "2", "--candidates", "1",
     "--epochs", "1", "--select-arrivals", "200", "--select-seeds", "1", "--episode-arrivals", "300",
-    "--skip", "30", "--tail", "100", "--hidden", "8", "--selector-systems", "3", "--follow-biases", "2",
+    "--skip", "30", "--tail", "100", "--hidden", "8", "--selector-systems", "3", "--follow-biases", "2", "--guard-ages", "5",
 ]  # fmt: skip
 
 
