@@ -63,6 +63,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
     sim.add_argument(
+        "--tau",
+        type=float,
+        default=None,
+        help="tau of the bounded slowdown max((wait + run) / max(run, tau), 1), in the scenario's time unit "
+        "(default: 10 on a trace, in seconds; a tenth of the mean service time on a synthetic scenario)",
+    )
+    sim.add_argument(
         "--policy-param",
         action="append",
         default=[],
@@ -354,6 +361,8 @@ def _run_length(args: argparse.Namespace, jobs: int | None = None) -> dict[str, 
     the jobs it replays (the defaults of an endless stream would discard more jobs than a short trace
     holds)."""
     kwargs: dict[str, Any] = {"seed": args.seed}
+    if getattr(args, "tau", None) is not None:
+        kwargs["slowdown_tau"] = args.tau
     if args.horizon is not None:
         kwargs["horizon"] = args.horizon
         if args.warmup is not None:
@@ -379,6 +388,7 @@ def _simulate(args: argparse.Namespace) -> int:
     # the flags first (cheap, and each error names its flag), then the policy's model, then the scenario
     _check_system_flags(args)
     _positive_finite("--horizon", args.horizon)
+    _positive_finite("--tau", args.tau)
     if args.warmup is not None and not (math.isfinite(args.warmup) and args.warmup >= 0):
         raise ValueError(f"--warmup: expected a finite number >= 0, got {args.warmup!r}")
     model = _scenario_model(args.scenario)
@@ -460,7 +470,8 @@ def _simulate_moldable(args: argparse.Namespace) -> int:
     from .moldable.systems import build_moldable_system
     from .registry import policy_from_spec
 
-    _not_for("moldable", args, "--arrival-rate", "--horizon")  # a loss system runs a number of arrivals
+    # a loss system runs a number of arrivals, and its jobs never wait (no slowdown)
+    _not_for("moldable", args, "--arrival-rate", "--horizon", "--tau")
     if args.warmup is not None and args.warmup != int(args.warmup):
         raise ValueError(f"--warmup: expected a whole number of arrivals, got {args.warmup}")
     system = build_moldable_system(

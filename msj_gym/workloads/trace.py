@@ -31,9 +31,13 @@ class TraceWorkload(ClassTable):
     model requires.
 
     ``time_scale`` multiplies every inter-arrival gap (values < 1 compress time and raise the load).
+
+    ``slowdown_tau``: the bounded slowdown's tau, in the trace's time unit; 10 by default, the 10 seconds
+    of the HPC scheduling papers (every loader of msj_gym reads times in seconds).
     """
 
     finite = True
+    slowdown_tau = 10.0
 
     def __init__(
         self,
