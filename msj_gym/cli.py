@@ -158,6 +158,13 @@ def _parser() -> argparse.ArgumentParser:
     lb.add_argument(
         "--reference", default=None, help="normalise to this entrant (default: each load's leader)"
     )
+    lb.add_argument(
+        "--metric",
+        default="mean_response_time",
+        help="rank by this metric (default mean_response_time; also weighted_mean_response_time, "
+        "mean_waiting_time, mean_bounded_slowdown, response_time_p50, response_time_p95, "
+        "response_time_p99, makespan, p_wait, utilization)",
+    )
     lb.add_argument("--out", default="leaderboard", help="output folder (default ./leaderboard)")
     lb.add_argument(
         "--wide",
@@ -268,6 +275,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
         arrivals=args.arrivals,
         warmup=args.warmup,
         reference=args.reference,
+        metric=args.metric,
     )
     report = run_leaderboard(
         config, Path(args.out), backend=args.backend, workers=workers, address=args.address

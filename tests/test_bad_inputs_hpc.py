@@ -27,3 +27,10 @@ def test_tau_on_a_moldable_system_is_refused(capsys):
         ["--tau", "not used by moldable scenario", "10.0"],
         capsys,
     )
+
+
+def test_bad_leaderboard_metric_leaves_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["leaderboard", "--policies", "fcfs", "--seeds", "1", "--out", str(out), "--metric", "p99"]
+    _refused(argv, ["--metric", "'p99'", "response_time_p99"], capsys)
+    assert _empty(out)

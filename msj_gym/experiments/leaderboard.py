@@ -6,8 +6,10 @@ per seed, the entrant's mean response time minus (or divided by) the reference's
 95 % interval over seeds. With one seed, each run's own batch-means interval is shown instead and
 paired intervals are not available.
 
-Ranking at a point (scenario, load): entrants stable on every seed first, by mean response time; then
-the unstable ones, whose finite-run averages are not steady-state values. Across a load sweep each
+Ranking at a point (scenario, load): entrants stable on every seed first, by the ranked metric
+(``metric``, the mean response time by default; any of :data:`METRICS`: the bounded slowdown, waiting
+time, response-time percentiles, makespan, utilisation, ...); then the unstable ones, whose finite-run
+averages are not steady-state values. The paired columns compare the ranked metric. Across a load sweep each
 entrant's *empirical stability limit* is bracketed between the largest load up to which it was
 stable on every seed and the first load at which it was not, next to the theoretical limit where a
 theorem gives one (see :func:`msj_gym.analysis.stability_limit`).
@@ -41,6 +43,7 @@ __all__ = [
     "DEFAULT_ARRIVALS",
     "DEFAULT_LOADS",
     "DEFAULT_SCENARIO",
+    "METRICS",
     "LeaderboardConfig",
     "format_tables",
     "parse_loads",
@@ -54,6 +57,28 @@ DEFAULT_ARRIVALS = 20_000  # per run of a synthetic scenario; a trace replay run
 POLICY_GROUPS = ("all", "non-preemptive", "preemptive")
 MAX_LOADS = 1000  # loads in one sweep, and below seeds per point: bounds a typo like a step of 1e-9
 MAX_SEEDS = 100_000
+
+#: The metrics a leaderboard can rank by: name -> (label, higher is better, the run's own 95 % half-width
+#: field, shown when there is one seed). Lower is better for all but the utilisation.
+METRICS: dict[str, tuple[str, bool, str | None]] = {
+    "mean_response_time": ("mean T", False, "ci95_half_width"),
+    "weighted_mean_response_time": ("weighted T", False, "weighted_ci95_half_width"),
+    "mean_waiting_time": ("mean wait", False, "waiting_ci95_half_width"),
+    "mean_bounded_slowdown": ("bounded slowdown", False, "bounded_slowdown_ci95_half_width"),
+    "response_time_p50": ("T p50", False, "response_time_p50_ci95_half_width"),
+    "response_time_p95": ("T p95", False, "response_time_p95_ci95_half_width"),
+    "response_time_p99": ("T p99", False, "response_time_p99_ci95_half_width"),
+    "makespan": ("makespan", False, None),
+    "p_wait": ("P(wait)", False, None),
+    "utilization": ("utilisation", True, None),
+}
+
+
+def check_metric(metric: str) -> str:
+    """``metric`` if a leaderboard can rank by it, else a one-line error listing :data:`METRICS`."""
+    if metric not in METRICS:
+        raise ValueError(f"--metric: expected one of {', '.join(METRICS)}, got {metric!r}")
+    return metric
 
 
 def parse_loads(text: str | Sequence[float]) -> tuple[float, ...]:
@@ -121,13 +146,13 @@ def parse_seeds(text: str | int | Sequence[int]) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class LeaderboardConfig:
-    """What a leaderboard runs. ``policies`` holds ids, groups (``all``, ``non-preemptive``,
-    ``preemptive``) and ``module:attr`` specs of policies of your own (a Policy class or instance, run
-    natively like the baselines); a group keeps the policies defined on each scenario's workload, a
-    policy named on its own that is not defined there is an error. ``loads`` of None takes
-    :data:`DEFAULT_LOADS`. ``arrivals`` of None runs :data:`DEFAULT_ARRIVALS` per run, and a trace
-    replay all its jobs; ``warmup`` of None discards a tenth of what a run replays
-    (:meth:`arrivals_for`, :meth:`warmup_for`)."""
+    """What a leaderboard runs, and by which ``metric`` (of :data:`METRICS`) it ranks. ``policies``
+    holds ids, groups (``all``, ``non-preemptive``, ``preemptive``) and ``module:attr`` specs of
+    policies of your own (a Policy class or instance, run natively like the baselines); a group keeps
+    the policies defined on each scenario's workload, a policy named on its own that is not defined
+    there is an error. ``loads`` of None takes :data:`DEFAULT_LOADS`. ``arrivals`` of None runs
+    :data:`DEFAULT_ARRIVALS` per run, and a trace replay all its jobs; ``warmup`` of None discards a
+    tenth of what a run replays (:meth:`arrivals_for`, :meth:`warmup_for`)."""
 
     scenarios: tuple[str, ...] = (DEFAULT_SCENARIO,)
     loads: tuple[float, ...] = DEFAULT_LOADS
@@ -138,8 +163,10 @@ class LeaderboardConfig:
     warmup: int | None = None
     reference: str | None = None
     policy_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    metric: str = "mean_response_time"
 
     def __post_init__(self) -> None:
+        check_metric(self.metric)
         if not self.scenarios:
             raise ValueError("--scenario: at least one scenario is needed")
         if not self.policies and not self.agents:
@@ -206,6 +233,7 @@ class LeaderboardConfig:
         their own), else one per scenario."""
         d = asdict(self)
         d.pop("reference")
+        d.pop("metric")  # how the same runs are ranked
         for key, of in (("arrivals", self.arrivals_for), ("warmup", self.warmup_for)):
             each = {s: of(s) for s in self.scenarios}
             d[key] = next(iter(each.values())) if len(set(each.values())) == 1 else each
@@ -501,6 +529,20 @@ class Row:
     per_class: dict[str, float]
     unstable_note: str = ""
     gap: float = math.nan  # (T - T*) / T*, T* the exact optimum of the entrant's kind, where known
+    metric: str = "mean_response_time"  # what ``rank``, ``value`` and the paired columns are about
+    value: float = math.nan  # the ranked metric, mean over seeds
+    value_ci95: float = math.nan
+    mean_waiting_time: float = math.nan
+    mean_bounded_slowdown: float = math.nan
+    response_time_p50: float = math.nan
+    response_time_p95: float = math.nan
+    response_time_p99: float = math.nan
+    makespan: float = math.nan
+    per_class_bounded_slowdown: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.metric == "mean_response_time" and math.isnan(self.value):
+            self.value, self.value_ci95 = self.mean_response_time, self.ci95
 
 
 def _mean(values: list[float]) -> tuple[float, float]:
@@ -511,13 +553,22 @@ def _mean(values: list[float]) -> tuple[float, float]:
     return est.mean, est.ci95_half_width
 
 
+def _metric_of(run: dict[str, Any], metric: str) -> float:
+    """A run's value of ``metric`` (NaN where the run has none: a row from before it was recorded, or
+    a percentile without per-job records)."""
+    value = run.get(metric)
+    return float(value) if isinstance(value, int | float) and value is not None else math.nan
+
+
 def _table(
     scenario: str,
     load: float,
     runs: dict[str, dict[int, dict[str, Any]]],
     entrants: list[Entrant],
     reference: str | None,
+    metric: str = "mean_response_time",
 ) -> list[Row]:
+    _, higher_better, own_ci = METRICS[metric]
     rows: list[Row] = []
     for e in entrants:
         by_seed = runs[e.label]
@@ -527,10 +578,16 @@ def _table(
         w, w_ci = _mean([x["weighted_mean_response_time"] for x in r])
         if len(r) == 1:  # one replication: its own batch-means intervals
             t_ci, w_ci = r[0]["ci95_half_width"], r[0]["weighted_ci95_half_width"]
+        value, value_ci = _mean([_metric_of(x, metric) for x in r])
+        if len(r) == 1 and own_ci is not None:
+            value_ci = _metric_of(r[0], own_ci)
         classes: dict[str, list[float]] = {}
+        slowdowns: dict[str, list[float]] = {}
         for x in r:
             for name, v in x["per_class"].items():
                 classes.setdefault(name, []).append(v)
+            for name, v in x.get("per_class_bounded_slowdown", {}).items():
+                slowdowns.setdefault(name, []).append(v)
         kind = "preemptive" if e.preemptive else "non-preemptive"
         if e.agent:
             kind = "agent, preemptive" if e.preemptive else "agent"
@@ -559,14 +616,20 @@ def _table(
                 ratio_ci95=math.nan,
                 per_class={k: _mean(v)[0] for k, v in classes.items()},
                 unstable_note=notes[0] if notes else "",
+                metric=metric,
+                value=value,
+                value_ci95=value_ci,
+                mean_waiting_time=_mean([_metric_of(x, "mean_waiting_time") for x in r])[0],
+                mean_bounded_slowdown=_mean([_metric_of(x, "mean_bounded_slowdown") for x in r])[0],
+                response_time_p50=_mean([_metric_of(x, "response_time_p50") for x in r])[0],
+                response_time_p95=_mean([_metric_of(x, "response_time_p95") for x in r])[0],
+                response_time_p99=_mean([_metric_of(x, "response_time_p99") for x in r])[0],
+                makespan=_mean([_metric_of(x, "makespan") for x in r])[0],
+                per_class_bounded_slowdown={k: _mean(v)[0] for k, v in slowdowns.items()},
             )
         )
-    rows.sort(
-        key=lambda x: (
-            not x.stable,
-            x.mean_response_time if math.isfinite(x.mean_response_time) else math.inf,
-        )
-    )
+    sign = -1.0 if higher_better else 1.0
+    rows.sort(key=lambda x: (not x.stable, sign * x.value if math.isfinite(x.value) else math.inf))
     for i, row in enumerate(rows, 1):
         row.rank = i
     # paired columns: against the reference, else against the leader of this point
@@ -578,8 +641,8 @@ def _table(
         if row.entrant == ref:
             row.diff, row.diff_ci95, row.ratio, row.ratio_ci95 = 0.0, 0.0, 1.0, 0.0
             continue
-        mine = [runs[row.entrant][s]["mean_response_time"] for s in common]
-        theirs = [ref_runs[s]["mean_response_time"] for s in common]
+        mine = [_metric_of(runs[row.entrant][s], metric) for s in common]
+        theirs = [_metric_of(ref_runs[s], metric) for s in common]
         row.diff, row.diff_ci95 = _mean([a - b for a, b in zip(mine, theirs, strict=True)])
         row.ratio, row.ratio_ci95 = _mean([a / b for a, b in zip(mine, theirs, strict=True) if b > 0])
         if len(common) < 2:
@@ -699,8 +762,12 @@ def _report(
         # each entrant is held to the optimum of what it may do (an agent: what its env lets it do)
         preempts = {e.label: bool(e.preemptive) for e in entrants[scenario]}
         for rho in config.loads:
-            at = _table(scenario, rho, grouped[(scenario, rho)], entrants[scenario], config.reference)
-            optima[(scenario, rho)] = best = exact_optima(scenario, rho)
+            at = _table(
+                scenario, rho, grouped[(scenario, rho)], entrants[scenario], config.reference, config.metric
+            )
+            # the exact optimum is of the mean response time: a reference for that metric alone
+            by_t = config.metric == "mean_response_time"
+            optima[(scenario, rho)] = best = exact_optima(scenario, rho) if by_t else {}
             for row in at:
                 exact = best.get("preemptive" if preempts[row.entrant] else "non-preemptive")
                 if exact is not None:
@@ -770,10 +837,13 @@ def format_tables(report: dict[str, Any], markdown: bool = False, wide: bool = F
     full = markdown or wide
     lines: list[str] = []
     ref_word = "ratio to reference" if config.reference else "ratio to leader"
+    by_t = config.metric == "mean_response_time"
+    ranked = f"{METRICS[config.metric][0]} ± 95% CI"  # another metric: its column, ranked by it
     if full:
-        head = ["rank", "entrant", "kind", "mean T ± 95% CI", "weighted T ± CI", "P(wait)", "util"]
+        head = ["rank", "entrant", "kind", *([] if by_t else [ranked])]
+        head += ["mean T ± 95% CI", "weighted T ± CI", "P(wait)", "util"]
     else:
-        head = ["rank", "entrant", "preempt", "sizes", "mean T ± 95% CI"]
+        head = ["rank", "entrant", "preempt", "sizes", "mean T ± 95% CI" if by_t else ranked]
     head += [ref_word, "gap to optimum", "stable"]
     any_optimum = False
     for scenario in config.scenarios:
@@ -791,6 +861,7 @@ def format_tables(report: dict[str, Any], markdown: bool = False, wide: bool = F
                 if full:
                     what = [
                         r.kind,
+                        *([] if by_t else [_fmt(r.value, r.value_ci95)]),
                         _fmt(r.mean_response_time, r.ci95),
                         _fmt(r.weighted_mean_response_time, r.weighted_ci95),
                         f"{r.p_wait:.3f}",
@@ -798,7 +869,7 @@ def format_tables(report: dict[str, Any], markdown: bool = False, wide: bool = F
                     ]
                 else:
                     sizes = "size-aware" in r.kind.split(", ")
-                    what = [_yes(_preempts(r.kind)), _yes(sizes), _fmt(r.mean_response_time, r.ci95)]
+                    what = [_yes(_preempts(r.kind)), _yes(sizes), _fmt(r.value, r.value_ci95)]
                 table.append(
                     [
                         str(r.rank),
@@ -820,6 +891,7 @@ def format_tables(report: dict[str, Any], markdown: bool = False, wide: bool = F
             title = (
                 f"{scenario}  load {rho:g}  ({len(config.seeds)} seeds x {config.arrivals_for(scenario)} "
                 f"arrivals, {config.warmup_for(scenario)} warm-up)"
+                + ("" if by_t else f"  ranked by {config.metric}")
             )
             lines += _render(title, head, table, markdown)
         lines += _standings_table(report, scenario, full, markdown)
@@ -955,7 +1027,7 @@ def _curve_groups(rows: list[Row], entrants: list[str]) -> list[list[str]]:
     groups: dict[tuple, list[str]] = {}
     for e in entrants:
         key = tuple(
-            (r.load, r.mean_response_time, r.stable)
+            (r.load, r.value, r.stable)
             for r in sorted((r for r in rows if r.entrant == e), key=lambda r: r.load)
         )
         groups.setdefault(key, []).append(e)
@@ -1024,12 +1096,12 @@ def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
             if len(group) > 1:
                 notes.append(group)
             xs = [r.load for r in ok]
-            ys = [r.mean_response_time for r in ok]
+            ys = [r.value for r in ok]
             shown_y += [y for y in ys if math.isfinite(y) and y > 0]
-            if bad is not None and math.isfinite(pts[bad].mean_response_time):
-                shown_y.append(pts[bad].mean_response_time)
+            if bad is not None and math.isfinite(pts[bad].value):
+                shown_y.append(pts[bad].value)
             ax.plot(xs, ys, marker=marker, ms=5, color=color, lw=1.4, label=label)
-            ci = [r.ci95 if math.isfinite(r.ci95) else 0.0 for r in ok]
+            ci = [r.value_ci95 if math.isfinite(r.value_ci95) else 0.0 for r in ok]
             if ok and bands:
                 ax.fill_between(
                     xs,
@@ -1043,16 +1115,18 @@ def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
                 if ok:  # a dotted step to the first unstable point
                     ax.plot(
                         [ok[-1].load, r.load],
-                        [ok[-1].mean_response_time, r.mean_response_time],
+                        [ok[-1].value, r.value],
                         ls=":",
                         color=color,
                         lw=1.2,
                     )
-                ax.plot([r.load], [r.mean_response_time], marker="x", ms=11, mew=2.5, color=color, ls="none")
+                ax.plot([r.load], [r.value], marker="x", ms=11, mew=2.5, color=color, ls="none")
         ax.set_yscale("log")
         ax.set_xlabel("load")
         if j == 0:
-            ax.set_ylabel("mean response time")
+            ax.set_ylabel(
+                METRICS[config.metric][0] if config.metric != "mean_response_time" else "mean response time"
+            )
         ax.set_xlim(loads[0] - 0.03, loads[-1] + 0.03)
         ax.set_xticks(loads)
         ax.grid(True, alpha=0.3)

@@ -233,7 +233,18 @@ def run_point(point: Point) -> dict[str, Any]:
         "p_wait": res.p_wait,
         "stable": bool(res.stable),
         "stability_note": res.stability_note,
+        "mean_waiting_time": res.mean_waiting_time,
+        "waiting_ci95_half_width": res.waiting_ci95_half_width,
+        "mean_bounded_slowdown": res.mean_bounded_slowdown,
+        "bounded_slowdown_ci95_half_width": res.bounded_slowdown_ci95_half_width,
+        **{
+            f"response_time_p{p}{part}": getattr(res, f"response_time_p{p}{part}")
+            for p in (50, 95, 99)
+            for part in ("", "_ci95_half_width")
+        },
+        "makespan": res.makespan,
         "per_class": {name: c.mean_response_time for name, c in res.per_class.items()},
+        "per_class_bounded_slowdown": {name: c.mean_bounded_slowdown for name, c in res.per_class.items()},
         "policy_metrics": res.policy_metrics,
         "load": res.offered_load,
     }
