@@ -159,6 +159,13 @@ def _parser() -> argparse.ArgumentParser:
         "--reference", default=None, help="normalise to this entrant (default: each load's leader)"
     )
     lb.add_argument(
+        "--policy-param",
+        action="append",
+        default=[],
+        metavar="POLICY:NAME=VALUE",
+        help="a parameter of one entrant, e.g. easy-backfilling:estimates=requested (repeatable)",
+    )
+    lb.add_argument(
         "--metric",
         default="mean_response_time",
         help="rank by this metric (default mean_response_time; also weighted_mean_response_time, "
@@ -250,6 +257,18 @@ def _positive_finite(flag: str, value: float | None) -> None:
         raise ValueError(f"{flag}: expected a positive finite number, got {value!r}")
 
 
+def _entrant_params(items: Sequence[str]) -> dict[str, dict[str, str]]:
+    """``POLICY:NAME=VALUE`` items as {policy: {name: value}}."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        head, eq, value = item.partition("=")
+        policy, sep, name = head.rpartition(":")  # a module:Class policy has a colon of its own
+        if not sep or not policy.strip() or not eq or not name.strip():
+            raise ValueError(f"--policy-param: expected POLICY:NAME=VALUE, got {item!r}")
+        out.setdefault(policy.strip(), {})[name.strip()] = value.strip()
+    return out
+
+
 def _leaderboard(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -276,6 +295,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         reference=args.reference,
         metric=args.metric,
+        policy_params=_entrant_params(args.policy_param),
     )
     report = run_leaderboard(
         config, Path(args.out), backend=args.backend, workers=workers, address=args.address

@@ -34,3 +34,31 @@ def test_bad_leaderboard_metric_leaves_nothing(tmp_path, capsys):
     argv = ["leaderboard", "--policies", "fcfs", "--seeds", "1", "--out", str(out), "--metric", "p99"]
     _refused(argv, ["--metric", "'p99'", "response_time_p99"], capsys)
     assert _empty(out)
+
+
+LB_PARAM_CASES = [
+    (
+        ["--policy-param", "estimates=requested"],
+        ["--policy-param", "POLICY:NAME=VALUE", "'estimates=requested'"],
+    ),
+    (["--policy-param", "sjf:estimates"], ["--policy-param", "'sjf:estimates'"]),
+    (["--policy-param", "msf:estimates=exact"], ["--policy-param", "'msf'", "not an entrant"]),
+    (["--policy-param", "fcfs:estimates=exact"], ["fcfs", "unknown parameter", "estimates"]),
+    (["--policy-param", "fcfs:x=1", "--policies", "easy-backfilling"], ["'fcfs'", "not an entrant"]),
+]
+
+
+@pytest.mark.parametrize(("flags", "needles"), LB_PARAM_CASES, ids=[" ".join(c[0]) for c in LB_PARAM_CASES])
+def test_bad_leaderboard_policy_param_leaves_nothing(flags, needles, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["leaderboard", "--policies", "fcfs", "--seeds", "1", "--out", str(out)]
+    _refused([*argv, *flags], needles, capsys)
+    assert _empty(out)
+
+
+def test_a_heuristic_needs_requested_times_it_is_not_given(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["leaderboard", "--policies", "sjf-easy", "--seeds", "1", "--out", str(out)]
+    _refused(argv, ["--policies", "'sjf-easy'", "carries no requested times"], capsys)
+    assert _empty(out)
+    _refused([*SIM[:3], "--policy", "wfp3"], ["wfp3", "carries no requested times"], capsys)

@@ -266,6 +266,7 @@ class Entrant:
     preemptive: bool | None
     size_aware: bool | None
     params: dict[str, Any]
+    notes: tuple[str, ...] = ()  # how it decides, for the kind column (e.g. its run-time estimates)
 
 
 def _agent_sees_sizes(env_kwargs: dict[str, Any]) -> bool:
@@ -355,9 +356,18 @@ def _entrants(
     skipped: dict[str, str] = {}
     out: list[Entrant] = []
     unique = list(dict.fromkeys(ids))
+    for key in config.policy_params:
+        if key not in unique and key not in specs:
+            raise ValueError(f"--policy-param: {key!r} is not an entrant here ({', '.join(unique + specs)})")
     by_load = [pid for pid in unique if getattr(POLICIES[pid], "support_depends_on_load", False)]
     # the others' support is settled now; the load-dependent ones' after _prepare has solved them
-    first = {pid: supports(pid, workload) for pid in unique if pid not in by_load}
+    first = {
+        pid: supports(
+            POLICIES[pid](**config.policy_params[pid]) if pid in config.policy_params else pid, workload
+        )
+        for pid in unique
+        if pid not in by_load
+    }
     _prepare(by_load, [pid for pid, why in first.items() if why is None], scenario, config, workers)
     for pid in unique:
         reason = first[pid] if pid in first else supports(pid, workload)
@@ -373,10 +383,11 @@ def _entrants(
                 raise ValueError(f"--policies: {pid!r} is not defined on scenario {scenario!r}: {reason}")
             skipped[pid] = reason
             continue
-        cls = POLICIES[pid]
+        params = config.policy_params.get(pid, {})
+        policy = POLICIES[pid](**params)  # its parameters may say how it decides (estimates, sizes)
         out.append(
             Entrant(
-                pid, pid, None, bool(cls.preemptive), bool(cls.size_aware), config.policy_params.get(pid, {})
+                pid, pid, None, bool(policy.preemptive), policy.reads_sizes(), params, policy.kind_notes()
             )
         )
     labels = {e.label for e in out}
@@ -420,7 +431,9 @@ def _own_entrant(
         raise ValueError(
             f"--policies: {spec!r} has the policy_id {label!r} of another entrant; give it an id of its own"
         )
-    return Entrant(label, spec, None, bool(policy.preemptive), bool(policy.size_aware), dict(params))
+    return Entrant(
+        label, spec, None, bool(policy.preemptive), policy.reads_sizes(), dict(params), policy.kind_notes()
+    )
 
 
 def plan(
@@ -593,6 +606,7 @@ def _table(
             kind = "agent, preemptive" if e.preemptive else "agent"
         if e.size_aware:
             kind += ", size-aware"
+        kind += "".join(f", {note}" for note in e.notes)
         notes = [x.get("stability_note", "") for x in r if not x["stable"]]
         rows.append(
             Row(
@@ -1015,7 +1029,8 @@ def plot_family(entrant: str, kind: str) -> str:
     if entrant.startswith("agent:") or kind.startswith("agent"):
         return "agents"
     cls = POLICIES.get(entrant)
-    size_aware = cls.size_aware if cls is not None else "size-aware" in kind
+    # the kind says what this entrant's parameters make of its class (e.g. estimates instead of sizes)
+    size_aware = "size-aware" in kind.split(", ") if kind or cls is None else cls.size_aware
     preemptive = cls.preemptive if cls is not None else kind.startswith("preemptive")
     if size_aware:
         return "size-aware"

@@ -115,7 +115,13 @@ def scenario_content(point: Point) -> str:
         else:
             wl = build_workload(point.scenario, point.build)
         h = hashlib.sha256(json.dumps(wl.to_dict(), sort_keys=True, default=repr).encode())
-        for name in ("arrival_time", "job_class", "server_need_per_job", "service_time_per_job"):
+        for name in (
+            "arrival_time",
+            "job_class",
+            "server_need_per_job",
+            "service_time_per_job",
+            "requested_time_per_job",
+        ):
             arr = getattr(wl, name, None)  # a trace's jobs: its to_dict() only counts them
             if arr is not None:
                 h.update(name.encode() + np.ascontiguousarray(arr).tobytes())
