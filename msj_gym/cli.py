@@ -35,8 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--scenario",
         required=True,
-        help="a built-in scenario name, a .toml/.json/.yaml file, or a GPU trace FORMAT:PATH[?options] "
-        "(FORMAT gpu, philly, helios, acme, pai, openb or gfs); or a compatibility-model or moldable "
+        help="a built-in scenario name, a .toml/.json/.yaml file, an SWF log swf:FILE[?options], or a GPU "
+        "trace FORMAT:PATH[?options] (FORMAT gpu, philly, helios, acme, pai, openb or gfs); or a "
+        "compatibility-model or moldable "
         "system's name (see `msj-gym list`)",
     )
     sim.add_argument(
@@ -132,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
         "--scenario",
         action="append",
         default=None,
-        help="scenario name, file or GPU trace FORMAT:PATH (repeatable; default sf-fig2)",
+        help="scenario name, file, SWF log swf:FILE or GPU trace FORMAT:PATH (repeatable; default sf-fig2)",
     )
     lb.add_argument("--loads", default=None, help="'0.5,0.7,0.9' or 'START:STOP:STEP' (default 0.5:0.9:0.1)")
     lb.add_argument(

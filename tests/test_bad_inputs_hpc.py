@@ -62,3 +62,61 @@ def test_a_heuristic_needs_requested_times_it_is_not_given(tmp_path, capsys):
     _refused(argv, ["--policies", "'sjf-easy'", "carries no requested times"], capsys)
     assert _empty(out)
     _refused([*SIM[:3], "--policy", "wfp3"], ["wfp3", "carries no requested times"], capsys)
+
+
+def _log(tmp_path, rows, header="; MaxProcs: 4\n"):
+    path = tmp_path / "log.swf"
+    path.write_text(header + "\n".join(rows) + "\n")
+    return path
+
+
+GOOD_ROW = "2 1 -1 5 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1"
+SWF_CASES = [
+    (
+        "negative field",
+        ["1 0 -1 -7 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1", GOOD_ROW],
+        "",
+        ["'run_time'", "-7", "line 2"],
+    ),
+    ("short line", ["1 0 -1 5 1", GOOD_ROW], "", ["line 2", "expected 18 fields, got 5"]),
+    (
+        "text field",
+        ["1 0 -1 five 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1", GOOD_ROW],
+        "",
+        ["'run_time'", "'five'"],
+    ),
+    (
+        "nothing usable",
+        ["1 0 -1 -1 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1", GOOD_ROW],
+        "",
+        ["fewer than 2 usable"],
+    ),
+    ("tau zero", ["1 0 -1 5 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1", GOOD_ROW], "?tau=0", ["tau", "'0'"]),
+    (
+        "unknown option",
+        ["1 0 -1 5 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1", GOOD_ROW],
+        "?k=4",
+        ["unknown option 'k'"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("rows", "query", "needles"), [c[1:] for c in SWF_CASES], ids=[c[0] for c in SWF_CASES]
+)
+def test_bad_swf_log(rows, query, needles, tmp_path, capsys):
+    spec = f"swf:{_log(tmp_path, rows)}{query}"
+    _refused(["simulate", "--scenario", spec, "--policy", "fcfs"], needles, capsys)
+    out = tmp_path / "out"
+    _refused(
+        ["leaderboard", "--scenario", spec, "--policies", "fcfs", "--seeds", "1", "--out", str(out)],
+        needles,
+        capsys,
+    )
+    assert _empty(out)
+
+
+def test_missing_swf_file(tmp_path, capsys):
+    _refused(
+        ["simulate", "--scenario", f"swf:{tmp_path / 'no.swf'}", "--policy", "fcfs"], ["no such file"], capsys
+    )

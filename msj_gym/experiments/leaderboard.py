@@ -176,10 +176,8 @@ class LeaderboardConfig:
         ):
             raise ValueError(f"--arrivals: expected an integer >= 100, got {self.arrivals!r}")
         if self.warmup is not None:
-            from ..workloads.gpu_traces import is_gpu_trace_spec
-
             # a trace's own length is checked when it is read (check_run_length)
-            synthetic = not all(is_gpu_trace_spec(s) for s in self.scenarios)
+            synthetic = not all(is_trace_spec(s) for s in self.scenarios)
             most = self.arrivals if self.arrivals is not None else DEFAULT_ARRIVALS if synthetic else None
             if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
                 raise ValueError(f"--warmup: expected an integer >= 0, got {self.warmup!r}")
@@ -243,13 +241,19 @@ class LeaderboardConfig:
 _TRACE_JOBS: dict[str, int | None] = {}
 
 
+def is_trace_spec(scenario: str) -> bool:
+    """Whether ``scenario`` names a trace replay: an SWF log ``swf:FILE`` or a GPU trace ``FORMAT:PATH``."""
+    from ..workloads.gpu_traces import is_gpu_trace_spec
+    from ..workloads.swf import is_swf_spec
+
+    return is_gpu_trace_spec(scenario) or is_swf_spec(scenario)
+
+
 def trace_jobs(scenario: str) -> int | None:
-    """How many jobs the trace replay ``scenario`` (``FORMAT:PATH``) holds, None for a synthetic
+    """How many jobs the trace replay ``scenario`` (``swf:FILE``, ``FORMAT:PATH``) holds, None for a synthetic
     scenario. Read once per process (the trace itself is cached by :mod:`msj_gym.workloads.gpu_traces`)."""
     if scenario not in _TRACE_JOBS:
-        from ..workloads.gpu_traces import is_gpu_trace_spec
-
-        if not is_gpu_trace_spec(scenario):
+        if not is_trace_spec(scenario):
             return None
         from ..workloads.scenarios import load_scenario
         from ..workloads.trace import replay_length

@@ -83,15 +83,8 @@ class Point:
 
 
 def build_workload(scenario: str, build: dict[str, Any]) -> Any:
-    """A point's workload: a scenario with its overrides, or a trace source ``swf:FILE[?options]``
-    replayed on ``build["num_servers"]`` servers at ``build["load"]`` (time scaling)."""
-    if scenario.startswith("swf:"):
-        from ..workloads.swf import swf_source
-
-        unknown = set(build) - {"num_servers", "load"}
-        if unknown or "num_servers" not in build:
-            raise ValueError(f"trace source {scenario!r}: expected num_servers (and load), got {build}")
-        return swf_source(scenario, num_servers=build["num_servers"], load=build.get("load"))
+    """A point's workload: a scenario (a trace ``swf:FILE`` or ``FORMAT:PATH`` too) with its
+    overrides."""
     from ..workloads.scenarios import load_scenario
 
     return load_scenario(scenario).build(**build)
