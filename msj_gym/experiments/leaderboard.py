@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -993,14 +994,20 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
     return files
 
 
+def _stem(scenario: str) -> str:
+    """A scenario file's stem; a trace's spec (``swf:FILE?options``) without its query, its colon
+    replaced: not for a file name."""
+    return re.sub(r"[^\w.-]+", "-", Path(scenario.split("?", 1)[0]).stem)
+
+
 def scenario_slug(scenario: str, others: Sequence[str] = ()) -> str:
     """A file-name part for ``scenario``: a built-in's name, a file's stem; a file whose stem another
     of ``others`` shares also gets a short hash of its path, so that their plots do not overwrite
     each other."""
     if not ("/" in scenario or "." in scenario):
         return scenario
-    stem = Path(scenario).stem
-    if any(o != scenario and ("/" in o or "." in o) and Path(o).stem == stem for o in others):
+    stem = _stem(scenario)
+    if any(o != scenario and ("/" in o or "." in o) and _stem(o) == stem for o in others):
         return f"{stem}-{hashlib.sha256(str(Path(scenario).resolve()).encode()).hexdigest()[:8]}"
     return stem
 
