@@ -55,6 +55,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--bases", default=None, help="comma-separated base heuristics (default by --sizes)")
     ap.add_argument("--systems", type=int, default=48, help="training systems drawn from the generator")
     ap.add_argument("--select-systems", type=int, default=12, help="other systems that choose the fit")
+    ap.add_argument(
+        "--selector-systems", type=int, default=300, help="more systems on which the bases are compared"
+    )
+    ap.add_argument(
+        "--follow-biases",
+        default="1,3,100",
+        help="logit biases towards following the selected base, tried on the selection systems at the end",
+    )
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--decisions", type=int, default=40_000, help="decisions compared per round")
     ap.add_argument("--episode-arrivals", type=int, default=2000)
@@ -77,7 +85,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
     ap.set_defaults(loss="expected-cost")  # agents.improve.fit's loss
     args = ap.parse_args(argv)
-    for name in ("systems", "select_systems", "rounds", "decisions", "epochs", "hidden", "candidates"):
+    positive = ("systems", "select_systems", "selector_systems", "rounds", "decisions", "epochs", "hidden")
+    for name in (*positive, "candidates"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')}: expected a positive integer, got {getattr(args, name)}")
     if args.skip + args.tail >= args.episode_arrivals:
@@ -91,6 +100,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--sample-every: expected at least 1, got {args.sample_every}")
     if args.out.suffix != ".zip":
         ap.error(f"--out: expected a .zip path, got {str(args.out)!r}")
+    try:
+        args.follow_biases = [float(x) for x in args.follow_biases.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--follow-biases: expected comma-separated numbers, got {args.follow_biases!r}")
+    if any(not math.isfinite(b) or b < 0 for b in args.follow_biases):
+        ap.error(f"--follow-biases: expected non-negative finite numbers, got {args.follow_biases}")
     args.bases = (
         tuple(args.bases.split(",")) if args.bases else (SIZE_AWARE_BASES if args.sizes else OBLIVIOUS_BASES)
     )
@@ -138,8 +153,10 @@ def _policy_from_state(state: dict[str, Any] | None, env: Any) -> Any:
 
 
 def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The compared decisions of one system (a worker's unit of work): observations, masks, each valid
-    action's cost (the least over the bases; NaN where invalid) and the best base's own decision's."""
+    """The compared decisions of one system (a worker's unit of work): observations, masks and each
+    valid action's cost with the system's best base (``task["best"]``) playing the branches out (NaN
+    where invalid; the other bases' advisor actions count as invalid: the agent follows the one its
+    selector picks, and on a training system that is the best one)."""
     import gymnasium as gym
 
     import msj_gym  # noqa: F401  (registers the envs)
@@ -154,16 +171,16 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
         num_arrivals=a["episode_arrivals"],
         **env_kwargs(a["sizes"], a["bases"]),
     ).unwrapped
-    bases = [policy_from_spec(b, "--bases") for b in a["bases"]]
-    players = [BranchPlayer(env, b) for b in bases]
+    base = policy_from_spec(a["bases"][task["best"]], "--bases")
+    player = BranchPlayer(env, base)
     follow = _policy_from_state(task["follow"], env)
     sampling, streams = task["seed"].spawn(2)
     rng = np.random.default_rng(sampling)
     episode_seeds = streams.generate_state(10_000, dtype=np.uint64)
     n_act = env.action_space.n
-    obs_l, mask_l, cost_l, value_l = [], [], [], []
+    others = np.array([j != task["best"] for j in range(len(a["bases"]))])  # advisors not followed
+    obs_l, mask_l, cost_l = [], [], []
     episode = 0
-    driver = _best(task["system"], bases, a["episode_arrivals"])
     while len(cost_l) < task["decisions"] and episode < episode_seeds.size:
         obs, info = env.reset(seed=int(episode_seeds[episode] >> np.uint64(1)))
         episode += 1
@@ -172,21 +189,21 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
             mask = info["action_mask"]
             arrived = int(env.core.sim.iv[S.I_NARR])
             window = a["skip"] <= arrived < a["episode_arrivals"] - a["tail"]
-            if window and mask.sum() >= 2 and rng.random() < 1.0 / a["sample_every"]:
-                valid = np.flatnonzero(mask)
-                per_base = np.array([p.costs(valid) for p in players])
+            mine = mask.copy()
+            mine[n_act - others.size :] &= ~others
+            if window and mine.sum() >= 2 and rng.random() < 1.0 / a["sample_every"]:
+                valid = np.flatnonzero(mine)
                 costs = np.full(n_act, np.nan)
-                costs[valid] = per_base.min(axis=0)
+                costs[valid] = player.costs(valid)
                 obs_l.append(obs)
-                mask_l.append(mask.copy())
+                mask_l.append(mine)
                 cost_l.append(costs)
-                value_l.append(np.nan)  # no base decision is compared (agents.improve.fit reads it)
             if rng.random() < a["explore"]:
-                action = int(rng.choice(np.flatnonzero(mask)))
+                action = int(rng.choice(np.flatnonzero(mine)))
             elif follow is not None:
                 action = int(follow.predict(obs, action_masks=mask, deterministic=True)[0])
             else:
-                obs, _, _, over, info = env.step_policy(driver)
+                obs, _, _, over, info = env.step_policy(base)
                 continue
             obs, _, _, over, info = env.step(action)
     n = len(cost_l)
@@ -194,41 +211,44 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
         "obs": np.array(obs_l, dtype=np.float32).reshape(n, -1),
         "mask": np.array(mask_l, dtype=np.bool_).reshape(n, n_act),
         "cost": np.array(cost_l).reshape(n, n_act),
-        "base_cost": np.array(value_l),
+        "base_cost": np.full(n, np.nan),  # no base decision is compared (agents.improve.fit reads it)
         "system": np.full(n, task["index"], dtype=np.int64),
     }
 
 
-def _best(system: Any, bases: list[Any], arrivals: int) -> Any:
-    """The base with the least mean response time on ``system`` over two short native runs (seeds
-    apart from the training episodes'): the one that drives the first round's episodes, so that
-    they visit the states a good scheduler sees rather than a runaway queue."""
-    from msj_gym import Simulator
+def base_table(task: dict[str, Any]) -> dict[str, Any]:
+    """Each base's mean response time on one system over ``task["seeds"]`` native runs (unstable:
+    inf), and the agent's first observation there (for the selector's static features)."""
+    import gymnasium as gym
 
-    def mean(policy: Any) -> float:
-        runs = [Simulator(system, policy, seed=10**6 + s, num_arrivals=arrivals).run() for s in range(2)]
-        return float(np.mean([r.mean_response_time if r.stable else math.inf for r in runs]))
-
-    return min(bases, key=mean)
-
-
-# --- selection -----------------------------------------------------------------------------------
-def base_means(systems: list[Any], bases: tuple[str, ...], seeds: list[int], arrivals: int) -> np.ndarray:
-    """Per system, the best base's mean response time over ``seeds`` (native runs; unstable: inf)."""
+    import msj_gym  # noqa: F401  (registers the envs)
     from msj_gym import Simulator
     from msj_gym.registry import policy_from_spec
 
-    out = np.full(len(systems), np.inf)
-    for i, wl in enumerate(systems):
-        for b in bases:
-            means = []
-            for s in seeds:
-                res = Simulator(wl, policy_from_spec(b, "--bases"), seed=s, num_arrivals=arrivals).run()
-                means.append(res.mean_response_time if res.stable else math.inf)
-            out[i] = min(out[i], float(np.mean(means)))
+    system = task["system"]
+    means = []
+    for b in task["bases"]:
+        runs = [
+            Simulator(system, policy_from_spec(b, "--bases"), seed=s, num_arrivals=task["arrivals"]).run()
+            for s in task["seeds"]
+        ]
+        means.append(float(np.mean([r.mean_response_time if r.stable else math.inf for r in runs])))
+    env = gym.make("MSJ-v0", scenario=system, num_arrivals=100, **task["env_kwargs"])
+    obs, _ = env.reset(seed=0)
+    return {"means": np.array(means), "obs": obs}
+
+
+def excess_of(means: np.ndarray, cap: float = 10.0) -> np.ndarray:
+    """Per system and base, ``T / T_best - 1`` capped at ``cap`` (an unstable base: the cap; a system
+    where every base is unstable teaches nothing: zeros)."""
+    best = np.min(means, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(np.isfinite(means), means / best - 1.0, cap)
+    out = np.where(np.isfinite(best), np.minimum(out, cap), 0.0)
     return out
 
 
+# --- selection -----------------------------------------------------------------------------------
 def agent_means(
     model: Any, systems: list[Any], seeds: list[int], arrivals: int, kwargs: dict[str, Any]
 ) -> np.ndarray:
@@ -278,7 +298,9 @@ def selection_score(agent: np.ndarray, best: np.ndarray) -> float:
 
 
 # --- the run ---------------------------------------------------------------------------------------
-def _round_tasks(args: argparse.Namespace, systems: list[Any], r: int, follow: Any) -> list[dict[str, Any]]:
+def _round_tasks(
+    args: argparse.Namespace, systems: list[Any], best: np.ndarray, r: int, follow: Any
+) -> list[dict[str, Any]]:
     share = -(-args.decisions // len(systems))
     worker_args = {
         k: getattr(args, k)
@@ -289,6 +311,7 @@ def _round_tasks(args: argparse.Namespace, systems: list[Any], r: int, follow: A
         {
             "index": i,
             "system": wl,
+            "best": int(best[i]),
             "decisions": share,
             "seed": seeds[i],
             "follow": follow,
@@ -321,23 +344,70 @@ def main(argv: list[str] | None = None) -> Path:
 
     import msj_gym
     from agents.improve import fit
-    from agents.set_policy import ClassSetMaskablePolicy
+    from agents.set_policy import ClassSetMaskablePolicy, fit_selector
     from msj_gym.experiments.runner import map_unordered
     from msj_gym.workloads.generator import sample_systems
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)  # small networks: more threads only contend with the workers
     t0 = time.perf_counter()
+    kwargs = env_kwargs(args.sizes, args.bases)
     systems = sample_systems(args.seed, args.systems)
     select = sample_systems(args.seed + 10_000, args.select_systems)
+    extra = sample_systems(args.seed + 20_000, args.selector_systems)
     select_seeds = [int(s) for s in np.random.SeedSequence([args.seed, 99]).generate_state(args.select_seeds)]
-    best = base_means(select, args.bases, select_seeds, args.select_arrivals)
+    table_seeds = [10**6 + s for s in range(args.select_seeds)]  # apart from every episode's seeds
+
+    def tables(group: list[Any], seeds: list[int], arrivals: int) -> dict[str, np.ndarray]:
+        tasks = [
+            {
+                "index": i,
+                "system": w,
+                "bases": args.bases,
+                "seeds": seeds,
+                "arrivals": arrivals,
+                "env_kwargs": kwargs,
+            }
+            for i, w in enumerate(group)
+        ]
+        done = sorted(
+            map_unordered(base_table, tasks, args.backend, args.workers, args.address),
+            key=lambda x: x[0]["index"],
+        )
+        return {
+            "means": np.array([d["means"] for _, d in done]),
+            "obs": np.array([d["obs"] for _, d in done]),
+        }
+
+    train_table = tables(systems, table_seeds, args.select_arrivals)
+    extra_table = tables(extra, table_seeds, args.select_arrivals)
+    select_table = tables(select, select_seeds, args.select_arrivals)
+    best_train = np.argmin(train_table["means"], axis=1)
+    best = select_table["means"].min(axis=1)
     log(
-        f"{len(systems)} training systems, {len(select)} selection systems ({time.perf_counter() - t0:.0f} s)"
+        f"{len(systems)} training systems, {len(select)} selection systems, {len(extra)} more for the "
+        f"selector: each base's mean response time ({time.perf_counter() - t0:.0f} s)"
     )
-    kwargs = env_kwargs(args.sizes, args.bases)
     env = gym.make("MSJ-v0", scenario=systems[0], **kwargs)
     policy_kwargs = {"hidden": args.hidden}
+    # the selector: which base to follow on a system, from what the system is (fitted once, shared by
+    # every candidate)
+    selector = MaskablePPO(
+        ClassSetMaskablePolicy, env, seed=args.seed, policy_kwargs=policy_kwargs, device="cpu"
+    )
+    obs = np.concatenate([train_table["obs"], extra_table["obs"]])
+    excess = excess_of(np.concatenate([train_table["means"], extra_table["means"]]))
+    fitted_excess = fit_selector(selector.policy, obs, excess, seed=args.seed)
+    with torch.no_grad():
+        x = torch.as_tensor(select_table["obs"], dtype=torch.float32)
+        chosen = selector.policy.mlp_extractor.selector_logits(x).argmax(dim=1).numpy()
+    held_out = excess_of(select_table["means"])
+    log(
+        f"selector: mean excess of the chosen base {fitted_excess:.4f} on the systems it was fitted on, "
+        f"{held_out[np.arange(len(select)), chosen].mean():.4f} on the selection systems "
+        f"(picks {[args.bases[j] for j in chosen]})"
+    )
+    selector_weights = {k: v.clone() for k, v in selector.policy.state_dict().items() if ".select" in k}
     unused = ("out", "data", "workers", "threads", "backend", "address", "rounds", "candidates")
     key = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in unused}, default=str)
     data: dict[str, np.ndarray] | None = None
@@ -353,7 +423,7 @@ def main(argv: list[str] | None = None) -> Path:
             if model is not None:
                 follow = {"policy_kwargs": policy_kwargs, "weights": model.policy.state_dict()}
             parts = []
-            tasks = _round_tasks(args, systems, r, follow)
+            tasks = _round_tasks(args, systems, best_train, r, follow)
             for i, (_, got) in enumerate(
                 map_unordered(collect_system, tasks, args.backend, args.workers, args.address)
             ):
@@ -377,9 +447,14 @@ def main(argv: list[str] | None = None) -> Path:
             candidate = MaskablePPO(
                 ClassSetMaskablePolicy, env, seed=seed, policy_kwargs=policy_kwargs, device="cpu", verbose=0
             )
+            candidate.policy.load_state_dict(selector_weights, strict=False)
             fitted = fit(candidate, train, args, seed, 0, entropy)
             means = agent_means(candidate, select, select_seeds, args.select_arrivals, kwargs)
             got = selection_score(means, best)
+            ratios = " ".join(
+                f"{m / b:.2f}" if np.isfinite(m) else "U" for m, b in zip(means, best, strict=True)
+            )
+            log(f"  per selection system, mean response time over the best base's (U: unstable): {ratios}")
             log(
                 f"round {r + 1}, fit {c + 1} (entropy {entropy}): {len(train['cost'])} decisions, held-out "
                 f"regret {fitted['val_regret']:.3f}, selection ratio to the best base {got:.4f}, "
@@ -388,6 +463,19 @@ def main(argv: list[str] | None = None) -> Path:
             if model is None or got < score:  # NaN (no stable base to compare with) keeps the first
                 model, score = candidate, got
         log(f"round {r + 1}: kept selection ratio {score:.4f}")
+        if args.data is not None:  # each round's kept fit, to look at or to start from
+            model.save(args.data / f"round-{r + 1}.zip")
+    # how strongly to prefer following the selected base over the network's own choices: the bias with
+    # the best ratio on the selection systems (a large bias follows the base everywhere)
+    chosen_bias = 0.0
+    for bias in args.follow_biases:
+        model.policy.mlp_extractor.follow_bias.fill_(bias)
+        got = selection_score(agent_means(model, select, select_seeds, args.select_arrivals, kwargs), best)
+        log(f"follow bias {bias:g}: selection ratio to the best base {got:.4f}")
+        if got < score:
+            score, chosen_bias = got, bias
+    model.policy.mlp_extractor.follow_bias.fill_(chosen_bias)
+    log(f"follow bias kept: {chosen_bias:g} (selection ratio {score:.4f})")
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model.save(args.out)
@@ -403,6 +491,7 @@ def main(argv: list[str] | None = None) -> Path:
         "decisions": len(data["cost"]),
         "seed": args.seed,
         "selection_ratio_to_best_base": round(score, 5),
+        "follow_bias": chosen_bias,
         "collect_wall_seconds": round(t_collect, 1),
         "train_wall_seconds": round(wall, 1),
         "msj_gym_version": msj_gym.__version__,

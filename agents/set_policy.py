@@ -29,7 +29,7 @@ from gymnasium import spaces
 from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 
-from msj_gym.env.layout import SET_SYSTEM_FEATURES, class_features
+from msj_gym.env.layout import SET_SYSTEM_FEATURES, STATIC_CLASS, STATIC_SYSTEM, class_features
 
 __all__ = ["ClassSetMaskablePolicy", "ClassSetNetwork", "ClassSetPolicy", "set_layout"]
 
@@ -92,6 +92,15 @@ class ClassSetNetwork(nn.Module):
         for head in (self.score[-1], self.other[-1]):  # near-uniform initial policy
             nn.init.orthogonal_(head.weight, gain=0.01)
             nn.init.zeros_(head.bias)
+        # With advisors: which one to follow, from what does not change within an episode (the
+        # system and its classes), so that the agent follows one heuristic throughout; trained apart
+        # (fit_selector), and ``follow_bias`` added to the followed advisor's logit (0: none).
+        if extra:
+            width = len(STATIC_SYSTEM) + len(STATIC_CLASS)
+            self.select_encoder = _mlp([width, hidden, hidden], activation)
+            self.select = nn.Sequential(_mlp([len(STATIC_SYSTEM) + 2 * hidden, hidden], activation))
+            self.select.append(nn.Linear(hidden, extra))
+        self.register_buffer("follow_bias", th.zeros(()))
 
     def _embed(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """Per-class embeddings ``(B, M, h)``, the context ``(B, h)`` and the mask of real classes."""
@@ -115,16 +124,35 @@ class ClassSetNetwork(nn.Module):
         context = self.context(th.cat([system, mean, peak], dim=1))
         return emb, context, present
 
+    def selector_logits(self, obs: th.Tensor) -> th.Tensor:
+        """Per advisor, how good following it throughout is on this system (the static features of
+        the observation only: the same at every decision of an episode)."""
+        system = obs[:, :SET_SYSTEM_FEATURES][:, list(STATIC_SYSTEM)]
+        rows = obs[:, SET_SYSTEM_FEATURES:].reshape(obs.shape[0], self.slots, self.features)
+        present = rows[:, :, 0] > 0.5
+        x = th.cat([rows[:, :, list(STATIC_CLASS)], system.unsqueeze(1).expand(-1, self.slots, -1)], dim=2)
+        emb = self.select_encoder(x)
+        weight = present.unsqueeze(2).to(emb.dtype)
+        mean = (emb * weight).sum(dim=1) / weight.sum(dim=1).clamp(min=1.0)
+        peak = emb.masked_fill(~present.unsqueeze(2), -1e9).amax(dim=1)
+        return self.select(th.cat([system, mean, peak], dim=1))
+
     def forward_actor(self, obs: th.Tensor) -> th.Tensor:
         emb, context, present = self._embed(obs)
-        return self._logits(emb, context, present)
+        return self._logits(obs, emb, context, present)
 
-    def _logits(self, emb: th.Tensor, context: th.Tensor, present: th.Tensor) -> th.Tensor:
+    def _logits(self, obs: th.Tensor, emb: th.Tensor, context: th.Tensor, present: th.Tensor) -> th.Tensor:
         pair = th.cat([emb, context.unsqueeze(1).expand_as(emb)], dim=2)
         scores = self.score(pair).squeeze(2).masked_fill(~present, PADDING_SCORE)
         rest = scores.new_full((scores.shape[0], self.slots - scores.shape[1]), PADDING_SCORE)
         other = self.other(context)
-        return th.cat([other[:, :1], scores, rest, other[:, 1:]], dim=1)
+        advisors = other[:, 1:]
+        if self.extra:  # only the selected advisor may be followed
+            with th.no_grad():
+                chosen = self.selector_logits(obs).argmax(dim=1, keepdim=True)
+            followed = th.zeros_like(advisors, dtype=th.bool).scatter_(1, chosen, True)
+            advisors = (advisors + self.follow_bias).masked_fill(~followed, PADDING_SCORE)
+        return th.cat([other[:, :1], scores, rest, advisors], dim=1)
 
     def forward_critic(self, obs: th.Tensor) -> th.Tensor:
         _, context, _ = self._embed(obs)
@@ -132,7 +160,7 @@ class ClassSetNetwork(nn.Module):
 
     def forward(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         emb, context, present = self._embed(obs)
-        return self._logits(emb, context, present), self.value(context)
+        return self._logits(obs, emb, context, present), self.value(context)
 
 
 class _ClassSetMixin:
@@ -199,3 +227,31 @@ def class_logits(policy: Any, obs: np.ndarray) -> np.ndarray:
     with th.no_grad():
         x = th.as_tensor(np.asarray(obs, dtype=np.float32), device=policy.device)
         return policy.mlp_extractor.forward_actor(policy.extract_features(x)).cpu().numpy()
+
+
+def fit_selector(
+    policy: Any, obs: np.ndarray, excess: np.ndarray, epochs: int = 300, lr: float = 3e-3, seed: int = 0
+) -> float:
+    """Train the advisor selector of ``policy`` (a class-set policy with advisors): ``obs`` holds one
+    observation per system (only its static columns are read), ``excess[i, j]`` how much worse
+    following advisor ``j`` throughout is on system ``i`` than the best advisor there (``T_j / T_best -
+    1``, capped; an unstable advisor at the cap). Minimises the expected excess of the selector's
+    softmax (cost-sensitive classification: its argmax aims at the least excess, and near-ties cost
+    little). Returns the mean excess of the argmax choices on the training systems."""
+    net = policy.mlp_extractor
+    gen = th.Generator().manual_seed(seed)
+    x = th.as_tensor(np.asarray(obs, dtype=np.float32))
+    cost = th.as_tensor(np.asarray(excess, dtype=np.float32))
+    params = [*net.select_encoder.parameters(), *net.select.parameters()]
+    optimizer = th.optim.Adam(params, lr=lr)
+    n = len(x)
+    for _ in range(epochs):
+        for idx in th.randperm(n, generator=gen).split(64):
+            probs = th.softmax(net.selector_logits(x[idx]), dim=1)
+            loss = (probs * cost[idx]).sum(dim=1).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    with th.no_grad():
+        chosen = net.selector_logits(x).argmax(dim=1)
+    return float(cost[th.arange(n), chosen].mean())

@@ -56,6 +56,9 @@ SET_CLASS_FEATURES = 14  # +SET_SIZE_FEATURES with revealed sizes
 SET_SIZE_FEATURES = 3
 # column 0 of a class row: 1 for a class of the workload, 0 for padding (the mask of the set)
 SET_PRESENT = 0
+# the columns that describe the system, not its state (the same at every decision of an episode)
+STATIC_SYSTEM = (0, 4, 5, 6, 7)
+STATIC_CLASS = (0, 1, 2, 3, 4, 5, 6, 7)
 
 
 def class_features(reveal_sizes: bool) -> int:

@@ -27,6 +27,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -356,6 +357,9 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+_STARTED = time.time()  # about when this process started (this module loads early)
+
+
 def unguarded_script() -> str | None:
     """The script this process runs if the current call comes from its top level outside an
     ``if __name__ == "__main__":`` block, else None. A spawned worker imports the main script again
@@ -379,6 +383,8 @@ def unguarded_script() -> str | None:
     if frame is None:
         return None
     try:
+        if os.stat(path).st_mtime > _STARTED:  # edited since: its lines are not the running code's
+            return None
         tree = ast.parse(Path(path).read_text())
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return None

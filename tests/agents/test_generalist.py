@@ -19,13 +19,14 @@ from msj_gym.workloads.generator import sample_systems
 TINY = [
     "--systems", "2", "--select-systems", "1", "--decisions", "40", "--rounds", "2", "--candidates", "1",
     "--epochs", "1", "--select-arrivals", "200", "--select-seeds", "1", "--episode-arrivals", "300",
-    "--skip", "30", "--tail", "100", "--hidden", "8",
+    "--skip", "30", "--tail", "100", "--hidden", "8", "--selector-systems", "3", "--follow-biases", "2",
 ]  # fmt: skip
 
 
 def _tasks(backend_args: list[str]) -> list[dict]:
     args = generalist.parse_args([*TINY, *backend_args, "--out", "x.zip"])
-    return generalist._round_tasks(args, sample_systems(args.seed, args.systems), 0, None)
+    systems = sample_systems(args.seed, args.systems)
+    return generalist._round_tasks(args, systems, np.arange(len(systems)) % 3, 0, None)
 
 
 def _collect(backend: str, workers: int) -> list[dict[str, np.ndarray]]:
@@ -63,9 +64,9 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path) -> None:
     advisors = ["first-fit", "adaptive-quickswap", "static-quickswap"]
     assert meta["env_kwargs"] == {"observation": "classes", "actions": "priority", "advisor": advisors}
     assert meta["decisions"] == 80 and meta["training_systems"] == 2
-    # rerun: both rounds' decisions come from the data folder (nothing is collected again)
+    # each round's decisions and kept fit are in the data folder
     text = sorted(p.name for p in (tmp_path / "data").iterdir())
-    assert text == ["round-1.npz", "round-2.npz"]
+    assert text == ["round-1.npz", "round-1.zip", "round-2.npz", "round-2.zip"]
     from msj_gym.experiments.agents import load_agent
 
     loaded = load_agent(str(out))
