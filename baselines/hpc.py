@@ -39,6 +39,13 @@ Readings chosen where the sources are ambiguous or do not apply:
   the trace's own submit time (SWF field 2, seconds since the log began, scaled with the gaps when a
   load is set).
 
+**The rlscheduler variant** (``variant="rlscheduler"``) decides as RLScheduler's code does, to
+reproduce its published table: the job at the top of the order is *committed to* (it waits until it
+fits, whatever arrives meanwhile, then the next top is picked); WFP3 and UNICEP use its w = -(s + 1)
+and UNICEP its log2(n + 1e-15); with backfilling, while the committed job waits, jobs start in arrival
+order if they fit now and their estimated end comes strictly before the committed job's reservation,
+computed when it was picked (no use of the spare servers).
+
 **Estimates.** r is the job's requested time with ``estimates="requested"`` (the default: the field's
 reading, on a trace that carries requested times, e.g. an SWF log; a workload without them is refused),
 its exact service time with ``"exact"``, or the f-model's overestimate with ``"f-model"``
@@ -61,13 +68,17 @@ from msj_gym.core import Param, Policy
 from msj_gym.core.access import (
     arrival_time,
     class_need,
+    class_waiting,
     first_waiting,
     free_servers,
     int_value,
+    is_waiting,
+    job_id,
     next_waiting,
     now,
     num_classes,
     num_servers,
+    num_slots,
     server_need,
     start,
     value,
@@ -79,22 +90,35 @@ from msj_gym.core.state import PolicyData
 from ._kit import sort_ascending
 from .backfilling import ESTIMATES, estimate, estimate_fields, shadow_time
 
-RULES = ("sjf", "wfp3", "unicep", "f1")
-RULE_SJF, RULE_WFP3, RULE_UNICEP, RULE_F1 = range(4)
+RULES = ("sjf", "wfp3", "unicep", "f1", "fcfs")
+RULE_SJF, RULE_WFP3, RULE_UNICEP, RULE_F1, RULE_FCFS = range(5)
 
-FIELDS = Record("rule", "backfill", "estimate_mode", "estimate_factor", "requested_attribute")
-RULE, BACKFILL, ESTIMATE_MODE, ESTIMATE_FACTOR, REQUESTED_ATTRIBUTE = FIELDS.ids
+VARIANTS = ("paper", "rlscheduler")
+VARIANT_PAPER, VARIANT_RLSCHEDULER = range(2)
+
+FIELDS = Record("rule", "backfill", "estimate_mode", "estimate_factor", "requested_attribute", "variant")
+RULE, BACKFILL, ESTIMATE_MODE, ESTIMATE_FACTOR, REQUESTED_ATTRIBUTE, VARIANT = FIELDS.ids
+# pdata.state of the rlscheduler variant: the committed job (slot, id) and its reservation's shadow time
+COMMITTED_SLOT, COMMITTED_ID, COMMITTED_SHADOW = range(3)
 
 LOG_FLOOR = 0.1  # F1's log10 of a time <= 0 is taken at this value
 
 
 @inline_jit
-def score(view, rule, s, r, t):
+def score(view, rule, s, r, t, variant):
     """The job ``s``'s (tier, score) under ``rule`` at time ``t``, its run-time estimate ``r``: jobs of
     tier 0 come before those of tier 1 (only UNICEP's one-processor jobs are ranked apart), smallest
-    score first within a tier."""
-    w = t - arrival_time(view, s)
+    score first within a tier. The rlscheduler variant scores WFP3 and UNICEP as RLScheduler's code
+    does: with w = -(s + 1) (its ``scheduled_time - submit_time`` while ``scheduled_time`` is -1) and
+    UNICEP's n + 1e-15 (one tier)."""
     n = server_need(view, s)
+    if variant == VARIANT_RLSCHEDULER and (rule == RULE_WFP3 or rule == RULE_UNICEP):
+        w = -1.0 - arrival_time(view, s)
+        if rule == RULE_WFP3:
+            x = w / r
+            return 0, -(x * x * x) * n
+        return 0, -(w + 1e-15) / (math.log2(n + 1e-15) * r)
+    w = t - arrival_time(view, s)
     if rule == RULE_SJF:
         return 0, r
     if rule == RULE_WFP3:
@@ -104,11 +128,13 @@ def score(view, rule, s, r, t):
         if n == 1:
             return 0, -w / r
         return 1, -w / (math.log2(float(n)) * r)
+    if rule == RULE_FCFS:
+        return 0, arrival_time(view, s)
     return 0, math.log10(max(r, LOG_FLOOR)) * n + 870.0 * math.log10(max(arrival_time(view, s), LOG_FLOOR))
 
 
 @inline_jit
-def _ranked(view, sizes, rule, mode, factor, attribute, keys, slots):
+def _ranked(view, sizes, rule, mode, factor, attribute, variant, keys, slots):
     """The waiting jobs in score order into ``slots`` (their scores in ``keys``); returns their number.
     A tier is collected and sorted at a time, so that an ordinary sort by (score, job id) does."""
     t = now(view)
@@ -118,7 +144,7 @@ def _ranked(view, sizes, rule, mode, factor, attribute, keys, slots):
         s = first_waiting(view)
         while s != -1:
             r = estimate(view, sizes, s, mode, factor, attribute)
-            level, key = score(view, rule, s, r, t)
+            level, key = score(view, rule, s, r, t, variant)
             if level == tier:
                 keys[m] = key
                 slots[m] = s
@@ -129,16 +155,98 @@ def _ranked(view, sizes, rule, mode, factor, attribute, keys, slots):
 
 
 @inline_jit
+def _anything_fits(view):
+    """True if some waiting job fits in the idle servers (a class with a waiting job needs no more)."""
+    free = free_servers(view)
+    for c in range(num_classes(view)):
+        if class_waiting(view, c) > 0 and class_need(view, c) <= free:
+            return True
+    return False
+
+
+@inline_jit
+def _started(actions, n, s):
+    """True if the decision so far, ``actions[:n]`` (starts only), starts job ``s``."""
+    for i in range(n):
+        if actions[i] == s:
+            return True
+    return False
+
+
+@inline_jit
+def _rlscheduler(view, sizes, pdata, actions, rule, backfill, mode, factor, attribute):
+    """RLScheduler's heuristic loop (``schedule_curr_sequence_reset`` of its ``HPCSimPickJobs.py``): the
+    job at the top of the score order is picked and *committed to*: it waits until it fits, whatever
+    arrives meanwhile; then the next top is picked. While the committed job waits, backfilling (with EASY)
+    starts jobs in arrival order that fit now and whose estimated end comes strictly before the committed
+    job's reservation, computed once when it was picked; no job uses the reservation's spare servers."""
+    k = num_servers(view)
+    cap = pdata.iwork.size - k
+    keys, slots = pdata.fwork[:cap], pdata.iwork[:cap]
+    ends, others = pdata.fwork[cap : cap + k], pdata.iwork[cap : cap + k]
+    state = pdata.state
+    t = now(view)
+    free = free_servers(view)
+    n = 0
+    c = int(state[COMMITTED_SLOT])
+    if c >= 0 and (
+        c >= num_slots(view) or job_id(view, c) != int(state[COMMITTED_ID]) or not is_waiting(view, c)
+    ):
+        c = -1
+    while True:
+        if c < 0:
+            m = _ranked(view, sizes, rule, mode, factor, attribute, VARIANT_RLSCHEDULER, keys, slots)
+            i = 0
+            while i < m and _started(actions, n, slots[i]):  # still on the waiting list until applied
+                i += 1
+            if i == m:
+                state[COMMITTED_SLOT] = -1.0
+                return n
+            c = slots[i]
+            state[COMMITTED_SLOT] = c
+            state[COMMITTED_ID] = job_id(view, c)
+            if server_need(view, c) > free and backfill != 0:
+                shadow, _ = shadow_time(
+                    view, sizes, actions, n, server_need(view, c), free, mode, factor, attribute, ends, others
+                )
+                state[COMMITTED_SHADOW] = shadow
+        if server_need(view, c) <= free:
+            n = start(actions, n, c)
+            free -= server_need(view, c)
+            c = -1
+            continue
+        break
+    if backfill != 0:
+        shadow = state[COMMITTED_SHADOW]
+        s = first_waiting(view)
+        while s != -1:
+            if (
+                s != c
+                and server_need(view, s) <= free
+                and not _started(actions, n, s)
+                and t + estimate(view, sizes, s, mode, factor, attribute) < shadow
+            ):
+                n = start(actions, n, s)
+                free -= server_need(view, s)
+            s = next_waiting(view, s)
+    return n
+
+
+@inline_jit
 def _hpc(view, sizes, pdata, actions):
     rule = int_value(pdata.params, RULE)
     backfill = int_value(pdata.params, BACKFILL)
     mode = int_value(pdata.params, ESTIMATE_MODE)
     factor = value(pdata.params, ESTIMATE_FACTOR)
     attribute = int_value(pdata.params, REQUESTED_ATTRIBUTE)
+    if int_value(pdata.params, VARIANT) == VARIANT_RLSCHEDULER:
+        return _rlscheduler(view, sizes, pdata, actions, rule, backfill, mode, factor, attribute)
+    if not _anything_fits(view):  # asked at every event (for the other variant): nothing to do here
+        return 0
     k = num_servers(view)
     cap = pdata.iwork.size - k  # waiting jobs' room; k more for the reservation's scratch
     keys, slots = pdata.fwork[:cap], pdata.iwork[:cap]
-    m = _ranked(view, sizes, rule, mode, factor, attribute, keys, slots)
+    m = _ranked(view, sizes, rule, mode, factor, attribute, VARIANT_PAPER, keys, slots)
     free = free_servers(view)
     n = 0
     i = 0
@@ -182,6 +290,8 @@ class _Heuristic(Policy):
     preemptive = False
     size_aware = True
     kernel = _hpc
+    # the rlscheduler variant commits to the job it picks, also at events where nothing can start
+    decides_every_event = True
     params_spec: ClassVar[Mapping[str, Param]] = {
         "estimates": Param(
             str,
@@ -192,22 +302,34 @@ class _Heuristic(Policy):
         "estimate_factor": Param(
             float, 0.0, "f of estimates='f-model': estimates uniform in [D, (1+f) D]", minimum=0.0
         ),
+        "variant": Param(
+            str,
+            "paper",
+            "paper (the papers' scores, re-ranked at every decision) or rlscheduler (RLScheduler's code: "
+            "commits to its pick, its WFP3/UNICEP waiting time, FCFS-order backfilling)",
+            choices=VARIANTS,
+        ),
     }
 
     def reads_sizes(self) -> bool:
         return self.param_values["estimates"] != "requested"
 
     def kind_notes(self) -> tuple[str, ...]:
-        return (f"estimates: {self.param_values['estimates']}",)
+        notes = (f"estimates: {self.param_values['estimates']}",)
+        return (*notes, "rlscheduler variant") if self.param_values["variant"] == "rlscheduler" else notes
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         fields = estimate_fields(
             self.policy_id, self.param_values["estimates"], self.param_values["estimate_factor"], workload
         )
-        return base._replace(
-            params=FIELDS.pack(rule=RULES.index(self.rule), backfill=int(self.backfill), **fields)
+        params = FIELDS.pack(
+            rule=RULES.index(self.rule),
+            backfill=int(self.backfill),
+            variant=VARIANTS.index(self.param_values["variant"]),
+            **fields,
         )
+        return base._replace(params=params, state=np.array([-1.0, -1.0, np.inf]))
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
         # every waiting job (at most one per slot) with its score, then k entries for the reservation
@@ -309,3 +431,18 @@ class F1Easy(F1):
     policy_id = "f1-easy"
     backfill = True
     reference = F1.reference + "; EASY: Mu'alem & Feitelson (2001), Sec. 2"
+
+
+class FCFSEasy(_Heuristic):
+    """FCFS with EASY backfilling, as the heuristics above run it: with the default variant it decides as
+    ``easy-backfilling`` with ``estimates="requested"`` does; it exists for ``variant="rlscheduler"``,
+    RLScheduler's FCFS with backfilling (its backfilling rule, see the module docstring). Not registered:
+    name it ``baselines.hpc:FCFSEasy``.
+    Non-preemptive; reads requested times by default (size-aware with ``estimates="exact"`` or
+    ``"f-model"``).
+    """
+
+    policy_id = "fcfs-easy"
+    rule = "fcfs"
+    backfill = True
+    reference = "Mu'alem & Feitelson (2001), Sec. 2; Zhang et al. (2020), RLScheduler (fcfs_score)"

@@ -181,6 +181,35 @@ def _parser() -> argparse.ArgumentParser:
     )
     _backend_args(lb)
 
+    seq = sub.add_parser(
+        "sequences",
+        help="rank policies on sequences of jobs sampled from a trace (RLScheduler's protocol; paired)",
+        description="Sample COUNT sequences of LENGTH consecutive jobs of a trace (swf:FILE), schedule each "
+        "from an empty machine with every policy, and rank the policies by the mean over the sequences of "
+        "each sequence's metric (default: the mean bounded slowdown), with 95%% intervals over the "
+        "sequences and paired ratios to the best.",
+    )
+    seq.add_argument("--scenario", required=True, help="a trace: swf:FILE[?options] (or a GPU trace)")
+    seq.add_argument(
+        "--policies",
+        default="fcfs,wfp3,unicep,sjf,f1",
+        help="comma-separated policy ids or module:Class (default: fcfs,wfp3,unicep,sjf,f1)",
+    )
+    seq.add_argument("--length", type=int, default=1024, help="jobs per sequence (default 1024)")
+    seq.add_argument("--count", type=int, default=10, help="sequences (default 10)")
+    seq.add_argument("--seed", type=int, default=1, help="seed of the sampling (default 1)")
+    seq.add_argument("--window", type=int, default=None, help="draw the starts from the trace's first W jobs")
+    seq.add_argument("--metric", default="mean_bounded_slowdown", help="what each sequence is scored by")
+    seq.add_argument(
+        "--policy-param",
+        action="append",
+        default=[],
+        metavar="POLICY:NAME=VALUE",
+        help="a parameter of one policy, e.g. easy-backfilling:estimates=requested (repeatable)",
+    )
+    seq.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    _backend_args(seq)
+
     bench = sub.add_parser(
         "benchmark",
         help="score policies and agents on a fixed suite of scenarios and loads (IQM, bootstrap CIs)",
@@ -305,6 +334,29 @@ def _leaderboard(args: argparse.Namespace) -> int:
     out = Path(args.out)
     names = [str(f.relative_to(out)) if f.is_relative_to(out) else str(f) for f in report["files"]]
     print(f"wrote in {out}/: " + ", ".join([*names, "runs.jsonl"]))
+    return 0
+
+
+def _sequences(args: argparse.Namespace) -> int:
+    from .experiments.sequences import SequenceProtocol, format_sequences, run_sequences
+
+    workers = _workers(args)
+    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    _importable_from_here(policies)
+    protocol = SequenceProtocol(
+        scenario=args.scenario,
+        policies=policies,
+        length=args.length,
+        count=args.count,
+        seed=args.seed,
+        window=args.window,
+        metric=args.metric,
+        policy_params=_entrant_params(args.policy_param),
+    )
+    started = time.perf_counter()
+    report = run_sequences(protocol, backend=args.backend, workers=workers, address=args.address)
+    print(format_sequences(report, markdown=args.markdown))
+    print(f"({time.perf_counter() - started:.1f} s; sequence starts {report['starts']})")
     return 0
 
 
@@ -781,6 +833,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _leaderboard(args)
         if args.command == "benchmark":
             return _benchmark(args)
+        if args.command == "sequences":
+            return _sequences(args)
         if args.command == "optimal":
             return _optimal(args)
         if args.command == "render":

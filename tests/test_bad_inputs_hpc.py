@@ -120,3 +120,10 @@ def test_missing_swf_file(tmp_path, capsys):
     _refused(
         ["simulate", "--scenario", f"swf:{tmp_path / 'no.swf'}", "--policy", "fcfs"], ["no such file"], capsys
     )
+
+
+def test_a_sequence_longer_than_the_trace(tmp_path, capsys):
+    rows = [f"{i} {10 * i} -1 5 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1" for i in range(1, 30)]
+    spec = f"swf:{_log(tmp_path, rows)}"
+    _refused(["sequences", "--scenario", spec, "--length", "20"], ["--length", "20 jobs", "29 jobs"], capsys)
+    _refused(["sequences", "--scenario", spec, "--count", "0"], ["--count", "got 0"], capsys)

@@ -120,3 +120,46 @@ def test_registered_with_sources(pid: str) -> None:
     doc = cls.__doc__ or ""
     assert "Non-preemptive" in doc and "requested" in doc
     assert ("EASY" in doc) == pid.endswith("-easy")
+
+
+# RLScheduler's code, reproduced by variant="rlscheduler": k = 4, A (2 processors) runs until 10. B (all 4,
+# requested 100) arrives at 1 and is picked, alone in the queue: committed. C (2 processors, requested 1)
+# arrives at 2: SJF as the papers read it re-ranks and starts C at once; RLScheduler's waits for B.
+COMMIT_JOBS = [(0.0, 2, 10.0, 10.0), (1.0, 4, 1.0, 100.0), (2.0, 2, 1.0, 1.0)]
+
+
+def test_the_rlscheduler_variant_commits_to_its_pick() -> None:
+    assert _starts(COMMIT_JOBS, "sjf") == [0.0, 10.0, 2.0]
+    assert _starts(COMMIT_JOBS, "sjf", variant="rlscheduler") == [0.0, 10.0, 11.0]
+    # with backfilling, C ends (by its request) at 3, before B's reservation at 10: backfilled
+    assert _starts(COMMIT_JOBS, "sjf-easy", variant="rlscheduler") == [0.0, 10.0, 2.0]
+
+
+def test_the_rlscheduler_variant_backfills_in_arrival_order_without_the_spare_servers() -> None:
+    # k = 4, A (3 processors) until 10; H (2) cannot start at 1: its reservation at 10 leaves 2 spare.
+    # X (1 processor, 50 s) fits at 2 and would end after 10: EASY starts it on the spare servers;
+    # RLScheduler's rule (strictly before the reservation) does not, and X starts beside H at 10.
+    jobs = [(0.0, 3, 10.0, 10.0), (1.0, 2, 1.0, 1.0), (2.0, 1, 50.0, 50.0)]
+    assert _starts(jobs, "easy-backfilling", estimates="requested") == [0.0, 10.0, 2.0]
+    from baselines.hpc import FCFSEasy
+
+    t, n, d, r = (np.array(x) for x in zip(*jobs, strict=True))
+    trace = TraceWorkload(4, t, n, d, requested_time=r, name="hand")
+    for variant, x_start in (("paper", 2.0), ("rlscheduler", 10.0)):
+        sim = Simulator(trace, FCFSEasy(variant=variant), num_arrivals=3, warmup=0, debug=True)
+        sim.run()
+        assert sim.records()["first_start"].tolist() == [0.0, 10.0, x_start]
+
+
+def test_the_rlscheduler_variant_scores_wfp3_by_its_waiting_time_of_minus_submit() -> None:
+    # k = 4; B holds every processor until 10; J1 (submit 1, r 2) and J2 (submit 5, r 20), both of 4.
+    # At 10: WFP3 as written scores J1 -(9/2)^3 4 = -364.5 and J2 -(5/20)^3 4 = -0.0625: J1 first.
+    # RLScheduler's w = -(s + 1) scores J1 ((1+1)/2)^3 4 = 4 and J2 (6/20)^3 4 = 0.108: J2 first.
+    jobs = [(0.0, 4, 10.0, 10.0), (1.0, 4, 2.0, 2.0), (5.0, 4, 20.0, 20.0)]
+    assert _starts(jobs, "wfp3") == [0.0, 10.0, 12.0]
+    # picked at 1, alone in the queue, J1 is committed; then J2 at 12
+    assert _starts(jobs, "wfp3", variant="rlscheduler") == [0.0, 10.0, 12.0]
+    # with J1 and J2 in the queue together when B ends (J1 arrives at 5 as well), J2 goes first
+    both = [(0.0, 4, 10.0, 10.0), (5.0, 4, 2.0, 2.0), (5.0, 4, 20.0, 20.0)]
+    assert _starts(both, "wfp3") == [0.0, 10.0, 12.0]
+    assert _starts(both, "wfp3", variant="rlscheduler") == [0.0, 30.0, 10.0]
