@@ -1,5 +1,5 @@
-"""Command line: ``msj-gym leaderboard``, ``benchmark``, ``simulate``, ``reproduce``, ``render`` and
-``list`` (a stable contract other tooling relies on)."""
+"""Command line: ``msj-gym leaderboard``, ``benchmark``, ``simulate``, ``sequences``, ``reproduce``,
+``render`` and ``list`` (a stable contract other tooling relies on)."""
 
 from __future__ import annotations
 
