@@ -18,7 +18,6 @@ skips what is there, and refuses a file whose stamp differs.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
@@ -39,6 +38,8 @@ def parse_seeds(text: str) -> list[int]:
         raise ValueError(f"--seeds: expected 'LO-HI' or a comma-separated list, got {text!r}") from None
     if not seeds or min(seeds) < 0:
         raise ValueError(f"--seeds: expected non-negative seeds, got {text!r}")
+    if len(seeds) > 10_000 or max(seeds) >= 2**63:
+        raise ValueError(f"--seeds {text!r}: expected at most 10000 seeds below 2**63")
     return seeds
 
 
@@ -96,9 +97,20 @@ def evaluate(
     rows: list[dict[str, Any]] = []
     stamp = run_stamp(checkpoint)
     if out is not None and out.exists():
-        for line in out.read_text().splitlines():
+        text = out.read_text()
+        if text and not text.endswith("\n"):  # a row cut short by a killed run: that run is redone
+            text = text[: text.rfind("\n") + 1]
+            with out.open("r+") as fh:
+                fh.truncate(len(text.encode()))
+        for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
-                row = json.loads(line)
+                try:
+                    row = json.loads(line)
+                    row["arrivals"], row["warmup"], row["policy"], row["seed"]
+                except (ValueError, KeyError, TypeError):
+                    raise ValueError(
+                        f"--out {str(out)!r}: line {n} is not a result row; give a new --out"
+                    ) from None
                 if row["arrivals"] != arrivals or row["warmup"] != warmup:
                     raise ValueError(f"--out {str(out)!r} holds runs with other --arrivals/--warmup")
                 if row.get("stamp") != stamp:  # a result is never reused for an input that changed
@@ -140,8 +152,13 @@ def evaluate(
             }
             rows.append(row)
             if out is not None:
-                with out.open("a") as fh:  # appended as it finishes: an interrupted run loses nothing
-                    fh.write(json.dumps(row) + "\n")
+                try:
+                    with out.open("a") as fh:  # appended as it finishes: an interrupted run loses nothing
+                        fh.write(json.dumps(row) + "\n")
+                except OSError as exc:  # a full disk: the torn row is dropped, and rerun, on resume
+                    from msj_gym.atomic import OutputError
+
+                    raise OutputError(exc.errno or 5, exc.strerror or str(exc), str(out)) from None
     return [r for r in rows if r["seed"] in set(seeds)]
 
 
@@ -195,8 +212,13 @@ def format_table(table: list[dict[str, Any]], label: str) -> str:
     return "\n".join(lines)
 
 
+PROG = "python -m agents.evaluate"
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from agents._cli import ArgumentParser, check_count, check_output
+
+    ap = ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("checkpoint", type=Path)
     ap.add_argument("--seeds", default="1000-1019", help="held-out seeds: 'LO-HI' or a list")
     ap.add_argument("--arrivals", type=int, default=20_000)
@@ -213,6 +235,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     )
     args = ap.parse_args(argv)
     seeds = parse_seeds(args.seeds)
+    # a run shorter than this measures next to nothing (the leaderboard's floor too)
+    check_count("--arrivals", args.arrivals, 100, 10**9)
+    if args.warmup is not None:
+        check_count("--warmup", args.warmup, 0, args.arrivals - 2)
+    check_output("--out", args.out)
     if not args.checkpoint.exists():
         from msj_gym.experiments.agents import shipped_agents
 
@@ -233,5 +260,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
+    import sys
+
+    from agents._cli import run_script
+
     np.seterr(all="ignore")
-    main()
+    sys.exit(run_script(PROG, main))

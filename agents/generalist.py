@@ -56,7 +56,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--systems", type=int, default=48, help="training systems drawn from the generator")
     ap.add_argument("--select-systems", type=int, default=12, help="other systems that choose the fit")
     ap.add_argument(
-        "--selector-systems", type=int, default=300, help="more systems on which the bases are compared"
+        "--selector-systems", type=int, default=1000, help="more systems on which the bases are compared"
     )
     ap.add_argument(
         "--follow-biases",
@@ -106,6 +106,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--follow-biases: expected comma-separated numbers, got {args.follow_biases!r}")
     if any(not math.isfinite(b) or b < 0 for b in args.follow_biases):
         ap.error(f"--follow-biases: expected non-negative finite numbers, got {args.follow_biases}")
+    from agents._cli import check_output
+
+    try:  # written after the training and the collection: checked before them
+        check_output("--out", args.out, ".zip")
+        check_output("--data", args.data, folder=True)
+    except ValueError as exc:
+        ap.error(str(exc))
     args.bases = (
         tuple(args.bases.split(",")) if args.bases else (SIZE_AWARE_BASES if args.sizes else OBLIVIOUS_BASES)
     )
@@ -289,7 +296,8 @@ def agent_means(
 
 def selection_score(agent: np.ndarray, best: np.ndarray) -> float:
     """The geometric mean of the agent's mean response time over the best base's, per system (an
-    unstable agent counts 10 times the base; a system where every base is unstable is left out)."""
+    unstable agent counts 10 times the base; a system where every base is unstable is left out). NaN
+    when every system is left out: the selection runs then rank no fit."""
     keep = np.isfinite(best)
     if not keep.any():
         return math.nan
@@ -336,6 +344,51 @@ def _normalise(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {**data, "cost": np.clip(dev, -bound, bound)}
 
 
+SELECT_BIASES = (0.0, 0.5, 1.0, 2.0, 3.0)
+
+
+def _selector(
+    env: Any, policy_kwargs: dict[str, Any], obs: np.ndarray, excess: np.ndarray, seed: int
+) -> tuple[Any, float, tuple[int, float, float]]:
+    """The selector fitted on every system, with the lean towards the safest base (the one with the
+    least mean excess over all systems) that a 4-fold cross-validation finds best. Returns the model
+    holding it, its mean excess on its own systems, and ``(safest base, lean, cross-validated
+    excess)``."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from agents.set_policy import ClassSetMaskablePolicy, fit_selector
+
+    def fitted(idx: np.ndarray, fold: int) -> Any:
+        model = MaskablePPO(
+            ClassSetMaskablePolicy, env, seed=seed + fold, policy_kwargs=policy_kwargs, device="cpu"
+        )
+        fit_selector(
+            model.policy, obs[idx], excess[idx], epochs=200, lr=1e-3, temperature=0.1, seed=seed + fold
+        )
+        return model
+
+    safest = int(np.argmin(excess.mean(axis=0)))
+    order = np.random.default_rng(seed).permutation(len(excess))
+    folds = [order[f::4] for f in range(4)]
+    totals = np.zeros(len(SELECT_BIASES))
+    for f, held in enumerate(folds):
+        model = fitted(np.setdiff1d(order, held), f)
+        with torch.no_grad():
+            logits = model.policy.mlp_extractor.selector_logits(torch.as_tensor(obs[held])).numpy()
+        for b, bias in enumerate(SELECT_BIASES):
+            lean = logits.copy()
+            lean[:, safest] += bias
+            totals[b] += excess[held, lean.argmax(axis=1)].sum()
+    best = int(np.argmin(totals))
+    model = fitted(order, 4)
+    model.policy.mlp_extractor.select_bias[safest] = SELECT_BIASES[best]
+    with torch.no_grad():
+        chosen = model.policy.mlp_extractor.selector_logits(torch.as_tensor(obs)).argmax(dim=1).numpy()
+    own = float(excess[np.arange(len(excess)), chosen].mean())
+    return model, own, (safest, SELECT_BIASES[best], float(totals[best] / len(excess)))
+
+
 def main(argv: list[str] | None = None) -> Path:
     args = parse_args(argv)
     import gymnasium as gym
@@ -344,7 +397,8 @@ def main(argv: list[str] | None = None) -> Path:
 
     import msj_gym
     from agents.improve import fit
-    from agents.set_policy import ClassSetMaskablePolicy, fit_selector
+    from agents.set_policy import ClassSetMaskablePolicy
+    from msj_gym.atomic import atomic_path, atomic_write_text
     from msj_gym.experiments.runner import map_unordered
     from msj_gym.workloads.generator import sample_systems
 
@@ -388,16 +442,22 @@ def main(argv: list[str] | None = None) -> Path:
         f"{len(systems)} training systems, {len(select)} selection systems, {len(extra)} more for the "
         f"selector: each base's mean response time ({time.perf_counter() - t0:.0f} s)"
     )
+    if not np.isfinite(best).any():
+        log(
+            f"note: no base is stable on any selection system over {args.select_arrivals} arrivals "
+            "(--select-arrivals): the fits are not ranked, the latest is kept"
+        )
     env = gym.make("MSJ-v0", scenario=systems[0], **kwargs)
     policy_kwargs = {"hidden": args.hidden}
     # the selector: which base to follow on a system, from what the system is (fitted once, shared by
     # every candidate)
-    selector = MaskablePPO(
-        ClassSetMaskablePolicy, env, seed=args.seed, policy_kwargs=policy_kwargs, device="cpu"
-    )
     obs = np.concatenate([train_table["obs"], extra_table["obs"]])
     excess = excess_of(np.concatenate([train_table["means"], extra_table["means"]]))
-    fitted_excess = fit_selector(selector.policy, obs, excess, seed=args.seed)
+    selector, fitted_excess, lean = _selector(env, policy_kwargs, obs, excess, args.seed)
+    log(
+        f"selector: leans {lean[1]:g} towards {args.bases[lean[0]]} "
+        f"(cross-validated mean excess {lean[2]:.4f})"
+    )
     with torch.no_grad():
         x = torch.as_tensor(select_table["obs"], dtype=torch.float32)
         chosen = selector.policy.mlp_extractor.selector_logits(x).argmax(dim=1).numpy()
@@ -435,9 +495,8 @@ def main(argv: list[str] | None = None) -> Path:
             t_collect += time.perf_counter() - t1
             if cached is not None:
                 cached.parent.mkdir(parents=True, exist_ok=True)
-                tmp = cached.with_suffix(".tmp.npz")
-                np.savez_compressed(tmp, key=np.array(f"{key}/{r}"), **part)
-                tmp.replace(cached)
+                with atomic_path(cached) as tmp:  # whole or not at all, no temporary file left behind
+                    np.savez_compressed(tmp, key=np.array(f"{key}/{r}"), **part)
         data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
         train = _normalise(data)
         train["base"] = np.full(len(train["cost"]), -1, dtype=np.int64)
@@ -460,7 +519,8 @@ def main(argv: list[str] | None = None) -> Path:
                 f"regret {fitted['val_regret']:.3f}, selection ratio to the best base {got:.4f}, "
                 f"{time.perf_counter() - t0:.0f} s"
             )
-            if model is None or got < score:  # NaN (no stable base to compare with) keeps the first
+            # no selection system with a stable base ranks no fit: the latest (on the most data) is kept
+            if model is None or math.isnan(got) or got < score:
                 model, score = candidate, got
         log(f"round {r + 1}: kept selection ratio {score:.4f}")
         if args.data is not None:  # each round's kept fit, to look at or to start from
@@ -478,7 +538,8 @@ def main(argv: list[str] | None = None) -> Path:
     log(f"follow bias kept: {chosen_bias:g} (selection ratio {score:.4f})")
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    model.save(args.out)
+    with atomic_path(args.out) as tmp:  # a full disk leaves no truncated checkpoint
+        model.save(tmp)
     meta = {
         "command": "python -m agents.generalist " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": "maskable-ppo",
@@ -490,16 +551,18 @@ def main(argv: list[str] | None = None) -> Path:
         "training_systems": args.systems,
         "decisions": len(data["cost"]),
         "seed": args.seed,
-        "selection_ratio_to_best_base": round(score, 5),
+        "selection_ratio_to_best_base": None if math.isnan(score) else round(score, 5),
         "follow_bias": chosen_bias,
         "collect_wall_seconds": round(t_collect, 1),
         "train_wall_seconds": round(wall, 1),
         "msj_gym_version": msj_gym.__version__,
     }
-    args.out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
     log(f"generalist: {len(data['cost'])} decisions, {wall:.0f} s -> {args.out}")
     return args.out
 
 
 if __name__ == "__main__":
-    main()
+    from agents._cli import run_script
+
+    sys.exit(run_script("python -m agents.generalist", main))

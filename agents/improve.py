@@ -45,13 +45,17 @@ from typing import Any
 
 import numpy as np
 
+PROG = "python -m agents.improve"
+
 
 def log(message: str) -> None:
     print(message, flush=True)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m agents.improve", description=__doc__.split("\n\n")[0])
+    from agents._cli import ArgumentParser
+
+    ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--env-id", default="MSJ-v0", choices=("MSJ-v0", "MSJPreemptive-v0"))
     ap.add_argument("--scenario", default="sf-fig2")
     ap.add_argument("--load", type=float, default=None)
@@ -121,11 +125,35 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
     args = ap.parse_args(argv)
+    _check_args(ap, args)
+    return args
+
+
+def _check_args(ap: Any, args: argparse.Namespace) -> None:
+    """Every number and path before any work: one line naming the flag and its value."""
+    from agents._cli import check_count, check_load, check_net_arch, check_number, check_output
+    from msj_gym.workloads.workload import MAX_SERVERS
+
     for name in ("decisions", "episode_arrivals", "epochs", "rounds", "candidates", "select_seeds"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')}: expected a positive integer, got {getattr(args, name)}")
     if args.select_arrivals < 2:
         ap.error(f"--select-arrivals: expected at least 2, got {args.select_arrivals}")
+    check_load("--load", args.load)
+    if args.k is not None:
+        check_count("--k", args.k, 1, MAX_SERVERS)
+    check_count("--skip", args.skip, 0)
+    check_count("--tail", args.tail, 0)
+    check_count("--obs-jobs", args.obs_jobs, 0, 1024)
+    check_count("--queue-window", args.queue_window, 1, 1024)
+    check_count("--imitate-epochs", args.imitate_epochs, 0)
+    check_count("--seed", args.seed, 0, 2**63 - 1)
+    check_count("--threads", args.threads, 1, 1024)
+    check_count("--decisions", args.decisions, 1, 10**8)
+    check_count("--episode-arrivals", args.episode_arrivals, 1, 10**8)
+    check_net_arch("--net-arch", args.net_arch)
+    check_number("--learning-rate", args.learning_rate, 0.0, 10.0, open_lo=True)
+    check_number("--entropy", args.entropy, 0.0, 100.0)
     if not 0 <= args.explore < 1:
         ap.error(f"--explore: expected a share in [0, 1), got {args.explore}")
     if args.sample_every < 1:
@@ -137,11 +165,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         )
     if args.out.suffix != ".zip":
         ap.error(f"--out: expected a .zip path, got {str(args.out)!r}")
+    check_output("--out", args.out, ".zip")  # written after hours of work: checked now
+    check_output("--data", args.data, folder=True)
     try:
         base_policy(args.base)
     except ValueError as exc:
         ap.error(str(exc))
-    return args
 
 
 def base_policy(spec: str) -> Any:
@@ -386,6 +415,7 @@ def main(argv: list[str] | None = None) -> Path:
             log(f"round {r + 1}: {len(part['cost'])} compared decisions from {cached}")
         else:
             t1 = time.perf_counter()
+            log(f"round {r + 1}: collecting {args.decisions} compared decisions")
             part = collect(args, r, follow=model)
             t_collect += time.perf_counter() - t1
             if cached is not None:  # written whole or not at all (a killed run redoes the round)
@@ -453,4 +483,6 @@ def main(argv: list[str] | None = None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    from agents._cli import run_script
+
+    sys.exit(run_script(PROG, main))

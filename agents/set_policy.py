@@ -101,6 +101,9 @@ class ClassSetNetwork(nn.Module):
             self.select = nn.Sequential(_mlp([len(STATIC_SYSTEM) + 2 * hidden, hidden], activation))
             self.select.append(nn.Linear(hidden, extra))
         self.register_buffer("follow_bias", th.zeros(()))
+        # added to the selector's logits: a lean towards the advisor that is rarely far off, where a
+        # wrong pick is costly (chosen by cross-validation; see agents.generalist)
+        self.register_buffer("select_bias", th.zeros(max(extra, 1)))
 
     def _embed(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """Per-class embeddings ``(B, M, h)``, the context ``(B, h)`` and the mask of real classes."""
@@ -135,7 +138,7 @@ class ClassSetNetwork(nn.Module):
         weight = present.unsqueeze(2).to(emb.dtype)
         mean = (emb * weight).sum(dim=1) / weight.sum(dim=1).clamp(min=1.0)
         peak = emb.masked_fill(~present.unsqueeze(2), -1e9).amax(dim=1)
-        return self.select(th.cat([system, mean, peak], dim=1))
+        return self.select(th.cat([system, mean, peak], dim=1)) + self.select_bias[: self.extra]
 
     def forward_actor(self, obs: th.Tensor) -> th.Tensor:
         emb, context, present = self._embed(obs)
@@ -230,14 +233,21 @@ def class_logits(policy: Any, obs: np.ndarray) -> np.ndarray:
 
 
 def fit_selector(
-    policy: Any, obs: np.ndarray, excess: np.ndarray, epochs: int = 300, lr: float = 3e-3, seed: int = 0
+    policy: Any,
+    obs: np.ndarray,
+    excess: np.ndarray,
+    epochs: int = 300,
+    lr: float = 3e-3,
+    seed: int = 0,
+    temperature: float = 0.05,
 ) -> float:
     """Train the advisor selector of ``policy`` (a class-set policy with advisors): ``obs`` holds one
     observation per system (only its static columns are read), ``excess[i, j]`` how much worse
     following advisor ``j`` throughout is on system ``i`` than the best advisor there (``T_j / T_best -
-    1``, capped; an unstable advisor at the cap). Minimises the expected excess of the selector's
-    softmax (cost-sensitive classification: its argmax aims at the least excess, and near-ties cost
-    little). Returns the mean excess of the argmax choices on the training systems."""
+    1``, capped; an unstable advisor at the cap). Fits the selector's softmax by cross-entropy to the
+    softmin of the excess at ``temperature`` (cost-sensitive classification: near-ties share the
+    target, and its argmax aims at the least excess). Returns the mean excess of the argmax choices
+    on the training systems."""
     net = policy.mlp_extractor
     gen = th.Generator().manual_seed(seed)
     x = th.as_tensor(np.asarray(obs, dtype=np.float32))
@@ -245,10 +255,14 @@ def fit_selector(
     params = [*net.select_encoder.parameters(), *net.select.parameters()]
     optimizer = th.optim.Adam(params, lr=lr)
     n = len(x)
+    # the target puts its weight on the advisors within a few per cent of the best (a softmin of the
+    # excess): cross-entropy to it keeps its gradient where the expected excess, a softmax saturated
+    # early on the advisor that is never far off, had none
+    target = th.softmax(-cost / temperature, dim=1)
     for _ in range(epochs):
         for idx in th.randperm(n, generator=gen).split(64):
-            probs = th.softmax(net.selector_logits(x[idx]), dim=1)
-            loss = (probs * cost[idx]).sum(dim=1).mean()
+            logp = th.log_softmax(net.selector_logits(x[idx]), dim=1)
+            loss = -(target[idx] * logp).sum(dim=1).mean()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

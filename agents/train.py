@@ -176,8 +176,13 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
     return accuracy
 
 
+PROG = "python -m agents.train"
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from agents._cli import ArgumentParser
+
+    ap = ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("--algo", choices=ALGOS, default="maskable-ppo")
     ap.add_argument("--env-id", choices=("MSJ-v0", "MSJPreemptive-v0"), default="MSJ-v0")
     ap.add_argument("--scenario", default="sf-fig2")
@@ -259,7 +264,39 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--systems: expected 0 or a positive number with --observation classes, got {args.systems}")
     if args.systems and args.vec_env == "native":
         ap.error("--systems: with --vec-env dummy (the native vector env runs one system)")
+    _check_args(args)
     return args
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Every number and path before any work: one line naming the flag and its value."""
+    from agents._cli import check_count, check_load, check_net_arch, check_number, check_output
+    from msj_gym.workloads.workload import MAX_SERVERS
+
+    check_load("--load", args.load)
+    if args.k is not None:
+        check_count("--k", args.k, 1, MAX_SERVERS)
+    check_count("--timesteps", args.timesteps, 1, 10**10)
+    check_count("--episode-arrivals", args.episode_arrivals, 2, 10**8)
+    check_count("--queue-window", args.queue_window, 1, 1024)
+    check_count("--preempt-window", args.preempt_window, 1, 1024)
+    check_count("--obs-jobs", args.obs_jobs, 0, 1024)
+    check_count("--n-envs", args.n_envs, 1, 4096)
+    check_count("--n-steps", args.n_steps, 1, 10**7)
+    check_count("--batch-size", args.batch_size, 1, 10**7)
+    check_count("--n-epochs", args.n_epochs, 1, 10**4)
+    check_count("--threads", args.threads, 1, 1024)
+    check_count("--imitate-steps", args.imitate_steps, 1, 10**8)
+    check_count("--imitate-epochs", args.imitate_epochs, 1, 10**4)
+    check_count("--seed", args.seed, 0, 2**32 - 1)  # SB3 seeds NumPy's legacy generator
+    check_count("--save-every", args.save_every, 0, 10**10)
+    check_net_arch("--net-arch", args.net_arch)
+    check_number("--gamma", args.gamma, 0.0, 1.0, open_lo=True)
+    check_number("--gae-lambda", args.gae_lambda, 0.0, 1.0)
+    check_number("--ent-coef", args.ent_coef, 0.0, 100.0)
+    check_number("--learning-rate", args.learning_rate, 0.0, 10.0, open_lo=True)
+    check_number("--reward-scale", args.reward_scale, 0.0, 1e12, open_lo=True)
+    check_output("--out", args.out, ".zip")  # written after the training: checked before it
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -315,7 +352,10 @@ def main(argv: list[str] | None = None) -> Path:
     model.learn(total_timesteps=args.timesteps, callback=callbacks)
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    model.save(args.out)
+    from msj_gym.atomic import atomic_path, atomic_write_text
+
+    with atomic_path(args.out) as tmp:  # a full disk leaves no truncated checkpoint
+        model.save(tmp)
     meta = {
         "command": "python -m agents.train " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": args.algo,
@@ -332,10 +372,12 @@ def main(argv: list[str] | None = None) -> Path:
         "train_wall_seconds": round(wall, 1),
         "msj_gym_version": msj_gym.__version__,
     }
-    args.out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
     print(f"trained {args.algo} for {args.timesteps} steps in {wall:.0f} s -> {args.out}")
     return args.out
 
 
 if __name__ == "__main__":
-    main()
+    from agents._cli import run_script
+
+    sys.exit(run_script(PROG, main))

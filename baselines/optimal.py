@@ -8,6 +8,7 @@ like any other baseline.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
@@ -192,26 +193,36 @@ def _solved(
         try:
             with np.load(path, allow_pickle=False) as z:
                 if str(z["key_doc"]) == key_doc:
-                    return {
+                    out = {
                         "table": z["table"],
                         "configs": z["configs"],
                         "up": z["up"],
                         "buffers": z["buffers"],
                         "value": json.loads(str(z["value"])),
                     }
-        except (OSError, ValueError, KeyError):
-            pass  # unreadable: solve again and overwrite
+                    float(out["value"]["mean_response_time"])
+                    return out
+        except Exception as exc:
+            # a cache entry cut short (a killed writer, a full disk) or damaged is a miss: solve again
+            why = " ".join(str(exc).split())[:80] or "unreadable"
+            print(
+                f"msj-gym: note: cached solve {str(path)!r} is unreadable ({type(exc).__name__}: {why}); "
+                "solving again",
+                file=sys.stderr,
+                flush=True,
+            )
     failed_path, failed_doc = _failure_key(key_doc, max_states)
     refused = _remembered_failure(failed_path, failed_doc)
     if refused is not None:
         raise ValueError(refused)
-    from msj_gym.analysis.optimal import solve_optimal
+    from msj_gym.analysis.optimal import estimate_solve, solve_optimal
     from msj_gym.core.jit import announce
 
     kind = "preemptive" if preemptive else "non-preemptive"
     name = getattr(workload, "name", "the workload")
     what = f"solving the exact {kind} optimum of {name} at load {float(workload.load):.4g}"
-    with announce(what):
+    estimate = estimate_solve(workload, max_states=max_states)
+    with announce(f"{what} ({estimate.describe()})"):
         try:
             sol = solve_optimal(
                 workload,
@@ -311,9 +322,9 @@ def _store(key: str, key_doc: str, sol: Any) -> dict[str, Any]:
         "value": sol.value.to_dict(),
     }
     path = _cache_dir() / f"{key}.npz"
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
         np.savez_compressed(
             tmp,
             key_doc=np.array(key_doc),
@@ -322,7 +333,9 @@ def _store(key: str, key_doc: str, sol: Any) -> dict[str, Any]:
         )
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the whole new one
     except OSError:
-        pass  # a read-only cache only costs a solve per process
+        # a read-only or full cache only costs a solve per process; no partial file stays behind
+        with contextlib.suppress(OSError):
+            tmp.unlink()
     return out
 
 

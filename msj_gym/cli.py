@@ -13,6 +13,15 @@ from typing import Any
 
 __all__ = ["main"]
 
+DEFAULT_SOLVE_MINUTES = 10.0  # `optimal`: larger solves are refused at once unless --max-minutes says so
+DEFAULT_GIF_FRAMES = 300  # `render`: 50 s of animation at 6 frames per second
+MAX_GIF_FRAMES = 2000
+MAX_GANTT_ARRIVALS = 20_000  # `render` to .png: a bar per service segment, all drawn at once
+BARE_AGENTS_HELP = (
+    "admit a checkpoint without its .json (the env and keywords it was trained with): it runs on the "
+    "env's defaults, its algorithm guessed; by default such a checkpoint is refused"
+)
+
 
 def _policy_params(items: Sequence[str]) -> dict[str, str]:
     params: dict[str, str] = {}
@@ -102,7 +111,16 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument(
         "--max-states", type=int, default=3_000_000, help="refuse chains larger than this (default 3e6)"
     )
-    opt.add_argument("--png", help="write a picture of the policy over the state space to this path")
+    opt.add_argument(
+        "--max-minutes",
+        type=float,
+        default=DEFAULT_SOLVE_MINUTES,
+        help="refuse at once a solve estimated to take longer than this, from the state count "
+        f"(default {DEFAULT_SOLVE_MINUTES:g}; the estimate is good to a factor of about 3)",
+    )
+    opt.add_argument(
+        "--png", help="write a picture of the policy over the state space to this path (two classes)"
+    )
     opt.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     opt.add_argument("--quiet", action="store_true", help="no progress lines on stderr while it solves")
 
@@ -119,7 +137,19 @@ def _parser() -> argparse.ArgumentParser:
     ren.add_argument("--load", type=float, help="offered load rho (default: the scenario's)")
     ren.add_argument("--k", type=int, help="number of servers (default: the scenario's)")
     ren.add_argument("--seed", type=int, default=0, help="job-stream seed (default 0)")
-    ren.add_argument("--arrivals", type=int, default=100, help="arrivals in the episode (default 100)")
+    ren.add_argument(
+        "--arrivals",
+        type=int,
+        default=100,
+        help=f"arrivals in the episode (default 100; at most {MAX_GANTT_ARRIVALS} for a .png)",
+    )
+    ren.add_argument(
+        "--max-frames",
+        type=int,
+        default=DEFAULT_GIF_FRAMES,
+        help=f"a .gif keeps at most this many frames, the episode stops there (default "
+        f"{DEFAULT_GIF_FRAMES}, at most {MAX_GIF_FRAMES}: each is a full picture in memory until written)",
+    )
     ren.add_argument("--fps", type=float, default=6.0, help="GIF frames per second (default 6)")
     ren.add_argument("--out", required=True, metavar="FILE", help="FILE.gif or FILE.png")
 
@@ -149,6 +179,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="SB3 checkpoint .zip or module:attr (repeatable)",
     )
+    lb.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
     lb.add_argument("--seeds", default="5", help="a count, 'LO-HI' or a list (default 5: seeds 0..4)")
     lb.add_argument(
         "--arrivals", type=int, default=None, help="arrivals per run (default 20000; a trace: all its jobs)"
@@ -225,6 +256,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="a shipped agent name, an SB3 checkpoint .zip or module:attr (repeatable)",
     )
+    bench.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
     bench.add_argument(
         "--policies",
         default="",
@@ -302,6 +334,7 @@ def _entrant_params(items: Sequence[str]) -> dict[str, dict[str, str]]:
 def _leaderboard(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from .atomic import check_output_folder
     from .experiments.leaderboard import (
         DEFAULT_LOADS,
         DEFAULT_SCENARIO,
@@ -311,6 +344,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     )
 
     workers = _workers(args)  # every flag is checked before anything is written to --out
+    check_output_folder("--out", args.out, "leaderboard.json")  # before the plan, which may solve optima
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     if not policies and not args.agent:
         raise ValueError(f"--policies: expected policy ids or a group, got {args.policies!r}")
@@ -326,6 +360,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
         reference=args.reference,
         metric=args.metric,
         policy_params=_entrant_params(args.policy_param),
+        bare_agents=args.bare_agents,
     )
     report = run_leaderboard(
         config, Path(args.out), backend=args.backend, workers=workers, address=args.address
@@ -375,13 +410,21 @@ def _benchmark(args: argparse.Namespace) -> int:
 
     _require_scipy("benchmark", "scipy.stats")  # the statistics; the exact optima need scipy.sparse too
 
+    from .atomic import check_output_folder
     from .experiments.benchmark import QUICK, BenchmarkConfig, format_benchmark, run_benchmark
 
     workers = _workers(args)  # every flag and agent is checked before anything is written to --out
+    check_output_folder("--out", args.out, "benchmark.json")
     extra: dict[str, Any] = dict(QUICK) if args.quick else {}
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     _importable_from_here([*policies, *args.agent])
-    config = BenchmarkConfig(agents=tuple(args.agent), policies=policies, preemptive=args.preemptive, **extra)
+    config = BenchmarkConfig(
+        agents=tuple(args.agent),
+        policies=policies,
+        preemptive=args.preemptive,
+        bare_agents=args.bare_agents,
+        **extra,
+    )
     report = run_benchmark(
         config, Path(args.out), backend=args.backend, workers=workers, address=args.address
     )
@@ -491,7 +534,9 @@ def _simulate(args: argparse.Namespace) -> int:
     from .workloads.trace import replay_length
 
     policy = policy_from_spec(args.policy, "--policy", **_policy_params(args.policy_param))
-    result = Simulator(workload, policy, **_run_length(args, replay_length(workload))).run()
+    run = _run_length(args, replay_length(workload))
+    _note_short_trace(workload, run.get("num_arrivals"))
+    result = Simulator(workload, policy, **run).run()
     return _print_queueing(args, result, scenario.name, workload, policy, f"k={workload.num_servers}")
 
 
@@ -571,23 +616,22 @@ def _simulate_moldable(args: argparse.Namespace) -> int:
 
 def _render(args: argparse.Namespace) -> int:
     import time
-    from pathlib import Path
 
     from baselines import POLICIES, make_policy
 
-    # every flag before any simulation
-    out = Path(args.out)
+    from .atomic import check_output_file
+    from .workloads.workload import check_integer
+
+    # every flag before any simulation, the output file's folder too (writable, not a folder)
+    out = check_output_file("--out", args.out, (".gif", ".png"))
     kind = out.suffix.lower()
-    if kind not in (".gif", ".png"):
-        raise ValueError(
-            f"--out: expected a file ending in .gif (animation) or .png (Gantt chart), got {args.out!r}"
-        )
-    if not out.parent.is_dir():
-        raise ValueError(f"--out: folder {str(out.parent)!r} does not exist")
     if args.policy not in POLICIES:
         raise ValueError(f"--policy: unknown policy {args.policy!r}; see `msj-gym list`")
-    if args.arrivals < 2:
-        raise ValueError(f"--arrivals: expected an integer >= 2, got {args.arrivals}")
+    if kind == ".png":
+        check_integer("--arrivals", args.arrivals, 2, MAX_GANTT_ARRIVALS)
+    else:
+        check_integer("--arrivals", args.arrivals, 2, 10**9)
+        check_integer("--max-frames", args.max_frames, 1, MAX_GIF_FRAMES)
     if args.seed < 0:
         raise ValueError(f"--seed: expected a non-negative integer, got {args.seed}")
     if not (math.isfinite(args.fps) and 0 < args.fps <= 100):
@@ -604,11 +648,23 @@ def _render(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     from .env import PolicyAgent
-    from .env.render import DecisionFrames, ScheduleRecorder, gantt_png, write_gif
+    from .env.render import DecisionFrames, FrameRenderer, ScheduleRecorder, gantt_png, write_gif
     from .workloads.scenarios import load_scenario
 
     policy = make_policy(args.policy)
     workload = load_scenario(args.scenario).build(num_servers=args.k, load=args.load)
+    _note_short_trace(workload, args.arrivals)
+    # what it will produce, before it starts: the frames are kept in memory until the GIF is written
+    if kind == ".gif":
+        height, width, depth = FrameRenderer(workload).frame(None).shape
+        megabytes = args.max_frames * height * width * depth / 1e6
+        plan = (
+            f"a GIF of one frame per decision instant, at most {args.max_frames} (--max-frames) of "
+            f"{width}x{height} pixels: up to {megabytes:.0f} MB in memory while drawing"
+        )
+    else:
+        plan = f"a Gantt chart of the {args.arrivals} arrivals' service"
+    print(f"msj-gym render: {out}: {plan}", file=sys.stderr, flush=True)
     env = gym.make(
         "MSJPreemptive-v0" if policy.preemptive else "MSJ-v0",
         scenario=workload,
@@ -621,7 +677,7 @@ def _render(args: argparse.Namespace) -> int:
     agent = PolicyAgent(policy, env)
     start = time.perf_counter()
     obs, info = env.reset(seed=args.seed)
-    recorder = ScheduleRecorder() if kind == ".png" else DecisionFrames(env)
+    recorder = ScheduleRecorder() if kind == ".png" else DecisionFrames(env, max_frames=args.max_frames)
     if kind == ".png":
         recorder.after(env)
     truncated = False
@@ -630,13 +686,18 @@ def _render(args: argparse.Namespace) -> int:
         recorder.before(env if kind == ".png" else action)
         obs, _, _, truncated, info = env.step(action)
         recorder.after(env if kind == ".png" else truncated)
-    result = env.unwrapped.result()
+        if isinstance(recorder, DecisionFrames) and recorder.full:
+            break  # the frame budget is spent: running on would only cost time
     names = [c.name or f"class{i}" for i, c in enumerate(workload.classes)]
-    title = (
-        f"{workload.name}  k={workload.num_servers}  load={workload.load:.3g}  policy {policy.policy_id}  "
-        f"seed {args.seed}, {args.arrivals} arrivals: mean response time {result.mean_response_time:.4g}"
-        + ("" if result.stable else " (unstable)")
-    )
+    head = f"{workload.name}  k={workload.num_servers}  load={workload.load:.3g}  policy {policy.policy_id}  "
+    if truncated:
+        result = env.unwrapped.result()
+        title = (
+            head + f"seed {args.seed}, {args.arrivals} arrivals: mean response time "
+            f"{result.mean_response_time:.4g}" + ("" if result.stable else " (unstable)")
+        )
+    else:
+        title = head + f"seed {args.seed}: the first {args.max_frames} decision instants (--max-frames)"
     if isinstance(recorder, DecisionFrames):
         frames = recorder.frames
         write_gif(frames, out, ms_per_frame=round(1000 / args.fps))
@@ -648,6 +709,23 @@ def _render(args: argparse.Namespace) -> int:
         print(f"wrote {out}: {len(recorder.segments)} service segments; {title}")
     print(f"({time.perf_counter() - start:.1f} s)")
     return 0
+
+
+def _note_short_trace(workload: Any, arrivals: int | None) -> None:
+    """A one-line note when a trace holds fewer jobs than the run asks for: the run ends with the
+    trace, and measures fewer jobs than ``arrivals`` minus the warm-up."""
+    jobs = getattr(workload, "arrival_time", None)
+    if (
+        getattr(workload, "finite", False)
+        and jobs is not None
+        and arrivals is not None
+        and len(jobs) < arrivals
+    ):
+        print(
+            f"msj-gym: note: trace {workload.name!r} holds {len(jobs)} jobs, fewer than --arrivals "
+            f"{arrivals}: the run ends with the trace",
+            file=sys.stderr,
+        )
 
 
 def _print_policy(pid: str, cls: type) -> None:
@@ -731,7 +809,14 @@ def _optimal(args: argparse.Namespace) -> int:
 
     _require_scipy("optimal", "scipy.sparse.linalg")
 
-    from .analysis.optimal import HEURISTICS, describe_policy, evaluate_heuristic, solve_optimal
+    from .analysis.optimal import (
+        HEURISTICS,
+        describe_policy,
+        estimate_solve,
+        evaluate_heuristic,
+        solve_optimal,
+    )
+    from .atomic import check_output_file
     from .workloads.scenarios import load_scenario
     from .workloads.workload import check_integer
 
@@ -739,9 +824,32 @@ def _optimal(args: argparse.Namespace) -> int:
     if not (math.isfinite(args.blocking) and 0 < args.blocking < 1):
         raise ValueError(f"--blocking: expected a number in (0, 1), got {args.blocking!r}")
     check_integer("--max-states", args.max_states, 1, 10**8)
+    if not (math.isfinite(args.max_minutes) and args.max_minutes > 0):
+        raise ValueError(f"--max-minutes: expected a positive finite number, got {args.max_minutes!r}")
+    if args.png:  # the picture's path and library before the solve, which may take minutes
+        check_output_file("--png", args.png, (".png",))
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ValueError("--png needs matplotlib: pip install msj-gym[plot]") from None
     workload = load_scenario(args.scenario).build(
         num_servers=args.k, load=args.load, arrival_rate=args.arrival_rate
     )
+    names = [c.name or f"class{i}" for i, c in enumerate(workload.classes)]
+    if args.png and len(names) != 2:
+        raise ValueError(f"--png: the picture is drawn for two classes, {workload.name} has {len(names)}")
+    # the cost from the state count, before anything is built: refuse at once what would take hours
+    estimate = estimate_solve(workload, max_states=args.max_states)
+    if estimate.states > args.max_states:
+        raise ValueError(
+            f"--max-states {args.max_states}: the first chain already has more states (buffers "
+            f"{list(estimate.buffers)}); the system is too large (or too heavily loaded) for the exact "
+            "solver (max_states)"
+        )
+    if estimate.seconds > 60 * args.max_minutes:
+        raise ValueError(
+            f"--max-minutes {args.max_minutes:g}: {estimate.describe()}; raise --max-minutes to solve it"
+        )
     started = time.perf_counter()
 
     def progress(message: str) -> None:
@@ -750,6 +858,8 @@ def _optimal(args: argparse.Namespace) -> int:
             f"msj-gym optimal [{time.perf_counter() - started:7.1f} s] {message}", file=sys.stderr, flush=True
         )
 
+    if not args.quiet:
+        progress(estimate.describe())
     sol = solve_optimal(
         workload,
         preemptive=args.preemptive,
@@ -759,7 +869,8 @@ def _optimal(args: argparse.Namespace) -> int:
     )
     from baselines.optimal import remember_solution
 
-    # mdp-optimal and the leaderboard then use this solve, also beyond their own state limit
+    # mdp-optimal and the leaderboard then use this solve, also beyond their own state limit; and a
+    # picture that cannot be written below does not lose it
     remember_solution(workload, sol, args.blocking)
     heuristics = {}
     for pid, (preemptive, _order) in HEURISTICS.items():
@@ -771,11 +882,7 @@ def _optimal(args: argparse.Namespace) -> int:
                 blocking_target=args.blocking,
                 max_states=min(args.max_states, max(10 * sol.value.states, 200_000)),
             )
-    words = describe_policy(sol, [c.name or f"class{i}" for i, c in enumerate(workload.classes)])
-    if args.png:
-        from .analysis.optimal import plot_policy
-
-        plot_policy(sol, args.png, [c.name or f"class{i}" for i, c in enumerate(workload.classes)])
+    words = describe_policy(sol, names)
     if args.json:
         out = {
             **sol.to_dict(),
@@ -785,8 +892,30 @@ def _optimal(args: argparse.Namespace) -> int:
             "heuristics": {pid: v.to_dict() for pid, v in heuristics.items()},
             "structure": words,
         }
-        print(json.dumps(out, indent=2))
-        return 0
+        print(json.dumps(out, indent=2), flush=True)
+    else:
+        _print_optimum(args, workload, sol, heuristics, words)
+    if args.png:
+        from .analysis.optimal import plot_policy
+
+        try:
+            plot_policy(sol, args.png, names)
+        except OSError as exc:  # the results are printed and the solve cached: only the picture is lost
+            from .atomic import os_error_line
+
+            print(
+                f"msj-gym: error: --png: {os_error_line(exc)}; the solve is kept (printed above, and in "
+                "the cache mdp-optimal reads)",
+                file=sys.stderr,
+            )
+            return 1
+        if not args.json:
+            print(f"wrote {args.png}")
+    return 0
+
+
+def _print_optimum(args: argparse.Namespace, workload: Any, sol: Any, heuristics: dict, words: list) -> None:
+    """The text report of ``msj-gym optimal``."""
     kind = "preemptive" if args.preemptive else "non-preemptive"
     v = sol.value
     print(
@@ -817,9 +946,12 @@ def _optimal(args: argparse.Namespace) -> int:
     print("structure:")
     for line in words:
         print(f"  {line}")
-    if args.png:
-        print(f"wrote {args.png}")
-    return 0
+    sys.stdout.flush()
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error message on one line (a message quoting a file's text may hold line breaks)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -841,8 +973,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _render(args)
         return _list(args.model)
     except ValueError as exc:
-        print(f"msj-gym: error: {exc}", file=sys.stderr)
+        print(f"msj-gym: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk, a folder made read-only meanwhile: what the OS said, in one line
+        from .atomic import os_error_line
+
+        line = os_error_line(exc)
+        if args.command in ("leaderboard", "benchmark", "reproduce", "figure"):
+            line += f"; the finished runs are kept in {args.out}/runs.jsonl: rerun the same command to resume"
+        print(f"msj-gym: error: {line}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         if args.command in ("leaderboard", "benchmark", "reproduce", "figure"):
             print(

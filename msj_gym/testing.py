@@ -2,20 +2,147 @@
 
 Run it in a test of your own (``assert check_policy(MyPolicy())``); each failure is an
 ``AssertionError`` that says which check failed and why, in one line.
+
+It is a safety net for code under development: the runs happen in a child process (forked, where the
+platform can), so that a kernel that writes out of bounds and crashes, or loops for ever (compiled code
+does not see Ctrl-C), fails one check with a one-line message instead of taking the interpreter down;
+each check has ``time_limit`` seconds. Where there is no ``fork`` (Windows) the checks run in-process,
+without the time limit.
 """
 
 from __future__ import annotations
 
 import re
+import signal
+import sys
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["check_policy"]
+import numpy as np
+
+__all__ = ["DEFAULT_TIME_LIMIT", "check_policy"]
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+DEFAULT_TIME_LIMIT = 600.0  # seconds per check; a cold start compiles the engine loop within the first
 
 
 def _fail(policy_id: str, what: str) -> AssertionError:
     return AssertionError(f"check_policy({policy_id!r}): {what}")
+
+
+def _compiled(kernel: Any) -> bool:
+    from numba.core.dispatcher import Dispatcher
+
+    return isinstance(kernel, Dispatcher)
+
+
+def _decision_problem(actions: np.ndarray, n: int) -> str | None:
+    """What is wrong with the ``n`` words a kernel wrote, beyond what ``apply`` checks: a count the
+    array cannot hold, or one job started (or preempted) twice in one decision."""
+    from .core.actions import OP_BUDGET, OP_LIMIT, OP_REQUEUE, OP_SERVE
+
+    if not 0 <= n <= actions.size:
+        return f"returned {n} action words; the actions array holds {actions.size}"
+    operands = {OP_SERVE: 3, OP_BUDGET: 2, OP_REQUEUE: 1}
+    started: set[int] = set()
+    preempted: set[int] = set()
+    i = 0
+    while i < n:
+        w = int(actions[i])
+        if w <= OP_LIMIT:
+            i += 1 + operands.get(w, 0)
+            continue
+        seen, what, slot = (started, "starts", w) if w >= 0 else (preempted, "preempts", -w - 1)
+        if slot in seen:
+            return f"one decision {what} job slot {slot} twice (words {actions[:n].tolist()})"
+        seen.add(slot)
+        i += 1
+    return None
+
+
+def _bounds_checked(cls: type) -> type:
+    """``cls`` with its kernel compiled again with numba's bounds checks, asked from Python, each
+    decision checked by :func:`_decision_problem`: an index out of range is an ``IndexError``, not a
+    write into whatever memory lies there. (Functions the kernel calls keep their compiled code.)"""
+    import numba
+
+    checked = numba.njit(_nrt=False, boundscheck=True)(cls.kernel.py_func)  # type: ignore[attr-defined]
+    size_aware = bool(cls.size_aware)  # type: ignore[attr-defined]
+
+    def decide(self: Any, view: Any, sizes: Any, pdata: Any, actions: np.ndarray) -> int:
+        n = int(checked(view, sizes, pdata, actions) if size_aware else checked(view, pdata, actions))
+        problem = _decision_problem(actions, n)
+        if problem is not None:
+            raise ValueError(problem)
+        return n
+
+    return type(cls.__name__, (cls,), {"kernel": None, "decide": decide, "__doc__": cls.__doc__})
+
+
+def _in_child(stages: list[tuple[str, Callable[[], Any]]], pid: str, time_limit: float) -> Any:
+    """Run ``stages`` (name, function) in order in a forked child, each within ``time_limit`` seconds;
+    the last one's value. A stage's ``AssertionError`` is re-raised here; a crash, a stage over its
+    time or any other exception is a one-line check failure naming the stage."""
+    import multiprocessing as mp
+
+    if sys.platform == "win32" or "fork" not in mp.get_all_start_methods():
+        value = None
+        for _name, run in stages:
+            value = run()
+        return value
+    ctx = mp.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            value = None
+            for name, run in stages:
+                send.send(("stage", name))
+                value = run()
+            send.send(("done", value))
+        except AssertionError as exc:
+            send.send(("fail", str(exc)))
+        except BaseException as exc:  # reported by the parent as this stage's failure
+            send.send(("error", f"{type(exc).__name__}: {' '.join(str(exc).split())}"))
+
+    proc = ctx.Process(target=child, daemon=True)
+    proc.start()
+    send.close()
+    stage = "starting the checks"
+    try:
+        while True:
+            if not receive.poll(time_limit):
+                raise _fail(
+                    pid,
+                    f"{stage} did not finish within {time_limit:g} s (time_limit): an endless loop in "
+                    "the kernel?",
+                )
+            try:
+                kind, payload = receive.recv()
+            except EOFError:  # the child died without a word: a crash in compiled code
+                proc.join(10)
+                code = proc.exitcode
+                how = (
+                    f"signal {signal.Signals(-code).name}"
+                    if code is not None and code < 0
+                    else f"exit {code}"
+                )
+                raise _fail(
+                    pid, f"{stage} crashed the process ({how}): an out-of-bounds read or write in the kernel?"
+                ) from None
+            if kind == "stage":
+                stage = payload
+            elif kind == "done":
+                return payload
+            elif kind == "fail":
+                raise AssertionError(payload)
+            else:
+                raise _fail(pid, f"{stage} failed: {payload}")
+    finally:
+        receive.close()
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
 
 
 def check_policy(
@@ -27,19 +154,23 @@ def check_policy(
     seed: int = 11,
     queue_window: int = 64,
     preempt_window: int = 64,
+    time_limit: float = DEFAULT_TIME_LIMIT,
 ) -> dict[str, Any]:
     """Check an MSJ policy (a :class:`~msj_gym.Policy` or a registered id) on ``scenario`` at ``load``:
 
     1. its declarations: a kebab-case ``policy_id``, a ``reference``, a docstring, ``preemptive`` and
-       ``size_aware`` flags, and a compiled ``kernel``;
-    2. a native run in debug mode (the engine's invariants, and the policy's own, after every event):
-       every decision valid (capacity, preemption rights, waiting jobs only), some jobs measured;
-    3. determinism: a second native run with the same seed gives the same result, bit for bit (no
-       randomness outside the policy's own seeded stream);
+       ``size_aware`` flags, and a ``kernel`` compiled with numba (``@inline_jit``);
+    2. a native run in debug mode (the engine's invariants, and the policy's own, after every event),
+       with the kernel compiled again with bounds checks and every decision checked as it is made:
+       every index in range, no job started twice in one decision, every decision valid (capacity,
+       preemption rights, waiting jobs only), some jobs measured;
+    3. the same run with the kernel as compiled, in debug mode, and again without: the same result,
+       bit for bit (no randomness outside the policy's own seeded stream);
     4. the same run through ``MSJ-v0`` (``MSJPreemptive-v0`` for a preemptive policy), one action per
        step with :class:`~msj_gym.PolicyAgent`, gives the native result exactly.
 
-    Returns the native result as a dict (``SimulationResult.to_dict()``)."""
+    Checks 2 to 4 run in a child process, each within ``time_limit`` seconds (see the module
+    docstring). Returns the native result as a dict (``SimulationResult.to_dict()``)."""
     import gymnasium as gym
 
     from .core.policy import Policy
@@ -64,8 +195,17 @@ def check_policy(
         raise _fail(pid, "preemptive and size_aware must be declared as True or False")
     if cls.kernel is None:
         raise _fail(pid, "no compiled kernel: set kernel = <your decision rule>")
+    if not _compiled(cls.kernel):
+        raise _fail(
+            pid,
+            f"the kernel {getattr(cls.kernel, '__name__', cls.kernel)!r} is not compiled: decorate it "
+            "with @inline_jit (msj_gym.core.jit)",
+        )
     if "msj" not in cls.models:
         raise _fail(pid, f"checks MSJ policies; this one is defined on {', '.join(cls.models)}")
+
+    if not (isinstance(time_limit, int | float) and np.isfinite(time_limit) and time_limit > 0):
+        raise ValueError(f"time_limit: expected a positive number of seconds, got {time_limit!r}")
 
     workload = load_scenario(scenario).build(load=load)
     warmup = num_arrivals // 10
@@ -79,45 +219,66 @@ def check_policy(
         "max_arrivals": cap,
         "record_jobs": False,
     }
+    env_id = "MSJPreemptive-v0" if cls.preemptive else "MSJ-v0"
+    found: dict[str, Any] = {}
 
-    def native(debug: bool) -> dict[str, Any]:
+    def native(kind: type, debug: bool, what: str) -> dict[str, Any]:
         try:
-            result = Simulator(workload, type(policy)(**policy.param_values), debug=debug, **run).run()
-        except (SimulationError, ValueError) as exc:
-            raise _fail(pid, f"the native run{' in debug mode' if debug else ''} failed: {exc}") from None
+            result = Simulator(workload, kind(**policy.param_values), debug=debug, **run).run()
+        except (SimulationError, ValueError, IndexError) as exc:
+            raise _fail(
+                pid, f"{what} failed: {type(exc).__name__ + ': ' if isinstance(exc, IndexError) else ''}{exc}"
+            ) from None
         out = result.to_dict()
         out.pop("provenance")
         return out
 
-    first = native(debug=True)
-    if not first["num_measured"]:
-        raise _fail(pid, f"no job was measured on {scenario} at load {load} ({first['stability_note']})")
-    again = native(debug=False)
-    if again != first:
-        changed = sorted(k for k in first if first[k] != again[k])
-        raise _fail(
-            pid, f"two runs with seed {seed} differ ({', '.join(changed)}): randomness outside pdata.rng?"
-        )
+    def checked_run() -> None:
+        out = native(_bounds_checked(cls), True, "the native run in debug mode")
+        if not out["num_measured"]:
+            raise _fail(pid, f"no job was measured on {scenario} at load {load} ({out['stability_note']})")
 
-    env_id = "MSJPreemptive-v0" if cls.preemptive else "MSJ-v0"
-    env = gym.make(
-        env_id,
-        scenario=scenario,
-        load=load,
-        num_arrivals=num_arrivals,
-        warmup=warmup,
-        max_arrivals=cap,
-        queue_window=queue_window,
-        preempt_window=preempt_window,
+    def compiled_runs() -> None:
+        found["first"] = native(cls, True, "the compiled native run in debug mode")
+        again = native(cls, False, "the compiled native run")
+        if again != found["first"]:
+            changed = sorted(k for k in again if found["first"][k] != again[k])
+            raise _fail(
+                pid, f"two runs with seed {seed} differ ({', '.join(changed)}): randomness outside pdata.rng?"
+            )
+
+    def env_run() -> dict[str, Any]:
+        first = found["first"]
+        env = gym.make(
+            env_id,
+            scenario=scenario,
+            load=load,
+            num_arrivals=num_arrivals,
+            warmup=warmup,
+            max_arrivals=cap,
+            queue_window=queue_window,
+            preempt_window=preempt_window,
+        )
+        try:
+            through_env = rollout(env, PolicyAgent(cls(**policy.param_values), env), seed=seed).to_dict()
+        except (SimulationError, ValueError) as exc:
+            raise _fail(pid, f"the run through {env_id} failed: {exc}") from None
+        through_env.pop("provenance")
+        policy_metrics = first.pop("policy_metrics"), through_env.pop("policy_metrics")  # native extras only
+        if through_env != first:
+            changed = sorted(k for k in first if first[k] != through_env.get(k))
+            raise _fail(
+                pid, f"through {env_id} the result differs from the native run ({', '.join(changed)})"
+            )
+        first["policy_metrics"] = policy_metrics[0]
+        return first
+
+    return _in_child(
+        [
+            ("the native run in debug mode (bounds-checked)", checked_run),
+            ("the compiled native runs", compiled_runs),
+            (f"the run through {env_id}", env_run),
+        ],
+        pid,
+        float(time_limit),
     )
-    try:
-        through_env = rollout(env, PolicyAgent(type(policy)(**policy.param_values), env), seed=seed).to_dict()
-    except (SimulationError, ValueError) as exc:
-        raise _fail(pid, f"the run through {env_id} failed: {exc}") from None
-    through_env.pop("provenance")
-    policy_metrics = first.pop("policy_metrics"), through_env.pop("policy_metrics")  # native extras only
-    if through_env != first:
-        changed = sorted(k for k in first if first[k] != through_env.get(k))
-        raise _fail(pid, f"through {env_id} the result differs from the native run ({', '.join(changed)})")
-    first["policy_metrics"] = policy_metrics[0]
-    return first

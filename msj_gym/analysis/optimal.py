@@ -57,8 +57,10 @@ __all__ = [
     "MSJChain",
     "OptimalSolution",
     "PolicyValue",
+    "SolveEstimate",
     "count_configurations",
     "describe_policy",
+    "estimate_solve",
     "evaluate_heuristic",
     "plot_policy",
     "solve_optimal",
@@ -486,6 +488,39 @@ def _initial_buffers(needs: Sequence[int], k: int, lam: Sequence[float], mu: Seq
         raise ValueError(f"load: the optimum is finite only below load 1, got {load:.6g}")
     base = 20.0 / (1.0 - load)
     return [int(k // n + max(8, base * l_ / sum(lam) + 4)) for n, l_ in zip(needs, lam, strict=True)]
+
+
+# Seconds of a whole solve per (states of the first chain) ** 1.5: the sparse factorisations grow a
+# little faster than the chain, and the buffers grow from there 2 to 4 times. Measured on one core
+# (sf-fig2 at loads 0.7 and 0.9, one-or-all at 0.7: 2 s to 2 min); the estimate is good to a factor
+# of about 3 either way, enough to tell seconds from hours before anything is solved.
+SECONDS_PER_STATE_POWER = 3.7e-6
+
+
+@dataclass(frozen=True)
+class SolveEstimate:
+    """What :func:`solve_optimal` would start from: the buffers and states of its first chain, and the
+    wall time the whole solve is expected to take (within a factor of about 3)."""
+
+    buffers: tuple[int, ...]
+    states: int
+    seconds: float
+
+    def describe(self) -> str:
+        minutes = self.seconds / 60
+        took = f"{self.seconds:.0f} s" if minutes < 2 else f"{minutes:.0f} min"
+        return f"{self.states} states at the first buffers {list(self.buffers)}: about {took} to solve"
+
+
+def estimate_solve(workload: Any, *, max_states: int = 3_000_000) -> SolveEstimate:
+    """The size of the first chain :func:`solve_optimal` would build for ``workload`` (preemptive or
+    not: the state limit counts both alike), and its expected solve time, found without building
+    anything (counting the configurations stops past ``max_states``). A ``ValueError`` as in
+    :func:`solve_optimal` for a workload it cannot solve."""
+    needs, k, lam, mu = _parameters(workload)
+    T = _initial_buffers(needs, k, lam, mu)
+    states = count_configurations(needs, k, max_states) * math.prod(b + 1 for b in T)
+    return SolveEstimate(tuple(T), int(states), SECONDS_PER_STATE_POWER * float(states) ** 1.5)
 
 
 def _heuristic_policy(chain: MSJChain, order: int) -> _Policy:
@@ -927,5 +962,6 @@ def plot_policy(sol: OptimalSolution, path: str, names: Sequence[str], show: int
     fig.suptitle(
         f"optimal {kind} policy, k={k}, needs {list(needs)}: mean response time {sol.mean_response_time:.4f}"
     )
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    from ..atomic import atomic_savefig
+
+    atomic_savefig(fig, path, dpi=110)

@@ -697,12 +697,14 @@ class DecisionFrames:
     Call :meth:`before` with the action just before each ``env.step(action)`` and :meth:`after` just
     after it. The state before the step is copied and the action applied to the copy by the engine."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, max_frames: int | None = None) -> None:
         from ..core.engine import apply
 
         self._apply = apply
         self.env = env.unwrapped
         self.renderer = FrameRenderer(self.env.workload)
+        # a bound on what is kept in memory (each frame is a full RGB picture); ``full`` says it is reached
+        self.max_frames = max_frames
         self.frames: list[np.ndarray] = []
         self.times: list[float] = []
         self.seconds = 0.0  # spent drawing
@@ -726,9 +728,16 @@ class DecisionFrames:
         if truncated:  # and the last state (after the last decision if the episode ended at its instant)
             self._draw(sim)
 
+    @property
+    def full(self) -> bool:
+        """Whether ``max_frames`` frames are drawn (later ones are not kept)."""
+        return self.max_frames is not None and len(self.frames) >= self.max_frames
+
     def _draw(self, sim: Any) -> None:
         import time
 
+        if self.full:
+            return
         t0 = time.perf_counter()
         self.frames.append(self.renderer.frame(sim, 0))
         self.seconds += time.perf_counter() - t0
@@ -897,10 +906,9 @@ def gantt_png(
         fontsize=9,
     )
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    from ..atomic import atomic_savefig
+
+    return atomic_savefig(fig, path, dpi=110)  # whole or not at all
 
 
 def write_gif(frames: list[np.ndarray], path: str | Path, ms_per_frame: int = 150) -> Path:
@@ -914,8 +922,10 @@ def write_gif(frames: list[np.ndarray], path: str | Path, ms_per_frame: int = 15
     sample = Image.fromarray(np.concatenate(frames[::step][:16], axis=0))
     palette = sample.quantize(colors=255)
     images = [Image.fromarray(f).quantize(palette=palette, dither=Image.Dither.NONE) for f in frames]
-    path = Path(path)
-    images[0].save(
-        path, save_all=True, append_images=images[1:], duration=ms_per_frame, loop=0, optimize=False
-    )
-    return path
+    from ..atomic import atomic_path
+
+    with atomic_path(path) as tmp:  # a full disk leaves no truncated GIF
+        images[0].save(
+            tmp, save_all=True, append_images=images[1:], duration=ms_per_frame, loop=0, optimize=False
+        )
+    return Path(path)

@@ -243,6 +243,9 @@ class NativeVectorEnv(VectorEnv):
         for s in seeds:
             if s is not None and (isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 0):
                 raise ValueError(f"seed: expected non-negative integers or None, got {s!r}")
+            if s is not None and s >= 2**63:  # each environment's seed is kept as an int64
+                what = f"{seed!r} + {n - 1} (one seed per environment)" if isinstance(seed, int) else repr(s)
+                raise ValueError(f"seed {what}: expected seeds below 2**63")
         options = dict(options or {})
         reset_mask = options.pop("reset_mask", None)
         if options:

@@ -4,9 +4,12 @@ An agent spec is either
 
 * the name of an agent shipped with the package (``agents/checkpoints/<name>.zip``, e.g.
   ``maskable-ppo-sf-fig2-0.7``; :func:`shipped_agents` lists them), usable from any directory;
-* the path of a stable-baselines3 checkpoint (``.zip``). The algorithm and the env keywords it was
-  trained with come from the ``.json`` beside it (written by ``agents/train.py``); without one, the
-  algorithms MaskablePPO, PPO, A2C and DQN are tried in turn and the env's defaults are used; or
+* the path of a stable-baselines3 checkpoint (``.zip``). The algorithm, the env id and the env keywords
+  it was trained with come from the ``.json`` beside it (written by ``agents/train.py`` and
+  ``agents/improve.py``), and are checked: an env other than ``MSJ-v0`` / ``MSJPreemptive-v0`` or a
+  keyword those envs do not take is refused. A checkpoint without its ``.json`` is refused too, unless
+  loaded with ``bare=True`` (``--bare-agents`` on the command line): the algorithms MaskablePPO, PPO,
+  A2C and DQN are then tried in turn and the env's defaults are used; or
 * ``module:attr``: an importable object with an SB3-style ``predict`` (``action_masks=`` optional), or
   a callable that returns one when given the environment (e.g. ``msj_gym.env:RandomAgent``).
 
@@ -23,7 +26,17 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AgentSpec", "agent_label", "load_agent", "run_agent", "shipped_agents"]
+__all__ = [
+    "AGENT_ENV_IDS",
+    "AgentError",
+    "AgentSpec",
+    "agent_label",
+    "check_agent",
+    "load_agent",
+    "read_agent_metadata",
+    "run_agent",
+    "shipped_agents",
+]
 
 # env keywords that a leaderboard point sets; the rest come from the agent's training
 _POINT_KEYS = ("scenario", "num_servers", "load", "arrival_rate", "num_arrivals", "horizon", "warmup")
@@ -97,34 +110,83 @@ def shipped_agents() -> dict[str, Path]:
 
 
 @cache
-def load_agent(spec: str) -> AgentSpec:
-    """Load ``spec`` (cached per process). Raises ``ValueError`` naming the spec when it does not load."""
+def load_agent(spec: str, bare: bool = False) -> AgentSpec:
+    """Load ``spec`` (cached per process). Raises ``ValueError`` naming the spec when it does not load,
+    or when a checkpoint has no metadata (unless ``bare``) or metadata that does not describe an MSJ
+    env (see the module docstring)."""
     if spec.endswith(".zip") or Path(spec).exists():
-        return _load_checkpoint(spec)
+        return _load_checkpoint(spec, bare)
     if ":" in spec:
         return _load_object(spec)
     shipped = shipped_agents()
     if spec in shipped:
-        return _load_checkpoint(str(shipped[spec]))
+        return _load_checkpoint(str(shipped[spec]), bare)
     names = ", ".join(shipped) or "none installed"
     raise ValueError(
         f"--agent {spec!r}: no such file, not a shipped agent ({names}), and not a 'module:attr' spec"
     )
 
 
-def _load_checkpoint(spec: str) -> AgentSpec:
+AGENT_ENV_IDS = ("MSJ-v0", "MSJPreemptive-v0")
+
+
+def _env_keywords() -> frozenset[str]:
+    """The keywords the MSJ envs take (both take the same)."""
+    import inspect
+
+    from ..env.msj_env import MSJEnv
+
+    params = inspect.signature(MSJEnv.__init__).parameters.values()
+    return frozenset(p.name for p in params if p.kind is not p.VAR_KEYWORD and p.name != "self")
+
+
+def read_agent_metadata(spec: str, path: Path, bare: bool = False) -> dict[str, Any]:
+    """The checked metadata of checkpoint ``path`` (its ``.json``): a JSON object whose ``env_id`` is
+    an MSJ env and whose ``env_kwargs`` are keywords of that env. Missing, it is an error unless
+    ``bare`` (then ``{}``: the env's defaults). Every problem is a one-line ``ValueError`` naming
+    ``spec`` and the file."""
+    meta_path = path.with_suffix(".json")
+    if not meta_path.exists():
+        if bare:
+            return {}
+        raise ValueError(
+            f"--agent {spec!r}: no metadata {meta_path.name!r} beside it (the env and keywords it was "
+            "trained with, written by agents.train and agents.improve); add it, or pass --bare-agents "
+            "to run it on the env's defaults"
+        )
+    where = f"--agent {spec!r}: its metadata {str(meta_path)!r}"
+    try:
+        meta = json.loads(meta_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where} is not JSON ({exc})") from None
+    except (OSError, UnicodeDecodeError, RecursionError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
+        raise ValueError(f"{where} cannot be read ({why})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(meta).__name__}")
+    env_id = meta.get("env_id", "MSJ-v0")
+    if env_id not in AGENT_ENV_IDS:
+        raise ValueError(
+            f"{where}: env_id {env_id!r} is not an MSJ env; agents run in {' or '.join(AGENT_ENV_IDS)}"
+        )
+    kwargs = meta.get("env_kwargs", {})
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"{where}: env_kwargs: expected a JSON object, got {kwargs!r:.60}")
+    unknown = sorted(set(kwargs) - _env_keywords())
+    if unknown:
+        raise ValueError(
+            f"{where}: env_kwargs {', '.join(map(repr, unknown))} are not keywords of {env_id}; "
+            "was it trained with another version of msj_gym?"
+        )
+    return meta
+
+
+def _load_checkpoint(spec: str, bare: bool = False) -> AgentSpec:
     path = Path(spec)
     if not path.is_file():
         raise ValueError(f"--agent {spec!r}: no such file")
+    meta = read_agent_metadata(spec, path, bare)
     meta_path = path.with_suffix(".json")
-    meta: dict[str, Any] = {}
-    if meta_path.exists():
-        try:
-            meta = json.loads(meta_path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"--agent {spec!r}: its metadata {str(meta_path)!r} is not JSON ({exc})"
-            ) from None
     algos = [a for a in _SB3_ALGOS if a[0] == meta.get("algo")] if "algo" in meta else list(_SB3_ALGOS)
     if not algos:
         known = ", ".join(a[0] for a in _SB3_ALGOS)
@@ -165,13 +227,30 @@ def _load_object(spec: str) -> AgentSpec:
     raise ValueError(f"--agent {spec!r}: expected an object with predict() or a callable env -> agent")
 
 
-def check_agent(spec: str, scenario: str, build: dict[str, Any]) -> None:
-    """Fail early, in the parent process, if ``spec`` does not load or does not fit ``scenario``'s env
+class AgentError(ValueError):
+    """An agent that fails by itself (not a misfit with a scenario's env): refused everywhere."""
+
+
+def check_agent(spec: str, scenario: str, build: dict[str, Any], bare: bool = False) -> None:
+    """Fail early, in the parent process, if ``spec`` does not load (:func:`load_agent`, ``bare`` as
+    there), its agent cannot be made (an :class:`AgentError`), or it does not fit ``scenario``'s env
     (e.g. a checkpoint trained on a workload with another number of classes)."""
-    loaded = load_agent(spec)
-    env = loaded.make_env(scenario, build, num_arrivals=100, warmup=0)
+    loaded = load_agent(spec, bare)
     try:
-        agent = loaded.agent_for(env)
+        env = loaded.make_env(scenario, build, num_arrivals=100, warmup=0)
+    except (TypeError, ValueError) as exc:
+        what = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(
+            f"--agent {spec!r}: its env does not build on scenario {scenario!r}: {what}"
+        ) from None
+    try:
+        try:
+            agent = loaded.agent_for(env)
+        except Exception as exc:  # a factory's own failure: one line naming it, not a traceback
+            what = " ".join(str(exc).split()) or type(exc).__name__
+            raise AgentError(
+                f"--agent {spec!r}: making the agent failed: {type(exc).__name__}: {what}"
+            ) from None
         space = getattr(agent, "observation_space", None)
         if space is not None and space != env.observation_space:
             raise ValueError(
@@ -192,7 +271,7 @@ def run_agent(point: Any) -> Any:
     """Run ``point.agent`` through the env on the point's workload and seed; the SimulationResult."""
     from ..env.agents import rollout
 
-    loaded = load_agent(point.agent)
+    loaded = load_agent(point.agent, bare=True)  # admitted by the parent's checks (a bare one too)
     warmup = point.warmup if point.warmup is not None else point.num_arrivals // 10
     env = loaded.make_env(point.scenario, dict(point.build), point.num_arrivals, warmup)
     try:

@@ -63,6 +63,7 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic import atomic_savefig
 from .leaderboard import (
     LeaderboardConfig,
     _atomic_csv,
@@ -122,6 +123,7 @@ class BenchmarkConfig:
     agents: tuple[str, ...] = ()
     suite: str = SUITE_VERSION
     policies: tuple[str, ...] = ()
+    bare_agents: bool = False  # admit checkpoints without their .json (see experiments.agents)
 
     def __post_init__(self) -> None:
         if isinstance(self.arrivals, bool) or not isinstance(self.arrivals, int) or self.arrivals < 100:
@@ -284,14 +286,15 @@ def _policy_ids(preemptive: bool) -> list[str]:
 
 
 def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], str]]:
-    """Load every agent (an error if one does not load at all) and, per point, why it does not fit
-    that point's environment (it then scores 0 there)."""
-    from .agents import agent_label, check_agent, load_agent
+    """Load every agent (an error if one does not load at all, its metadata is missing or wrong, or
+    making it fails) and, per point, why it does not fit that point's environment (it then scores 0
+    there). An agent that fits no point at all is refused: it would only score 0 everywhere."""
+    from .agents import AgentError, agent_label, check_agent, load_agent
 
     unfit: dict[str, dict[tuple[str, float], str]] = {}
     labels: set[str] = set()
     for spec in config.agents:
-        load_agent(spec)
+        load_agent(spec, config.bare_agents)
         label = agent_label(spec)
         if label in labels:
             raise ValueError(f"--agent {spec!r}: a second entrant named {label!r}; rename the file")
@@ -299,9 +302,14 @@ def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], 
         unfit[spec] = {}
         for scenario, rho in config.points:
             try:
-                check_agent(spec, scenario, {"load": rho})
+                check_agent(spec, scenario, {"load": rho}, bare=config.bare_agents)
+            except AgentError:
+                raise
             except ValueError as exc:
                 unfit[spec][(scenario, rho)] = str(exc)
+        if len(unfit[spec]) == len(config.points):
+            first = next(iter(unfit[spec].values())).removeprefix(f"--agent {spec!r}: ")
+            raise ValueError(f"--agent {spec!r}: fits no point of the suite (e.g. {first})")
     return unfit
 
 
@@ -354,6 +362,11 @@ def _check_out(out: Path, config: BenchmarkConfig, writable: bool) -> None:
     path = out / "benchmark.json"
     if path.exists():
         diff = config_difference(path, config.identity())
+        if diff == f"unreadable {path.name}":
+            raise ValueError(
+                f"--out {str(out)!r}: {path.name} there is not a benchmark's record (a JSON object with "
+                "its config); delete it or use another --out"
+            )
         if diff is not None:
             raise ValueError(
                 f"--out {str(out)!r} holds a benchmark of another suite or run length ({diff}); "
@@ -369,16 +382,41 @@ def _check_out(out: Path, config: BenchmarkConfig, writable: bool) -> None:
     )
 
 
+def _read_optima(path: Path, note: bool = True) -> dict[str, float | None]:
+    """The cached optima of ``optima.json``: a table of point keys to a number or null. A file cut
+    short or unreadable (a killed writer, a disk error) is a cache miss, recomputed with a one-line
+    note; valid JSON of another shape is someone else's file and is refused."""
+    import sys
+
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
+        if note:
+            print(
+                f"msj-gym: note: {str(path)!r} is unreadable ({why}); the optima are solved again",
+                file=sys.stderr,
+            )
+        return {}
+    ok = isinstance(data, dict) and all(
+        v is None or (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0)
+        for v in data.values()
+    )
+    if not ok:
+        raise ValueError(
+            f"{str(path)!r}: expected a table of point keys to optimal mean response times (or null), "
+            f"got {type(data).__name__} {json.dumps(data)[:60]}; delete it or use another --out"
+        )
+    return data
+
+
 def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[str, float], float]:
     """The exact non-preemptive optimum per point where solvable, cached in ``optima.json`` by the
     point's scenario content (a failed solve of a large chain takes a minute: it is cached too)."""
     path = out / "optima.json"
-    cache: dict[str, Any] = {}
-    if path.exists():
-        try:
-            cache = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            cache = {}
+    cache = _read_optima(path)
     result: dict[tuple[str, float], float] = {}
     changed = False
     for scenario, rho in config.points:
@@ -411,6 +449,7 @@ def run_benchmark(
     points, kinds = _plan(config, unfit)
     with hold_folder(out) as writable:
         _check_out(out, config, writable)
+        _read_optima(out / "optima.json", note=False)  # another file of that name is refused before any run
         results = run_points(
             points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
         )
@@ -753,6 +792,4 @@ def _plot(report: dict[str, Any], path: Path) -> Path | None:
         fontsize=10,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return atomic_savefig(fig, path, dpi=110)

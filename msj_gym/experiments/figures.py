@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_path, atomic_savefig
 from .moldable import MOLDABLE_FIGURES, make_moldable_figure
 from .runner import Point, aggregate, hold_folder, run_points, scenario_content
 
@@ -408,7 +409,7 @@ def sample_path(name: str, out: Path, arrivals: int | None = None) -> tuple[Path
             rows.append((label, info["time"], info["jobs_in_system"]))
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / f"{name}.csv"
-    with csv_path.open("w", newline="") as fh:
+    with atomic_path(csv_path) as tmp, tmp.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(["series", "time", "jobs_in_system"])
         writer.writerows(rows)
@@ -428,10 +429,7 @@ def sample_path(name: str, out: Path, arrivals: int | None = None) -> tuple[Path
     ax.legend()
     ax.set_title(f"{spec.title}\n{spec.source}; seed 0", fontsize=9)
     figure.tight_layout()
-    png = out / f"{name}.png"
-    figure.savefig(png, dpi=110)
-    plt.close(figure)
-    return csv_path, png
+    return csv_path, atomic_savefig(figure, out / f"{name}.png", dpi=110)
 
 
 def all_figures() -> dict[str, Any]:
@@ -529,7 +527,7 @@ def _make_figure(
                             }
                         )
     csv_path = out / f"{name}.csv"
-    with csv_path.open("w", newline="") as fh:
+    with atomic_path(csv_path) as tmp, tmp.open("w", newline="") as fh:
         fields = ["series", "x", "metric", "mean", "ci95", "seeds", "stable", "content"]
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
@@ -582,6 +580,4 @@ def _plot(fig: Figure, table: list[dict[str, Any]], path: Path) -> Path | None:
     lines = (fig.title, f"{fig.source}; 95 % CIs; red rings: unstable")
     figure.suptitle("\n".join(textwrap.fill(s, 90 * cols) for s in lines), fontsize=9)  # no clipping
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return atomic_savefig(figure, path, dpi=110)

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_path, atomic_savefig, atomic_write_text
 from ..metrics.stats import replication_ci
 from ..workloads.workload import check_load
 from .runner import Point, check_backend, hold_folder, provenance, run_points
@@ -165,6 +166,7 @@ class LeaderboardConfig:
     reference: str | None = None
     policy_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     metric: str = "mean_response_time"
+    bare_agents: bool = False  # admit checkpoints without their .json (see experiments.agents)
 
     def __post_init__(self) -> None:
         check_metric(self.metric)
@@ -233,6 +235,7 @@ class LeaderboardConfig:
         d = asdict(self)
         d.pop("reference")
         d.pop("metric")  # how the same runs are ranked
+        d.pop("bare_agents")  # how agents are admitted; their runs are keyed by the checkpoint itself
         for key, of in (("arrivals", self.arrivals_for), ("warmup", self.warmup_for)):
             each = {s: of(s) for s in self.scenarios}
             d[key] = next(iter(each.values())) if len(set(each.values())) == 1 else each
@@ -340,6 +343,20 @@ def _entrants(
     from .agents import agent_label, check_agent, load_agent
 
     workload = load_scenario(scenario).build(load=config.loads[0])
+    jobs = getattr(workload, "arrival_time", None)
+    if (
+        getattr(workload, "finite", False)
+        and jobs is not None
+        and config.arrivals is not None
+        and len(jobs) < config.arrivals
+    ):
+        import sys
+
+        print(
+            f"msj-gym: note: scenario {scenario!r} holds {len(jobs)} jobs, fewer than --arrivals "
+            f"{config.arrivals}: its runs end with the trace",
+            file=sys.stderr,
+        )
     ids: list[str] = []
     specs: list[str] = []  # module:attr, policies of the user's own
     for item in config.policies:
@@ -400,12 +417,12 @@ def _entrants(
         out.append(_own_entrant(spec, scenario, workload, config.policy_params.get(spec, {}), labels))
         labels.add(out[-1].label)
     for spec in config.agents:
-        check_agent(spec, scenario, {"load": config.loads[0]})
+        check_agent(spec, scenario, {"load": config.loads[0]}, bare=config.bare_agents)
         label = agent_label(spec)
         if label in labels:
             raise ValueError(f"--agent {spec!r}: a second entrant named {label!r}; rename the file")
         labels.add(label)
-        loaded = load_agent(spec)
+        loaded = load_agent(spec, config.bare_agents)
         # an agent is held to the optimum of what its env lets it do (preempt; see sizes)
         preempts = loaded.env_id == "MSJPreemptive-v0"
         sees_sizes = _agent_sees_sizes(loaded.env_kwargs)
@@ -476,7 +493,7 @@ def config_difference(path: Path, identity: dict[str, Any]) -> str | None:
     """None if the JSON file ``path`` records ``identity`` as its ``config``; else what differs."""
     try:
         data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (OSError, ValueError, RecursionError):  # not JSON, not UTF-8, too deep, not a file
         data = None
     old = data.get("config") if isinstance(data, dict) else None
     if old == identity:
@@ -1013,19 +1030,15 @@ def scenario_slug(scenario: str, others: Sequence[str] = ()) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)  # never half-written
+    atomic_write_text(path, text)  # never half-written, no temporary file left on a full disk
 
 
 def _atomic_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """``path`` as a CSV of ``header`` and ``rows``, replaced whole (never half-written)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", newline="") as fh:
+    with atomic_path(path) as tmp, tmp.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
         writer.writerows(rows)
-    os.replace(tmp, path)
 
 
 FAMILIES = ("non-preemptive", "preemptive", "size-aware", "agents")
@@ -1203,6 +1216,4 @@ def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
         + "x: the first unstable load (its mean is over a growing queue); the curve stops there",
         fontsize=11,
     )
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return atomic_savefig(fig, path, dpi=100)

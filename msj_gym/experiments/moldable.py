@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.moldable import lp_optimum
+from ..atomic import atomic_path, atomic_savefig
 from ..metrics.stats import replication_ci
 from ..moldable.systems import REGIMES, SPEED_UPS
 from .runner import Point, run_points
@@ -235,7 +236,7 @@ def make_moldable_figure(
     rows = run_points(points, out / "runs.jsonl", progress=progress, run=_run_moldable, **where)
     table = _aggregate(rows)
     csv_path = out / f"{name}.csv"
-    with csv_path.open("w", newline="") as fh:
+    with atomic_path(csv_path) as tmp, tmp.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(table[0]))
         writer.writeheader()
         writer.writerows(table)
@@ -303,9 +304,7 @@ def _plot_vs_n(fig: MoldableFigure, table: list[dict[str, Any]], path: Path) -> 
         fontsize=9,
     )
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return atomic_savefig(figure, path, dpi=110)
 
 
 def _plot_table(fig: MoldableFigure, table: list[dict[str, Any]], path: Path) -> Path | None:
@@ -338,6 +337,4 @@ def _plot_table(fig: MoldableFigure, table: list[dict[str, Any]], path: Path) ->
     axes[0].legend(fontsize=7)
     figure.suptitle(f"{fig.title}\n{fig.source}; dots: simulated (95 % CI), crosses: paper", fontsize=9)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return atomic_savefig(figure, path, dpi=110)

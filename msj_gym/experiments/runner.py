@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..atomic import OutputError
 from ..metrics.stats import replication_ci
 
 __all__ = [
@@ -693,8 +694,11 @@ def run_points(
         for p, metrics in _execute(todo, run or run_point, backend, workers, address, start_bar):
             full, c, v = keys[p.key()]
             row = {"key": full, **asdict(p), **metrics, "content": c, "code": v, "provenance": prov}
-            with results.open("a") as fh:
-                fh.write(json.dumps(row) + "\n")
+            try:
+                with results.open("a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+            except OSError as exc:  # a full disk: a torn last line, dropped (and rerun) on resume
+                raise OutputError(exc.errno or errno.EIO, exc.strerror or str(exc), str(results)) from None
             done[full] = row
             if bar:
                 bar[0].set_postfix_str(f"{p.scenario} {p.policy} x={p.x:g} seed={p.seed}", refresh=False)

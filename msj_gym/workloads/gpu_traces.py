@@ -19,16 +19,23 @@ Rows that cannot be replayed are skipped and counted by reason (``GPUTrace.skipp
 ``workload.meta["skipped"]``): no GPU, a missing time or GPU count, an unfinished or never-scheduled
 job, a zero duration. Rows that are *wrong* stop the load with a one-line ``ValueError`` naming the
 file, the line (CSV) or job (JSON) and the column: a non-numeric number, an unreadable time, a negative
-duration or GPU count, a row with the wrong number of fields.
+duration or GPU count, a row with the wrong number of fields, and every number beyond the limits a
+scenario file has (:mod:`msj_gym.workloads.workload`, :mod:`msj_gym.workloads.distributions`): a GPU
+count above ``MAX_SERVERS`` (2**24), a duration outside [1e-6, 1e9] s. So does a file that is cut
+short (a truncated ``.gz``) or a JSON file nested too deeply.
 
-**Cluster size.** ``num_servers`` is the number of GPUs k; by default the largest kept job's need
-rounded up to a power of two (the smallest power-of-two cluster that can run every job). Real clusters
-are larger; pass their size (or any k you want to study). A k below the largest need is refused.
+**Cluster size.** ``num_servers`` is the number of GPUs k (at most ``MAX_SERVERS``); by default the
+largest kept job's need rounded up to a power of two (the smallest power-of-two cluster that can run
+every job). Real clusters are larger; pass their size (or any k you want to study). A k below the
+largest need is refused, unless ``wide="drop"`` (``?wide=drop``): the jobs wider than k are then left
+out and counted (``skipped["wider than num_servers"]``).
 
 **Load.** As for SWF logs, the load is set by time dilation: ``load=rho`` multiplies every
 inter-arrival gap by (the trace's own load at k) / rho, where a trace's load is sum of need x service
 time / (k x span of arrival times); service times are never changed. ``time_scale`` sets the factor
 directly; by default the trace's own timing is kept. ``first=N`` keeps the first N jobs by arrival.
+The load given, and the trace's own when none is, must lie in [MIN_LOAD, MAX_LOAD] (1e-6 .. 1e6) as a
+scenario's does; a trace whose jobs all arrive at one instant has no load and is refused.
 
 **Classes.** Jobs are grouped into classes by server need; with ``class_by`` (a column of the trace,
 e.g. Helios ``vc``, Acme ``type``, Alibaba 2023 ``qos``, PAI ``gpu_type``, Philly ``vc``) a class is
@@ -39,8 +46,9 @@ high-priority (``HP``) vs spot (``Spot``) field; the other formats default to cl
 simulate --scenario``, ``msj-gym leaderboard --scenario``, ``gym.make("MSJ-v0", scenario=...)``,
 :func:`msj_gym.simulate`): FORMAT is one of :data:`FORMATS` or ``gpu`` (detect it from the file),
 PATH a file (a relative name not found is looked up in ``$MSJ_GYM_TRACE_DIR``), options ``num_servers``,
-``load``, ``first``, ``class_by`` (``none`` for classes by need only). The command line's ``--k`` and
-``--load`` override them. Example: ``helios:data/Venus/cluster_log.csv?num_servers=1024``.
+``load``, ``first``, ``class_by`` (``none`` for classes by need only), ``wide`` (``refuse`` or
+``drop``). The command line's ``--k`` and ``--load`` override them. Example:
+``helios:data/Venus/cluster_log.csv?num_servers=1024``.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ import gzip
 import json
 import math
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -58,8 +67,10 @@ from typing import IO, Any
 
 import numpy as np
 
+from .distributions import MAX_DURATION, MIN_DURATION
 from .swf import _is_number
 from .trace import TraceWorkload
+from .workload import MAX_SERVERS, check_integer, check_load
 
 __all__ = [
     "FORMATS",
@@ -112,6 +123,8 @@ PAI_COLUMNS = (
 )
 _DEFAULT_CLASS_BY: dict[str, str | None] = {f: None for f in FORMATS} | {"gfs": "job_type"}
 _MISSING = {"", "nan", "na", "none", "null"}
+WIDE = ("refuse", "drop")  # what to do with jobs needing more GPUs than the cluster has
+_CORRUPT = (EOFError, gzip.BadGzipFile, zlib.error)  # a .gz cut short or damaged
 
 
 class _FormatDefault:
@@ -164,7 +177,7 @@ def _head(path: Path) -> str:
                     return text
     except OSError as exc:
         raise ValueError(f"GPU trace {str(path)!r}: cannot read it: {exc.strerror or exc}") from None
-    except (EOFError, gzip.BadGzipFile) as exc:
+    except _CORRUPT as exc:
         raise ValueError(f"GPU trace {str(path)!r}: corrupt gzip data: {exc}") from None
     return ""
 
@@ -224,7 +237,14 @@ class _Rows:
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
-    def keep(self, t: float, gpus: float, s: float, row: int, label: str | None) -> None:
+    def keep(self, t: float, gpus: float, s: float, row: int, label: str | None, where: str) -> None:
+        """Keep a job, its GPUs and duration within the limits of a scenario file."""
+        if gpus > MAX_SERVERS:
+            raise ValueError(f"{where}: {gpus:g} GPUs is beyond the limit {MAX_SERVERS} (MAX_SERVERS)")
+        if not MIN_DURATION <= s <= MAX_DURATION:
+            raise ValueError(
+                f"{where}: duration {s:g} s is outside the limits [{MIN_DURATION:g}, {MAX_DURATION:g}] s"
+            )
         self.t.append(t)
         self.n.append(_gpus(gpus))
         self.s.append(s)
@@ -279,6 +299,10 @@ def _read_philly(path: Path, class_by: str | None, rows: _Rows) -> None:
         raise ValueError(
             f"{rows.where}: not JSON ({exc.msg} at line {exc.lineno}); expected {TITLES['philly']}"
         ) from None
+    except RecursionError:
+        raise ValueError(f"{rows.where}: JSON nested too deeply; expected {TITLES['philly']}") from None
+    except _CORRUPT as exc:
+        raise ValueError(f"{rows.where}: corrupt gzip data: {exc}") from None
     except OSError as exc:
         raise ValueError(f"{rows.where}: cannot read it: {exc.strerror or exc}") from None
     if isinstance(jobs, dict):  # a single job
@@ -338,7 +362,7 @@ def _read_philly(path: Path, class_by: str | None, rows: _Rows) -> None:
         elif duration == 0:
             rows.skip("zero duration")
         else:
-            rows.keep(submit, gpus, duration, i, label)
+            rows.keep(submit, gpus, duration, i, label, where)
 
 
 def _csv_rows(path: Path, where: str) -> Iterator[tuple[int, list[str]]]:
@@ -348,6 +372,8 @@ def _csv_rows(path: Path, where: str) -> Iterator[tuple[int, list[str]]]:
             for cells in reader:
                 if cells and any(c.strip() for c in cells):
                     yield reader.line_num, cells
+    except _CORRUPT as exc:
+        raise ValueError(f"{where}: corrupt gzip data: {exc}") from None
     except OSError as exc:
         raise ValueError(f"{where}: cannot read it: {exc.strerror or exc}") from None
     except csv.Error as exc:
@@ -398,7 +424,7 @@ def _read_csv(path: Path, fmt: str, class_by: str | None, rows: _Rows) -> None:
             rows.skip(out)
         else:
             t, gpus, s = out
-            rows.keep(t, gpus, s, line, label)
+            rows.keep(t, gpus, s, line, label, where)
 
 
 _Parsed = tuple[float, float, float] | str  # (arrival, GPUs, duration) or a skip reason
@@ -600,20 +626,26 @@ def gpu_trace_workload(
     first: int | None = None,
     class_by: Any = _DEFAULT,
     name: str | None = None,
+    wide: str = "refuse",
 ) -> TraceWorkload:
     """Replay of a GPU trace (any of :data:`FORMATS`; ``format=None`` detects it) on ``num_servers``
     GPUs (default: the largest job's need rounded up to a power of two). Give at most one of ``load``
     (the time dilation that gives this offered load), ``arrival_rate`` (likewise for the mean arrival
     rate) and ``time_scale`` (multiplies every inter-arrival gap); by default the trace's own timing.
-    ``first`` keeps the first N jobs by arrival. ``workload.meta`` records the file, format, skipped
-    rows by reason and the time scale."""
+    ``first`` keeps the first N jobs by arrival. ``wide``: a job needing more than ``num_servers``
+    GPUs is refused (``"refuse"``) or left out and counted (``"drop"``). ``workload.meta`` records the
+    file, format, skipped rows by reason and the time scale."""
     if sum(x is not None for x in (load, time_scale, arrival_rate)) > 1:
         raise ValueError("give at most one of load, time_scale and arrival_rate")
-    for label, value in (("load", load), ("time_scale", time_scale), ("arrival_rate", arrival_rate)):
+    for label, value in (("time_scale", time_scale), ("arrival_rate", arrival_rate)):
         if value is not None:
             _positive(label, value)
+    if load is not None:
+        check_load(load)
+    if wide not in WIDE:
+        raise ValueError(f"wide: expected one of {', '.join(WIDE)}, got {wide!r}")
     if num_servers is not None:
-        _positive_int("num_servers", num_servers)
+        check_integer("num_servers", num_servers, 1, MAX_SERVERS)
     if first is not None:
         _positive_int("first", first)
     if isinstance(path, GPUTrace):
@@ -627,11 +659,17 @@ def gpu_trace_workload(
     order = np.argsort(trace.arrival_time, kind="stable")
     if first is not None:
         order = order[:first]
+    skipped = dict(trace.skipped)
+    if num_servers is not None and wide == "drop":
+        narrow = trace.server_need[order] <= num_servers
+        if not narrow.all():
+            skipped["wider than num_servers"] = int((~narrow).sum())
+            order = order[narrow]
     if order.size < 2:
-        skipped = ", ".join(f"{k}: {v}" for k, v in trace.skipped.items()) or "none"
+        shown = ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none"
         raise ValueError(
             f"GPU trace {trace.path!r} ({trace.format}): fewer than 2 replayable jobs "
-            f"({order.size}; skipped {skipped})"
+            f"({order.size}; skipped {shown})"
         )
     need = trace.server_need[order]
     biggest = int(np.argmax(need))
@@ -640,12 +678,20 @@ def gpu_trace_workload(
         where = "job" if trace.format == "philly" else "line"
         raise ValueError(
             f"num_servers: {k} GPUs is below the largest job's need {int(need[biggest])} "
-            f"({trace.path!r} {where} {int(trace.row[order][biggest])})"
+            f"({trace.path!r} {where} {int(trace.row[order][biggest])}); give a larger num_servers, "
+            "or wide=drop to leave such jobs out"
         )
     label = name or f"{trace.format}:{Path(trace.path).name}"
     labels = None if trace.job_label is None else trace.job_label[order]
     times = trace.arrival_time[order] - trace.arrival_time[order][0]
     out = TraceWorkload(k, times, need, trace.service_time[order], name=label, job_label=labels)
+    if not math.isfinite(out.load):
+        raise ValueError(
+            f"GPU trace {trace.path!r} ({trace.format}): all {order.size} jobs arrive at one instant; "
+            "a replay needs arrivals spread in time (no load, no arrival rate)"
+        )
+    if load is None and arrival_rate is None and (time_scale is None or time_scale == 1.0):
+        check_load(out.load, f"GPU trace {trace.path!r} ({trace.format}): its own load at {k} GPUs")
     if load is not None:
         out = out.with_load(load)
     elif arrival_rate is not None:
@@ -656,7 +702,7 @@ def gpu_trace_workload(
         {
             "gpu_trace": trace.path,
             "format": trace.format,
-            "skipped": dict(trace.skipped),
+            "skipped": skipped,
             "class_by": trace.class_by,
             "first": first,
         }
@@ -906,6 +952,7 @@ class GPUTraceScenario:
     class_by: Any = _DEFAULT
     description: str = ""
     source: str = ""
+    wide: str = "refuse"
 
     def trace(self) -> GPUTrace:
         """The parsed trace (read once per process)."""
@@ -931,6 +978,7 @@ class GPUTraceScenario:
             arrival_rate=arrival_rate,
             first=self.first,
             name=self.name,
+            wide=self.wide,
         )
         wl.meta["scenario"] = self.name
         return wl
@@ -943,10 +991,11 @@ def _trace_dirs() -> list[Path]:
 
 
 def gpu_trace_scenario(spec: str) -> GPUTraceScenario:
-    """The scenario of a spec ``FORMAT:PATH[?num_servers=K&load=RHO&first=N&class_by=COLUMN]``: FORMAT
-    one of :data:`FORMATS`, or ``gpu`` to detect it; PATH a file, or a name looked up in
-    ``$MSJ_GYM_TRACE_DIR``; ``class_by=none`` for classes by need only. The file is checked (exists, is
-    of that format) now and read at the first :meth:`GPUTraceScenario.build`."""
+    """The scenario of a spec ``FORMAT:PATH[?num_servers=K&load=RHO&first=N&class_by=COLUMN&wide=W]``:
+    FORMAT one of :data:`FORMATS`, or ``gpu`` to detect it; PATH a file, or a name looked up in
+    ``$MSJ_GYM_TRACE_DIR``; ``class_by=none`` for classes by need only; ``wide`` ``refuse`` (default)
+    or ``drop`` for jobs wider than ``num_servers``. Every option is checked, and the file (exists, is
+    of that format), now; the file is read at the first :meth:`GPUTraceScenario.build`."""
     if not is_gpu_trace_spec(spec):
         raise ValueError(
             f"GPU trace scenario: expected 'FORMAT:PATH[?options]' with FORMAT in "
@@ -962,18 +1011,25 @@ def gpu_trace_scenario(spec: str) -> GPUTraceScenario:
             raise ValueError(f"{where}: expected option=value, got {item!r}")
         if key == "class_by":
             options[key] = None if value.lower() == "none" else value
+        elif key == "wide":
+            if value not in WIDE:
+                raise ValueError(f"{where}: wide {value!r}: expected one of {', '.join(WIDE)}")
+            options[key] = value
         elif key in ("num_servers", "first", "load"):
             try:
                 options[key] = float(value) if key == "load" else int(value)
             except ValueError:
                 raise ValueError(f"{where}: {key} expects a number, got {value!r}") from None
         else:
-            raise ValueError(f"{where}: unknown option {key!r}; known: num_servers, load, first, class_by")
-    for key in ("num_servers", "first"):
-        if key in options:
-            _positive_int(f"{where}: {key}", options[key])
+            raise ValueError(
+                f"{where}: unknown option {key!r}; known: num_servers, load, first, class_by, wide"
+            )
+    if "num_servers" in options:
+        check_integer(f"{where}: num_servers", options["num_servers"], 1, MAX_SERVERS)
+    if "first" in options:
+        _positive_int(f"{where}: first", options["first"])
     if "load" in options:
-        _positive(f"{where}: load", options["load"])
+        check_load(options["load"], f"{where}: load")
     path = Path(target).expanduser()
     if not path.exists() and not path.is_absolute():
         found = [d / target for d in _trace_dirs() if (d / target).exists()]
@@ -1000,6 +1056,7 @@ def gpu_trace_scenario(spec: str) -> GPUTraceScenario:
         load=options.get("load"),
         first=options.get("first"),
         class_by=options.get("class_by", _DEFAULT),
+        wide=options.get("wide", "refuse"),
         description=f"GPU trace replay: {TITLES[fmt or str(detected)]}",
         source=str(path),
     )

@@ -93,6 +93,7 @@ BINNINGS = ("round-down", "literal")
 NEEDS = ("requested", "allocated", "max")  # which processor count is a job's server need
 CLEANINGS = ("standard", "rlscheduler")
 _USED = ("submit_time", "run_time", "allocated_processors", "requested_processors", "requested_time")
+WIDE = ("refuse", "drop")  # what to do with jobs needing more servers than the system has
 
 
 @dataclass(frozen=True)
@@ -204,15 +205,54 @@ def bin_server_needs(needs: np.ndarray, binning: str, max_need: int) -> np.ndarr
 
 def swf_jobs(
     log: SWFLog, *, binning: str = "round-down", max_need: int = 64, first: int | None = None
-) -> dict[str, np.ndarray]:
+) -> dict[str, Any]:
     """The jobs of ``log`` usable as multiserver jobs: run time > 0 and allocated processors > 0 (missing
     values, -1, drop a job), binned by :func:`bin_server_needs`; in file order, optionally only the
-    ``first`` of them. Returns ``submit_time``, ``server_need``, ``run_time`` and ``line``."""
+    ``first`` of them. Returns ``submit_time``, ``server_need``, ``run_time``, ``line`` and
+    ``skipped`` (the jobs left out, by reason).
+
+    A value that is neither missing (-1) nor usable is an error naming its line: a negative submit
+    time, run time or processor count, and a run time outside the limits a scenario file has
+    ([MIN_DURATION, MAX_DURATION], 1e-6 .. 1e9 s)."""
+    from .distributions import MAX_DURATION, MIN_DURATION
+
     submit = log.column("submit_time")
     run = log.column("run_time")
     procs = log.column("allocated_processors")
+    for name, values, bad in (
+        ("submit_time", submit, (submit < 0) & (submit != -1)),
+        (
+            "run_time",
+            run,
+            ((run < 0) & (run != -1)) | ((run > 0) & ((run < MIN_DURATION) | (run > MAX_DURATION))),
+        ),
+        ("allocated_processors", procs, (procs < 0) & (procs != -1)),
+    ):
+        idx = np.flatnonzero(bad)
+        if idx.size:
+            limits = (
+                f" (limits [{MIN_DURATION:g}, {MAX_DURATION:g}] s; -1 = missing)"
+                if name == "run_time"
+                else ""
+            )
+            raise ValueError(
+                f"SWF file {log.path!r} line {int(log.line[idx[0]])}: field {name!r} "
+                f"{values[idx[0]]:g} is not usable{limits}"
+            )
     need = bin_server_needs(procs, binning, max_need)
-    keep = (run > 0) & (procs > 0) & (need > 0) & (submit >= 0)
+    reasons = (
+        ("missing submit_time", submit < 0),
+        ("missing or zero run_time", run <= 0),
+        ("missing or zero allocated_processors", procs <= 0),
+        (f"need outside the {binning} binning (max_need={max_need})", need == 0),
+    )
+    keep = np.ones(submit.shape, dtype=bool)
+    skipped: dict[str, int] = {}
+    for reason, out in reasons:
+        n = int((keep & out).sum())
+        if n:
+            skipped[reason] = n
+        keep &= ~out
     idx = np.flatnonzero(keep)
     if first is not None:
         if isinstance(first, bool) or int(first) != first or first < 1:
@@ -223,6 +263,7 @@ def swf_jobs(
         "server_need": need[idx],
         "run_time": run[idx],
         "line": log.line[idx],
+        "skipped": skipped,
     }
 
 
@@ -256,28 +297,49 @@ def swf_workload(
     time_scale: float | None = None,
     load: float | None = None,
     name: str | None = None,
+    wide: str = "refuse",
 ) -> TraceWorkload:
     """Replay of an SWF log's jobs (see :func:`swf_jobs`) on ``num_servers`` servers: submit times as
     arrival times, binned needs, run times as service times. The load is set either by ``time_scale``
     (multiplies every inter-arrival gap) or by ``load`` (the time scale that gives that offered load,
-    sum of need x run time / (k x span)); by default the log's own timing."""
+    sum of need x run time / (k x span)); by default the log's own timing. ``wide``: a job whose
+    binned need exceeds ``num_servers`` is refused (``"refuse"``) or left out and counted
+    (``"drop"``). ``workload.meta["skipped"]`` counts the jobs left out by reason. ``num_servers``
+    and ``load`` are held to the limits of a scenario file; a log whose kept jobs all arrive at one
+    instant is refused (it has no load)."""
+    from .workload import MAX_SERVERS, check_integer, check_load
+
+    check_integer("num_servers", num_servers, 1, MAX_SERVERS)
+    if load is not None:
+        check_load(load)
+    if wide not in WIDE:
+        raise ValueError(f"wide: expected one of {', '.join(WIDE)}, got {wide!r}")
     log = path if isinstance(path, SWFLog) else read_swf(path)
     jobs = swf_jobs(log, binning=binning, max_need=max_need, first=first)
+    skipped = dict(jobs.pop("skipped"))
+    if wide == "drop" and jobs["server_need"].size and jobs["server_need"].max() > num_servers:
+        narrow = jobs["server_need"] <= num_servers
+        skipped["wider than num_servers"] = int((~narrow).sum())
+        jobs = {key: value[narrow] for key, value in jobs.items()}
     if jobs["run_time"].size < 2:
-        raise ValueError(f"SWF file {log.path!r}: fewer than 2 usable jobs after filtering")
+        raise ValueError(f"SWF file {log.path!r}: fewer than 2 usable jobs after filtering ({skipped})")
     need = jobs["server_need"]
     if need.max() > num_servers:
+        line = int(jobs["line"][int(np.argmax(need))])
         raise ValueError(
             f"num_servers: {num_servers} is below the largest binned server need {int(need.max())} "
-            f"(lower max_need)"
+            f"(SWF file {log.path!r} line {line}); lower max_need, or wide='drop' to leave such jobs out"
         )
     if time_scale is not None and load is not None:
         raise ValueError("give at most one of time_scale and load")
     label = name or Path(log.path).name
     base = TraceWorkload(num_servers, jobs["submit_time"], need, jobs["run_time"], name=label)
+    if not math.isfinite(base.load):
+        raise ValueError(
+            f"SWF file {log.path!r}: all {need.size} kept jobs arrive at one instant; a replay needs "
+            "arrivals spread in time (no load, no arrival rate)"
+        )
     if load is not None:
-        if not math.isfinite(load) or load <= 0:
-            raise ValueError(f"load: expected a positive number, got {load!r}")
         time_scale = base.load / load
     if time_scale is None or time_scale == 1.0:
         out = base
@@ -285,7 +347,9 @@ def swf_workload(
         out = TraceWorkload(
             num_servers, jobs["submit_time"], need, jobs["run_time"], name=label, time_scale=time_scale
         )
-    out.meta.update({"swf": log.path, "binning": binning, "max_need": max_need, "first": first})
+    out.meta.update(
+        {"swf": log.path, "binning": binning, "max_need": max_need, "first": first, "skipped": skipped}
+    )
     return out
 
 
@@ -314,7 +378,7 @@ _LOGS: dict[str, SWFLog] = {}
 
 
 def swf_source(spec: str, *, num_servers: int, load: float | None = None) -> TraceWorkload:
-    """The workload of a trace source ``"swf:FILE[?binning=B&max_need=M&first=N]"`` (as figures name
+    """The workload of a trace source ``"swf:FILE[?binning=B&max_need=M&first=N&wide=W]"`` (as figures name
     their scenario): FILE is a path, or a file name looked up in ``$MSJ_GYM_TRACE_DIR`` and then in the
     shared traces folder; the load is set by time scaling (see :func:`swf_workload`)."""
     if not spec.startswith("swf:"):
@@ -323,7 +387,7 @@ def swf_source(spec: str, *, num_servers: int, load: float | None = None) -> Tra
     options: dict[str, Any] = {}
     for item in filter(None, query.split("&")):
         key, _, value = item.partition("=")
-        if key == "binning":
+        if key in ("binning", "wide"):
             options[key] = value
         elif key in ("max_need", "first"):
             try:
@@ -332,7 +396,7 @@ def swf_source(spec: str, *, num_servers: int, load: float | None = None) -> Tra
                 raise ValueError(f"trace source {spec!r}: {key} expects an integer, got {value!r}") from None
         else:
             raise ValueError(
-                f"trace source {spec!r}: unknown option {key!r}; known: binning, max_need, first"
+                f"trace source {spec!r}: unknown option {key!r}; known: binning, max_need, first, wide"
             )
     path = Path(name)
     if not path.is_absolute():
@@ -507,6 +571,7 @@ class SWFScenario:
     cleaning: str = "standard"
     binning: str | None = None
     max_need: int = 64
+    wide: str = "refuse"
     tau: float | None = None
     description: str = ""
     source: str = ""
@@ -537,7 +602,13 @@ class SWFScenario:
                 raise ValueError(f"swf scenario {self.name!r}: give num_servers with binning")
             # the load set inside, as the figure's runs always had it (bit for bit)
             wl = swf_workload(
-                self.log(), k, binning=self.binning, max_need=self.max_need, first=self.first, load=load
+                self.log(),
+                k,
+                binning=self.binning,
+                max_need=self.max_need,
+                first=self.first,
+                load=load,
+                wide=self.wide,
             )
             load = None
         else:
@@ -554,7 +625,7 @@ class SWFScenario:
         return wl
 
 
-_SPEC_OPTIONS = ("num_servers", "load", "first", "need", "cleaning", "binning", "max_need", "tau")
+_SPEC_OPTIONS = ("num_servers", "load", "first", "need", "cleaning", "binning", "max_need", "wide", "tau")
 
 
 def swf_scenario(spec: str) -> SWFScenario:
@@ -562,8 +633,8 @@ def swf_scenario(spec: str) -> SWFScenario:
     ``$MSJ_GYM_TRACE_DIR`` and then in the shared traces folder next to a source checkout; options
     ``num_servers`` (default: the header's k), ``load`` (default: the log's own timing), ``first``,
     ``need`` (requested, allocated, max), ``cleaning`` (standard, rlscheduler), ``tau`` (the bounded
-    slowdown's, in seconds; default 10), and ``binning`` / ``max_need`` for Anselmi & Doncel's binned
-    replay (:func:`swf_workload`). The file is checked now and read at the first build."""
+    slowdown's, in seconds; default 10), and ``binning`` / ``max_need`` / ``wide`` for Anselmi &
+    Doncel's binned replay (:func:`swf_workload`). The file is checked now and read at the first build."""
     if not is_swf_spec(spec):
         raise ValueError(f"SWF scenario: expected 'swf:FILE[?options]', got {spec!r}")
     where = f"SWF scenario {spec!r}"
@@ -590,7 +661,7 @@ def swf_scenario(spec: str) -> SWFScenario:
             if not (math.isfinite(options[key]) and options[key] > 0):
                 raise ValueError(f"{where}: {key} expects a positive finite number, got {value!r}")
         else:
-            choices = {"need": NEEDS, "cleaning": CLEANINGS, "binning": BINNINGS}[key]
+            choices = {"need": NEEDS, "cleaning": CLEANINGS, "binning": BINNINGS, "wide": WIDE}[key]
             if value not in choices:
                 raise ValueError(f"{where}: {key} expects one of {', '.join(choices)}, got {value!r}")
             options[key] = value

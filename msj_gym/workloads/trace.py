@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .distributions import Empirical
-from .workload import ArrivalChunk, ClassTable, JobClass
+from .distributions import MAX_DURATION, MIN_DURATION, Empirical
+from .workload import MAX_SERVERS, ArrivalChunk, ClassTable, JobClass, check_integer, check_load
 
 __all__ = ["REQUESTED_TIME", "TraceWorkload", "replay_length", "requested_time_attribute"]
 
@@ -34,7 +34,9 @@ def replay_length(workload: Any) -> int | None:
 
 
 class TraceWorkload(ClassTable):
-    """A recorded job stream replayed as is. Jobs are grouped into classes by server need (one class per
+    """A recorded job stream replayed as is, its numbers within the limits a scenario file has
+    (``num_servers`` at most ``MAX_SERVERS``, service times in [MIN_DURATION, MAX_DURATION], a load
+    given in [MIN_LOAD, MAX_LOAD]). Jobs are grouped into classes by server need (one class per
     distinct need, ascending), each with the empirical distribution of its service times, so policies and
     metrics see the same class structure as for a synthetic workload. With ``job_label`` (one label per
     job, e.g. a trace's priority or queue) a class is a distinct (label, need) pair, named
@@ -78,9 +80,12 @@ class TraceWorkload(ClassTable):
             )
         if not np.isfinite(time_scale) or time_scale <= 0:
             raise ValueError(f"trace {name!r}.time_scale: expected a positive number, got {time_scale!r}")
+        # the limits of a scenario file: no per-server array of a typo's size, no duration that loses
+        # its precision next to the clock
+        check_integer(f"trace {name!r}.num_servers", num_servers, 1, MAX_SERVERS)
         for label, arr, bad in (
             ("arrival_time", t, ~np.isfinite(t) | (t < 0)),
-            ("service_time", s, ~np.isfinite(s) | (s <= 0)),
+            ("service_time", s, ~np.isfinite(s) | (s < MIN_DURATION) | (s > MAX_DURATION)),
             ("server_need", n, (n < 1) | (n > num_servers) | (n != np.round(n))),
         ):
             idx = np.flatnonzero(bad)
@@ -166,13 +171,9 @@ class TraceWorkload(ClassTable):
     def with_load(self, load: float) -> TraceWorkload:
         """The same jobs at offered load ``load``, by time dilation (inter-arrival gaps scaled by
         current load / ``load``; service times unchanged)."""
-        if (
-            isinstance(load, bool)
-            or not isinstance(load, int | float)
-            or not math.isfinite(load)
-            or load <= 0
-        ):
+        if isinstance(load, bool) or not isinstance(load, int | float):
             raise ValueError(f"load: expected a positive number, got {load!r}")
+        check_load(load)
         if not math.isfinite(self.load):
             raise ValueError(
                 f"trace {self.name!r}: all jobs arrive at one instant; no time scale gives load {load}"

@@ -204,7 +204,7 @@ def test_rollout_improvement_from_a_rule_outside_the_registry_smoke(tmp_path: pa
         [str(out), "--seeds", "5", "--arrivals", "200", "--also", "baselines.priority:MostServersFirst"]
     )
     assert {t["policy"] for t in table} >= {"agent:rule", "lsf-shortest", "lsf", "msf"}
-    with pytest.raises(SystemExit):
+    with pytest.raises(ValueError, match=r"^--base 'agents.rules:Nope': cannot import it"):
         improve.parse_args([*argv[:4], "agents.rules:Nope", *argv[5:]])
     with pytest.raises(ValueError, match=r"^--also 'numpy:pi': expected a Policy"):
         evaluate.main([str(out), "--seeds", "5", "--arrivals", "200", "--also", "numpy:pi"])

@@ -128,7 +128,7 @@ def test_through_the_env_equals_the_native_run(policy_id):
         max_arrivals=2 * 3000 + 2,
         record_jobs=False,  # as the env: no per-job records, no percentiles
     ).run()
-    agent_metrics = agent.policy.report(agent._pdata)
+    agent_metrics = agent.policy.report(agent._driver.pdata)
     native_dict = native.to_dict()
     for key in ("provenance", "policy_metrics"):
         through_env.pop(key), native_dict.pop(key)

@@ -194,31 +194,43 @@ class WrongSpace:
 wrong_space = WrongSpace()
 
 
+def fits_at_half_load(env):
+    """An agent that fits the lower load of the suite only (trained there, say): MSF through the env at
+    0.5, an agent of another observation space elsewhere."""
+    return msf_through_env(env) if env.unwrapped.workload.load < 0.6 else WrongSpace()
+
+
 def test_agents_join_a_finished_folder(tiny, tmp_path) -> None:
     import shutil
 
     src, _, _ = tiny
     out = tmp_path / "bench"
     shutil.copytree(src, out)
-    before = len((out / "runs.jsonl").read_text().splitlines())
+    kept = (out / "runs.jsonl").read_text()
+    before = len(kept.splitlines())
+    # an agent that fits no point would only score 0 everywhere: refused, before any run
+    nowhere = bm.BenchmarkConfig(seeds=2, arrivals=2000, agents=(f"{__name__}:wrong_space",))
+    with pytest.MonkeyPatch.context() as mp:
+        _patch(mp)
+        with pytest.raises(ValueError, match=r"--agent '.*:wrong_space': fits no point of the suite"):
+            bm.run_benchmark(nowhere, out, workers=1, progress=False)
+    assert (out / "runs.jsonl").read_text() == kept
     config = bm.BenchmarkConfig(
-        seeds=2, arrivals=2000, agents=(f"{__name__}:msf_through_env", f"{__name__}:wrong_space")
+        seeds=2, arrivals=2000, agents=(f"{__name__}:msf_through_env", f"{__name__}:fits_at_half_load")
     )
     with pytest.MonkeyPatch.context() as mp:
         _patch(mp)
         report = bm.run_benchmark(config, out, workers=1, progress=False)
-    # only the fitting agent's runs are new: the baselines' are reused
-    assert len((out / "runs.jsonl").read_text().splitlines()) == before + len(TINY) * 2
+    # only the agents' runs where they fit are new: the baselines' are reused
+    assert len((out / "runs.jsonl").read_text().splitlines()) == before + len(TINY) * 2 + 2
     for load in (0.5, 0.7):
         agent = _at(report, load, "agent:msf_through_env")
         assert agent.kind == "agent" and agent.scores == _at(report, load, "msf").scores
-        wrong = _at(report, load, "agent:wrong_space")
-        assert wrong.flag == "n/a" and wrong.scores == [0.0, 0.0]
+    assert _at(report, 0.5, "agent:fits_at_half_load").scores == _at(report, 0.5, "msf").scores
+    wrong = _at(report, 0.7, "agent:fits_at_half_load")
+    assert wrong.flag == "n/a" and wrong.scores == [0.0, 0.0]
     agg = {a.entrant: a for a in report["aggregates"]}
-    assert agg["agent:wrong_space"].iqm == 0.0 and agg["agent:wrong_space"].flagged == [
-        "sf-fig2@0.5 (n/a)",
-        "sf-fig2@0.7 (n/a)",
-    ]
+    assert agg["agent:fits_at_half_load"].flagged == ["sf-fig2@0.7 (n/a)"]
     assert agg["agent:msf_through_env"].iqm == agg["msf"].iqm
 
 

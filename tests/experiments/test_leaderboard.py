@@ -147,8 +147,11 @@ def test_bad_input(tmp_path) -> None:
         run_leaderboard(config, tmp_path, progress=False)
     bad = tmp_path / "model.zip"
     bad.write_text("not a checkpoint")
-    with pytest.raises(ValueError, match="does not load"):
+    with pytest.raises(ValueError, match=r"no metadata 'model\.json' beside it"):
         run_leaderboard(LeaderboardConfig(**SMALL, agents=(str(bad),)), tmp_path / "a", progress=False)
+    with pytest.raises(ValueError, match="does not load"):  # admitted without its .json, it still must load
+        config = LeaderboardConfig(**SMALL, agents=(str(bad),), bare_agents=True)
+        run_leaderboard(config, tmp_path / "a", progress=False)
     with pytest.raises(ValueError, match="no such file"):
         run_leaderboard(LeaderboardConfig(**SMALL, agents=("missing.zip",)), tmp_path / "a", progress=False)
     out = tmp_path / "b"
