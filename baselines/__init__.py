@@ -12,6 +12,7 @@ from .backfilling import EasyBackfilling
 from .balanced_fair import BalancedFair
 from .balanced_splitting import BalancedSplitting, ModifiedBalancedSplitting
 from .fcfs import FCFS
+from .hpc import F1, SJF, UNICEP, WFP3, F1Easy, SJFEasy, UNICEPEasy, WFP3Easy
 from .max_weight import MaxWeight
 from .moldable import Greedy, PScheme, Reserved
 from .nmsr import NMSR
@@ -83,15 +84,20 @@ def non_preemptive() -> list[str]:
 
 
 __all__ = [
+    "F1",
     "FCFS",
     "MOLDABLE_POLICIES",
     "MSFQ",
     "NMSR",
     "POLICIES",
+    "SJF",
+    "UNICEP",
+    "WFP3",
     "AdaptiveQuickswap",
     "BalancedFair",
     "BalancedSplitting",
     "EasyBackfilling",
+    "F1Easy",
     "FirstFit",
     "FirstFitSRPT",
     "Greedy",
@@ -104,10 +110,13 @@ __all__ = [
     "MostServersFirstPreemptive",
     "PScheme",
     "Reserved",
+    "SJFEasy",
     "ServerFilling",
     "ServerFillingGittins",
     "ServerFillingSRPT",
     "StaticQuickswap",
+    "UNICEPEasy",
+    "WFP3Easy",
     "list_policies",
     "make_moldable_policy",
     "make_policy",

@@ -1,4 +1,4 @@
-"""EASY backfilling."""
+"""EASY backfilling, and the runtime estimates it (and the HPC heuristics) are driven by."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from msj_gym.core.access import (
     estimate_noise,
     first_waiting,
     free_servers,
+    int_value,
+    job_attribute_float,
     last_start,
     next_waiting,
     now,
@@ -28,21 +30,90 @@ from msj_gym.core.access import (
 from msj_gym.core.jit import inline_jit
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.workloads.trace import requested_time_attribute
 
 from ._kit import sort_ascending
 
-FIELDS = Record("estimate_factor")  # f of the f-model (0: exact durations)
-(ESTIMATE_FACTOR,) = FIELDS.ids
+# --- runtime estimates ------------------------------------------------------------------------------
+#: How a policy estimates a job's run time: the job's exact service time, the f-model's noisy
+#: overestimate of it, or the time the job's user requested (a trace's requested times).
+ESTIMATES = ("exact", "f-model", "requested")
+EST_SIZE, EST_REQUESTED = 0, 1  # kernel codes: from the service time (x (1 + f noise)), or requested
 
 
 @inline_jit
-def _estimate(sizes, s, factor):
+def estimate(view, sizes, s, mode, factor, attribute):
+    """The run-time estimate of job ``s``: its requested time (``mode`` EST_REQUESTED, per-job attribute
+    ``attribute``), or its service time times (1 + ``factor`` x its estimate noise): exact for factor 0,
+    Mu'alem & Feitelson's f-model otherwise."""
+    if mode == EST_REQUESTED:
+        return job_attribute_float(view, s, attribute)
     return service_time(sizes, s) * (1.0 + factor * estimate_noise(sizes, s))
+
+
+def estimate_fields(policy_id: str, estimates: str, factor: float, workload: Any) -> dict[str, float]:
+    """The kernel's estimate parameters (mode, f, requested-time attribute) for ``estimates`` of
+    :data:`ESTIMATES` on ``workload``; a ValueError if it asks for requested times the workload does not
+    carry, or for an f the mode does not use."""
+    if estimates not in ESTIMATES:
+        raise ValueError(
+            f"policy {policy_id!r} parameter 'estimates': expected one of {ESTIMATES}, got {estimates!r}"
+        )
+    if factor > 0 and estimates != "f-model":
+        raise ValueError(
+            f"policy {policy_id!r}: estimate_factor {factor!r} applies to estimates='f-model', "
+            f"not {estimates!r}"
+        )
+    attribute = -1
+    if estimates == "requested":
+        found = requested_time_attribute(workload)
+        if found is None:
+            raise ValueError(
+                f"policy {policy_id!r} with estimates='requested': workload "
+                f"{getattr(workload, 'name', '?')!r} carries no requested times (an SWF log does); use "
+                "estimates='exact' or 'f-model'"
+            )
+        attribute = found
+    mode = EST_REQUESTED if estimates == "requested" else EST_SIZE
+    return {"estimate_mode": mode, "estimate_factor": factor, "requested_attribute": attribute}
+
+
+@inline_jit
+def shadow_time(view, sizes, started, n, head_need, free, mode, factor, attribute, ends, slots):
+    """EASY's reservation for a head job of ``head_need`` servers that does not fit in the ``free``
+    idle servers: (the shadow time, the extra servers), where the shadow time is when, by the estimated
+    ends of the running jobs and of the ``started[:n]`` started now, enough servers will be free for it,
+    and the extra servers are those it leaves spare then. A job that outlived its estimate is assumed
+    to end at once. ``ends`` and ``slots``: scratch for k entries."""
+    t = now(view)
+    m = 0
+    for p in range(num_running(view)):
+        r = running_job(view, p)
+        ends[m] = max(last_start(view, r) + estimate(view, sizes, r, mode, factor, attribute), t)
+        slots[m] = r
+        m += 1
+    for i in range(n):
+        ends[m] = t + estimate(view, sizes, started[i], mode, factor, attribute)
+        slots[m] = started[i]
+        m += 1
+    sort_ascending(view, ends, slots, m)
+    avail = free
+    for i in range(m):
+        avail += server_need(view, slots[i])
+        if avail >= head_need:
+            return ends[i], avail - head_need
+    return np.inf, 0
+
+
+FIELDS = Record("estimate_factor", "estimate_mode", "requested_attribute")  # f of the f-model (0: exact)
+ESTIMATE_FACTOR, ESTIMATE_MODE, REQUESTED_ATTRIBUTE = FIELDS.ids
 
 
 @inline_jit
 def _easy(view, sizes, pdata, actions):
     factor = value(pdata.params, ESTIMATE_FACTOR)
+    mode = int_value(pdata.params, ESTIMATE_MODE)
+    attribute = int_value(pdata.params, REQUESTED_ATTRIBUTE)
     k = num_servers(view)
     t = now(view)
     free = free_servers(view)
@@ -55,29 +126,11 @@ def _easy(view, sizes, pdata, actions):
     if s == -1 or free == 0:
         return n
     head = s
-    head_need = server_need(view, head)
     # Shadow time: when the running jobs (by estimated end) free enough servers for the head job.
     ends, slots = pdata.fwork[:k], pdata.iwork[:k]
-    m = 0
-    for p in range(num_running(view)):
-        r = running_job(view, p)
-        ends[m] = max(last_start(view, r) + _estimate(sizes, r, factor), t)
-        slots[m] = r
-        m += 1
-    for i in range(n):
-        ends[m] = t + _estimate(sizes, actions[i], factor)
-        slots[m] = actions[i]
-        m += 1
-    sort_ascending(view, ends, slots, m)
-    avail = free
-    shadow = np.inf
-    extra = 0
-    for i in range(m):
-        avail += server_need(view, slots[i])
-        if avail >= head_need:
-            shadow = ends[i]
-            extra = avail - head_need
-            break
+    shadow, extra = shadow_time(
+        view, sizes, actions, n, server_need(view, head), free, mode, factor, attribute, ends, slots
+    )
     min_need = k
     for c in range(num_classes(view)):
         min_need = min(min_need, class_need(view, c))
@@ -86,7 +139,7 @@ def _easy(view, sizes, pdata, actions):
     while s != -1 and free >= min_need:
         need = server_need(view, s)
         if need <= free:
-            if t + _estimate(sizes, s, factor) <= shadow:
+            if t + estimate(view, sizes, s, mode, factor, attribute) <= shadow:
                 n = start(actions, n, s)
                 free -= need
             elif need <= extra:
@@ -106,11 +159,15 @@ class EasyBackfilling(Policy):
     Source: Grosof & Harchol-Balter (2023), Sec. 5.1 and Fig. 2 (exact durations); the "extra servers"
     clause is the standard EASY rule (Lifka 1995; Mu'alem & Feitelson 2001), which Grosof & Harchol-Balter's
     summary omits.
-    Runtime estimates: ``estimate_factor = 0`` (default) uses exact durations; f > 0 draws each job's
-    estimate uniformly in [D, (1 + f) D] (Mu'alem & Feitelson's f-model) from the job stream's own
-    noise, so every policy still sees the same jobs. A job outliving its estimate is assumed to end at
-    once.
-    Non-preemptive; size-aware (uses estimates).
+    Runtime estimates, chosen by ``estimates``: ``"exact"`` durations; ``"f-model"``: each job's
+    estimate uniform in [D, (1 + f) D] with f = ``estimate_factor`` (Mu'alem & Feitelson's f-model),
+    drawn from the job stream's own noise, so every policy still sees the same jobs; ``"requested"``:
+    the time each job's user requested, on a trace that carries them (an SWF log: field 9), as
+    production EASY schedulers use it (Mu'alem & Feitelson 2001, Sec. 2). ``"auto"`` (the default) is
+    ``"exact"`` for ``estimate_factor = 0`` and ``"f-model"`` otherwise. A job outliving its estimate is
+    assumed to end at once.
+    Non-preemptive; size-aware (it is handed the service times; with ``estimates="requested"`` it reads
+    only the requested times, estimates its users give, not the jobs' sizes).
     """
 
     policy_id = "easy-backfilling"
@@ -121,12 +178,36 @@ class EasyBackfilling(Policy):
         "estimate_factor": Param(
             float, 0.0, "f-model overestimate: estimates uniform in [D, (1+f) D]", minimum=0.0
         ),
+        "estimates": Param(
+            str,
+            "auto",
+            "run-time estimates: exact, f-model, requested (a trace's requested times), or auto "
+            "(exact for estimate_factor 0, else f-model)",
+            choices=("auto", *ESTIMATES),
+        ),
     }
     kernel = _easy
 
+    @property
+    def estimates(self) -> str:
+        """The estimates this instance uses (``"auto"`` resolved)."""
+        chosen = self.param_values["estimates"]
+        if chosen == "auto":
+            return "f-model" if self.param_values["estimate_factor"] > 0 else "exact"
+        return chosen
+
+    def kind_notes(self) -> tuple[str, ...]:
+        return (f"estimates: {self.estimates}",)
+
+    def reads_sizes(self) -> bool:
+        return self.estimates != "requested"
+
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
-        return base._replace(params=FIELDS.pack(estimate_factor=self.param_values["estimate_factor"]))
+        fields = estimate_fields(
+            self.policy_id, self.estimates, self.param_values["estimate_factor"], workload
+        )
+        return base._replace(params=FIELDS.pack(**fields))
 
     def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
         return 2 * num_servers, 2 * num_servers

@@ -1,5 +1,5 @@
-"""Command line: ``msj-gym leaderboard``, ``benchmark``, ``simulate``, ``reproduce``, ``render`` and
-``list`` (a stable contract other tooling relies on)."""
+"""Command line: ``msj-gym leaderboard``, ``benchmark``, ``simulate``, ``sequences``, ``reproduce``,
+``render`` and ``list`` (a stable contract other tooling relies on)."""
 
 from __future__ import annotations
 
@@ -44,8 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--scenario",
         required=True,
-        help="a built-in scenario name, a .toml/.json/.yaml file, or a GPU trace FORMAT:PATH[?options] "
-        "(FORMAT gpu, philly, helios, acme, pai, openb or gfs); or a compatibility-model or moldable "
+        help="a built-in scenario name, a .toml/.json/.yaml file, an SWF log swf:FILE[?options], or a GPU "
+        "trace FORMAT:PATH[?options] (FORMAT gpu, philly, helios, acme, pai, openb or gfs); or a "
+        "compatibility-model or moldable "
         "system's name (see `msj-gym list`)",
     )
     sim.add_argument(
@@ -71,6 +72,13 @@ def _parser() -> argparse.ArgumentParser:
         help="arrivals (or, with --horizon, time) to discard; default 10%% (of a trace's jobs at most)",
     )
     sim.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    sim.add_argument(
+        "--tau",
+        type=float,
+        default=None,
+        help="tau of the bounded slowdown max((wait + run) / max(run, tau), 1), in the scenario's time unit "
+        "(default: 10 on a trace, in seconds; a tenth of the mean service time on a synthetic scenario)",
+    )
     sim.add_argument(
         "--policy-param",
         action="append",
@@ -155,7 +163,7 @@ def _parser() -> argparse.ArgumentParser:
         "--scenario",
         action="append",
         default=None,
-        help="scenario name, file or GPU trace FORMAT:PATH (repeatable; default sf-fig2)",
+        help="scenario name, file, SWF log swf:FILE or GPU trace FORMAT:PATH (repeatable; default sf-fig2)",
     )
     lb.add_argument("--loads", default=None, help="'0.5,0.7,0.9' or 'START:STOP:STEP' (default 0.5:0.9:0.1)")
     lb.add_argument(
@@ -182,6 +190,20 @@ def _parser() -> argparse.ArgumentParser:
     lb.add_argument(
         "--reference", default=None, help="normalise to this entrant (default: each load's leader)"
     )
+    lb.add_argument(
+        "--policy-param",
+        action="append",
+        default=[],
+        metavar="POLICY:NAME=VALUE",
+        help="a parameter of one entrant, e.g. easy-backfilling:estimates=requested (repeatable)",
+    )
+    lb.add_argument(
+        "--metric",
+        default="mean_response_time",
+        help="rank by this metric (default mean_response_time; also weighted_mean_response_time, "
+        "mean_waiting_time, mean_bounded_slowdown, response_time_p50, response_time_p95, "
+        "response_time_p99, makespan, p_wait, utilization)",
+    )
     lb.add_argument("--out", default="leaderboard", help="output folder (default ./leaderboard)")
     lb.add_argument(
         "--wide",
@@ -189,6 +211,35 @@ def _parser() -> argparse.ArgumentParser:
         help="print every column (kind, weighted T, P(wait), util, theory sources); default: 120 columns",
     )
     _backend_args(lb)
+
+    seq = sub.add_parser(
+        "sequences",
+        help="rank policies on sequences of jobs sampled from a trace (RLScheduler's protocol; paired)",
+        description="Sample COUNT sequences of LENGTH consecutive jobs of a trace (swf:FILE), schedule each "
+        "from an empty machine with every policy, and rank the policies by the mean over the sequences of "
+        "each sequence's metric (default: the mean bounded slowdown), with 95%% intervals over the "
+        "sequences and paired ratios to the best.",
+    )
+    seq.add_argument("--scenario", required=True, help="a trace: swf:FILE[?options] (or a GPU trace)")
+    seq.add_argument(
+        "--policies",
+        default="fcfs,wfp3,unicep,sjf,f1",
+        help="comma-separated policy ids or module:Class (default: fcfs,wfp3,unicep,sjf,f1)",
+    )
+    seq.add_argument("--length", type=int, default=1024, help="jobs per sequence (default 1024)")
+    seq.add_argument("--count", type=int, default=10, help="sequences (default 10)")
+    seq.add_argument("--seed", type=int, default=1, help="seed of the sampling (default 1)")
+    seq.add_argument("--window", type=int, default=None, help="draw the starts from the trace's first W jobs")
+    seq.add_argument("--metric", default="mean_bounded_slowdown", help="what each sequence is scored by")
+    seq.add_argument(
+        "--policy-param",
+        action="append",
+        default=[],
+        metavar="POLICY:NAME=VALUE",
+        help="a parameter of one policy, e.g. easy-backfilling:estimates=requested (repeatable)",
+    )
+    seq.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    _backend_args(seq)
 
     bench = sub.add_parser(
         "benchmark",
@@ -268,6 +319,18 @@ def _positive_finite(flag: str, value: float | None) -> None:
         raise ValueError(f"{flag}: expected a positive finite number, got {value!r}")
 
 
+def _entrant_params(items: Sequence[str]) -> dict[str, dict[str, str]]:
+    """``POLICY:NAME=VALUE`` items as {policy: {name: value}}."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        head, eq, value = item.partition("=")
+        policy, sep, name = head.rpartition(":")  # a module:Class policy has a colon of its own
+        if not sep or not policy.strip() or not eq or not name.strip():
+            raise ValueError(f"--policy-param: expected POLICY:NAME=VALUE, got {item!r}")
+        out.setdefault(policy.strip(), {})[name.strip()] = value.strip()
+    return out
+
+
 def _leaderboard(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -295,6 +358,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
         arrivals=args.arrivals,
         warmup=args.warmup,
         reference=args.reference,
+        metric=args.metric,
+        policy_params=_entrant_params(args.policy_param),
         bare_agents=args.bare_agents,
     )
     report = run_leaderboard(
@@ -304,6 +369,29 @@ def _leaderboard(args: argparse.Namespace) -> int:
     out = Path(args.out)
     names = [str(f.relative_to(out)) if f.is_relative_to(out) else str(f) for f in report["files"]]
     print(f"wrote in {out}/: " + ", ".join([*names, "runs.jsonl"]))
+    return 0
+
+
+def _sequences(args: argparse.Namespace) -> int:
+    from .experiments.sequences import SequenceProtocol, format_sequences, run_sequences
+
+    workers = _workers(args)
+    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    _importable_from_here(policies)
+    protocol = SequenceProtocol(
+        scenario=args.scenario,
+        policies=policies,
+        length=args.length,
+        count=args.count,
+        seed=args.seed,
+        window=args.window,
+        metric=args.metric,
+        policy_params=_entrant_params(args.policy_param),
+    )
+    started = time.perf_counter()
+    report = run_sequences(protocol, backend=args.backend, workers=workers, address=args.address)
+    print(format_sequences(report, markdown=args.markdown))
+    print(f"({time.perf_counter() - started:.1f} s; sequence starts {report['starts']})")
     return 0
 
 
@@ -397,6 +485,8 @@ def _run_length(args: argparse.Namespace, jobs: int | None = None) -> dict[str, 
     the jobs it replays (the defaults of an endless stream would discard more jobs than a short trace
     holds)."""
     kwargs: dict[str, Any] = {"seed": args.seed}
+    if getattr(args, "tau", None) is not None:
+        kwargs["slowdown_tau"] = args.tau
     if args.horizon is not None:
         kwargs["horizon"] = args.horizon
         if args.warmup is not None:
@@ -422,6 +512,7 @@ def _simulate(args: argparse.Namespace) -> int:
     # the flags first (cheap, and each error names its flag), then the policy's model, then the scenario
     _check_system_flags(args)
     _positive_finite("--horizon", args.horizon)
+    _positive_finite("--tau", args.tau)
     if args.warmup is not None and not (math.isfinite(args.warmup) and args.warmup >= 0):
         raise ValueError(f"--warmup: expected a finite number >= 0, got {args.warmup!r}")
     model = _scenario_model(args.scenario)
@@ -505,7 +596,8 @@ def _simulate_moldable(args: argparse.Namespace) -> int:
     from .moldable.systems import build_moldable_system
     from .registry import policy_from_spec
 
-    _not_for("moldable", args, "--arrival-rate", "--horizon")  # a loss system runs a number of arrivals
+    # a loss system runs a number of arrivals, and its jobs never wait (no slowdown)
+    _not_for("moldable", args, "--arrival-rate", "--horizon", "--tau")
     if args.warmup is not None and args.warmup != int(args.warmup):
         raise ValueError(f"--warmup: expected a whole number of arrivals, got {args.warmup}")
     system = build_moldable_system(
@@ -873,6 +965,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _leaderboard(args)
         if args.command == "benchmark":
             return _benchmark(args)
+        if args.command == "sequences":
+            return _sequences(args)
         if args.command == "optimal":
             return _optimal(args)
         if args.command == "render":

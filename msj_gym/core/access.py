@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .actions import emit_budget, emit_requeue, emit_serve
+from .actions import bits_f64, emit_budget, emit_requeue, emit_serve
 from .jit import inline_jit
 from .record import field, int_value, value
 from .state import (
@@ -103,6 +103,7 @@ __all__ = [
     "is_running",
     "is_waiting",
     "job_attribute",
+    "job_attribute_float",
     "job_class",
     "job_id",
     "last_in_system",
@@ -362,6 +363,15 @@ def job_attribute(view, s, q):
     """The job's ``q``-th per-job attribute, drawn with it by the workload (the compatibility model's
     ``q``-th compatible server, ``-1`` past the last one)."""
     return view.ji[s, JATTR + q]
+
+
+@inline_jit
+def job_attribute_float(view, s, q):
+    """The job's ``q``-th per-job attribute read as the float64 whose bits it holds: how a workload
+    passes a real number with each job, e.g. a trace's requested time (the index of that attribute is
+    :func:`msj_gym.workloads.trace.requested_time_attribute` of the workload, known when the policy is
+    prepared)."""
+    return bits_f64(view.ji[s, JATTR + q])
 
 
 @inline_jit

@@ -37,6 +37,7 @@ from .actions import OP_BUDGET, OP_LIMIT, OP_REQUEUE, OP_SERVE, bits_f64
 from .jit import announce, internal_jit, kernel_jit
 from .kernels import DecisionRule
 from .state import (
+    A_BSLD,
     A_COUNT,
     A_PREEMPT,
     A_RESP,
@@ -65,11 +66,14 @@ from .state import (
     E_START_NOT_WAITING,
     E_UNKNOWN_JOB,
     F_BUSY_AREA,
+    F_FIRST_MEASURED,
     F_HORIZON,
     F_LAST,
+    F_LAST_MEASURED,
     F_NOW,
     F_RUN_AREA,
     F_SYS_AREA,
+    F_TAU,
     F_WAIT_AREA,
     F_WARM_TIME,
     F_WIN_HI,
@@ -398,16 +402,23 @@ def _arrive(sim, j, t):
 
 @internal_jit
 def _measure(sim, s, t):
-    """Accumulate a departing measured job into its (batch, class) cell."""
-    iv, ji, jf = sim.iv, sim.ji, sim.jf
+    """Accumulate a departing measured job into its (batch, class) cell: its response time, waiting
+    time (response minus service) and bounded slowdown max(response / max(service, tau), 1) (wait plus
+    run over the run time, bounded below by tau), and the span from the first measured arrival to the
+    last measured departure (the makespan)."""
+    iv, ji, jf, fv = sim.iv, sim.ji, sim.jf, sim.fv
     j = ji[s, JOB_ID]
     lo = iv[I_MEAS_LO]
     b = measured_batch(sim, s, sim.acc_f.shape[0])  # the rule policies read through the accessor
     c = ji[s, CLS]
     response = t - jf[s, ARRIVAL]
+    service = sim.js[s, SERVICE]
     waited = jf[s, FIRST_START] > jf[s, ARRIVAL] or ji[s, NPREEMPT] > 0
     sim.acc_f[b, c, A_RESP] += response
-    sim.acc_f[b, c, A_WAIT] += max(response - sim.js[s, SERVICE], 0.0)
+    sim.acc_f[b, c, A_WAIT] += max(response - service, 0.0)
+    sim.acc_f[b, c, A_BSLD] += max(response / max(service, fv[F_TAU]), 1.0)
+    fv[F_FIRST_MEASURED] = min(fv[F_FIRST_MEASURED], jf[s, ARRIVAL])
+    fv[F_LAST_MEASURED] = max(fv[F_LAST_MEASURED], t)
     sim.acc_i[b, c, A_COUNT] += 1
     sim.acc_i[b, c, A_WAITED] += 1 if waited else 0
     sim.acc_i[b, c, A_PREEMPT] += ji[s, NPREEMPT]

@@ -165,6 +165,17 @@ class Policy:
         """Policy-specific metrics of a finished run (none by default)."""
         return {}
 
+    def reads_sizes(self) -> bool:
+        """Whether this instance's decisions depend on job sizes (service times): ``size_aware`` unless
+        its parameters say otherwise (a size-aware class may run on estimates it is given instead, such
+        as a trace's requested times). Leaderboards classify an entrant by it."""
+        return bool(self.size_aware)
+
+    def kind_notes(self) -> tuple[str, ...]:
+        """Short notes on how this instance decides, for a leaderboard's kind column (e.g. which run-time
+        estimates it uses); none by default."""
+        return ()
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.policy_id,

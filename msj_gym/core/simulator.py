@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics.result import SimulationResult, summarise
+from ..metrics.result import SimulationResult, default_slowdown_tau, summarise
 from . import state as S
 from .engine import advance, apply, batch_runner, check_invariants
 from .feed import ArrivalError, ArrivalFeed
@@ -46,8 +46,16 @@ class Simulator:
     unstable, with its averages taken over the measured jobs that had left: a runaway queue says all
     there is to say, and policies whose decisions scan the queue would otherwise slow down without bound.
 
-    ``record_jobs=True`` keeps one record per measured job (see :meth:`records`), e.g. for response-time
-    distributions; the summary metrics never need it.
+    Per-job records (``record_jobs``, see :meth:`records`) give the result its response-time
+    percentiles, which need every measured job's response time; the other metrics are accumulated
+    online. By default (``record_jobs=None``) they are kept when the run measures at most
+    :attr:`RECORD_LIMIT` jobs (56 bytes each), so that memory stays bounded however long the run;
+    beyond that the percentiles are NaN unless ``record_jobs=True``. ``record_jobs=False`` never keeps
+    them.
+
+    ``slowdown_tau``: the threshold tau of the bounded slowdown max(response / max(service, tau), 1),
+    in the workload's time unit; by default the workload's (10 s on a recorded trace, a tenth of the
+    mean service time on a synthetic workload: see :func:`~msj_gym.metrics.result.default_slowdown_tau`).
 
     ``debug=True`` checks the state invariants after every event instant and raises on a violation.
 
@@ -68,10 +76,11 @@ class Simulator:
         warmup_time: float = 0.0,
         max_arrivals: int | None = None,
         num_batches: int = 30,
-        record_jobs: bool = False,
+        record_jobs: bool | None = None,
         max_jobs_in_system: int = 100_000,
         debug: bool = False,
         slots: int = 1024,
+        slowdown_tau: float | None = None,
     ) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"policy: expected a msj_gym Policy, got {type(policy).__name__}")
@@ -110,7 +119,13 @@ class Simulator:
         self.warmup_time = float(warmup_time)
         self.num_batches = int(num_batches)
         self.debug = bool(debug)
-        self.record_jobs = bool(record_jobs)
+        if record_jobs is not None and not isinstance(record_jobs, bool | np.bool_):
+            raise ValueError(f"record_jobs: expected True, False or None, got {record_jobs!r}")
+        tau = default_slowdown_tau(workload) if slowdown_tau is None else slowdown_tau
+        if isinstance(tau, bool) or not isinstance(tau, int | float) or not (math.isfinite(tau) and tau > 0):
+            what = "slowdown_tau" if slowdown_tau is not None else "the workload's slowdown_tau"
+            raise ValueError(f"{what}: expected a positive finite time, got {tau!r}")
+        self.slowdown_tau = float(tau)
         if isinstance(max_jobs_in_system, bool) or int(max_jobs_in_system) < 1:
             raise ValueError(f"max_jobs_in_system: expected a positive integer, got {max_jobs_in_system!r}")
         self.max_jobs_in_system = int(max_jobs_in_system)
@@ -123,12 +138,20 @@ class Simulator:
             )
         expected = num_arrivals if num_arrivals is not None else int(workload.arrival_rate * horizon) + 1
         self._expected = expected
+        if record_jobs is None:
+            measured = num_arrivals - warmup if num_arrivals is not None else expected
+            record_jobs = measured <= self.RECORD_LIMIT
+            self._no_records = f"per-job records off: more than {self.RECORD_LIMIT} measured jobs"
+        else:
+            self._no_records = "per-job records off (record_jobs=False)"
+        self.record_jobs = bool(record_jobs)
         self.max_arrivals = int(max_arrivals) if max_arrivals is not None else 2 * expected + self.CHUNK
         if self.max_arrivals < expected:
             raise ValueError(f"max_arrivals: expected >= {expected}, got {max_arrivals!r}")
         self._setup()
 
     MAX_ARRIVALS = 10**12  # arrivals one run may ask for: more is a typo, not an experiment
+    RECORD_LIMIT = 250_000  # measured jobs up to which per-job records are kept by default (14 MB)
 
     # ------------------------------------------------------------------------------------------------
     CHUNK = 1 << 15  # arrivals generated per refill; fixed so that a seed gives one job stream
@@ -168,6 +191,7 @@ class Simulator:
             fv[S.F_WIN_LO] = self.warmup_time
             fv[S.F_WIN_HI] = self.horizon
             self.sim.ck_key[:] = np.linspace(self.warmup_time, self.horizon, n_ck)
+        fv[S.F_TAU] = self.slowdown_tau
         iv[S.I_PREEMPTIVE] = 1 if self.policy.preemptive else 0
         iv[S.I_MAX_SYS] = self.max_jobs_in_system
         self.capped = False
@@ -319,6 +343,30 @@ class Simulator:
             "service_received": rec[:, S.R_ATTAINED].copy(),
         }
 
+    def _response_times(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The response times of the measured jobs that left (in arrival order) and the batch the engine
+        counted each in (as :func:`~msj_gym.core.access.measured_batch` does), or (None, None) without
+        per-job records."""
+        sim = self.sim
+        iv, fv = sim.iv, sim.fv
+        if iv[S.I_RECORD] == 0 or iv[S.I_MEAS_LO] < 0:
+            return None, None
+        hi = iv[S.I_MEAS_HI] if iv[S.I_MEAS_HI] >= 0 else iv[S.I_NARR]  # a run stopped before it was known
+        n = min(int(hi - iv[S.I_MEAS_LO]), sim.rec.shape[0])
+        rec = sim.rec[:n]
+        response = rec[:, S.R_DEPARTURE] - rec[:, S.R_ARRIVAL]
+        left = ~np.isnan(response)  # jobs still in the system when a run was stopped
+        every = bool(left.all())
+        nb = sim.acc_f.shape[0]
+        if fv[S.F_HORIZON] < np.inf:
+            span = fv[S.F_HORIZON] - fv[S.F_WARM_TIME]
+            arrival = rec[:, S.R_ARRIVAL] if every else rec[left, S.R_ARRIVAL]
+            batch = ((arrival - fv[S.F_WARM_TIME]) / span * nb).astype(np.int64)
+        else:
+            rows = np.arange(n, dtype=np.int64) if every else np.flatnonzero(left)
+            batch = rows * nb // max(n, 1)
+        return (response if every else response[left]), np.clip(batch, 0, nb - 1)
+
     def result(self) -> SimulationResult:
         sim, wl = self.sim, self.workload
         iv, fv = sim.iv, sim.fv
@@ -339,12 +387,21 @@ class Simulator:
             "msj_gym_version": _version(),
         }
         acc_f, acc_i = sim.acc_f, sim.acc_i
+        times, batches = self._response_times()
         result = summarise(
             acc_resp=acc_f[:, :, S.A_RESP],
             acc_wait=acc_f[:, :, S.A_WAIT],
             acc_count=acc_i[:, :, S.A_COUNT],
             acc_waited=acc_i[:, :, S.A_WAITED],
             acc_preempt=acc_i[:, :, S.A_PREEMPT],
+            acc_bsld=acc_f[:, :, S.A_BSLD],
+            slowdown_tau=float(fv[S.F_TAU]),
+            makespan=float(fv[S.F_LAST_MEASURED] - fv[S.F_FIRST_MEASURED])
+            if np.isfinite(fv[S.F_FIRST_MEASURED])
+            else float("nan"),
+            response_times=times,
+            response_batches=batches,
+            percentile_note="" if self.record_jobs else f"not computed: {self._no_records}",
             class_names=names,
             class_needs=self._class_needs,
             load_weights=np.asarray(wl.load_weights, dtype=np.float64),

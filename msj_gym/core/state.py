@@ -112,12 +112,15 @@ N_IV = 32
     F_HORIZON,  # horizon mode: arrivals at or after it are not measured (inf in arrival-count mode)
     F_WARM_TIME,  # horizon mode: arrivals before it are not measured
     F_RUN_AREA,  # integral of jobs in the system over the whole run, window or not (env rewards)
-) = range(10)
+    F_TAU,  # the bounded slowdown's threshold tau (max(response / max(service, tau), 1)), a time
+    F_FIRST_MEASURED,  # earliest arrival of a departed measured job (inf until one departs)
+    F_LAST_MEASURED,  # latest departure of a measured job (-inf until one departs)
+) = range(13)
 N_FV = 16
 
 # --- columns of Sim.acc_f[batch, class, :] and Sim.acc_i[batch, class, :] (online metrics) --------
-A_RESP, A_WAIT = 0, 1
-N_ACCF = 2
+A_RESP, A_WAIT, A_BSLD = 0, 1, 2  # A_BSLD: sum of bounded slowdowns
+N_ACCF = 3
 A_COUNT, A_WAITED, A_PREEMPT = 0, 1, 2
 N_ACCI = 3
 
@@ -168,7 +171,7 @@ class Sim(NamedTuple):
     ring_s: np.ndarray  # float64[R]: service times
     ring_n: np.ndarray  # float64[R]: estimate noise
     ring_a: np.ndarray  # int64[R, A]: per-job attributes of future jobs (copied to ji[:, JATTR:])
-    acc_f: np.ndarray  # float64[B, C, N_ACCF]: response / waiting sums per batch and class
+    acc_f: np.ndarray  # float64[B, C, N_ACCF]: response / waiting / slowdown sums per batch and class
     acc_i: np.ndarray  # int64[B, C, N_ACCI]: counts per batch and class
     ck_key: np.ndarray  # float64[K]: checkpoint keys (job id in count mode, time in horizon mode)
     ck_nsys: np.ndarray  # int64[K]: jobs in system at each checkpoint
@@ -250,6 +253,8 @@ def allocate(
     fv[F_WIN_LO] = np.inf
     fv[F_WIN_HI] = np.inf
     fv[F_HORIZON] = np.inf
+    fv[F_FIRST_MEASURED] = np.inf
+    fv[F_LAST_MEASURED] = -np.inf
     ci = np.zeros((N_CI, nclass), dtype=np.int64)
     ci[C_NEED] = class_needs
     ci[C_HEAD] = -1

@@ -501,6 +501,9 @@ class MSJEnv(gym.Env):
             "max_arrivals": self.max_arrivals_for(wl),
             "max_jobs_in_system": self.max_jobs_in_system,
             "slots": slots,
+            # the state stays of a fixed size (snapshots, branches and the vector env copy it whole): no
+            # per-job records, so an episode's result has no response-time percentiles
+            "record_jobs": False,
         }
         if self.horizon is not None:
             kwargs.update(horizon=float(self.horizon), warmup_time=self.warmup_time)

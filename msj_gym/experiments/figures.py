@@ -270,7 +270,7 @@ BS_FIGURES = {
         f"000-fig3-sdsc-trace-k{k}": _bs_figure(
             f"SDSC SP2 log replayed (53,904 jobs, round-down binning), k = {k}: mean response time vs load",
             "Anselmi & Doncel (2024), Fig. 3, Sec. 6.2 (needs rounded down to powers of two)",
-            "swf:SDSC-SP2-1998-4.2-cln.swf.gz",
+            "swf:SDSC-SP2-1998-4.2-cln.swf.gz?binning=round-down&max_need=64",
             "load",
             (0.5, 0.6, 0.7, 0.8, 0.9),
             build={"num_servers": k},

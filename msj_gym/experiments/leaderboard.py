@@ -6,8 +6,10 @@ per seed, the entrant's mean response time minus (or divided by) the reference's
 95 % interval over seeds. With one seed, each run's own batch-means interval is shown instead and
 paired intervals are not available.
 
-Ranking at a point (scenario, load): entrants stable on every seed first, by mean response time; then
-the unstable ones, whose finite-run averages are not steady-state values. Across a load sweep each
+Ranking at a point (scenario, load): entrants stable on every seed first, by the ranked metric
+(``metric``, the mean response time by default; any of :data:`METRICS`: the bounded slowdown, waiting
+time, response-time percentiles, makespan, utilisation, ...); then the unstable ones, whose finite-run
+averages are not steady-state values. The paired columns compare the ranked metric. Across a load sweep each
 entrant's *empirical stability limit* is bracketed between the largest load up to which it was
 stable on every seed and the first load at which it was not, next to the theoretical limit where a
 theorem gives one (see :func:`msj_gym.analysis.stability_limit`).
@@ -27,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -42,6 +45,7 @@ __all__ = [
     "DEFAULT_ARRIVALS",
     "DEFAULT_LOADS",
     "DEFAULT_SCENARIO",
+    "METRICS",
     "LeaderboardConfig",
     "format_tables",
     "parse_loads",
@@ -55,6 +59,28 @@ DEFAULT_ARRIVALS = 20_000  # per run of a synthetic scenario; a trace replay run
 POLICY_GROUPS = ("all", "non-preemptive", "preemptive")
 MAX_LOADS = 1000  # loads in one sweep, and below seeds per point: bounds a typo like a step of 1e-9
 MAX_SEEDS = 100_000
+
+#: The metrics a leaderboard can rank by: name -> (label, higher is better, the run's own 95 % half-width
+#: field, shown when there is one seed). Lower is better for all but the utilisation.
+METRICS: dict[str, tuple[str, bool, str | None]] = {
+    "mean_response_time": ("mean T", False, "ci95_half_width"),
+    "weighted_mean_response_time": ("weighted T", False, "weighted_ci95_half_width"),
+    "mean_waiting_time": ("mean wait", False, "waiting_ci95_half_width"),
+    "mean_bounded_slowdown": ("bounded slowdown", False, "bounded_slowdown_ci95_half_width"),
+    "response_time_p50": ("T p50", False, "response_time_p50_ci95_half_width"),
+    "response_time_p95": ("T p95", False, "response_time_p95_ci95_half_width"),
+    "response_time_p99": ("T p99", False, "response_time_p99_ci95_half_width"),
+    "makespan": ("makespan", False, None),
+    "p_wait": ("P(wait)", False, None),
+    "utilization": ("utilisation", True, None),
+}
+
+
+def check_metric(metric: str) -> str:
+    """``metric`` if a leaderboard can rank by it, else a one-line error listing :data:`METRICS`."""
+    if metric not in METRICS:
+        raise ValueError(f"--metric: expected one of {', '.join(METRICS)}, got {metric!r}")
+    return metric
 
 
 def parse_loads(text: str | Sequence[float]) -> tuple[float, ...]:
@@ -122,13 +148,13 @@ def parse_seeds(text: str | int | Sequence[int]) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class LeaderboardConfig:
-    """What a leaderboard runs. ``policies`` holds ids, groups (``all``, ``non-preemptive``,
-    ``preemptive``) and ``module:attr`` specs of policies of your own (a Policy class or instance, run
-    natively like the baselines); a group keeps the policies defined on each scenario's workload, a
-    policy named on its own that is not defined there is an error. ``loads`` of None takes
-    :data:`DEFAULT_LOADS`. ``arrivals`` of None runs :data:`DEFAULT_ARRIVALS` per run, and a trace
-    replay all its jobs; ``warmup`` of None discards a tenth of what a run replays
-    (:meth:`arrivals_for`, :meth:`warmup_for`)."""
+    """What a leaderboard runs, and by which ``metric`` (of :data:`METRICS`) it ranks. ``policies``
+    holds ids, groups (``all``, ``non-preemptive``, ``preemptive``) and ``module:attr`` specs of
+    policies of your own (a Policy class or instance, run natively like the baselines); a group keeps
+    the policies defined on each scenario's workload, a policy named on its own that is not defined
+    there is an error. ``loads`` of None takes :data:`DEFAULT_LOADS`. ``arrivals`` of None runs
+    :data:`DEFAULT_ARRIVALS` per run, and a trace replay all its jobs; ``warmup`` of None discards a
+    tenth of what a run replays (:meth:`arrivals_for`, :meth:`warmup_for`)."""
 
     scenarios: tuple[str, ...] = (DEFAULT_SCENARIO,)
     loads: tuple[float, ...] = DEFAULT_LOADS
@@ -139,9 +165,11 @@ class LeaderboardConfig:
     warmup: int | None = None
     reference: str | None = None
     policy_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    metric: str = "mean_response_time"
     bare_agents: bool = False  # admit checkpoints without their .json (see experiments.agents)
 
     def __post_init__(self) -> None:
+        check_metric(self.metric)
         if not self.scenarios:
             raise ValueError("--scenario: at least one scenario is needed")
         if not self.policies and not self.agents:
@@ -151,10 +179,8 @@ class LeaderboardConfig:
         ):
             raise ValueError(f"--arrivals: expected an integer >= 100, got {self.arrivals!r}")
         if self.warmup is not None:
-            from ..workloads.gpu_traces import is_gpu_trace_spec
-
             # a trace's own length is checked when it is read (check_run_length)
-            synthetic = not all(is_gpu_trace_spec(s) for s in self.scenarios)
+            synthetic = not all(is_trace_spec(s) for s in self.scenarios)
             most = self.arrivals if self.arrivals is not None else DEFAULT_ARRIVALS if synthetic else None
             if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
                 raise ValueError(f"--warmup: expected an integer >= 0, got {self.warmup!r}")
@@ -208,6 +234,7 @@ class LeaderboardConfig:
         their own), else one per scenario."""
         d = asdict(self)
         d.pop("reference")
+        d.pop("metric")  # how the same runs are ranked
         d.pop("bare_agents")  # how agents are admitted; their runs are keyed by the checkpoint itself
         for key, of in (("arrivals", self.arrivals_for), ("warmup", self.warmup_for)):
             each = {s: of(s) for s in self.scenarios}
@@ -218,13 +245,19 @@ class LeaderboardConfig:
 _TRACE_JOBS: dict[str, int | None] = {}
 
 
+def is_trace_spec(scenario: str) -> bool:
+    """Whether ``scenario`` names a trace replay: an SWF log ``swf:FILE`` or a GPU trace ``FORMAT:PATH``."""
+    from ..workloads.gpu_traces import is_gpu_trace_spec
+    from ..workloads.swf import is_swf_spec
+
+    return is_gpu_trace_spec(scenario) or is_swf_spec(scenario)
+
+
 def trace_jobs(scenario: str) -> int | None:
-    """How many jobs the trace replay ``scenario`` (``FORMAT:PATH``) holds, None for a synthetic
+    """How many jobs the trace replay ``scenario`` (``swf:FILE``, ``FORMAT:PATH``) holds, None for a synthetic
     scenario. Read once per process (the trace itself is cached by :mod:`msj_gym.workloads.gpu_traces`)."""
     if scenario not in _TRACE_JOBS:
-        from ..workloads.gpu_traces import is_gpu_trace_spec
-
-        if not is_gpu_trace_spec(scenario):
+        if not is_trace_spec(scenario):
             return None
         from ..workloads.scenarios import load_scenario
         from ..workloads.trace import replay_length
@@ -241,6 +274,7 @@ class Entrant:
     preemptive: bool | None
     size_aware: bool | None
     params: dict[str, Any]
+    notes: tuple[str, ...] = ()  # how it decides, for the kind column (e.g. its run-time estimates)
 
 
 def _agent_sees_sizes(env_kwargs: dict[str, Any]) -> bool:
@@ -344,9 +378,18 @@ def _entrants(
     skipped: dict[str, str] = {}
     out: list[Entrant] = []
     unique = list(dict.fromkeys(ids))
+    for key in config.policy_params:
+        if key not in unique and key not in specs:
+            raise ValueError(f"--policy-param: {key!r} is not an entrant here ({', '.join(unique + specs)})")
     by_load = [pid for pid in unique if getattr(POLICIES[pid], "support_depends_on_load", False)]
     # the others' support is settled now; the load-dependent ones' after _prepare has solved them
-    first = {pid: supports(pid, workload) for pid in unique if pid not in by_load}
+    first = {
+        pid: supports(
+            POLICIES[pid](**config.policy_params[pid]) if pid in config.policy_params else pid, workload
+        )
+        for pid in unique
+        if pid not in by_load
+    }
     _prepare(by_load, [pid for pid, why in first.items() if why is None], scenario, config, workers)
     for pid in unique:
         reason = first[pid] if pid in first else supports(pid, workload)
@@ -362,10 +405,11 @@ def _entrants(
                 raise ValueError(f"--policies: {pid!r} is not defined on scenario {scenario!r}: {reason}")
             skipped[pid] = reason
             continue
-        cls = POLICIES[pid]
+        params = config.policy_params.get(pid, {})
+        policy = POLICIES[pid](**params)  # its parameters may say how it decides (estimates, sizes)
         out.append(
             Entrant(
-                pid, pid, None, bool(cls.preemptive), bool(cls.size_aware), config.policy_params.get(pid, {})
+                pid, pid, None, bool(policy.preemptive), policy.reads_sizes(), params, policy.kind_notes()
             )
         )
     labels = {e.label for e in out}
@@ -409,7 +453,9 @@ def _own_entrant(
         raise ValueError(
             f"--policies: {spec!r} has the policy_id {label!r} of another entrant; give it an id of its own"
         )
-    return Entrant(label, spec, None, bool(policy.preemptive), bool(policy.size_aware), dict(params))
+    return Entrant(
+        label, spec, None, bool(policy.preemptive), policy.reads_sizes(), dict(params), policy.kind_notes()
+    )
 
 
 def plan(
@@ -518,6 +564,20 @@ class Row:
     per_class: dict[str, float]
     unstable_note: str = ""
     gap: float = math.nan  # (T - T*) / T*, T* the exact optimum of the entrant's kind, where known
+    metric: str = "mean_response_time"  # what ``rank``, ``value`` and the paired columns are about
+    value: float = math.nan  # the ranked metric, mean over seeds
+    value_ci95: float = math.nan
+    mean_waiting_time: float = math.nan
+    mean_bounded_slowdown: float = math.nan
+    response_time_p50: float = math.nan
+    response_time_p95: float = math.nan
+    response_time_p99: float = math.nan
+    makespan: float = math.nan
+    per_class_bounded_slowdown: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.metric == "mean_response_time" and math.isnan(self.value):
+            self.value, self.value_ci95 = self.mean_response_time, self.ci95
 
 
 def _mean(values: list[float]) -> tuple[float, float]:
@@ -528,13 +588,22 @@ def _mean(values: list[float]) -> tuple[float, float]:
     return est.mean, est.ci95_half_width
 
 
+def _metric_of(run: dict[str, Any], metric: str) -> float:
+    """A run's value of ``metric`` (NaN where the run has none: a row from before it was recorded, or
+    a percentile without per-job records)."""
+    value = run.get(metric)
+    return float(value) if isinstance(value, int | float) and value is not None else math.nan
+
+
 def _table(
     scenario: str,
     load: float,
     runs: dict[str, dict[int, dict[str, Any]]],
     entrants: list[Entrant],
     reference: str | None,
+    metric: str = "mean_response_time",
 ) -> list[Row]:
+    _, higher_better, own_ci = METRICS[metric]
     rows: list[Row] = []
     for e in entrants:
         by_seed = runs[e.label]
@@ -544,15 +613,22 @@ def _table(
         w, w_ci = _mean([x["weighted_mean_response_time"] for x in r])
         if len(r) == 1:  # one replication: its own batch-means intervals
             t_ci, w_ci = r[0]["ci95_half_width"], r[0]["weighted_ci95_half_width"]
+        value, value_ci = _mean([_metric_of(x, metric) for x in r])
+        if len(r) == 1 and own_ci is not None:
+            value_ci = _metric_of(r[0], own_ci)
         classes: dict[str, list[float]] = {}
+        slowdowns: dict[str, list[float]] = {}
         for x in r:
             for name, v in x["per_class"].items():
                 classes.setdefault(name, []).append(v)
+            for name, v in x.get("per_class_bounded_slowdown", {}).items():
+                slowdowns.setdefault(name, []).append(v)
         kind = "preemptive" if e.preemptive else "non-preemptive"
         if e.agent:
             kind = "agent, preemptive" if e.preemptive else "agent"
         if e.size_aware:
             kind += ", size-aware"
+        kind += "".join(f", {note}" for note in e.notes)
         notes = [x.get("stability_note", "") for x in r if not x["stable"]]
         rows.append(
             Row(
@@ -576,14 +652,20 @@ def _table(
                 ratio_ci95=math.nan,
                 per_class={k: _mean(v)[0] for k, v in classes.items()},
                 unstable_note=notes[0] if notes else "",
+                metric=metric,
+                value=value,
+                value_ci95=value_ci,
+                mean_waiting_time=_mean([_metric_of(x, "mean_waiting_time") for x in r])[0],
+                mean_bounded_slowdown=_mean([_metric_of(x, "mean_bounded_slowdown") for x in r])[0],
+                response_time_p50=_mean([_metric_of(x, "response_time_p50") for x in r])[0],
+                response_time_p95=_mean([_metric_of(x, "response_time_p95") for x in r])[0],
+                response_time_p99=_mean([_metric_of(x, "response_time_p99") for x in r])[0],
+                makespan=_mean([_metric_of(x, "makespan") for x in r])[0],
+                per_class_bounded_slowdown={k: _mean(v)[0] for k, v in slowdowns.items()},
             )
         )
-    rows.sort(
-        key=lambda x: (
-            not x.stable,
-            x.mean_response_time if math.isfinite(x.mean_response_time) else math.inf,
-        )
-    )
+    sign = -1.0 if higher_better else 1.0
+    rows.sort(key=lambda x: (not x.stable, sign * x.value if math.isfinite(x.value) else math.inf))
     for i, row in enumerate(rows, 1):
         row.rank = i
     # paired columns: against the reference, else against the leader of this point
@@ -595,8 +677,8 @@ def _table(
         if row.entrant == ref:
             row.diff, row.diff_ci95, row.ratio, row.ratio_ci95 = 0.0, 0.0, 1.0, 0.0
             continue
-        mine = [runs[row.entrant][s]["mean_response_time"] for s in common]
-        theirs = [ref_runs[s]["mean_response_time"] for s in common]
+        mine = [_metric_of(runs[row.entrant][s], metric) for s in common]
+        theirs = [_metric_of(ref_runs[s], metric) for s in common]
         row.diff, row.diff_ci95 = _mean([a - b for a, b in zip(mine, theirs, strict=True)])
         row.ratio, row.ratio_ci95 = _mean([a / b for a, b in zip(mine, theirs, strict=True) if b > 0])
         if len(common) < 2:
@@ -716,8 +798,12 @@ def _report(
         # each entrant is held to the optimum of what it may do (an agent: what its env lets it do)
         preempts = {e.label: bool(e.preemptive) for e in entrants[scenario]}
         for rho in config.loads:
-            at = _table(scenario, rho, grouped[(scenario, rho)], entrants[scenario], config.reference)
-            optima[(scenario, rho)] = best = exact_optima(scenario, rho)
+            at = _table(
+                scenario, rho, grouped[(scenario, rho)], entrants[scenario], config.reference, config.metric
+            )
+            # the exact optimum is of the mean response time: a reference for that metric alone
+            by_t = config.metric == "mean_response_time"
+            optima[(scenario, rho)] = best = exact_optima(scenario, rho) if by_t else {}
             for row in at:
                 exact = best.get("preemptive" if preempts[row.entrant] else "non-preemptive")
                 if exact is not None:
@@ -787,10 +873,13 @@ def format_tables(report: dict[str, Any], markdown: bool = False, wide: bool = F
     full = markdown or wide
     lines: list[str] = []
     ref_word = "ratio to reference" if config.reference else "ratio to leader"
+    by_t = config.metric == "mean_response_time"
+    ranked = f"{METRICS[config.metric][0]} ± 95% CI"  # another metric: its column, ranked by it
     if full:
-        head = ["rank", "entrant", "kind", "mean T ± 95% CI", "weighted T ± CI", "P(wait)", "util"]
+        head = ["rank", "entrant", "kind", *([] if by_t else [ranked])]
+        head += ["mean T ± 95% CI", "weighted T ± CI", "P(wait)", "util"]
     else:
-        head = ["rank", "entrant", "preempt", "sizes", "mean T ± 95% CI"]
+        head = ["rank", "entrant", "preempt", "sizes", "mean T ± 95% CI" if by_t else ranked]
     head += [ref_word, "gap to optimum", "stable"]
     any_optimum = False
     for scenario in config.scenarios:
@@ -808,6 +897,7 @@ def format_tables(report: dict[str, Any], markdown: bool = False, wide: bool = F
                 if full:
                     what = [
                         r.kind,
+                        *([] if by_t else [_fmt(r.value, r.value_ci95)]),
                         _fmt(r.mean_response_time, r.ci95),
                         _fmt(r.weighted_mean_response_time, r.weighted_ci95),
                         f"{r.p_wait:.3f}",
@@ -815,7 +905,7 @@ def format_tables(report: dict[str, Any], markdown: bool = False, wide: bool = F
                     ]
                 else:
                     sizes = "size-aware" in r.kind.split(", ")
-                    what = [_yes(_preempts(r.kind)), _yes(sizes), _fmt(r.mean_response_time, r.ci95)]
+                    what = [_yes(_preempts(r.kind)), _yes(sizes), _fmt(r.value, r.value_ci95)]
                 table.append(
                     [
                         str(r.rank),
@@ -837,6 +927,7 @@ def format_tables(report: dict[str, Any], markdown: bool = False, wide: bool = F
             title = (
                 f"{scenario}  load {rho:g}  ({len(config.seeds)} seeds x {config.arrivals_for(scenario)} "
                 f"arrivals, {config.warmup_for(scenario)} warm-up)"
+                + ("" if by_t else f"  ranked by {config.metric}")
             )
             lines += _render(title, head, table, markdown)
         lines += _standings_table(report, scenario, full, markdown)
@@ -920,14 +1011,20 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
     return files
 
 
+def _stem(scenario: str) -> str:
+    """A scenario file's stem; a trace's spec (``swf:FILE?options``) without its query, its colon
+    replaced: not for a file name."""
+    return re.sub(r"[^\w.-]+", "-", Path(scenario.split("?", 1)[0]).stem)
+
+
 def scenario_slug(scenario: str, others: Sequence[str] = ()) -> str:
     """A file-name part for ``scenario``: a built-in's name, a file's stem; a file whose stem another
     of ``others`` shares also gets a short hash of its path, so that their plots do not overwrite
     each other."""
     if not ("/" in scenario or "." in scenario):
         return scenario
-    stem = Path(scenario).stem
-    if any(o != scenario and ("/" in o or "." in o) and Path(o).stem == stem for o in others):
+    stem = _stem(scenario)
+    if any(o != scenario and ("/" in o or "." in o) and _stem(o) == stem for o in others):
         return f"{stem}-{hashlib.sha256(str(Path(scenario).resolve()).encode()).hexdigest()[:8]}"
     return stem
 
@@ -956,7 +1053,8 @@ def plot_family(entrant: str, kind: str) -> str:
     if entrant.startswith("agent:") or kind.startswith("agent"):
         return "agents"
     cls = POLICIES.get(entrant)
-    size_aware = cls.size_aware if cls is not None else "size-aware" in kind
+    # the kind says what this entrant's parameters make of its class (e.g. estimates instead of sizes)
+    size_aware = "size-aware" in kind.split(", ") if kind or cls is None else cls.size_aware
     preemptive = cls.preemptive if cls is not None else kind.startswith("preemptive")
     if size_aware:
         return "size-aware"
@@ -968,7 +1066,7 @@ def _curve_groups(rows: list[Row], entrants: list[str]) -> list[list[str]]:
     groups: dict[tuple, list[str]] = {}
     for e in entrants:
         key = tuple(
-            (r.load, r.mean_response_time, r.stable)
+            (r.load, r.value, r.stable)
             for r in sorted((r for r in rows if r.entrant == e), key=lambda r: r.load)
         )
         groups.setdefault(key, []).append(e)
@@ -1037,12 +1135,12 @@ def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
             if len(group) > 1:
                 notes.append(group)
             xs = [r.load for r in ok]
-            ys = [r.mean_response_time for r in ok]
+            ys = [r.value for r in ok]
             shown_y += [y for y in ys if math.isfinite(y) and y > 0]
-            if bad is not None and math.isfinite(pts[bad].mean_response_time):
-                shown_y.append(pts[bad].mean_response_time)
+            if bad is not None and math.isfinite(pts[bad].value):
+                shown_y.append(pts[bad].value)
             ax.plot(xs, ys, marker=marker, ms=5, color=color, lw=1.4, label=label)
-            ci = [r.ci95 if math.isfinite(r.ci95) else 0.0 for r in ok]
+            ci = [r.value_ci95 if math.isfinite(r.value_ci95) else 0.0 for r in ok]
             if ok and bands:
                 ax.fill_between(
                     xs,
@@ -1056,16 +1154,18 @@ def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
                 if ok:  # a dotted step to the first unstable point
                     ax.plot(
                         [ok[-1].load, r.load],
-                        [ok[-1].mean_response_time, r.mean_response_time],
+                        [ok[-1].value, r.value],
                         ls=":",
                         color=color,
                         lw=1.2,
                     )
-                ax.plot([r.load], [r.mean_response_time], marker="x", ms=11, mew=2.5, color=color, ls="none")
+                ax.plot([r.load], [r.value], marker="x", ms=11, mew=2.5, color=color, ls="none")
         ax.set_yscale("log")
         ax.set_xlabel("load")
         if j == 0:
-            ax.set_ylabel("mean response time")
+            ax.set_ylabel(
+                METRICS[config.metric][0] if config.metric != "mean_response_time" else "mean response time"
+            )
         ax.set_xlim(loads[0] - 0.03, loads[-1] + 0.03)
         ax.set_xticks(loads)
         ax.grid(True, alpha=0.3)

@@ -85,15 +85,8 @@ class Point:
 
 
 def build_workload(scenario: str, build: dict[str, Any]) -> Any:
-    """A point's workload: a scenario with its overrides, or a trace source ``swf:FILE[?options]``
-    replayed on ``build["num_servers"]`` servers at ``build["load"]`` (time scaling)."""
-    if scenario.startswith("swf:"):
-        from ..workloads.swf import swf_source
-
-        unknown = set(build) - {"num_servers", "load"}
-        if unknown or "num_servers" not in build:
-            raise ValueError(f"trace source {scenario!r}: expected num_servers (and load), got {build}")
-        return swf_source(scenario, num_servers=build["num_servers"], load=build.get("load"))
+    """A point's workload: a scenario (a trace ``swf:FILE`` or ``FORMAT:PATH`` too) with its
+    overrides."""
     from ..workloads.scenarios import load_scenario
 
     return load_scenario(scenario).build(**build)
@@ -117,7 +110,13 @@ def scenario_content(point: Point) -> str:
         else:
             wl = build_workload(point.scenario, point.build)
         h = hashlib.sha256(json.dumps(wl.to_dict(), sort_keys=True, default=repr).encode())
-        for name in ("arrival_time", "job_class", "server_need_per_job", "service_time_per_job"):
+        for name in (
+            "arrival_time",
+            "job_class",
+            "server_need_per_job",
+            "service_time_per_job",
+            "requested_time_per_job",
+        ):
             arr = getattr(wl, name, None)  # a trace's jobs: its to_dict() only counts them
             if arr is not None:
                 h.update(name.encode() + np.ascontiguousarray(arr).tobytes())
@@ -235,7 +234,18 @@ def run_point(point: Point) -> dict[str, Any]:
         "p_wait": res.p_wait,
         "stable": bool(res.stable),
         "stability_note": res.stability_note,
+        "mean_waiting_time": res.mean_waiting_time,
+        "waiting_ci95_half_width": res.waiting_ci95_half_width,
+        "mean_bounded_slowdown": res.mean_bounded_slowdown,
+        "bounded_slowdown_ci95_half_width": res.bounded_slowdown_ci95_half_width,
+        **{
+            f"response_time_p{p}{part}": getattr(res, f"response_time_p{p}{part}")
+            for p in (50, 95, 99)
+            for part in ("", "_ci95_half_width")
+        },
+        "makespan": res.makespan,
         "per_class": {name: c.mean_response_time for name, c in res.per_class.items()},
+        "per_class_bounded_slowdown": {name: c.mean_bounded_slowdown for name, c in res.per_class.items()},
         "policy_metrics": res.policy_metrics,
         "load": res.offered_load,
     }

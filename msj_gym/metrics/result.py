@@ -8,9 +8,41 @@ from typing import Any
 
 import numpy as np
 
-from .stats import batch_ratio, exact_dot, jain_index, student_t_quantile
+from .stats import batch_ratio, exact_dot, jain_index, quantiles_sectioning, student_t_quantile
 
-__all__ = ["ClassResult", "SimulationResult", "assess_stability", "json_clean", "summarise"]
+__all__ = [
+    "PERCENTILES",
+    "ClassResult",
+    "SimulationResult",
+    "assess_stability",
+    "default_slowdown_tau",
+    "json_clean",
+    "summarise",
+]
+
+#: The response-time percentiles every result reports (``response_time_p50`` ...).
+PERCENTILES = (50, 95, 99)
+#: tau of the bounded slowdown on a recorded trace, in seconds: the value the HPC scheduling papers use
+#: (Feitelson et al., "Theory and practice in parallel job scheduling", JSSPP 1997).
+TRACE_SLOWDOWN_TAU = 10.0
+#: tau of the bounded slowdown on a synthetic workload, as a fraction of its mean service time.
+SYNTHETIC_TAU_FRACTION = 0.1
+
+
+def default_slowdown_tau(workload: Any) -> float:
+    """The bounded slowdown's tau for ``workload``, in its time unit: the workload's own
+    ``slowdown_tau`` if it declares one (a recorded trace: 10 s, :data:`TRACE_SLOWDOWN_TAU`), else a tenth
+    of its mean service time per arrival (sum of class probability x mean service time): a synthetic
+    workload has no unit, and a tenth of the mean bounds the slowdown of the short jobs the way 10 s
+    does on the traces, whose jobs run for minutes to hours."""
+    tau = getattr(workload, "slowdown_tau", None)
+    if tau is not None:
+        return float(tau)
+    if hasattr(workload, "mean_service_times"):
+        mean = float(np.sum(workload.probabilities * workload.mean_service_times))
+    else:  # a compatibility-graph workload: one size distribution for every class
+        mean = float(getattr(workload, "mean_size", math.nan))
+    return SYNTHETIC_TAU_FRACTION * mean if math.isfinite(mean) and mean > 0 else float("nan")
 
 
 def json_clean(x: Any) -> Any:
@@ -36,11 +68,22 @@ class ClassResult:
     mean_waiting_time: float
     p_wait: float
     load_weight: float
+    mean_bounded_slowdown: float
 
 
 @dataclass(frozen=True)
 class SimulationResult:
-    """Everything one run measured, with its provenance. ``to_dict()`` is JSON-ready."""
+    """Everything one run measured, with its provenance. ``to_dict()`` is JSON-ready.
+
+    The HPC and GPU-cluster metrics: ``mean_bounded_slowdown`` is the mean over the measured jobs of
+    max(response / max(service, tau), 1), i.e. (wait + run) / max(run, tau) bounded below by 1, with
+    tau = ``slowdown_tau`` in the workload's time unit (see :func:`default_slowdown_tau`); the
+    response-time percentiles ``response_time_p50`` / ``p95`` / ``p99`` are exact order statistics of
+    the measured jobs' response times with 95 % intervals by sectioning (``percentile_method`` says how
+    they were obtained, or why they are NaN: they need the per-job records); ``makespan`` is the time
+    from the first measured arrival to the last measured departure (a finite trace's makespan when
+    every job is measured).
+    """
 
     mean_response_time: float
     ci95_half_width: float
@@ -63,6 +106,17 @@ class SimulationResult:
     simulated_time: float
     events: int
     batch_lag1_autocorrelation: float
+    mean_bounded_slowdown: float
+    bounded_slowdown_ci95_half_width: float
+    slowdown_tau: float
+    response_time_p50: float
+    response_time_p50_ci95_half_width: float
+    response_time_p95: float
+    response_time_p95_ci95_half_width: float
+    response_time_p99: float
+    response_time_p99_ci95_half_width: float
+    percentile_method: str
+    makespan: float
     provenance: dict[str, Any] = field(default_factory=dict)
     policy_metrics: dict[str, Any] = field(default_factory=dict)
 
@@ -81,6 +135,19 @@ class SimulationResult:
             f" ± {self.weighted_ci95_half_width:.3g}{caveat}",
             f"mean waiting time    {self.mean_waiting_time:.6g} ± {self.waiting_ci95_half_width:.3g}{caveat}",
             f"P(wait > 0)          {self.p_wait:.4f}",
+            f"bounded slowdown     {self.mean_bounded_slowdown:.6g}"
+            f" ± {self.bounded_slowdown_ci95_half_width:.3g}   (tau {self.slowdown_tau:.4g}){caveat}",
+            "response time p50 / p95 / p99  "
+            + " / ".join(
+                f"{v:.5g} ± {hw:.2g}"
+                for v, hw in (
+                    (self.response_time_p50, self.response_time_p50_ci95_half_width),
+                    (self.response_time_p95, self.response_time_p95_ci95_half_width),
+                    (self.response_time_p99, self.response_time_p99_ci95_half_width),
+                )
+            )
+            + ("" if math.isfinite(self.response_time_p50) else f"   ({self.percentile_method})"),
+            f"makespan             {self.makespan:.6g}",
             f"utilization          {self.utilization:.4f}   (offered load {self.offered_load:.4f})",
             f"preemptions per job  {self.preemptions_per_job:.4f}",
             f"Jain fairness        {self.jain_fairness:.4f}",
@@ -89,7 +156,8 @@ class SimulationResult:
         for name, c in self.per_class.items():
             lines.append(
                 f"  class {name:<10} need {c.server_need:<5} n={c.count:<8} "
-                f"T={c.mean_response_time:.5g} ± {c.ci95_half_width:.3g}  P(wait)={c.p_wait:.3f}"
+                f"T={c.mean_response_time:.5g} ± {c.ci95_half_width:.3g}  P(wait)={c.p_wait:.3f}  "
+                f"bsld={c.mean_bounded_slowdown:.4g}"
             )
         for name, value in self.policy_metrics.items():
             lines.append(f"  {name:<28} {value:.6g}" if isinstance(value, float) else f"  {name:<28} {value}")
@@ -145,6 +213,12 @@ def summarise(
     acc_count: np.ndarray,
     acc_waited: np.ndarray,
     acc_preempt: np.ndarray,
+    acc_bsld: np.ndarray,
+    slowdown_tau: float,
+    makespan: float,
+    response_times: np.ndarray | None,
+    response_batches: np.ndarray | None,
+    percentile_note: str = "",
     class_names: list[str],
     class_needs: np.ndarray,
     load_weights: np.ndarray,
@@ -161,10 +235,14 @@ def summarise(
     events: int,
     provenance: dict[str, Any],
 ) -> SimulationResult:
-    """Build a result from the engine's per-(batch, class) accumulators (arrays of shape [B, C])."""
+    """Build a result from the engine's per-(batch, class) accumulators (arrays of shape [B, C]) and,
+    for the percentiles, the measured jobs' ``response_times`` with the batch of each
+    (``response_batches``); without them (None) the percentiles are NaN and ``percentile_note`` says
+    why."""
     count_b = acc_count.sum(axis=1)
     overall = batch_ratio(acc_resp.sum(axis=1), count_b)
     wait_est = batch_ratio(acc_wait.sum(axis=1), count_b)
+    bsld_est = batch_ratio(acc_bsld.sum(axis=1), count_b)
     n = int(count_b.sum())
     per_class: dict[str, ClassResult] = {}
     nclass = len(class_names)
@@ -184,9 +262,11 @@ def summarise(
             mean_waiting_time=float(wait_means[i]),
             p_wait=float(acc_waited[:, i].sum() / cnt) if cnt else float("nan"),
             load_weight=float(load_weights[i]),
+            mean_bounded_slowdown=float(acc_bsld[:, i].sum() / cnt) if cnt else float("nan"),
         )
     weighted, weighted_hw = _weighted(acc_resp, acc_count, np.asarray(load_weights, dtype=np.float64))
     stable, note = assess_stability(offered_load, capped, checkpoints, n, overflow)
+    quantiles, method = _percentiles(response_times, response_batches, percentile_note)
     return SimulationResult(
         mean_response_time=overall.mean,
         ci95_half_width=overall.ci95_half_width,
@@ -209,7 +289,35 @@ def summarise(
         simulated_time=simulated_time,
         events=events,
         batch_lag1_autocorrelation=overall.lag1_autocorrelation,
+        mean_bounded_slowdown=bsld_est.mean,
+        bounded_slowdown_ci95_half_width=bsld_est.ci95_half_width,
+        slowdown_tau=float(slowdown_tau),
+        **quantiles,
+        percentile_method=method,
+        makespan=float(makespan),
         provenance=provenance,
+    )
+
+
+def _percentiles(
+    values: np.ndarray | None, batches: np.ndarray | None, note: str
+) -> tuple[dict[str, float], str]:
+    """The result fields of :data:`PERCENTILES` and how they were obtained."""
+    out: dict[str, float] = {}
+    if values is None or batches is None or np.asarray(values).size == 0:
+        for p in PERCENTILES:
+            out[f"response_time_p{p}"] = out[f"response_time_p{p}_ci95_half_width"] = float("nan")
+        return out, note or "no measured job left the system"
+    b = np.asarray(batches)
+    grouped = b if np.all(np.diff(b) >= 0) else np.sort(b)
+    nb = int(np.count_nonzero(np.diff(grouped))) + 1
+    for p, est in zip(PERCENTILES, quantiles_sectioning(values, b, PERCENTILES), strict=True):
+        out[f"response_time_p{p}"] = est.mean
+        out[f"response_time_p{p}_ci95_half_width"] = est.ci95_half_width
+    size = np.asarray(values).size
+    return out, (
+        f"exact order statistics of the {size} measured jobs' response times; 95 % CI by sectioning "
+        f"over {nb} batches"
     )
 
 

@@ -1,5 +1,6 @@
 """Small statistics helpers: Student-t quantiles, batch-means and replication confidence intervals,
-Jain's fairness index. Kept free of scipy so the core depends on numpy alone."""
+quantiles with sectioning intervals, Jain's fairness index. Kept free of scipy so the core depends on
+numpy alone."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ __all__ = [
     "batch_ratio",
     "exact_dot",
     "jain_index",
+    "order_statistic",
+    "order_statistics",
+    "quantile_sectioning",
+    "quantiles_sectioning",
     "replication_ci",
     "student_t_quantile",
 ]
@@ -191,6 +196,80 @@ def batch_ratio(sums: np.ndarray, counts: np.ndarray) -> Estimate:
         denom = exact_dot(centred, centred)
         rho1 = exact_dot(centred[1:], centred[:-1]) / denom if denom > 0 else 0.0
     return Estimate(r, hw, int(total), "batch-means", rho1)
+
+
+def _ranks(n: int, percents: Sequence[int]) -> list[int]:
+    """The 1-based ranks ``ceil(n p / 100)`` of the percents ``p``, in integers: ``n * 0.95`` in floating
+    point may land on either side of a whole number."""
+    for p in percents:
+        if isinstance(p, bool) or not isinstance(p, int | np.integer) or not 0 < p < 100:
+            raise ValueError(f"percent: expected an integer in (0, 100), got {p!r}")
+    return [(n * int(p) + 99) // 100 for p in percents]
+
+
+def order_statistics(values: np.ndarray, percents: Sequence[int], *, in_place: bool = False) -> list[float]:
+    """The ``p``-th percentile of ``values`` for each ``p`` of ``percents``, as an order statistic: the
+    ``ceil(n p / 100)``-th smallest of the n values (the inverse of the empirical distribution function,
+    numpy's ``"inverted_cdf"``), so that it is one of the values and needs no interpolation. One partial
+    sort for all of them (``in_place``: of ``values`` itself, a float64 array, whose order it changes);
+    NaN for no value."""
+    v = np.asarray(values, dtype=np.float64)
+    ranks = _ranks(v.size, percents)
+    if v.size == 0:
+        return [float("nan")] * len(ranks)
+    kth = sorted({r - 1 for r in ranks})
+    if in_place:
+        v.partition(kth)
+        part = v
+    else:
+        part = np.partition(v, kth)
+    return [float(part[r - 1]) for r in ranks]
+
+
+def order_statistic(values: np.ndarray, percent: int) -> float:
+    """The ``percent``-th percentile of ``values`` (see :func:`order_statistics`)."""
+    return order_statistics(values, [percent])[0]
+
+
+def quantiles_sectioning(values: np.ndarray, batch: np.ndarray, percents: Sequence[int]) -> list[Estimate]:
+    """The ``p``-th percentile of ``values`` for each ``p`` of ``percents`` (:func:`order_statistics` over
+    all of them), each with a 95 % interval by *sectioning* (Asmussen & Glynn (2007), Stochastic
+    Simulation, Ch. III, Sec. 5a): the same order statistic within each of the batches ``batch`` (one
+    batch per value; contiguous in time, so that for long batches their estimates are nearly
+    independent), and a Student-t interval of half-width t(0.975, B - 1) sd(batch estimates) / sqrt(B)
+    around the overall estimate, over the B non-empty batches. Batch means of a mean do not apply to a
+    quantile, and an order-statistic (binomial) interval assumes independent values, which the response
+    times of one queue are not."""
+    v = np.array(values, dtype=np.float64)  # a copy, partially sorted in place below
+    b = np.asarray(batch, dtype=np.int64)
+    if v.shape != b.shape:
+        raise ValueError(f"batch: expected one batch per value ({v.shape}), got {b.shape}")
+    if v.size == 0:
+        return [Estimate(x, float("nan"), 0, "sectioning") for x in order_statistics(v, percents)]
+    if np.any(np.diff(b) < 0):  # the engine's batches come in order; others are grouped first
+        order = np.argsort(b, kind="stable")
+        b, v = b[order], v[order]
+    # each batch's slice is reordered within itself only, so the batches stay apart for the overall step
+    parts = np.split(v, np.flatnonzero(np.diff(b)) + 1)
+    sections = np.array([order_statistics(part, percents, in_place=True) for part in parts])
+    points = order_statistics(v, percents, in_place=True)
+    m = sections.shape[0]
+    out = []
+    for j, point in enumerate(points):
+        if m < 2:
+            out.append(Estimate(point, float("inf"), int(v.size), "sectioning"))
+            continue
+        centred = sections[:, j] - sections[:, j].mean()
+        sd = math.sqrt(exact_dot(centred, centred) / (m - 1))
+        hw = student_t_quantile(0.975, m - 1) * sd / math.sqrt(m)
+        out.append(Estimate(point, hw, int(v.size), "sectioning"))
+    return out
+
+
+def quantile_sectioning(values: np.ndarray, batch: np.ndarray, percent: int) -> Estimate:
+    """The ``percent``-th percentile of ``values`` with its sectioning interval (see
+    :func:`quantiles_sectioning`)."""
+    return quantiles_sectioning(values, batch, [percent])[0]
 
 
 def replication_ci(values: Sequence[float]) -> Estimate:

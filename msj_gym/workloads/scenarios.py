@@ -46,6 +46,7 @@ from .workload import MAX_SERVERS, JobClass, Workload, check_integer, check_load
 
 if TYPE_CHECKING:
     from .gpu_traces import GPUTraceScenario
+    from .swf import SWFScenario
 
 __all__ = ["Scenario", "evaluate_expression", "list_scenarios", "load_scenario"]
 
@@ -468,20 +469,26 @@ def list_scenarios() -> dict[str, Scenario]:
     return out
 
 
-def load_scenario(name_or_path: str | Path | Mapping[str, Any] | Scenario | GPUTraceScenario) -> Any:
-    """A built-in scenario by name, a scenario file by path, a scenario given as a dict, or a GPU
+def load_scenario(
+    name_or_path: str | Path | Mapping[str, Any] | Scenario | GPUTraceScenario | SWFScenario,
+) -> Any:
+    """A built-in scenario by name, a scenario file by path, a scenario given as a dict, a GPU
     trace ``FORMAT:PATH[?options]`` (a :class:`~msj_gym.workloads.gpu_traces.GPUTraceScenario`; see
-    :mod:`msj_gym.workloads.gpu_traces`). Each has ``name`` and ``build(num_servers=, load=,
-    arrival_rate=)``."""
+    :mod:`msj_gym.workloads.gpu_traces`) or an SWF log ``swf:FILE[?options]`` (a
+    :class:`~msj_gym.workloads.swf.SWFScenario`; see :mod:`msj_gym.workloads.swf`). Each has ``name``
+    and ``build(num_servers=, load=, arrival_rate=)``."""
     from .gpu_traces import GPUTraceScenario, gpu_trace_scenario, is_gpu_trace_spec
+    from .swf import SWFScenario, is_swf_spec, swf_scenario
 
-    if isinstance(name_or_path, Scenario | GPUTraceScenario):
+    if isinstance(name_or_path, Scenario | GPUTraceScenario | SWFScenario):
         return name_or_path
     if isinstance(name_or_path, Mapping):
         return Scenario.from_dict(name_or_path)
     text = str(name_or_path)
     if isinstance(name_or_path, str) and is_gpu_trace_spec(text):
         return gpu_trace_scenario(text)
+    if isinstance(name_or_path, str) and is_swf_spec(text):
+        return swf_scenario(text)
     builtins = list_scenarios()
     if text in builtins:
         return builtins[text]
@@ -492,5 +499,6 @@ def load_scenario(name_or_path: str | Path | Mapping[str, Any] | Scenario | GPUT
         return Scenario.from_file(p)
     raise ValueError(
         f"unknown scenario {text!r}; built-in: {', '.join(builtins)}; or give a .toml/.json/.yaml path "
-        f"or a GPU trace FORMAT:PATH (FORMAT one of gpu, philly, helios, acme, pai, openb, gfs)"
+        f"or a GPU trace FORMAT:PATH (FORMAT one of gpu, philly, helios, acme, pai, openb, gfs), or an SWF "
+        "log swf:FILE"
     )

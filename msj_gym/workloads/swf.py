@@ -11,12 +11,35 @@ Processors (5), keeps power-of-two server needs up to 64 and gets C = 7 classes.
 not give its Table 2; the recipe that does (found by trying readings against the table) rounds needs *down* to
 a power of two and takes class shares over the whole log, run-time moments over the first ~20,000 jobs.
 Both binnings are offered: ``"literal"`` (drop non-powers of two) and ``"round-down"`` (n -> 2^floor(log2 n)).
+
+**Replay as HPC batch scheduling measures it** (:func:`swf_replay`, the scenario ``swf:FILE``): every
+usable job with its own processor count (no binning) on the machine's own k (the header's ``MaxProcs``,
+else ``MaxNodes``), its submit time, run time and requested time (the user's estimate, carried with the
+job for the heuristics and EASY). The cleaning rules, applied in this order, each dropped job counted
+under the first rule it fails (``workload.meta["cleaning"]``):
+
+1. a missing (-1) submit time: dropped;
+2. a missing run time: dropped; a run time of 0 (the job ran under half a second, or never): dropped;
+3. processors: the requested number (field 8), or where it is missing the allocated number (field 5)
+   (``need="requested"``, the default; ``"allocated"`` the other way round; ``"max"`` the larger of the
+   two); neither: dropped;
+4. more processors than k: dropped (the machine could never run it);
+5. a missing or zero requested time (field 9): the run time stands in for it (counted, kept);
+6. every status is kept: a failed or cancelled job that ran held its processors for its run time.
+
+A used field below -1 (-1 marks a missing value) is not a log to clean but a broken one: a one-line
+error names the file, line, field and value. ``cleaning="rlscheduler"`` applies the rules of
+RLScheduler's loader instead (DIR-LAB/deep-batch-scheduler, ``job.py``): processors the larger of
+requested and allocated, a missing (negative) run time set to 10 s, jobs with a run time of 0 dropped,
+a missing requested time replaced by the run time, and no check against k (a job without a submit
+time, which that loader keeps at time -1, is dropped as well: a replay starts at time 0 or later).
 """
 
 from __future__ import annotations
 
 import gzip
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +51,19 @@ from .trace import TraceWorkload
 
 __all__ = [
     "BINNINGS",
+    "CLEANINGS",
+    "NEEDS",
     "SWF_FIELDS",
     "SWFLog",
+    "SWFScenario",
     "bin_server_needs",
     "class_table",
+    "header_num_servers",
+    "is_swf_spec",
     "read_swf",
     "swf_jobs",
+    "swf_replay",
+    "swf_scenario",
     "swf_source",
     "swf_workload",
     "table_rows_as_text",
@@ -60,6 +90,9 @@ SWF_FIELDS = (
     "think_time",
 )
 BINNINGS = ("round-down", "literal")
+NEEDS = ("requested", "allocated", "max")  # which processor count is a job's server need
+CLEANINGS = ("standard", "rlscheduler")
+_USED = ("submit_time", "run_time", "allocated_processors", "requested_processors", "requested_time")
 WIDE = ("refuse", "drop")  # what to do with jobs needing more servers than the system has
 
 
@@ -376,3 +409,274 @@ def swf_source(spec: str, *, num_servers: int, load: float | None = None) -> Tra
     if key not in _LOGS:
         _LOGS[key] = read_swf(path)
     return swf_workload(_LOGS[key], num_servers, load=load, **options)
+
+
+# ---------------------------------------------------------------------------------------------------
+# replay as HPC batch scheduling measures it: swf:FILE
+
+
+def header_num_servers(log: SWFLog) -> int | None:
+    """The machine's processors from the log's header: ``MaxProcs``, else ``MaxNodes`` (the leading
+    integer of the value: CTC's reads ``338 (batch partition; 512 total)``), or None."""
+    for key in ("MaxProcs", "MaxNodes"):
+        value = log.header.get(key)
+        if isinstance(value, list):
+            value = value[0]
+        match = re.match(r"\s*(\d+)", str(value)) if value is not None else None
+        if match and int(match.group(1)) > 0:
+            return int(match.group(1))
+    return None
+
+
+def _check_used_fields(log: SWFLog) -> None:
+    """A used field below -1 (-1 marks a missing value) is a broken log: one line naming the place."""
+    for name in _USED:
+        col = log.records[:, SWF_FIELDS.index(name)]
+        bad = np.flatnonzero(col < -1)
+        if bad.size:
+            i = bad[0]
+            raise ValueError(
+                f"SWF file {log.path!r} line {int(log.line[i])}: field {name!r} is negative: "
+                f"{col[i]:g} (-1 marks a missing value)"
+            )
+
+
+def swf_replay(
+    log: str | Path | SWFLog,
+    num_servers: int | None = None,
+    *,
+    need: str = "requested",
+    cleaning: str = "standard",
+    first: int | None = None,
+    name: str | None = None,
+) -> TraceWorkload:
+    """An SWF log replayed as HPC batch scheduling measures it (see the module docstring): every job
+    kept by the cleaning rules, with its own processor count as its server need, its run time as its
+    service time, its submit time as its arrival time and its requested time carried with it, on
+    ``num_servers`` servers (default: the header's k). ``first`` keeps the first N kept jobs.
+    ``workload.meta["cleaning"]`` counts the jobs dropped (and the requested times filled) by rule."""
+    log = log if isinstance(log, SWFLog) else read_swf(log)
+    if need not in NEEDS:
+        raise ValueError(f"need: expected one of {', '.join(NEEDS)}, got {need!r}")
+    if cleaning not in CLEANINGS:
+        raise ValueError(f"cleaning: expected one of {', '.join(CLEANINGS)}, got {cleaning!r}")
+    if first is not None and (isinstance(first, bool) or not isinstance(first, int) or first < 1):
+        raise ValueError(f"first: expected a positive integer, got {first!r}")
+    _check_used_fields(log)
+    k = header_num_servers(log) if num_servers is None else num_servers
+    if k is None:
+        raise ValueError(
+            f"SWF file {log.path!r}: its header gives no MaxProcs or MaxNodes; give num_servers (or --k)"
+        )
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f"num_servers: expected a positive integer, got {k!r}")
+    submit = log.column("submit_time")
+    run = log.column("run_time")
+    alloc = log.column("allocated_processors")
+    req = log.column("requested_processors")
+    requested = log.column("requested_time")
+    counts: dict[str, int] = {}
+
+    def drop(mask: np.ndarray, reason: str, keep: np.ndarray) -> np.ndarray:
+        hit = keep & mask
+        if hit.any():
+            counts[reason] = int(hit.sum())
+        return keep & ~mask
+
+    keep = drop(submit < 0, "missing submit time", np.ones(len(log), dtype=bool))
+    if cleaning == "rlscheduler":
+        procs = np.maximum(alloc, req)
+        run = np.where(run < 0, 10.0, run)
+        keep = drop(run <= 0, "zero run time", keep)
+        keep = drop(procs <= 0, "no processor count", keep)
+    else:
+        if need == "requested":
+            procs = np.where(req > 0, req, alloc)
+        elif need == "allocated":
+            procs = np.where(alloc > 0, alloc, req)
+        else:
+            procs = np.maximum(alloc, req)
+        keep = drop(run < 0, "missing run time", keep)
+        keep = drop(run == 0, "zero run time", keep)
+        keep = drop(procs <= 0, "no processor count", keep)
+        keep = drop(procs > k, f"more processors than k = {k}", keep)
+    filled = keep & (requested <= 0)
+    if filled.any():
+        counts["requested time from the run time"] = int(filled.sum())
+    requested = np.where(requested > 0, requested, run)
+    idx = np.flatnonzero(keep)
+    if first is not None:
+        idx = idx[:first]
+    if idx.size < 2:
+        dropped = ", ".join(f"{r}: {c}" for r, c in counts.items()) or "none"
+        raise ValueError(
+            f"SWF file {log.path!r}: fewer than 2 usable jobs after cleaning (dropped {dropped})"
+        )
+    big = procs[idx] > k
+    if big.any():  # only the rlscheduler cleaning keeps them
+        i = idx[np.flatnonzero(big)[0]]
+        raise ValueError(
+            f"num_servers: {k} is below job {int(log.records[i, 0])}'s {int(procs[i])} processors "
+            f"({log.path!r} line {int(log.line[i])})"
+        )
+    non_integer = procs[idx] != np.round(procs[idx])
+    if non_integer.any():
+        i = idx[np.flatnonzero(non_integer)[0]]
+        raise ValueError(
+            f"SWF file {log.path!r} line {int(log.line[i])}: processor count {procs[i]:g} is not whole"
+        )
+    out = TraceWorkload(
+        int(k),
+        submit[idx],
+        procs[idx].astype(np.int64),
+        run[idx],
+        name=name or Path(log.path).name,
+        requested_time=requested[idx],
+    )
+    out.meta.update(
+        {"swf": log.path, "need": need, "cleaning_rules": cleaning, "first": first, "cleaning": counts}
+    )
+    return out
+
+
+def is_swf_spec(text: Any) -> bool:
+    """Whether ``text`` is an SWF scenario ``swf:FILE[?options]``."""
+    head, sep, rest = str(text).partition(":")
+    return isinstance(text, str) and head == "swf" and bool(sep) and bool(rest)
+
+
+def _cached_log(path: Path) -> SWFLog:
+    """Read once per process (leaderboards build the same scenario for every load and seed); a file
+    changed since is read anew."""
+    st = path.stat()
+    key = f"{path.resolve()}:{st.st_mtime_ns}:{st.st_size}"
+    if key not in _LOGS:
+        if len(_LOGS) >= 4:
+            _LOGS.clear()
+        _LOGS[key] = read_swf(path)
+    return _LOGS[key]
+
+
+@dataclass(frozen=True)
+class SWFScenario:
+    """An SWF log as a scenario (made by :func:`swf_scenario`): :meth:`build` gives its replay for a
+    machine size and load, like :meth:`msj_gym.workloads.scenarios.Scenario.build`."""
+
+    name: str
+    path: str
+    num_servers: int | None = None
+    load: float | None = None
+    first: int | None = None
+    need: str = "requested"
+    cleaning: str = "standard"
+    binning: str | None = None
+    max_need: int = 64
+    wide: str = "refuse"
+    tau: float | None = None
+    description: str = ""
+    source: str = ""
+
+    def log(self) -> SWFLog:
+        """The parsed log (read once per process)."""
+        return _cached_log(Path(self.path))
+
+    def build(
+        self,
+        *,
+        num_servers: int | None = None,
+        load: float | None = None,
+        arrival_rate: float | None = None,
+    ) -> TraceWorkload:
+        """The replay; ``num_servers``, ``load`` or ``arrival_rate`` override the scenario's own (load and
+        arrival rate by time dilation: the gaps between submit times scaled, run and requested times
+        kept); with neither, the spec's load or else the log's own timing."""
+        if load is not None and arrival_rate is not None:
+            raise ValueError("give at most one of load and arrival_rate")
+        if load is None and arrival_rate is None:
+            load = self.load
+        k = num_servers if num_servers is not None else self.num_servers
+        if self.binning is not None:  # Anselmi & Doncel's binned replay (a figure of paper 000)
+            if k is None:
+                k = header_num_servers(self.log())
+            if k is None:
+                raise ValueError(f"swf scenario {self.name!r}: give num_servers with binning")
+            # the load set inside, as the figure's runs always had it (bit for bit)
+            wl = swf_workload(
+                self.log(),
+                k,
+                binning=self.binning,
+                max_need=self.max_need,
+                first=self.first,
+                load=load,
+                wide=self.wide,
+            )
+            load = None
+        else:
+            wl = swf_replay(
+                self.log(), k, need=self.need, cleaning=self.cleaning, first=self.first, name=self.name
+            )
+        if load is not None:
+            wl = wl.with_load(load)
+        elif arrival_rate is not None:
+            wl = wl.with_arrival_rate(arrival_rate)
+        if self.tau is not None:
+            wl.slowdown_tau = self.tau
+        wl.meta["scenario"] = self.name
+        return wl
+
+
+_SPEC_OPTIONS = ("num_servers", "load", "first", "need", "cleaning", "binning", "max_need", "wide", "tau")
+
+
+def swf_scenario(spec: str) -> SWFScenario:
+    """The scenario of ``swf:FILE[?option=value&...]``: FILE a path, or a file name looked up in
+    ``$MSJ_GYM_TRACE_DIR`` and then in the shared traces folder next to a source checkout; options
+    ``num_servers`` (default: the header's k), ``load`` (default: the log's own timing), ``first``,
+    ``need`` (requested, allocated, max), ``cleaning`` (standard, rlscheduler), ``tau`` (the bounded
+    slowdown's, in seconds; default 10), and ``binning`` / ``max_need`` / ``wide`` for Anselmi &
+    Doncel's binned replay (:func:`swf_workload`). The file is checked now and read at the first build."""
+    if not is_swf_spec(spec):
+        raise ValueError(f"SWF scenario: expected 'swf:FILE[?options]', got {spec!r}")
+    where = f"SWF scenario {spec!r}"
+    target, _, query = spec[4:].partition("?")
+    options: dict[str, Any] = {}
+    for item in filter(None, query.split("&")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"{where}: expected option=value, got {item!r}")
+        if key not in _SPEC_OPTIONS:
+            raise ValueError(f"{where}: unknown option {key!r}; known: {', '.join(_SPEC_OPTIONS)}")
+        if key in ("num_servers", "first", "max_need"):
+            try:
+                options[key] = int(value)
+            except ValueError:
+                raise ValueError(f"{where}: {key} expects an integer, got {value!r}") from None
+            if options[key] < 1:
+                raise ValueError(f"{where}: {key} expects a positive integer, got {value!r}")
+        elif key in ("load", "tau"):
+            try:
+                options[key] = float(value)
+            except ValueError:
+                raise ValueError(f"{where}: {key} expects a number, got {value!r}") from None
+            if not (math.isfinite(options[key]) and options[key] > 0):
+                raise ValueError(f"{where}: {key} expects a positive finite number, got {value!r}")
+        else:
+            choices = {"need": NEEDS, "cleaning": CLEANINGS, "binning": BINNINGS, "wide": WIDE}[key]
+            if value not in choices:
+                raise ValueError(f"{where}: {key} expects one of {', '.join(choices)}, got {value!r}")
+            options[key] = value
+    path = Path(target).expanduser()
+    if not path.is_file() and not path.is_absolute():
+        found = [d / target for d in _trace_dirs() if (d / target).is_file()]
+        if found:
+            path = found[0]
+    if not path.is_file():
+        dirs = ", ".join(str(d) for d in _trace_dirs())
+        raise ValueError(f"{where}: no such file {target!r} (relative names are also looked up in {dirs})")
+    return SWFScenario(
+        name=spec,
+        path=str(path),
+        description="SWF log replay (Parallel Workloads Archive format)",
+        source=str(path),
+        **options,
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,17 @@ import numpy as np
 from .distributions import MAX_DURATION, MIN_DURATION, Empirical
 from .workload import MAX_SERVERS, ArrivalChunk, ClassTable, JobClass, check_integer, check_load
 
-__all__ = ["TraceWorkload", "replay_length"]
+__all__ = ["REQUESTED_TIME", "TraceWorkload", "replay_length", "requested_time_attribute"]
+
+#: The name of the per-job attribute that carries a job's requested time (its user's runtime estimate).
+REQUESTED_TIME = "requested_time"
+
+
+def requested_time_attribute(workload: Any) -> int | None:
+    """The index of the per-job attribute holding the requested time (its float64 bits), or None if
+    ``workload`` carries no requested times (a synthetic workload, a GPU trace)."""
+    names = tuple(getattr(workload, "job_attribute_names", ()))
+    return names.index(REQUESTED_TIME) if REQUESTED_TIME in names else None
 
 
 def replay_length(workload: Any) -> int | None:
@@ -33,9 +44,19 @@ class TraceWorkload(ClassTable):
     model requires.
 
     ``time_scale`` multiplies every inter-arrival gap (values < 1 compress time and raise the load).
+
+    ``slowdown_tau``: the bounded slowdown's tau, in the trace's time unit; 10 by default, the 10 seconds
+    of the HPC scheduling papers (every loader of msj_gym reads times in seconds).
+
+    ``requested_time`` (one per job, positive): the time each job's user requested, the runtime estimate
+    of batch schedulers (SWF field 9). It travels with the job as its per-job attribute
+    ``"requested_time"`` (``job_attribute_names``; the float64's bits in the int64 attribute column), which
+    every policy may read (:func:`msj_gym.core.access.requested_time`): an estimate the scheduler is
+    given, not the job's size.
     """
 
     finite = True
+    slowdown_tau = 10.0
 
     def __init__(
         self,
@@ -47,6 +68,7 @@ class TraceWorkload(ClassTable):
         name: str = "trace",
         time_scale: float = 1.0,
         job_label: Sequence[str] | None = None,
+        requested_time: Sequence[float] | None = None,
     ) -> None:
         t = np.asarray(arrival_time, dtype=np.float64)
         n = np.asarray(server_need)
@@ -72,6 +94,19 @@ class TraceWorkload(ClassTable):
                     f"trace {name!r}.{label}: invalid value {arr[idx[0]].item()!r} for job {idx[0]} "
                     f"(num_servers = {num_servers})"
                 )
+        requested = None
+        if requested_time is not None:
+            requested = np.asarray(requested_time, dtype=np.float64)
+            if requested.shape != t.shape:
+                raise ValueError(
+                    f"trace {name!r}.requested_time: expected one per job ({t.size}), got {requested.shape}"
+                )
+            bad = np.flatnonzero(~np.isfinite(requested) | (requested <= 0))
+            if bad.size:
+                raise ValueError(
+                    f"trace {name!r}.requested_time: invalid value {requested[bad[0]].item()!r} for job "
+                    f"{bad[0]}; requested times must be positive and finite"
+                )
         labels = None
         if job_label is not None:
             labels = np.asarray([str(v) for v in job_label], dtype=object)
@@ -87,6 +122,7 @@ class TraceWorkload(ClassTable):
         self.num_servers = int(num_servers)
         self.name = name
         self.job_label = None if labels is None else labels[order]
+        self.requested_time_per_job = None if requested is None else requested[order]
         span_need = self.num_servers + 1
         if self.job_label is None:
             label_names = np.array([""], dtype=object)
@@ -126,7 +162,9 @@ class TraceWorkload(ClassTable):
             name=self.name,
             time_scale=factor,
             job_label=self.job_label,
+            requested_time=self.requested_time_per_job,
         )
+        out.slowdown_tau = self.slowdown_tau
         out.meta = {**self.meta, "time_scale": self.meta.get("time_scale", 1.0) * factor}
         return out
 
@@ -159,6 +197,17 @@ class TraceWorkload(ClassTable):
         return self.with_time_scale(self.arrival_rate / arrival_rate)
 
     @property
+    def job_attribute_names(self) -> tuple[str, ...]:
+        """The per-job attributes each job carries: ``("requested_time",)`` when the trace has requested
+        times, else none."""
+        return () if self.requested_time_per_job is None else (REQUESTED_TIME,)
+
+    @property
+    def job_attributes(self) -> int:
+        """How many per-job attributes each job carries (see :attr:`job_attribute_names`)."""
+        return len(self.job_attribute_names)
+
+    @property
     def load_weights(self) -> np.ndarray:
         work = np.bincount(self.job_class, weights=self.server_need_per_job * self.service_time_per_job)
         return work / work.sum()
@@ -176,6 +225,14 @@ class TraceWorkload(ClassTable):
         }
 
 
+@dataclass(frozen=True)
+class TraceChunk(ArrivalChunk):
+    """An :class:`ArrivalChunk` plus each job's per-job attributes (one row per job): a trace's
+    requested times, as float64 bits."""
+
+    job_attributes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+
+
 class _TraceArrivals:
     finite = True
 
@@ -189,9 +246,10 @@ class _TraceArrivals:
         tr = self.trace
         lo, hi = self.produced, min(self.produced + n, tr.arrival_time.size)
         self.produced = hi
-        return ArrivalChunk(
-            tr.arrival_time[lo:hi],
-            tr.job_class[lo:hi],
-            tr.service_time_per_job[lo:hi],
-            self._noise.random(hi - lo),
-        )
+        chunk = (tr.arrival_time[lo:hi], tr.job_class[lo:hi], tr.service_time_per_job[lo:hi])
+        noise = self._noise.random(hi - lo)
+        if tr.requested_time_per_job is None:
+            return ArrivalChunk(*chunk, noise)
+        # the float64's bits in the int64 attribute column: exact, read back by job_attribute_float
+        bits = tr.requested_time_per_job[lo:hi].view(np.int64).reshape(-1, 1)
+        return TraceChunk(*chunk, noise, bits)

@@ -244,7 +244,9 @@ def test_policy_flags_match_the_papers():
         "first-fit-srpt",
         "mdp-optimal-preemptive",  # the exact optimum of the preempt-resume chain (issue 17)
     }
-    assert size_aware == {"server-filling-srpt", "first-fit-srpt", "easy-backfilling"}
+    # the HPC heuristics are handed sizes for their estimates="exact" / "f-model" modes
+    hpc = {"sjf", "wfp3", "unicep", "f1", "sjf-easy", "wfp3-easy", "unicep-easy", "f1-easy"}
+    assert size_aware == {"server-filling-srpt", "first-fit-srpt", "easy-backfilling", *hpc}
     for cls in POLICIES.values():
         assert cls.reference and cls.__doc__ and "preemptive" in cls.__doc__.lower()
 

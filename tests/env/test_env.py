@@ -82,6 +82,7 @@ def test_policy_agent_equals_native_run(policy_id: str, scenario: str, load: flo
             num_arrivals=2000,
             warmup=200,
             max_arrivals=2 * 2000 + 2,
+            record_jobs=False,  # as the env: no per-job records, no percentiles
         )
         .run()
         .to_dict()
@@ -104,6 +105,7 @@ def test_policy_agent_equals_native_in_horizon_mode() -> None:
             horizon=300.0,
             warmup_time=30.0,
             max_arrivals=2 * int(wl.arrival_rate * 300.0) + 2,
+            record_jobs=False,  # as the env: no per-job records, no percentiles
         )
         .run()
         .to_dict()

@@ -27,6 +27,7 @@ def _native(env, policy_id: str) -> dict:
         num_arrivals=ARRIVALS,
         warmup=WARMUP,
         max_arrivals=2 * ARRIVALS + 2,
+        record_jobs=False,  # as the env: no per-job records, no percentiles
     ).run()
     return _comparable(res)
 

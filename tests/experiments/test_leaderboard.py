@@ -667,3 +667,57 @@ def test_an_agent_is_size_aware_if_its_env_hands_it_sizes() -> None:
     assert _agent_sees_sizes({"reveal_sizes": True})
     assert _agent_sees_sizes({"actions": "priority-shortest"})
     assert _agent_sees_sizes({"actions": "priority", "advisor": "easy-backfilling"})
+
+
+def test_ranked_by_another_metric_over_the_same_runs(tmp_path, capsys) -> None:
+    config = LeaderboardConfig(**{**SMALL, "loads": "0.5", "policies": ("fcfs", "msf", "lsf")})
+    by_t = run_leaderboard(config, tmp_path, workers=1, progress=False)
+    runs = (tmp_path / "runs.jsonl").read_text()
+    by_p99 = run_leaderboard(
+        LeaderboardConfig(
+            **{**SMALL, "loads": "0.5", "policies": ("fcfs", "msf", "lsf"), "metric": "response_time_p99"}
+        ),
+        tmp_path,
+        workers=1,
+        progress=False,
+    )
+    assert (tmp_path / "runs.jsonl").read_text() == runs  # the same runs, ranked again: nothing reran
+    rows = sorted(by_p99["rows"], key=lambda r: r.rank)
+    assert [r.metric for r in rows] == ["response_time_p99"] * 3
+    values = [r.value for r in rows]
+    assert values == sorted(values) and values == [r.response_time_p99 for r in rows]
+    # each value is the mean over seeds of the runs' p99; the paired ratio is of the p99 too
+    per_run = {}
+    for line in runs.splitlines():
+        row = json.loads(line)
+        per_run.setdefault(row["policy"], []).append(row["response_time_p99"])
+    for r in rows:
+        assert r.value == pytest.approx(sum(per_run[r.entrant]) / 2)
+    leader = rows[0]
+    assert all(r.vs == leader.entrant for r in rows) and rows[-1].ratio >= 1.0
+    assert all(r.mean_bounded_slowdown >= 1.0 and r.makespan > 0 for r in rows)
+    assert {r.entrant: r.mean_response_time for r in by_t["rows"]} == {
+        r.entrant: r.mean_response_time for r in by_p99["rows"]
+    }
+    text = format_tables(by_p99)
+    assert "T p99 ± 95% CI" in text and "ranked by response_time_p99" in text
+    # utilisation: higher is better
+    util = run_leaderboard(
+        LeaderboardConfig(
+            **{**SMALL, "loads": "0.5", "policies": ("fcfs", "msf", "lsf"), "metric": "utilization"}
+        ),
+        tmp_path,
+        workers=1,
+        progress=False,
+    )
+    ranked = sorted(util["rows"], key=lambda r: r.rank)
+    assert [r.value for r in ranked] == sorted((r.value for r in ranked), reverse=True)
+
+
+def test_an_unknown_metric_is_refused(tmp_path, capsys) -> None:
+    with pytest.raises(ValueError, match=r"--metric: expected one of mean_response_time, .*got 'p99'"):
+        LeaderboardConfig(metric="p99")
+    assert main(["leaderboard", "--metric", "slowdown", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "--metric: expected one of" in err and "'slowdown'" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()

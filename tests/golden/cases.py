@@ -25,6 +25,7 @@ from msj_gym.moldable import simulate_moldable
 from msj_gym.pooled import PooledSimulator
 from msj_gym.workloads.compat import build_compat_scenario
 from msj_gym.workloads.scenarios import load_scenario
+from msj_gym.workloads.trace import TraceWorkload
 
 Record = dict[str, Any]
 
@@ -44,6 +45,12 @@ WINDOWS = {"queue_window": 64, "preempt_window": 64}
 ENV_POLICIES = ("fcfs", "first-fit", "msf", "easy-backfilling", "msfq", "nmsr")
 PREEMPTIVE_ENV_POLICIES = ("server-filling", "server-filling-srpt")
 DEBUG_POLICIES = ("fcfs", "first-fit", "msf", "server-filling", "server-filling-srpt", "msfq")
+# The HPC heuristics on a trace with requested times (they are not defined on the synthetic workloads),
+# and EASY backfilling driven by those requested times.
+HPC_POLICIES = {
+    **{pid: {} for pid in ("sjf", "wfp3", "unicep", "f1", "sjf-easy", "wfp3-easy", "unicep-easy", "f1-easy")},
+    "easy-backfilling": {"estimates": "requested"},
+}
 
 
 # --- encoding ---------------------------------------------------------------------------------------------
@@ -98,6 +105,23 @@ def _native(wl_key: str, pid: str, debug: bool = False) -> Record:
     if reason is not None:  # e.g. a compatibility-model policy on an MSJ workload
         return {"skipped": reason}
     sim = Simulator(wl, make_policy(pid), num_arrivals=NUM_ARRIVALS, seed=SEED, debug=debug)
+    return result_record(sim.run())
+
+
+def _hpc_trace() -> TraceWorkload:
+    """A seeded trace of HPC-like jobs on 64 servers (log-normal run times, requests 1 to 4 times the
+    run, rounded up to whole seconds), at a load near 0.9."""
+    rng = np.random.default_rng(SEED)
+    n = NUM_ARRIVALS
+    arrival = np.cumsum(rng.exponential(12.0, n))
+    need = rng.choice(np.array([1, 2, 4, 8, 16, 32]), n)
+    run = rng.lognormal(3.0, 1.5, n) + 1.0
+    requested = np.ceil(run * (1.0 + 3.0 * rng.random(n)))
+    return TraceWorkload(64, arrival, need, run, requested_time=requested, name="hpc-golden")
+
+
+def _hpc_native(pid: str, params: dict[str, Any]) -> Record:
+    sim = Simulator(_hpc_trace(), make_policy(pid, **params), num_arrivals=NUM_ARRIVALS, seed=SEED)
     return result_record(sim.run())
 
 
@@ -259,6 +283,8 @@ def all_cases() -> dict[str, Callable[[], Record]]:
             cases[f"native-moldable/{kind}/{pid}"] = lambda k=kind, p=pid: _moldable_native(k, p)
     for pid in DEBUG_POLICIES:
         cases[f"debug/sf-fig2@0.6/{pid}"] = lambda p=pid: _native("sf-fig2@0.6", p, debug=True)
+    for pid, params in HPC_POLICIES.items():
+        cases[f"native-trace/hpc/{pid}"] = lambda p=pid, x=params: _hpc_native(p, x)
     cases[f"debug-compat/{compat}/balanced-fair"] = lambda: _compat_native("balanced-fair", {}, debug=True)
     cases[f"debug-compat/{compat}/fcfs"] = lambda: _compat_native("compat-fcfs", {}, debug=True)
     for scenario, load in (("sf-fig2", 0.7), ("four-class", 0.8)):

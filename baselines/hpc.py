@@ -1,0 +1,448 @@
+"""The priority heuristics of HPC batch scheduling, with and without EASY backfilling: SJF, WFP3,
+UNICEP and F1.
+
+Each ranks the waiting jobs by a score of the job's requested time r (its user's runtime estimate), its
+requested processors n, its submit time s and its wait so far w = now - s, smallest score first (ties:
+arrival order). These are the heuristics that RLScheduler (Zhang et al., SC 2020) and the learned
+schedulers after it are compared with; the scores are written as that paper's repository defines them
+(DIR-LAB/deep-batch-scheduler, ``HPCSimPickJobs.py``, functions ``sjf_score``, ``wfp_score``,
+``uni_score``, ``f1_score``), with the waiting time read as the papers define it (see below).
+
+* **SJF**: r (shortest requested time first).
+* **WFP3**: -(w / r)^3 n (Tang et al. (2009), the WFP utility function with exponent 3): long-waiting
+  jobs first, relative to their requests, larger ones sooner.
+* **UNICEP**: -w / (log2(n) r) (Tang et al. (2009)).
+* **F1**: log10(r) n + 870 log10(s) (Carastan-Santos & de Camargo (2017), the first of the policies
+  it obtains by simulation and regression, F1).
+
+**Without backfilling** (``sjf``, ``wfp3``, ``unicep``, ``f1``), the queue is kept in score order and
+jobs start from its head while they fit; a head that does not fit blocks the rest, as FCFS's head does.
+**With EASY backfilling** (``sjf-easy``, ...), the head that does not fit gets a reservation at its
+shadow time and later jobs of the score order start now if they fit and, by their estimates, end by the
+shadow time or use only the servers the reservation leaves spare (Mu'alem & Feitelson (2001), Sec. 2,
+with the queue in score order instead of arrival order: :class:`~baselines.backfilling.EasyBackfilling`
+is the FCFS case).
+
+Readings chosen where the sources are ambiguous or do not apply:
+
+* The scores change with time (w grows): the queue is re-ranked at every decision, not fixed when a
+  job is first picked. RLScheduler's simulator commits to the job it picks and waits until it fits.
+* w is the job's wait so far, now - s. RLScheduler's ``wfp_score`` and ``uni_score`` compute it as
+  ``scheduled_time - submit_time`` while ``scheduled_time`` is still -1 for every waiting job, i.e. as
+  -(s + 1): its published WFP3 and UNI columns rank jobs by that instead.
+* UNICEP's log2(n) is 0 for a one-processor job, and the score undefined (Tang et al.'s Blue Gene/P
+  partitions have n >= 64). We take the limit n -> 1+: a waiting one-processor job ranks before every
+  larger job, and among themselves one-processor jobs rank by -w / r. (RLScheduler adds 1e-15 to n,
+  which gives the same order for w > 0.)
+* F1's log10 of a time <= 0 (a job submitted at the trace's origin, or a zero request) is taken at 0.1,
+  as RLScheduler's code does. s is the job's arrival time in the simulator, which for a trace replay is
+  the trace's own submit time (SWF field 2, seconds since the log began, scaled with the gaps when a
+  load is set).
+
+**The rlscheduler variant** (``variant="rlscheduler"``) decides as RLScheduler's code does, to
+reproduce its published table: the job at the top of the order is *committed to* (it waits until it
+fits, whatever arrives meanwhile, then the next top is picked); WFP3 and UNICEP use its w = -(s + 1)
+and UNICEP its log2(n + 1e-15); with backfilling, while the committed job waits, jobs start in arrival
+order if they fit now and their estimated end comes strictly before the committed job's reservation,
+computed when it was picked (no use of the spare servers).
+
+**Estimates.** r is the job's requested time with ``estimates="requested"`` (the default: the field's
+reading, on a trace that carries requested times, e.g. an SWF log; a workload without them is refused),
+its exact service time with ``"exact"``, or the f-model's overestimate with ``"f-model"``
+(``estimate_factor`` f): the same estimate drives the score and, with backfilling, the reservation.
+
+Non-preemptive. Size-aware only with ``estimates="exact"`` or ``"f-model"``; with requested times they
+read estimates the users gave, never the jobs' sizes (the class is handed the sizes so that the other
+two modes can read them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from msj_gym.core import Param, Policy
+from msj_gym.core.access import (
+    arrival_time,
+    class_need,
+    class_waiting,
+    first_waiting,
+    free_servers,
+    int_value,
+    is_waiting,
+    job_id,
+    next_waiting,
+    now,
+    num_classes,
+    num_servers,
+    num_slots,
+    server_need,
+    start,
+    value,
+)
+from msj_gym.core.jit import inline_jit
+from msj_gym.core.record import Record
+from msj_gym.core.state import PolicyData
+
+from ._kit import sort_ascending
+from .backfilling import ESTIMATES, estimate, estimate_fields, shadow_time
+
+RULES = ("sjf", "wfp3", "unicep", "f1", "fcfs")
+RULE_SJF, RULE_WFP3, RULE_UNICEP, RULE_F1, RULE_FCFS = range(5)
+
+VARIANTS = ("paper", "rlscheduler")
+VARIANT_PAPER, VARIANT_RLSCHEDULER = range(2)
+
+FIELDS = Record("rule", "backfill", "estimate_mode", "estimate_factor", "requested_attribute", "variant")
+RULE, BACKFILL, ESTIMATE_MODE, ESTIMATE_FACTOR, REQUESTED_ATTRIBUTE, VARIANT = FIELDS.ids
+# pdata.state of the rlscheduler variant: the committed job (slot, id) and its reservation's shadow time
+COMMITTED_SLOT, COMMITTED_ID, COMMITTED_SHADOW = range(3)
+
+LOG_FLOOR = 0.1  # F1's log10 of a time <= 0 is taken at this value
+
+
+@inline_jit
+def score(view, rule, s, r, t, variant):
+    """The job ``s``'s (tier, score) under ``rule`` at time ``t``, its run-time estimate ``r``: jobs of
+    tier 0 come before those of tier 1 (only UNICEP's one-processor jobs are ranked apart), smallest
+    score first within a tier. The rlscheduler variant scores WFP3 and UNICEP as RLScheduler's code
+    does: with w = -(s + 1) (its ``scheduled_time - submit_time`` while ``scheduled_time`` is -1) and
+    UNICEP's n + 1e-15 (one tier)."""
+    n = server_need(view, s)
+    if variant == VARIANT_RLSCHEDULER and (rule == RULE_WFP3 or rule == RULE_UNICEP):
+        w = -1.0 - arrival_time(view, s)
+        if rule == RULE_WFP3:
+            x = w / r
+            return 0, -(x * x * x) * n
+        return 0, -(w + 1e-15) / (math.log2(n + 1e-15) * r)
+    w = t - arrival_time(view, s)
+    if rule == RULE_SJF:
+        return 0, r
+    if rule == RULE_WFP3:
+        x = w / r
+        return 0, -(x * x * x) * n
+    if rule == RULE_UNICEP:
+        if n == 1:
+            return 0, -w / r
+        return 1, -w / (math.log2(float(n)) * r)
+    if rule == RULE_FCFS:
+        return 0, arrival_time(view, s)
+    return 0, math.log10(max(r, LOG_FLOOR)) * n + 870.0 * math.log10(max(arrival_time(view, s), LOG_FLOOR))
+
+
+@inline_jit
+def _ranked(view, sizes, rule, mode, factor, attribute, variant, keys, slots):
+    """The waiting jobs in score order into ``slots`` (their scores in ``keys``); returns their number.
+    A tier is collected and sorted at a time, so that an ordinary sort by (score, job id) does."""
+    t = now(view)
+    m = 0
+    for tier in range(2 if rule == RULE_UNICEP else 1):
+        lo = m
+        s = first_waiting(view)
+        while s != -1:
+            r = estimate(view, sizes, s, mode, factor, attribute)
+            level, key = score(view, rule, s, r, t, variant)
+            if level == tier:
+                keys[m] = key
+                slots[m] = s
+                m += 1
+            s = next_waiting(view, s)
+        sort_ascending(view, keys[lo:m], slots[lo:m], m - lo)
+    return m
+
+
+@inline_jit
+def _anything_fits(view):
+    """True if some waiting job fits in the idle servers (a class with a waiting job needs no more)."""
+    free = free_servers(view)
+    for c in range(num_classes(view)):
+        if class_waiting(view, c) > 0 and class_need(view, c) <= free:
+            return True
+    return False
+
+
+@inline_jit
+def _started(actions, n, s):
+    """True if the decision so far, ``actions[:n]`` (starts only), starts job ``s``."""
+    for i in range(n):
+        if actions[i] == s:
+            return True
+    return False
+
+
+@inline_jit
+def _rlscheduler(view, sizes, pdata, actions, rule, backfill, mode, factor, attribute):
+    """RLScheduler's heuristic loop (``schedule_curr_sequence_reset`` of its ``HPCSimPickJobs.py``): the
+    job at the top of the score order is picked and *committed to*: it waits until it fits, whatever
+    arrives meanwhile; then the next top is picked. While the committed job waits, backfilling (with EASY)
+    starts jobs in arrival order that fit now and whose estimated end comes strictly before the committed
+    job's reservation, computed once when it was picked; no job uses the reservation's spare servers."""
+    k = num_servers(view)
+    cap = pdata.iwork.size - k
+    keys, slots = pdata.fwork[:cap], pdata.iwork[:cap]
+    ends, others = pdata.fwork[cap : cap + k], pdata.iwork[cap : cap + k]
+    state = pdata.state
+    t = now(view)
+    free = free_servers(view)
+    n = 0
+    c = int(state[COMMITTED_SLOT])
+    if c >= 0 and (
+        c >= num_slots(view) or job_id(view, c) != int(state[COMMITTED_ID]) or not is_waiting(view, c)
+    ):
+        c = -1
+    while True:
+        if c < 0:
+            m = _ranked(view, sizes, rule, mode, factor, attribute, VARIANT_RLSCHEDULER, keys, slots)
+            i = 0
+            while i < m and _started(actions, n, slots[i]):  # still on the waiting list until applied
+                i += 1
+            if i == m:
+                state[COMMITTED_SLOT] = -1.0
+                return n
+            c = slots[i]
+            state[COMMITTED_SLOT] = c
+            state[COMMITTED_ID] = job_id(view, c)
+            if server_need(view, c) > free and backfill != 0:
+                shadow, _ = shadow_time(
+                    view, sizes, actions, n, server_need(view, c), free, mode, factor, attribute, ends, others
+                )
+                state[COMMITTED_SHADOW] = shadow
+        if server_need(view, c) <= free:
+            n = start(actions, n, c)
+            free -= server_need(view, c)
+            c = -1
+            continue
+        break
+    if backfill != 0:
+        shadow = state[COMMITTED_SHADOW]
+        s = first_waiting(view)
+        while s != -1:
+            if (
+                s != c
+                and server_need(view, s) <= free
+                and not _started(actions, n, s)
+                and t + estimate(view, sizes, s, mode, factor, attribute) < shadow
+            ):
+                n = start(actions, n, s)
+                free -= server_need(view, s)
+            s = next_waiting(view, s)
+    return n
+
+
+@inline_jit
+def _hpc(view, sizes, pdata, actions):
+    rule = int_value(pdata.params, RULE)
+    backfill = int_value(pdata.params, BACKFILL)
+    mode = int_value(pdata.params, ESTIMATE_MODE)
+    factor = value(pdata.params, ESTIMATE_FACTOR)
+    attribute = int_value(pdata.params, REQUESTED_ATTRIBUTE)
+    if int_value(pdata.params, VARIANT) == VARIANT_RLSCHEDULER:
+        return _rlscheduler(view, sizes, pdata, actions, rule, backfill, mode, factor, attribute)
+    if not _anything_fits(view):  # asked at every event (for the other variant): nothing to do here
+        return 0
+    k = num_servers(view)
+    cap = pdata.iwork.size - k  # waiting jobs' room; k more for the reservation's scratch
+    keys, slots = pdata.fwork[:cap], pdata.iwork[:cap]
+    m = _ranked(view, sizes, rule, mode, factor, attribute, VARIANT_PAPER, keys, slots)
+    free = free_servers(view)
+    n = 0
+    i = 0
+    while i < m and server_need(view, slots[i]) <= free:
+        n = start(actions, n, slots[i])
+        free -= server_need(view, slots[i])
+        i += 1
+    if i == m or free == 0 or backfill == 0:
+        return n
+    head = slots[i]
+    ends, others = pdata.fwork[cap : cap + k], pdata.iwork[cap : cap + k]
+    shadow, extra = shadow_time(
+        view, sizes, actions, n, server_need(view, head), free, mode, factor, attribute, ends, others
+    )
+    min_need = k
+    for c in range(num_classes(view)):
+        min_need = min(min_need, class_need(view, c))
+    t = now(view)
+    for j in range(i + 1, m):
+        if free < min_need:
+            break
+        s = slots[j]
+        need = server_need(view, s)
+        if need <= free:
+            if t + estimate(view, sizes, s, mode, factor, attribute) <= shadow:
+                n = start(actions, n, s)
+                free -= need
+            elif need <= extra:
+                n = start(actions, n, s)
+                free -= need
+                extra -= need
+    return n
+
+
+class _Heuristic(Policy):
+    """Shared machinery of the HPC heuristics (see the module docstring): ``rule`` names the score,
+    ``backfill`` whether EASY backfills along it."""
+
+    rule: ClassVar[str] = ""
+    backfill: ClassVar[bool] = False
+    preemptive = False
+    size_aware = True
+    kernel = _hpc
+    # the rlscheduler variant commits to the job it picks, also at events where nothing can start
+    decides_every_event = True
+    params_spec: ClassVar[Mapping[str, Param]] = {
+        "estimates": Param(
+            str,
+            "requested",
+            "run-time estimates r: requested (a trace's requested times), exact, or f-model",
+            choices=ESTIMATES,
+        ),
+        "estimate_factor": Param(
+            float, 0.0, "f of estimates='f-model': estimates uniform in [D, (1+f) D]", minimum=0.0
+        ),
+        "variant": Param(
+            str,
+            "paper",
+            "paper (the papers' scores, re-ranked at every decision) or rlscheduler (RLScheduler's code: "
+            "commits to its pick, its WFP3/UNICEP waiting time, FCFS-order backfilling)",
+            choices=VARIANTS,
+        ),
+    }
+
+    def reads_sizes(self) -> bool:
+        return self.param_values["estimates"] != "requested"
+
+    def kind_notes(self) -> tuple[str, ...]:
+        notes = (f"estimates: {self.param_values['estimates']}",)
+        return (*notes, "rlscheduler variant") if self.param_values["variant"] == "rlscheduler" else notes
+
+    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+        base = super().prepare(workload, rng)
+        fields = estimate_fields(
+            self.policy_id, self.param_values["estimates"], self.param_values["estimate_factor"], workload
+        )
+        params = FIELDS.pack(
+            rule=RULES.index(self.rule),
+            backfill=int(self.backfill),
+            variant=VARIANTS.index(self.param_values["variant"]),
+            **fields,
+        )
+        return base._replace(params=params, state=np.array([-1.0, -1.0, np.inf]))
+
+    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
+        # every waiting job (at most one per slot) with its score, then k entries for the reservation
+        return num_slots + 2 * num_servers, num_slots + 2 * num_servers
+
+
+class SJF(_Heuristic):
+    """Shortest Job First by requested time: the waiting job with the smallest requested time r first
+    (ties: arrival order), no backfilling; the head blocks. Source: Zhang et al. (2020), RLScheduler,
+    its heuristic ``sjf_score`` (by requested time, ties by submit time).
+    Non-preemptive; reads requested times by default (size-aware with ``estimates="exact"`` or
+    ``"f-model"``).
+    """
+
+    policy_id = "sjf"
+    rule = "sjf"
+    reference = "Zhang et al. (2020), RLScheduler (sjf_score)"
+
+
+class WFP3(_Heuristic):
+    """WFP3: score -(w / r)^3 n, w the wait so far, r the requested time, n the processors; smallest
+    first, no backfilling. Source: Tang et al. (2009) (WFP, exponent 3), as RLScheduler (Zhang et al.
+    (2020)) uses it; w = now - submit (the module docstring says how RLScheduler's code differs).
+    Non-preemptive; reads requested times by default (size-aware with ``estimates="exact"`` or
+    ``"f-model"``).
+    """
+
+    policy_id = "wfp3"
+    rule = "wfp3"
+    reference = "Tang et al. (2009); Zhang et al. (2020), RLScheduler"
+
+
+class UNICEP(_Heuristic):
+    """UNICEP: score -w / (log2(n) r); smallest first, no backfilling; one-processor jobs (log2 n = 0)
+    rank first, among themselves by -w / r (the limit n -> 1+). Source: Tang et al. (2009), as
+    RLScheduler (Zhang et al. (2020)) uses it.
+    Non-preemptive; reads requested times by default (size-aware with ``estimates="exact"`` or
+    ``"f-model"``).
+    """
+
+    policy_id = "unicep"
+    rule = "unicep"
+    reference = "Tang et al. (2009); Zhang et al. (2020), RLScheduler"
+
+
+class F1(_Heuristic):
+    """F1: score log10(r) n + 870 log10(s), r the requested time, n the processors, s the submit time;
+    smallest first, no backfilling. Source: Carastan-Santos & de Camargo (2017) (policy F1), as
+    RLScheduler (Zhang et al. (2020)) uses it; log10 of a time <= 0 taken at 0.1.
+    Non-preemptive; reads requested times by default (size-aware with ``estimates="exact"`` or
+    ``"f-model"``).
+    """
+
+    policy_id = "f1"
+    rule = "f1"
+    reference = "Carastan-Santos & de Camargo (2017); Zhang et al. (2020), RLScheduler"
+
+
+class SJFEasy(SJF):
+    """SJF with EASY backfilling: the queue in requested-time order, the head's reservation at its shadow
+    time, later jobs backfilled along that order (see the module docstring).
+    Non-preemptive; reads requested times by default (size-aware with ``estimates="exact"`` or
+    ``"f-model"``).
+    """
+
+    policy_id = "sjf-easy"
+    backfill = True
+    reference = SJF.reference + "; EASY: Mu'alem & Feitelson (2001), Sec. 2"
+
+
+class WFP3Easy(WFP3):
+    """WFP3 with EASY backfilling along the WFP3 order (see the module docstring).
+    Non-preemptive; reads requested times by default (size-aware with ``estimates="exact"`` or
+    ``"f-model"``).
+    """
+
+    policy_id = "wfp3-easy"
+    backfill = True
+    reference = WFP3.reference + "; EASY: Mu'alem & Feitelson (2001), Sec. 2"
+
+
+class UNICEPEasy(UNICEP):
+    """UNICEP with EASY backfilling along the UNICEP order (see the module docstring).
+    Non-preemptive; reads requested times by default (size-aware with ``estimates="exact"`` or
+    ``"f-model"``).
+    """
+
+    policy_id = "unicep-easy"
+    backfill = True
+    reference = UNICEP.reference + "; EASY: Mu'alem & Feitelson (2001), Sec. 2"
+
+
+class F1Easy(F1):
+    """F1 with EASY backfilling along the F1 order (see the module docstring).
+    Non-preemptive; reads requested times by default (size-aware with ``estimates="exact"`` or
+    ``"f-model"``).
+    """
+
+    policy_id = "f1-easy"
+    backfill = True
+    reference = F1.reference + "; EASY: Mu'alem & Feitelson (2001), Sec. 2"
+
+
+class FCFSEasy(_Heuristic):
+    """FCFS with EASY backfilling, as the heuristics above run it: with the default variant it decides as
+    ``easy-backfilling`` with ``estimates="requested"`` does; it exists for ``variant="rlscheduler"``,
+    RLScheduler's FCFS with backfilling (its backfilling rule, see the module docstring). Not registered:
+    name it ``baselines.hpc:FCFSEasy``.
+    Non-preemptive; reads requested times by default (size-aware with ``estimates="exact"`` or
+    ``"f-model"``).
+    """
+
+    policy_id = "fcfs-easy"
+    rule = "fcfs"
+    backfill = True
+    reference = "Mu'alem & Feitelson (2001), Sec. 2; Zhang et al. (2020), RLScheduler (fcfs_score)"

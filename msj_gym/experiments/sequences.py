@@ -1,0 +1,229 @@
+"""The evaluation protocol of RLScheduler (Zhang et al. (2020); its repository's ``compare-pick-jobs.py``
+and ``make_table_script.py``): sequences of N consecutive jobs sampled from a trace, each scheduled from
+an empty machine at its own timing, scored by the mean bounded slowdown of its N jobs; a policy's score
+is the mean over the sequences.
+
+* **Sampling.** Sequence i starts at job ``start_i``, drawn uniformly from [N, M - N - 1) (the range
+  RLScheduler draws from), M the trace's jobs or, with ``window=W``, its first W (RLScheduler samples
+  SDSC-SP2 and HPC2N from their first 10,000 jobs). The starts come from a numpy Generator seeded by
+  ``seed`` alone, so every process and every policy draws the same sequences.
+* **A sequence** is jobs start_i .. start_i + N - 1 of the cleaned trace (see :mod:`msj_gym.workloads.swf`),
+  with their own submit times (the machine is empty when the first arrives), every job measured.
+* **Paired.** Every policy schedules the same sequences, so the comparisons are per sequence: each
+  policy's ratio (and difference) to the best policy's score, with a Student-t 95 % interval over the
+  sequences, beside each policy's own mean and interval.
+
+:func:`run_sequences` runs it (in worker processes, or on Ray, as the leaderboard does), and
+``msj-gym sequences`` is its command line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence as Seq
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..metrics.stats import replication_ci
+
+__all__ = ["SequenceProtocol", "format_sequences", "run_sequences", "sequence_starts", "sequence_workload"]
+
+
+def sequence_starts(
+    num_jobs: int, length: int, count: int, seed: int, window: int | None = None
+) -> np.ndarray:
+    """The first job of each of ``count`` sequences of ``length`` jobs: uniform integers in
+    [length, M - length - 1), M = min(``window``, ``num_jobs``), from a Generator seeded by ``seed``."""
+    for name, value, least in (("length", length, 2), ("count", count, 1), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+            raise ValueError(f"--{name}: expected an integer >= {least}, got {value!r}")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+        raise ValueError(f"--window: expected a positive integer, got {window!r}")
+    m = num_jobs if window is None else min(window, num_jobs)
+    if m - length - 1 <= length:
+        within = f"the first {m} of its jobs" if window is not None and window < num_jobs else f"its {m} jobs"
+        raise ValueError(
+            f"--length: sequences of {length} jobs do not fit in {within} (the starts are drawn from "
+            f"[length, M - length - 1): M must exceed 2 x {length} + 1)"
+        )
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed))))
+    return rng.integers(length, m - length - 1, size=count)
+
+
+def sequence_workload(trace: Any, start: int, length: int) -> Any:
+    """Jobs ``start .. start + length - 1`` of a trace replay (a
+    :class:`~msj_gym.workloads.trace.TraceWorkload`), their times kept, as a workload of their own."""
+    from ..workloads.trace import TraceWorkload
+
+    part = slice(int(start), int(start) + int(length))
+    requested = trace.requested_time_per_job
+    wl = TraceWorkload(
+        trace.num_servers,
+        trace.arrival_time[part],
+        trace.server_need_per_job[part],
+        trace.service_time_per_job[part],
+        name=f"{trace.name}[{part.start}:{part.stop}]",
+        requested_time=None if requested is None else requested[part],
+    )
+    wl.slowdown_tau = trace.slowdown_tau
+    return wl
+
+
+@dataclass(frozen=True)
+class SequenceProtocol:
+    """One evaluation: ``count`` sequences of ``length`` jobs of ``scenario`` (a trace: ``swf:FILE``),
+    drawn with ``seed`` (from the first ``window`` jobs, if given), every policy of ``policies`` (ids or
+    ``module:Class``; ``policy_params`` per policy) ranked by ``metric`` of each sequence's result
+    (the mean bounded slowdown by default; smaller is better)."""
+
+    scenario: str
+    policies: tuple[str, ...]
+    length: int = 1024
+    count: int = 10
+    seed: int = 1
+    window: int | None = None
+    metric: str = "mean_bounded_slowdown"
+    policy_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from .leaderboard import check_metric
+
+        check_metric(self.metric)
+        if not self.policies:
+            raise ValueError("--policies: no policy to rank")
+        for key in self.policy_params:
+            if key not in self.policies:
+                raise ValueError(
+                    f"--policy-param: {key!r} is not one of the policies ({', '.join(self.policies)})"
+                )
+
+
+_TRACES: dict[str, Any] = {}
+
+
+def _trace(scenario: str) -> Any:
+    """The scenario's replay, built once per process."""
+    if scenario not in _TRACES:
+        from ..workloads.scenarios import load_scenario
+        from ..workloads.trace import replay_length
+
+        wl = load_scenario(scenario).build()
+        if replay_length(wl) is None:
+            raise ValueError(f"--scenario {scenario!r}: the protocol samples sequences of a trace (swf:FILE)")
+        _TRACES[scenario] = wl
+    return _TRACES[scenario]
+
+
+def _run_one(task: tuple[str, str, dict[str, Any], int, int, str]) -> float:
+    """One policy on one sequence: the metric of its result (module level, for worker processes)."""
+    from ..core.simulator import Simulator
+    from ..registry import policy_from_spec
+
+    scenario, policy, params, start, length, metric = task
+    wl = sequence_workload(_trace(scenario), start, length)
+    result = Simulator(
+        wl, policy_from_spec(policy, "--policies", **params), num_arrivals=length, warmup=0
+    ).run()
+    return float(getattr(result, metric))
+
+
+def run_sequences(
+    protocol: SequenceProtocol, *, backend: str = "local", workers: int = 1, address: str | None = None
+) -> dict[str, Any]:
+    """Run every policy on every sequence; returns ``{"protocol", "starts", "scores": {policy: [score per
+    sequence]}, "rows": [...]}``, the rows ranked by mean score (see :func:`format_sequences`). Every
+    policy is checked on the trace before any run."""
+    from baselines import supports
+
+    from ..registry import policy_from_spec
+    from .runner import map_unordered
+
+    trace = _trace(protocol.scenario)
+    starts = sequence_starts(
+        int(trace.arrival_time.size), protocol.length, protocol.count, protocol.seed, protocol.window
+    )
+    for pid in protocol.policies:
+        policy = policy_from_spec(pid, "--policies", **protocol.policy_params.get(pid, {}))
+        reason = supports(policy, trace)
+        if reason is not None:
+            raise ValueError(f"--policies: {pid!r} is not defined on {protocol.scenario!r}: {reason}")
+    tasks = [
+        (
+            protocol.scenario,
+            pid,
+            dict(protocol.policy_params.get(pid, {})),
+            int(s),
+            protocol.length,
+            protocol.metric,
+        )
+        for pid in protocol.policies
+        for s in starts
+    ]
+    scores: dict[str, list[float]] = {pid: [math.nan] * len(starts) for pid in protocol.policies}
+    index = {int(s): i for i, s in enumerate(starts)}
+    for task, value in map_unordered(_run_one, tasks, backend=backend, workers=workers, address=address):
+        scores[task[1]][index[task[3]]] = value
+    return {
+        "protocol": protocol,
+        "starts": starts.tolist(),
+        "scores": scores,
+        "rows": _rank(protocol, scores),
+    }
+
+
+def _rank(protocol: SequenceProtocol, scores: dict[str, list[float]]) -> list[dict[str, Any]]:
+    from .leaderboard import METRICS
+
+    higher = METRICS[protocol.metric][1]
+    rows = []
+    for pid, values in scores.items():
+        est = replication_ci(values)
+        rows.append({"policy": pid, "mean": est.mean, "ci95": est.ci95_half_width})
+    rows.sort(key=lambda r: -r["mean"] if higher else r["mean"])
+    best = scores[rows[0]["policy"]]
+    for rank, row in enumerate(rows, 1):
+        mine = scores[row["policy"]]
+        ratio = replication_ci([a / b for a, b in zip(mine, best, strict=True) if b > 0])
+        diff = replication_ci([a - b for a, b in zip(mine, best, strict=True)])
+        row.update(rank=rank, ratio=ratio.mean, ratio_ci95=ratio.ci95_half_width, diff=diff.mean)
+        row["diff_ci95"] = diff.ci95_half_width
+    return rows
+
+
+def _fmt(x: float, ci: float | None = None) -> str:
+    if not math.isfinite(x):
+        return "n/a"
+    out = f"{x:.4g}"
+    if ci is not None:
+        out += f" ± {ci:.2g}" if math.isfinite(ci) else " ± n/a"
+    return out
+
+
+def format_sequences(report: dict[str, Any], markdown: bool = False, columns: Seq[str] = ()) -> str:
+    """The ranked table: each policy's mean score over the sequences with its 95 % interval, and its
+    paired ratio and difference to the best, with theirs."""
+    p: SequenceProtocol = report["protocol"]
+    window = f", starts from its first {p.window} jobs" if p.window else ""
+    title = (
+        f"{p.scenario}: {p.count} sequences of {p.length} jobs (seed {p.seed}{window}), ranked by {p.metric}"
+    )
+    head = ["rank", "policy", f"{p.metric} ± 95% CI", "ratio to best (paired)", "difference (paired)"]
+    table = [
+        [
+            str(r["rank"]),
+            r["policy"],
+            _fmt(r["mean"], r["ci95"]),
+            _fmt(r["ratio"], r["ratio_ci95"]),
+            _fmt(r["diff"], r["diff_ci95"]),
+        ]
+        for r in report["rows"]
+    ]
+    if markdown:
+        lines = [f"**{title}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        return "\n".join([*lines, *("| " + " | ".join(row) + " |" for row in table)])
+    widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(head)]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table]
+    return "\n".join(lines)
