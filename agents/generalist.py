@@ -88,6 +88,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--address", default=None, help="a Ray cluster (with --backend ray)")
     ap.add_argument("--data", type=Path, default=None, help="folder keeping each round's decisions")
     ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
+    ap.add_argument(
+        "--retune",
+        type=Path,
+        default=None,
+        help="only choose the follow bias and guard of this checkpoint (its .json beside it) again",
+    )
     ap.set_defaults(loss="expected-cost")  # agents.improve.fit's loss
     args = ap.parse_args(argv)
     positive = ("systems", "select_systems", "selector_systems", "rounds", "decisions", "epochs", "hidden")
@@ -105,6 +111,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--sample-every: expected at least 1, got {args.sample_every}")
     if args.out.suffix != ".zip":
         ap.error(f"--out: expected a .zip path, got {str(args.out)!r}")
+    if args.retune is not None and not (args.retune.is_file() and args.retune.with_suffix(".json").is_file()):
+        ap.error(f"--retune: expected a checkpoint .zip with its .json beside it, got {str(args.retune)!r}")
     for name in ("follow_biases", "guard_ages"):
         text = getattr(args, name)
         flag = "--" + name.replace("_", "-")
@@ -389,6 +397,38 @@ def tune_following(
     return chosen[0], chosen[1], score
 
 
+def _retune(args: argparse.Namespace, select: list[Any], seeds: list[int], table: dict, t0: float) -> Path:
+    """``--retune``: the follow bias and guard of a trained checkpoint chosen again, on the selection
+    systems of ``--seed``; written to ``--out`` with its ``.json``."""
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.atomic import atomic_path, atomic_write_text
+
+    meta = json.loads(args.retune.with_suffix(".json").read_text())
+    model = MaskablePPO.load(args.retune, device="cpu")
+    kwargs, best = meta["env_kwargs"], table["means"].min(axis=1)
+    net = model.policy.mlp_extractor
+    net.follow_bias.fill_(0.0)
+    net.follow_when_age.fill_(2.0)
+    own = selection_score(agent_means(model, select, seeds, args.select_arrivals, kwargs), best)
+    log(f"the network's own choices: selection ratio to the best base {own:.4f}")
+    bias, age, score = tune_following(
+        model, own, select, seeds, args.select_arrivals, kwargs, best, args.follow_biases, args.guard_ages
+    )
+    with atomic_path(args.out) as tmp:
+        model.save(tmp)
+    meta.update(
+        follow_bias=bias,
+        follow_when_older_than_mean_durations=age,
+        selection_ratio_to_best_base=round(score, 5),
+        retuned_by="python -m agents.generalist " + " ".join(sys.argv[1:]),
+        retune_wall_seconds=round(time.perf_counter() - t0, 1),
+    )
+    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
+    log(f"retuned -> {args.out}")
+    return args.out
+
+
 SELECT_BIASES = (0.0, 0.5, 1.0, 2.0, 3.0)
 
 
@@ -478,6 +518,8 @@ def main(argv: list[str] | None = None) -> Path:
             "obs": np.array([d["obs"] for _, d in done]),
         }
 
+    if args.retune is not None:
+        return _retune(args, select, select_seeds, tables(select, select_seeds, args.select_arrivals), t0)
     train_table = tables(systems, table_seeds, args.select_arrivals)
     extra_table = tables(extra, table_seeds, args.select_arrivals)
     select_table = tables(select, select_seeds, args.select_arrivals)

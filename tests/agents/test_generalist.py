@@ -19,7 +19,8 @@ from msj_gym.workloads.generator import sample_systems
 TINY = [
     "--systems", "2", "--select-systems", "1", "--decisions", "40", "--rounds", "2", "--candidates", "1",
     "--epochs", "1", "--select-arrivals", "200", "--select-seeds", "1", "--episode-arrivals", "300",
-    "--skip", "30", "--tail", "100", "--hidden", "8", "--selector-systems", "3", "--follow-biases", "2", "--guard-ages", "5",
+    "--skip", "30", "--tail", "100", "--hidden", "8", "--selector-systems", "3", "--follow-biases", "2",
+    "--guard-ages", "5",
 ]  # fmt: skip
 
 
@@ -64,6 +65,11 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path) -> None:
     advisors = ["first-fit", "adaptive-quickswap", "static-quickswap"]
     assert meta["env_kwargs"] == {"observation": "classes", "actions": "priority", "advisor": advisors}
     assert meta["decisions"] == 80 and meta["training_systems"] == 2
+    # the following can be chosen again on its own
+    again = tmp_path / "again.zip"
+    generalist.main([*TINY, "--retune", str(out), "--out", str(again)])
+    retuned = json.loads(again.with_suffix(".json").read_text())
+    assert retuned["follow_bias"] in (0.0, 2.0) and "retuned_by" in retuned
     # each round's decisions and kept fit are in the data folder
     text = sorted(p.name for p in (tmp_path / "data").iterdir())
     assert text == ["round-1.npz", "round-1.zip", "round-2.npz", "round-2.zip"]
@@ -87,6 +93,8 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path) -> None:
         (["--systems", "0"], "--systems: expected a positive integer, got 0"),
         (["--skip", "300", "--tail", "1800"], "--skip + --tail"),
         (["--out", "g.pt"], "--out: expected a .zip path"),
+        (["--retune", "nope.zip"], "--retune: expected a checkpoint .zip with its .json"),
+        (["--guard-ages", "x"], "--guard-ages: expected comma-separated numbers"),
     ],
 )
 def test_bad_arguments(argv: list[str], match: str, capsys) -> None:
