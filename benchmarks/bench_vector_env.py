@@ -29,6 +29,11 @@ from msj_gym.env.batch import sample_masked
 
 CASES: dict[str, tuple[str, dict[str, Any]]] = {  # name: (env id, keywords)
     "sf-fig2 (k=8, load 0.7)": ("MSJ-v0", {"scenario": "sf-fig2"}),
+    # the class-set observation (32 slots) and priority actions: what a generalist agent acts with
+    "sf-fig2 class set, priority": (
+        "MSJ-v0",
+        {"scenario": "sf-fig2", "observation": "classes", "actions": "priority"},
+    ),
     "bs-fig1 (k=1024, load 0.78)": ("MSJ-v0", {"scenario": "bs-fig1", "num_servers": 1024}),
     # the paper's sub-linear speed-up, n = 100 servers, lambda = 0.8 (the env's defaults)
     "moldable (n=100, lambda=0.8)": ("MSJMoldable-v0", {}),
