@@ -21,6 +21,7 @@ __all__ = [
     "check_net_arch",
     "check_number",
     "check_output",
+    "read_round",
     "run_script",
 ]
 
@@ -124,3 +125,22 @@ def check_output(flag: str, path: Path | None, suffix: str | None = None, folder
     except OSError as exc:
         why = exc.strerror or exc
         raise UsageError(f"{flag} {str(path)!r}: cannot write in {str(here)!r} ({why})") from None
+
+
+def read_round(path: Path | None, key: str) -> dict[str, Any] | None:
+    """A round's compared decisions kept in ``path`` (``--data``) if they were made for ``key``; None
+    when there are none, they were made for other settings, or the file is damaged (a note says so:
+    the round is collected again and the file replaced)."""
+    import numpy as np
+
+    if path is None or not path.exists():
+        return None
+    try:
+        with np.load(path) as z:
+            if str(z["key"]) != key:
+                return None
+            return {k: z[k] for k in z.files if k != "key"}
+    except Exception as exc:  # a file cut short by a kill or a full disk: collect again
+        why = " ".join(str(exc).split())[:80] or type(exc).__name__
+        print(f"note: {str(path)!r} is unreadable ({why}); collecting the round again", file=sys.stderr)
+        return None

@@ -408,10 +408,12 @@ def main(argv: list[str] | None = None) -> Path:
     key = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in unused}, default=str)
     data: dict[str, np.ndarray] | None = None
     model, scores, t_collect = None, {}, 0.0
+    from agents._cli import read_round
+
     for r in range(args.rounds):
         cached = None if args.data is None else args.data / f"round-{r + 1}.npz"
-        if cached is not None and cached.exists() and str(np.load(cached)["key"]) == f"{key}/{r}":
-            part = {k: v for k, v in np.load(cached).items() if k != "key"}
+        part = read_round(cached, f"{key}/{r}")
+        if part is not None:
             log(f"round {r + 1}: {len(part['cost'])} compared decisions from {cached}")
         else:
             t1 = time.perf_counter()

@@ -135,6 +135,11 @@ def test_rollout_improvement_smoke(tmp_path: pathlib.Path) -> None:
     assert json.loads(out.with_suffix(".json").read_text())["decisions"] == 180
     improve.main([*argv[:-2], "--explore", "0.2", "--out", str(out)])
     assert (data / "round-2.npz").stat().st_mtime_ns != before
+    # a round file cut short (a killed writer) is collected again, with a note, not a traceback
+    whole = (data / "round-1.npz").read_bytes()
+    (data / "round-1.npz").write_bytes(whole[: len(whole) // 2])
+    improve.main([*argv[:-2], "--explore", "0.2", "--out", str(out)])
+    assert (data / "round-1.npz").read_bytes() == whole
     table = evaluate.main([str(out), "--seeds", "5", "--arrivals", "200"])
     assert {t["policy"] for t in table} >= {"agent:rollout", "msf"}
 
