@@ -23,6 +23,7 @@ __all__ = [
     "check_output",
     "read_round",
     "run_script",
+    "write_round",
 ]
 
 
@@ -144,3 +145,17 @@ def read_round(path: Path | None, key: str) -> dict[str, Any] | None:
         why = " ".join(str(exc).split())[:80] or type(exc).__name__
         print(f"note: {str(path)!r} is unreadable ({why}); collecting the round again", file=sys.stderr)
         return None
+
+
+def write_round(path: Path | None, key: str, part: dict[str, Any]) -> None:
+    """Keep a round's compared decisions in ``path`` (``--data``), whole or not at all (a killed run
+    redoes the round), for :func:`read_round`."""
+    import numpy as np
+
+    from msj_gym.atomic import atomic_path
+
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        np.savez_compressed(tmp, key=np.array(key), **part)

@@ -559,7 +559,7 @@ def main(argv: list[str] | None = None) -> Path:
     key = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in unused}, default=str)
     data: dict[str, np.ndarray] | None = None
     model, score, t_collect = None, math.inf, 0.0
-    from agents._cli import read_round
+    from agents._cli import read_round, write_round
 
     for r in range(args.rounds):
         cached = None if args.data is None else args.data / f"round-{r + 1}.npz"
@@ -582,10 +582,7 @@ def main(argv: list[str] | None = None) -> Path:
             parts.sort(key=lambda p: int(p["system"][0]) if len(p["system"]) else -1)
             part = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
             t_collect += time.perf_counter() - t1
-            if cached is not None:
-                cached.parent.mkdir(parents=True, exist_ok=True)
-                with atomic_path(cached) as tmp:  # whole or not at all, no temporary file left behind
-                    np.savez_compressed(tmp, key=np.array(f"{key}/{r}"), **part)
+            write_round(cached, f"{key}/{r}", part)
         data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
         train = _normalise(data)
         train["base"] = np.full(len(train["cost"]), -1, dtype=np.int64)

@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> Path:
     key = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in unused}, default=str)
     data: dict[str, np.ndarray] | None = None
     model, scores, t_collect = None, {}, 0.0
-    from agents._cli import read_round
+    from agents._cli import read_round, write_round
 
     for r in range(args.rounds):
         cached = None if args.data is None else args.data / f"round-{r + 1}.npz"
@@ -420,11 +420,7 @@ def main(argv: list[str] | None = None) -> Path:
             log(f"round {r + 1}: collecting {args.decisions} compared decisions")
             part = collect(args, r, follow=model)
             t_collect += time.perf_counter() - t1
-            if cached is not None:  # written whole or not at all (a killed run redoes the round)
-                cached.parent.mkdir(parents=True, exist_ok=True)
-                tmp = cached.with_suffix(".tmp.npz")
-                np.savez_compressed(tmp, key=np.array(f"{key}/{r}"), **part)
-                tmp.replace(cached)
+            write_round(cached, f"{key}/{r}", part)
         data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
         # a few fits (settings from FIT_GRID, then other initialisations); the one whose simulated
         # mean response time on training seeds is lowest goes on: which fit works varies with the data

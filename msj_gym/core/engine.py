@@ -703,6 +703,14 @@ def _start_or_preempt(sim, a):
     return _preempt(sim, -a - 1), -a - 1
 
 
+@internal_jit
+def _refused(sim, err, job):
+    """Record a refused decision (its error and job) for the Python side; returns the error."""
+    sim.iv[I_ERR] = err
+    sim.iv[I_ERR_JOB] = job
+    return err
+
+
 @internal_jit(python=True)  # also called from Python (the envs' engine actions)
 def apply(sim, actions, n):
     """Apply the decision ``actions[:n]`` (see :mod:`msj_gym.core.actions`) in order; stop at the first
@@ -716,9 +724,7 @@ def apply(sim, actions, n):
         else:
             err, job, i = _operation(sim, actions, i, n)
         if err != E_NONE:
-            sim.iv[I_ERR] = err
-            sim.iv[I_ERR_JOB] = job
-            return err
+            return _refused(sim, err, job)
     if n > 0:
         sim.iv[I_DECISIONS] += 1
     return E_NONE
@@ -734,9 +740,7 @@ def apply_one(sim, a):
     else:
         err, job = E_BAD_OPERAND, -1
     if err != E_NONE:
-        sim.iv[I_ERR] = err
-        sim.iv[I_ERR_JOB] = job
-        return err
+        return _refused(sim, err, job)
     sim.iv[I_DECISIONS] += 1
     return E_NONE
 
@@ -748,9 +752,7 @@ def apply_starts(sim, words, n):
     for i in range(n):
         err, job = _start_or_preempt(sim, words[i])
         if err != E_NONE:
-            sim.iv[I_ERR] = err
-            sim.iv[I_ERR_JOB] = job
-            return err
+            return _refused(sim, err, job)
     if n > 0:
         sim.iv[I_DECISIONS] += 1
     return E_NONE

@@ -177,26 +177,49 @@ def copy3d(dst, src):
                 dst[a, c, d] = src[a, c, d]
 
 
+@internal_jit
+def _copy_rows(dst, src):
+    """``dst[:n] = src`` for a 2-d ``src`` of ``n`` rows."""
+    for a in range(src.shape[0]):
+        for c in range(src.shape[1]):
+            dst[a, c] = src[a, c]
+
+
+@internal_jit
+def copy_state(dst, src):
+    """Every array of the state ``src`` into ``dst``, in place, but the arrival ring (the caller feeds
+    it, or shares it). ``dst`` may have more job slots than ``src``: the extra ones go in front of its
+    free list, as ``state.grow_slots`` puts them."""
+    copy1d(dst.iv, src.iv)
+    copy1d(dst.fv, src.fv)
+    _copy_rows(dst.jf, src.jf)
+    _copy_rows(dst.js, src.js)
+    _copy_rows(dst.ji, src.ji)
+    old, new = src.ji.shape[0], dst.ji.shape[0]
+    if new > old:
+        for s in range(old, new):
+            dst.ji[s, S.STATE] = S.FREE_SLOT
+            dst.ji[s, S.WNEXT] = s + 1
+        dst.ji[new - 1, S.WNEXT] = src.iv[S.I_FREE_HEAD]
+        dst.iv[S.I_FREE_HEAD] = old
+        dst.iv[S.I_NFREE] = src.iv[S.I_NFREE] + new - old
+    copy2d(dst.ci, src.ci)
+    copy1d(dst.run_list, src.run_list)
+    copy1d(dst.heap_t, src.heap_t)
+    copy1d(dst.heap_s, src.heap_s)
+    copy3d(dst.acc_f, src.acc_f)
+    copy3d(dst.acc_i, src.acc_i)
+    copy1d(dst.ck_key, src.ck_key)
+    copy1d(dst.ck_nsys, src.ck_nsys)
+    copy2d(dst.rec, src.rec)
+
+
 @kernel_jit
 def batch_reset(b, t, idx):
     """Put each environment in ``idx`` back into the fresh state ``t`` (a ``Sim`` with as many slots;
     its arrival ring is not copied: the caller feeds the new episode's jobs)."""
     for q in range(idx.size):
-        i = idx[q]
-        copy1d(b.iv[i], t.iv)
-        copy1d(b.fv[i], t.fv)
-        copy2d(b.jf[i], t.jf)
-        copy2d(b.js[i], t.js)
-        copy2d(b.ji[i], t.ji)
-        copy2d(b.ci[i], t.ci)
-        copy1d(b.run_list[i], t.run_list)
-        copy1d(b.heap_t[i], t.heap_t)
-        copy1d(b.heap_s[i], t.heap_s)
-        copy3d(b.acc_f[i], t.acc_f)
-        copy3d(b.acc_i[i], t.acc_i)
-        copy1d(b.ck_key[i], t.ck_key)
-        copy1d(b.ck_nsys[i], t.ck_nsys)
-        copy2d(b.rec[i], t.rec)
+        copy_state(sim_at(b, idx[q]), t)
     return 0
 
 

@@ -26,7 +26,7 @@ from ..core import state as S
 from ..core.engine import advance, apply, can_decide
 from ..core.jit import announce, internal_jit, kernel_jit
 from ..core.policy import Policy
-from .batch import copy1d, copy2d, copy3d
+from .batch import copy1d, copy_state
 from .layout import EP_ADVISE
 from .stepping import step
 
@@ -37,43 +37,6 @@ BASE_DECISION = -3  # a branch whose first decision is the base's own (``step_po
 _WORDS = -10  # branch ``_WORDS - j``: apply the decision ``j`` given as engine words (an advisor's)
 # per branch: played out in the compiled loop, ended within the step, or left to the Python path
 _PLAYED, _ENDED, _PYTHON = 0, 1, 2
-
-
-@internal_jit
-def _copy_rows(dst, src):
-    """``dst[:n] = src`` for a 2-d ``src`` of ``n`` rows."""
-    for a in range(src.shape[0]):
-        for c in range(src.shape[1]):
-            dst[a, c] = src[a, c]
-
-
-@internal_jit
-def _copy_state(dst, src):
-    """Every array of the state but the arrival ring (shared), in place. ``dst`` may have more job
-    slots than ``src``: the extra ones go in front of its free list, as ``state.grow_slots`` puts
-    them, so that a long queue in a branch rarely needs Python to grow the state."""
-    copy1d(dst.iv, src.iv)
-    copy1d(dst.fv, src.fv)
-    _copy_rows(dst.jf, src.jf)
-    _copy_rows(dst.js, src.js)
-    _copy_rows(dst.ji, src.ji)
-    old, new = src.ji.shape[0], dst.ji.shape[0]
-    if new > old:
-        for s in range(old, new):
-            dst.ji[s, S.STATE] = S.FREE_SLOT
-            dst.ji[s, S.WNEXT] = s + 1
-        dst.ji[new - 1, S.WNEXT] = src.iv[S.I_FREE_HEAD]
-        dst.iv[S.I_FREE_HEAD] = old
-        dst.iv[S.I_NFREE] = src.iv[S.I_NFREE] + new - old
-    copy2d(dst.ci, src.ci)
-    copy1d(dst.run_list, src.run_list)
-    copy1d(dst.heap_t, src.heap_t)
-    copy1d(dst.heap_s, src.heap_s)
-    copy3d(dst.acc_f, src.acc_f)
-    copy3d(dst.acc_i, src.acc_i)
-    copy1d(dst.ck_key, src.ck_key)
-    copy1d(dst.ck_nsys, src.ck_nsys)
-    copy2d(dst.rec, src.rec)
 
 
 @internal_jit
@@ -140,7 +103,7 @@ def play_branches(
     ``_PYTHON`` (the branch needs the Python path)."""
     preemptive = sim.iv[S.I_PREEMPTIVE] != 0
     for b in range(branch_actions.size):
-        _copy_state(scratch, sim)
+        copy_state(scratch, sim)
         copy1d(mask, mask0)
         for i in range(out.size):
             out[i] = 0.0
