@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from typing import Any, ClassVar, NamedTuple
 
@@ -88,6 +89,14 @@ def resolve_workload(
         return scenario
     sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     return sc.build(num_servers=num_servers, load=load, arrival_rate=arrival_rate)
+
+
+def ended_result(result: SimulationResult, over: bool) -> SimulationResult:
+    """An episode's result; one that ended before any measured job left (an agent that only waits) has
+    an unbounded mean response time, not an undefined one, and is unstable."""
+    if over and result.num_measured == 0:
+        return dataclasses.replace(result, mean_response_time=math.inf, stable=False)
+    return result
 
 
 def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
@@ -207,8 +216,10 @@ class MSJEnv(gym.Env):
     horizon)``. The episode is **truncated** (never terminated: the system has no natural end) once every
     measured job has left, when the arrival stream reaches ``max_arrivals`` or the system holds more
     than ``max_jobs_in_system`` jobs (both mark the run unstable), or when the agent waits while
-    nothing can happen (``info["stalled"]``). The last ``info`` carries ``mean_response_time`` and
-    ``stable``; :meth:`result` gives the full :class:`~msj_gym.SimulationResult`.
+    nothing can happen (``info["stalled"]``). The last ``info`` carries ``mean_response_time``,
+    ``stable`` and ``measured_jobs``; :meth:`result` gives the full :class:`~msj_gym.SimulationResult`.
+    An episode that ends before any measured job has left (an agent that only waits) has a mean
+    response time of ``inf``, never NaN, and is unstable.
 
     ## Arguments
     ``gym.make("MSJ-v0", **kwargs)``:
@@ -601,6 +612,7 @@ class MSJEnv(gym.Env):
             info["stalled"] = stalled
             info["mean_response_time"] = res.mean_response_time
             info["stable"] = res.stable
+            info["measured_jobs"] = res.num_measured
         return info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -765,7 +777,7 @@ class MSJEnv(gym.Env):
         """The simulator's metrics for the current episode (final once the episode is truncated)."""
         if self.core is None:
             raise RuntimeError("MSJ env: call reset() first")
-        return self.core.result()
+        return ended_result(self.core.result(), self._over)
 
     def encode(self, engine_action: int) -> int:
         """The env action naming an engine action (start slot ``s`` / preempt ``-s-1``); raises if the

@@ -34,7 +34,7 @@ from .batch import (
     sample_masked,
     sim_at,
 )
-from .msj_env import _DEFAULT_SCENARIO, MSJEnv, MSJPreemptiveEnv, _positive_int
+from .msj_env import _DEFAULT_SCENARIO, MSJEnv, MSJPreemptiveEnv, _positive_int, ended_result
 from .stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWARD, OBSERVE_ONLY
 
 __all__ = ["MSJPreemptiveVectorEnv", "MSJVectorEnv", "NativeVectorEnv"]
@@ -382,9 +382,10 @@ class MSJVectorEnv(NativeVectorEnv):
     Episodes are only ever truncated (see the single env). ``info`` holds, per environment (with the
     usual ``_key`` masks), what the single env's info holds: ``time``, ``elapsed_time``,
     ``action_mask``, ``jobs_in_system``, ``invalid_action``, ``invalid_actions``; at an episode's end
-    ``stalled``, ``mean_response_time`` and ``stable``; at a reset ``seed``. :meth:`action_masks`
-    gives the masks as one ``(N, A)`` array, :meth:`sample_actions` a masked uniform random action per
-    environment (compiled), :meth:`result` an environment's :class:`~msj_gym.SimulationResult`.
+    ``stalled``, ``mean_response_time``, ``stable`` and ``measured_jobs``; at a reset ``seed``.
+    :meth:`action_masks` gives the masks as one ``(N, A)`` array, :meth:`sample_actions` a masked
+    uniform random action per environment (compiled), :meth:`result` an environment's
+    :class:`~msj_gym.SimulationResult`.
 
     **Per-env loads** (training one agent across loads): ``load`` may also be
 
@@ -414,7 +415,7 @@ class MSJVectorEnv(NativeVectorEnv):
     _single_cls: ClassVar[type[MSJEnv]] = MSJEnv
     _label: ClassVar[str] = "MSJ vector env"
     _worker_kernel = batch_worker
-    final_info_keys: ClassVar[tuple[str, ...]] = ("stalled", "mean_response_time", "stable")
+    final_info_keys: ClassVar[tuple[str, ...]] = ("stalled", "mean_response_time", "stable", "measured_jobs")
     _o_invalid: ClassVar[int] = O_INVALID
 
     def __init__(
@@ -675,8 +676,9 @@ class MSJVectorEnv(NativeVectorEnv):
         present[ended] = True
         mrt = np.zeros(n)
         stable = np.zeros(n, dtype=np.bool_)
+        measured = np.zeros(n, dtype=np.int64)
         for i in ended.tolist():
-            mrt[i], stable[i] = self._summary(i)
+            mrt[i], stable[i], measured[i] = self._summary(i)
         return {
             "stalled": self._stalled & present,
             "_stalled": present,
@@ -684,23 +686,25 @@ class MSJVectorEnv(NativeVectorEnv):
             "_mean_response_time": present.copy(),
             "stable": stable,
             "_stable": present.copy(),
+            "measured_jobs": measured,
+            "_measured_jobs": present.copy(),
         }
 
-    def _summary(self, i: int) -> tuple[float, bool]:
-        """``(mean_response_time, stable)`` of env ``i``'s episode, computed as
-        :func:`~msj_gym.metrics.result.summarise` does (bit for bit) without the rest of the result:
-        a full result per episode would cost more than the episode's steps."""
+    def _summary(self, i: int) -> tuple[float, bool, int]:
+        """``(mean_response_time, stable, measured jobs)`` of env ``i``'s ended episode, computed as
+        :func:`~msj_gym.metrics.result.summarise` and the single env do (bit for bit) without the rest
+        of the result: a full result per episode would cost more than the episode's steps."""
         b = self._b
         count_b = b.acc_i[i, :, :, S.A_COUNT].sum(axis=1)
         y = b.acc_f[i, :, :, S.A_RESP].sum(axis=1)
         total = count_b.astype(np.float64).sum()
-        mean = float(y.sum() / total) if total else float("nan")
+        mean = float(y.sum() / total) if total else math.inf  # no measured job left: unbounded
         overflow = self._core.max_jobs_in_system if self._overflowed[i] else None
         checkpoints = b.ck_nsys[i, : int(b.iv[i, S.I_NCHECK])]
         stable, _ = assess_stability(
             float(self._workloads[i].load), bool(self._capped[i]), checkpoints, int(count_b.sum()), overflow
         )
-        return mean, stable
+        return mean, stable and bool(total), int(total)
 
     def _observation(self, force_copy: bool = False) -> Any:
         flat = self._obs.copy() if (self.copy or force_copy) else self._obs
@@ -723,7 +727,7 @@ class MSJVectorEnv(NativeVectorEnv):
         core.seed = int(self._seeds[i])
         core.capped = bool(self._capped[i])
         core.overflowed = bool(self._overflowed[i])
-        return core.result()
+        return ended_result(core.result(), bool(self._over[i]))
 
     def close_extras(self, **kwargs: Any) -> None:
         self._feeds = [None] * self.num_envs

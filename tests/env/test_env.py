@@ -369,3 +369,25 @@ def test_sb3_vec_envs_with_masks(vec: str) -> None:
         _, _, _, infos = venv.step(actions)
         assert not any(info["invalid_action"] for info in infos)
     venv.close()
+
+
+def test_an_episode_that_measures_no_job_ends_unbounded_not_nan() -> None:
+    """An agent that only waits: the episode ends (at the arrival cap) with no measured job; its info
+    and its result say so with an infinite mean response time and stable False, never NaN, in the
+    single env and in the vector env alike."""
+    env = gym.make("MSJ-v0", num_arrivals=100)
+    env.reset(seed=0)
+    over = False
+    while not over:
+        _, _, _, over, info = env.step(0)
+    assert info["measured_jobs"] == 0 and info["mean_response_time"] == np.inf and not info["stable"]
+    result = env.unwrapped.result()
+    assert result.num_measured == 0 and result.mean_response_time == np.inf and not result.stable
+    venv = gym.make_vec("MSJ-v0", num_envs=2, num_arrivals=100, autoreset_mode="Disabled")
+    venv.reset(seed=[0, 1])
+    done = np.zeros(2, dtype=bool)
+    while not done.all():
+        _, _, _, trunc, info = venv.step(np.zeros(2, dtype=np.int64))
+        done |= trunc
+    assert (info["measured_jobs"] == 0).all() and np.isinf(info["mean_response_time"]).all()
+    assert venv.unwrapped.result(1).mean_response_time == np.inf
