@@ -7,6 +7,7 @@ from typing import Any
 from .core.policy import Policy
 from .core.simulator import Simulator
 from .metrics.result import SimulationResult
+from .registry import make_policy
 from .workloads.scenarios import Scenario, load_scenario
 from .workloads.workload import Workload
 
@@ -34,8 +35,6 @@ def simulate(
         sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         wl = sc.build(num_servers=num_servers, load=load, arrival_rate=arrival_rate)
     if isinstance(policy, str):
-        from baselines import make_policy  # the policies import msj_gym: resolved at call time
-
         policy = make_policy(policy, **(policy_params or {}))
     elif policy_params:
         raise ValueError("policy_params only apply when policy is given by id")

@@ -617,15 +617,14 @@ def _simulate_moldable(args: argparse.Namespace) -> int:
 def _render(args: argparse.Namespace) -> int:
     import time
 
-    from baselines import POLICIES, make_policy
-
     from .atomic import check_output_file
+    from .registry import ENGINE_MODELS, make_policy, policy_ids
     from .workloads.workload import check_integer
 
     # every flag before any simulation, the output file's folder too (writable, not a folder)
     out = check_output_file("--out", args.out, (".gif", ".png"))
     kind = out.suffix.lower()
-    if args.policy not in POLICIES:
+    if args.policy not in policy_ids(ENGINE_MODELS):
         raise ValueError(f"--policy: unknown policy {args.policy!r}; see `msj-gym list`")
     if kind == ".png":
         check_integer("--arrivals", args.arrivals, 2, MAX_GANTT_ARRIVALS)
@@ -867,7 +866,7 @@ def _optimal(args: argparse.Namespace) -> int:
         max_states=args.max_states,
         log=None if args.quiet else progress,
     )
-    from baselines.optimal import remember_solution
+    from .analysis.solutions import remember_solution
 
     # mdp-optimal and the leaderboard then use this solve, also beyond their own state limit; and a
     # picture that cannot be written below does not lose it

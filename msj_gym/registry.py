@@ -24,20 +24,30 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ENGINE_MODELS",
     "MODELS",
     "PolicySpec",
     "list_policies",
+    "make_moldable_policy",
     "make_policy",
     "policy_class",
     "policy_ids",
     "policy_spec",
+    "register_agent_folder",
     "register_policy",
+    "shipped_agents",
+    "supports",
 ]
 
 MODELS = ("msj", "compatibility", "moldable")
+
+#: The models whose policies are :class:`~msj_gym.core.Policy` decision rules run by the event engine
+#: (the moldable loss system's schemes are allocation rules of their own).
+ENGINE_MODELS = ("msj", "compatibility")
 
 
 @dataclass(frozen=True)
@@ -130,6 +140,38 @@ def make_policy(policy_id: str, **params: Any) -> Any:
     return policy_class(policy_id)(**params)
 
 
+def make_moldable_policy(policy_id: str, **params: Any) -> Any:
+    """A moldable allocation scheme by id (``moldable-p-scheme``, ``moldable-greedy``,
+    ``moldable-reserved``); a one-line ``ValueError`` for an id of another model."""
+    if policy_id not in policy_ids("moldable"):
+        known = ", ".join(policy_ids("moldable"))
+        raise ValueError(f"unknown moldable policy {policy_id!r}; known: {known}")
+    return make_policy(policy_id, **params)
+
+
+def supports(policy: Any, workload: Any) -> str | None:
+    """None if ``policy`` (a registered id, or a policy instance outside the registry) is defined on
+    ``workload``, else the reason it is not (one line)."""
+    import numpy as np
+
+    from msj_gym.core import Policy
+
+    if isinstance(policy, Policy):
+        candidate = policy
+    else:
+        model = getattr(workload, "model", "msj")
+        spec = policy_spec(policy)
+        if model not in spec.models:  # e.g. a moldable scheme has no for_workload to ask
+            on = ", ".join(spec.models)
+            return f"policy {policy!r} is not defined on the {model} model (it is defined on: {on})"
+        candidate = make_policy(policy)
+    try:
+        candidate.for_workload(workload).prepare(workload, np.random.default_rng(0))
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def import_object(spec: str, field: str) -> Any:
     """The object ``module:attr`` names (``attr`` may be dotted); a one-line ``ValueError`` naming
     ``field`` if it does not import."""
@@ -194,17 +236,62 @@ def spec_source_files(spec: str) -> tuple[str, ...]:
     return tuple(sorted(f for f in files if f and f.endswith(".py")))
 
 
-def policy_ids(model: str | None = None) -> list[str]:
-    """The registered ids, in registration order, of every model or of ``model`` (imports no policy)."""
-    if model is not None and model not in MODELS:
-        raise ValueError(f"model: expected one of {list(MODELS)}, got {model!r}")
-    return [pid for pid, spec in _REGISTRY.items() if model is None or model in spec.models]
+def _wanted_models(model: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    if model is None:
+        return None
+    wanted = (model,) if isinstance(model, str) else tuple(model)
+    for m in wanted:
+        if m not in MODELS:
+            raise ValueError(f"model: expected one of {list(MODELS)}, got {m!r}")
+    return wanted
 
 
-def list_policies(model: str | None = None) -> dict[str, type]:
+def policy_ids(model: str | Sequence[str] | None = None, *, preemptive: bool | None = None) -> list[str]:
+    """The registered ids, in registration order, of every model or of those defined on ``model`` (a
+    model or several, e.g. :data:`ENGINE_MODELS`). Imports no policy unless ``preemptive`` is given:
+    then only the policies that do (True) or never (False) preempt."""
+    wanted = _wanted_models(model)
+    ids = [pid for pid, spec in _REGISTRY.items() if wanted is None or set(wanted) & set(spec.models)]
+    if preemptive is not None:
+        ids = [pid for pid in ids if bool(getattr(policy_class(pid), "preemptive", False)) == preemptive]
+    return ids
+
+
+def list_policies(model: str | Sequence[str] | None = None) -> dict[str, type]:
     """Id -> class of every registered policy, or of those defined on ``model`` (imports them)."""
     return {pid: policy_class(pid) for pid in policy_ids(model)}
 
+
+_AGENT_FOLDERS: list[tuple[str, str]] = []  # (package, folder inside it), in lookup order
+
+
+def register_agent_folder(package: str, folder: str = "checkpoints") -> None:
+    """Make the SB3 checkpoints (``<name>.zip`` beside its ``<name>.json``) in ``folder`` of the installed
+    ``package`` known by name, as the shipped agents are (``--agent generalist``). Like a policy's entry
+    point, the package is named by a string and read only when an agent is looked up."""
+    if (package, folder) not in _AGENT_FOLDERS:
+        _AGENT_FOLDERS.append((package, folder))
+
+
+def shipped_agents() -> dict[str, Path]:
+    """The checkpoints of every registered agent folder, by name (the file stem); an earlier folder's
+    name wins. A folder whose package is not installed lists nothing."""
+    from importlib.resources import files
+
+    out: dict[str, Path] = {}
+    for package, folder in _AGENT_FOLDERS:
+        try:
+            where = Path(str(files(package) / folder))
+        except (ImportError, TypeError):
+            continue
+        if where.is_dir():
+            for p in sorted(where.glob("*.zip")):
+                out.setdefault(p.stem, p)
+    return out
+
+
+# The agents trained here, shipped with the package (``agents/checkpoints``).
+register_agent_folder("agents")
 
 # The built-in policies of the source papers (package ``baselines``), in the order every listing uses.
 _MSJ = ("msj",)

@@ -142,7 +142,7 @@ def test_optimal_prints_the_optimum_and_the_heuristics(tmp_path, capsys) -> None
 
 
 def test_optimal_says_where_it_is_and_its_solve_is_reused(tmp_path, monkeypatch, capsys) -> None:
-    import baselines.optimal as solved_tables
+    import msj_gym.analysis.solutions as solved_tables
     from msj_gym import load_scenario
 
     monkeypatch.setenv("MSJ_GYM_CACHE", str(tmp_path))

@@ -297,7 +297,7 @@ def test_rollout_collection_killed_then_resumed_equals_an_uninterrupted_run(tmp_
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
 def test_an_unreadable_cached_solve_is_solved_again_with_a_note(damage, tmp_path, monkeypatch, capsys):
     pytest.importorskip("scipy")
-    import baselines.optimal as solved_tables
+    import msj_gym.analysis.solutions as solved_tables
     from msj_gym import load_scenario
 
     monkeypatch.setenv("MSJ_GYM_CACHE", str(tmp_path))

@@ -11,6 +11,7 @@ from ..core import state as S
 from ..core.policy import Policy
 from ..core.simulator import PolicyDriver
 from ..metrics.result import SimulationResult
+from ..registry import make_policy
 from .msj_env import MSJEnv
 
 __all__ = ["PolicyAgent", "RandomAgent", "rollout"]
@@ -42,8 +43,6 @@ class PolicyAgent:
 
     def __init__(self, policy: str | Policy, env: Any, **params: Any) -> None:
         if isinstance(policy, str):
-            from baselines import make_policy
-
             policy = make_policy(policy, **params)
         elif params:
             raise ValueError("params only apply when policy is given by id")

@@ -22,7 +22,8 @@ import numpy as np
 from ..core import state as S
 from ..core.jit import internal_jit, kernel_jit
 from ..core.state import Sim
-from .spin import CTL_DONE, CTL_WIDTH, publish, wait_posted
+from ..native.copying import copy1d, copy2d, copy3d
+from ..native.spin import CTL_DONE, CTL_WIDTH, publish, wait_posted
 from .stepping import step
 
 __all__ = [
@@ -31,9 +32,6 @@ __all__ = [
     "batch_reset",
     "batch_step",
     "batch_worker",
-    "copy1d",
-    "copy2d",
-    "copy3d",
     "grow_batch_slots",
     "sample_masked",
 ]
@@ -142,7 +140,7 @@ def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, status):
 @kernel_jit(nogil=True)
 def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, status):
     """A worker thread's loop: :func:`batch_step` of the environments ``idx`` each time the main thread
-    posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.env.spin`), until it is stopped."""
+    posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.native.spin`), until it is stopped."""
     seen = ctl[w * CTL_WIDTH + CTL_DONE]
     while True:
         g = wait_posted(ctl, w, seen)
@@ -154,47 +152,15 @@ def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, status
 
 
 @internal_jit
-def copy1d(dst, src):
-    """``dst[:] = src`` for 1-d arrays, as an explicit loop."""
-    for a in range(src.shape[0]):
-        dst[a] = src[a]
-
-
-@internal_jit
-def copy2d(dst, src):
-    """``dst[:, :] = src`` for 2-d arrays."""
-    for a in range(src.shape[0]):
-        for c in range(src.shape[1]):
-            dst[a, c] = src[a, c]
-
-
-@internal_jit
-def copy3d(dst, src):
-    """``dst[:, :, :] = src`` for 3-d arrays."""
-    for a in range(src.shape[0]):
-        for c in range(src.shape[1]):
-            for d in range(src.shape[2]):
-                dst[a, c, d] = src[a, c, d]
-
-
-@internal_jit
-def _copy_rows(dst, src):
-    """``dst[:n] = src`` for a 2-d ``src`` of ``n`` rows."""
-    for a in range(src.shape[0]):
-        for c in range(src.shape[1]):
-            dst[a, c] = src[a, c]
-
-
-@internal_jit
 def copy_state(dst, src):
     """Every array of the state ``src`` into ``dst``, in place, but the arrival ring (the caller feeds
     it, or shares it). ``dst`` may have more job slots than ``src``: the extra ones go in front of its
     free list, as ``state.grow_slots`` puts them."""
     copy1d(dst.iv, src.iv)
     copy1d(dst.fv, src.fv)
-    _copy_rows(dst.jf, src.jf)
-    _copy_rows(dst.js, src.js)
-    _copy_rows(dst.ji, src.ji)
+    copy2d(dst.jf, src.jf)
+    copy2d(dst.js, src.js)
+    copy2d(dst.ji, src.ji)
     old, new = src.ji.shape[0], dst.ji.shape[0]
     if new > old:
         for s in range(old, new):

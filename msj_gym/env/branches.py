@@ -26,7 +26,8 @@ from ..core import state as S
 from ..core.engine import advance, apply, can_decide
 from ..core.jit import announce, internal_jit, kernel_jit
 from ..core.policy import Policy
-from .batch import copy1d, copy_state
+from ..native.copying import copy1d
+from .batch import copy_state
 from .layout import EP_ADVISE
 from .stepping import step
 

@@ -17,6 +17,7 @@ from ..core import state as S
 from ..core.engine import batch_runner
 from ..metrics.result import SimulationResult
 from ..pooled import PooledSimulator
+from ..registry import make_policy
 
 __all__ = ["CompatAssignEnv", "DrawnAssignmentAgent", "RandomAssignmentAgent"]
 
@@ -100,8 +101,6 @@ class CompatAssignEnv(gym.Env):
         max_jobs_in_system: int = 100_000,
         render_mode: str | None = None,
     ) -> None:
-        from baselines import make_policy
-
         from ..workloads.compat import CompatWorkload, build_compat_scenario
 
         if isinstance(scenario, CompatWorkload):

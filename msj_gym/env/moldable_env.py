@@ -16,6 +16,7 @@ from ..moldable.loss import DONE, REFILL, LossSimulator, MoldableResult, overall
 from ..moldable.model import SUB_LINEAR, MoldableSystem
 from ..moldable.policy import MoldablePolicy, allocate
 from ..moldable.stepping import N_OUT, O_INVALID, env_step
+from ..registry import make_moldable_policy
 
 __all__ = ["MSJMoldableEnv", "MoldablePolicyAgent"]
 
@@ -285,8 +286,6 @@ class MoldablePolicyAgent:
 
     def __init__(self, policy: str | MoldablePolicy, env: Any, **params: Any) -> None:
         if isinstance(policy, str):
-            from baselines import make_moldable_policy
-
             policy = make_moldable_policy(policy, **params)
         elif params:
             raise ValueError("params only apply when policy is given by id")

@@ -18,6 +18,7 @@ from ..core.jit import entry_point
 from ..core.policy import Policy
 from ..core.simulator import PolicyDriver, SimulationError, Simulator
 from ..metrics.result import SimulationResult
+from ..registry import supports
 from .act import encode_action, priority_plan
 from .layout import (
     EP_ACTIONS,
@@ -369,8 +370,6 @@ class MSJEnv(gym.Env):
                 f"advisor: only with priority actions (actions='priority'), got actions={actions!r}"
             )
         if self.advisors:
-            from baselines import supports
-
             for policy in self.advisors:
                 reason = supports(policy, wl)
                 if reason is not None:

@@ -24,7 +24,7 @@ from ..core.feed import ArrivalError, ArrivalFeed
 from ..core.jit import entry_point
 from ..core.simulator import SimulationError
 from ..metrics.result import SimulationResult, assess_stability
-from . import spin
+from ..native import spin
 from .batch import (
     allocate_batch,
     batch_reset,
@@ -172,7 +172,7 @@ class NativeVectorEnv(VectorEnv):
     # --------------------------------------------------------------------------------------------
     def _step_batch(self, idx: np.ndarray, actions: np.ndarray) -> None:
         """``_step_envs``, split over the threads when every environment steps with the step's actions:
-        polling worker threads (:mod:`msj_gym.env.spin`) step their chunks meanwhile."""
+        polling worker threads (:mod:`msj_gym.native.spin`) step their chunks meanwhile."""
         if self.threads > 1 and idx is self._all and actions is self._actions:
             if self._pool is None:
                 self._start_workers()

@@ -61,7 +61,9 @@ class AgentSpec:
     def make_env(self, scenario: str, build: dict[str, Any], num_arrivals: int, warmup: int) -> Any:
         import gymnasium as gym
 
-        import msj_gym  # noqa: F401  (registers the envs)
+        from ..registration import register_envs
+
+        register_envs()
 
         kwargs = {k: v for k, v in self.env_kwargs.items() if k not in _POINT_KEYS}
         kwargs.update(build, scenario=scenario, num_arrivals=num_arrivals, warmup=warmup)
@@ -91,22 +93,12 @@ def agent_label(spec: str) -> str:
     return f"agent:{Path(spec).stem}"
 
 
-def _shipped_dir() -> Path | None:
-    try:
-        from importlib.resources import files
-
-        folder = Path(str(files("agents") / "checkpoints"))
-    except (ImportError, TypeError):
-        return None
-    return folder if folder.is_dir() else None
-
-
 def shipped_agents() -> dict[str, Path]:
-    """The checkpoints installed with the package, by name (the file stem)."""
-    folder = _shipped_dir()
-    if folder is None:
-        return {}
-    return {p.stem: p for p in sorted(folder.glob("*.zip"))}
+    """The checkpoints installed with the package, by name (the file stem); see
+    :func:`msj_gym.registry.shipped_agents`."""
+    from ..registry import shipped_agents as registered
+
+    return registered()
 
 
 @cache

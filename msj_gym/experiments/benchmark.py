@@ -278,11 +278,10 @@ def _rng_keyword() -> str:
 
 
 def _policy_ids(preemptive: bool) -> list[str]:
-    from baselines import POLICIES
+    from ..registry import ENGINE_MODELS, policy_ids
 
-    return [
-        pid for pid, cls in POLICIES.items() if pid not in EXCLUDED and (preemptive or not cls.preemptive)
-    ]
+    ids = policy_ids(ENGINE_MODELS, preemptive=None if preemptive else False)
+    return [pid for pid in ids if pid not in EXCLUDED]
 
 
 def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], str]]:
@@ -317,9 +316,7 @@ def _plan(
     config: BenchmarkConfig, unfit: dict[str, dict[tuple[str, float], str]]
 ) -> tuple[list[Point], dict[tuple[str, float], dict[str, str]]]:
     """Every run, and per point the kind of each entrant (label -> kind)."""
-    from baselines import POLICIES, supports
-
-    from ..registry import policy_from_spec
+    from ..registry import policy_class, policy_from_spec, supports
     from ..workloads.scenarios import load_scenario
 
     ids = _policy_ids(config.preemptive)
@@ -347,7 +344,7 @@ def _plan(
             if e.agent:
                 kind = "agent"
             else:
-                cls = own[e.policy] if e.policy in own else POLICIES[e.policy]
+                cls = own[e.policy] if e.policy in own else policy_class(e.policy)
                 kind = ("preemptive" if cls.preemptive else "non-preemptive") + (
                     ", size-aware" if cls.size_aware else ""
                 )

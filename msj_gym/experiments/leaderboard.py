@@ -282,7 +282,7 @@ def _agent_sees_sizes(env_kwargs: dict[str, Any]) -> bool:
     or it may delegate to a size-aware advisor."""
     advisor = env_kwargs.get("advisor")
     if isinstance(advisor, str):
-        from baselines import make_policy
+        from ..registry import make_policy
 
         advisor = make_policy(advisor)
     return (
@@ -295,8 +295,7 @@ def _agent_sees_sizes(env_kwargs: dict[str, Any]) -> bool:
 def _support_reason(pid: str, scenario: str, load: float) -> str | None:
     """Why policy ``pid`` is not defined on ``scenario`` at ``load`` (None if it is); module-level for
     the process pool of :func:`_prepare`."""
-    from baselines import supports
-
+    from ..registry import supports
     from ..workloads.scenarios import load_scenario
 
     return supports(pid, load_scenario(scenario).build(load=load))
@@ -337,10 +336,11 @@ def _entrants(
     config: LeaderboardConfig, scenario: str, workers: int = 1
 ) -> tuple[list[Entrant], dict[str, str]]:
     """The entrants of ``scenario`` and the policies of a group left out (id -> reason)."""
-    from baselines import POLICIES, supports
-
+    from ..registry import ENGINE_MODELS, list_policies, supports
     from ..workloads.scenarios import load_scenario
     from .agents import agent_label, check_agent, load_agent
+
+    known = list_policies(ENGINE_MODELS)
 
     workload = load_scenario(scenario).build(load=config.loads[0])
     jobs = getattr(workload, "arrival_time", None)
@@ -363,16 +363,16 @@ def _entrants(
         if item in POLICY_GROUPS:
             ids += [
                 pid
-                for pid, cls in POLICIES.items()
+                for pid, cls in known.items()
                 if item == "all" or (item == "preemptive") == bool(cls.preemptive)
             ]
-        elif item in POLICIES:
+        elif item in known:
             ids.append(item)
         elif ":" in item:
             specs.append(item)
         else:
             raise ValueError(
-                f"--policies: unknown policy {item!r}; known: {', '.join(POLICIES)} "
+                f"--policies: unknown policy {item!r}; known: {', '.join(known)} "
                 f"(or a group: {', '.join(POLICY_GROUPS)}; or module:Class for a policy of your own)"
             )
     skipped: dict[str, str] = {}
@@ -381,11 +381,11 @@ def _entrants(
     for key in config.policy_params:
         if key not in unique and key not in specs:
             raise ValueError(f"--policy-param: {key!r} is not an entrant here ({', '.join(unique + specs)})")
-    by_load = [pid for pid in unique if getattr(POLICIES[pid], "support_depends_on_load", False)]
+    by_load = [pid for pid in unique if getattr(known[pid], "support_depends_on_load", False)]
     # the others' support is settled now; the load-dependent ones' after _prepare has solved them
     first = {
         pid: supports(
-            POLICIES[pid](**config.policy_params[pid]) if pid in config.policy_params else pid, workload
+            known[pid](**config.policy_params[pid]) if pid in config.policy_params else pid, workload
         )
         for pid in unique
         if pid not in by_load
@@ -406,7 +406,7 @@ def _entrants(
             skipped[pid] = reason
             continue
         params = config.policy_params.get(pid, {})
-        policy = POLICIES[pid](**params)  # its parameters may say how it decides (estimates, sizes)
+        policy = known[pid](**params)  # its parameters may say how it decides (estimates, sizes)
         out.append(
             Entrant(
                 pid, pid, None, bool(policy.preemptive), policy.reads_sizes(), params, policy.kind_notes()
@@ -440,9 +440,7 @@ def _own_entrant(
     """The entrant of a policy of the user's own, ``module:attr`` (checked here: it imports, is a
     Policy, is defined on the workload, its id is not taken). Its runs carry the spec, and each worker
     imports the module itself."""
-    from baselines import supports
-
-    from ..registry import policy_from_spec
+    from ..registry import policy_from_spec, supports
 
     policy = policy_from_spec(spec, "--policies", **params)
     reason = supports(policy, workload)
@@ -818,8 +816,7 @@ def exact_optima(scenario: str, load: float, max_states: int = 1_000_000) -> dic
     """The exact optimal mean response times (``"non-preemptive"``, ``"preemptive"``) of a scenario at a
     load, where the Markov decision process is small enough to solve (see
     :mod:`msj_gym.analysis.optimal`; solved once and cached on disk); an empty dict elsewhere."""
-    from baselines.optimal import solved_table
-
+    from ..analysis.solutions import solved_table
     from ..workloads.scenarios import load_scenario
 
     workload = load_scenario(scenario).build(load=load)
@@ -1048,11 +1045,11 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p")
 def plot_family(entrant: str, kind: str) -> str:
     """The leaderboard plot's panel of an entrant: agents (``agent:`` entrants), size-aware policies,
     then preemptive and non-preemptive ones (the registry's ``size_aware`` / ``preemptive`` flags)."""
-    from baselines import POLICIES
+    from ..registry import ENGINE_MODELS, policy_class, policy_ids
 
     if entrant.startswith("agent:") or kind.startswith("agent"):
         return "agents"
-    cls = POLICIES.get(entrant)
+    cls = policy_class(entrant) if entrant in policy_ids(ENGINE_MODELS) else None
     # the kind says what this entrant's parameters make of its class (e.g. estimates instead of sizes)
     size_aware = "size-aware" in kind.split(", ") if kind or cls is None else cls.size_aware
     preemptive = cls.preemptive if cls is not None else kind.startswith("preemptive")

@@ -135,9 +135,7 @@ def run_sequences(
     """Run every policy on every sequence; returns ``{"protocol", "starts", "scores": {policy: [score per
     sequence]}, "rows": [...]}``, the rows ranked by mean score (see :func:`format_sequences`). Every
     policy is checked on the trace before any run."""
-    from baselines import supports
-
-    from ..registry import policy_from_spec
+    from ..registry import policy_from_spec, supports
     from .runner import map_unordered
 
     trace = _trace(protocol.scenario)

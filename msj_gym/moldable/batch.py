@@ -18,8 +18,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core.jit import inline_jit, kernel_jit
-from ..env.batch import copy1d, copy2d
-from ..env.spin import CTL_DONE, CTL_WIDTH, publish, wait_posted
+from ..native.copying import copy1d, copy2d
+from ..native.spin import CTL_DONE, CTL_WIDTH, publish, wait_posted
 from .loss import LossState
 from .stepping import step
 
@@ -105,7 +105,7 @@ def _step_each(b, idx, actions, max_par, obs, mask, out, status):
 @kernel_jit(nogil=True)
 def batch_worker(ctl, w, b, idx, actions, max_par, obs, mask, out, status):
     """A worker thread's loop: :func:`batch_step` of the environments ``idx`` each time the main thread
-    posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.env.spin`), until it is stopped."""
+    posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.native.spin`), until it is stopped."""
     seen = ctl[w * CTL_WIDTH + CTL_DONE]
     while True:
         g = wait_posted(ctl, w, seen)

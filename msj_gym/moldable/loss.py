@@ -28,6 +28,7 @@ import numpy as np
 
 from ..core.jit import inline_jit, kernel_jit
 from ..metrics.stats import Estimate, batch_ratio
+from ..registry import make_moldable_policy
 from .model import MoldableSystem
 from .policy import AllocationRule, MoldablePolicy, allocate
 
@@ -531,8 +532,6 @@ def simulate_moldable(
 ) -> MoldableResult:
     """One batch run; ``policy`` an instance or a moldable scheme's id (``msj-gym list --model moldable``)."""
     if isinstance(policy, str):
-        from baselines import make_moldable_policy
-
         policy = make_moldable_policy(policy, **params)
     elif params:
         raise ValueError("params only apply when policy is given by id")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import baselines.optimal as solved_tables
+import msj_gym.analysis.solutions as solved_tables
 from msj_gym import load_scenario
 
 

@@ -1,0 +1,130 @@
+"""Every package of the project sits on a floor and imports only from floors below its own: no arrow runs
+back up and no two packages import each other, imports inside functions included. ``msj_gym`` reaches
+the policies (``baselines``) and the shipped agents (``agents``) only through :mod:`msj_gym.registry`,
+which names them by strings; the policies never import the agents. Checked on the source."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import msj_gym
+
+ROOT = Path(msj_gym.__file__).resolve().parent.parent
+
+# The units of msj_gym (a subpackage or a top-level module), bottom floor first. A unit imports only
+# units of lower floors (and itself); the project's other packages import msj_gym from above.
+FLOORS: dict[str, int] = {
+    "atomic": 0,
+    "metrics": 0,
+    "registration": 0,
+    "workloads": 0,
+    "core": 1,
+    "analysis": 2,
+    "native": 2,
+    "registry": 2,
+    "moldable": 3,
+    "pooled": 3,
+    "api": 4,
+    "env": 4,
+    "experiments": 5,
+    "testing": 5,
+    "__init__": 6,  # the package's front door: what `import msj_gym` gives
+    "cli": 7,
+    "__main__": 8,
+}
+OTHERS = ("baselines", "agents")  # the policies and the agents; above msj_gym, reached by strings
+
+
+def _module_of(path: Path) -> list[str]:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _imported(path: Path) -> list[tuple[int, str]]:
+    """Every module ``path`` imports, relative imports resolved; ``from pkg import name`` counts as
+    ``pkg.name`` where ``name`` is a module of the project, else as ``pkg``."""
+    module = _module_of(path)
+    package = module if path.name == "__init__.py" else module[:-1]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = (
+                (node.module or "").split(".")
+                if node.level == 0
+                else package[: len(package) - node.level + 1]
+            )
+            if node.level and node.module:
+                base = [*base, *node.module.split(".")]
+            for alias in node.names:
+                sub = [*base, alias.name]
+                is_module = (ROOT.joinpath(*sub).with_suffix(".py")).exists() or ROOT.joinpath(*sub).is_dir()
+                found.append((node.lineno, ".".join(sub if is_module else base)))
+    return found
+
+
+def _unit(module: str) -> str | None:
+    """The msj_gym unit a module belongs to (``"__init__"`` for the package itself), or None outside."""
+    parts = module.split(".")
+    if parts[0] != "msj_gym":
+        return None
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def _sources(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def _unit_of_file(path: Path) -> str:
+    rel = path.relative_to(ROOT / "msj_gym")
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def test_every_unit_of_msj_gym_has_a_floor() -> None:
+    units = {_unit_of_file(p) for p in _sources("msj_gym")}
+    assert units == set(FLOORS), f"new: {sorted(units - set(FLOORS))}, gone: {sorted(set(FLOORS) - units)}"
+
+
+def test_msj_gym_imports_only_downwards_and_never_the_policies_or_agents() -> None:
+    bad = []
+    for path in _sources("msj_gym"):
+        me = _unit_of_file(path)
+        for line, module in _imported(path):
+            top = module.partition(".")[0]
+            if top in OTHERS:
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {module} (use msj_gym.registry)")
+                continue
+            target = _unit(module)
+            if target is None or target == me:
+                continue
+            if FLOORS[target] >= FLOORS[me]:
+                bad.append(
+                    f"{path.relative_to(ROOT)}:{line} ({me}, floor {FLOORS[me]}) imports {module} "
+                    f"({target}, floor {FLOORS[target]})"
+                )
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("package", ["baselines"])
+def test_the_policies_never_import_the_agents_or_the_layers_above_the_registry(package: str) -> None:
+    # a policy is a decision rule over the core's view: the envs, experiments and CLI use it, not it them
+    above = {u for u, f in FLOORS.items() if f > FLOORS["moldable"]}
+    bad = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in _sources(package)
+        for line, module in _imported(path)
+        if module.partition(".")[0] == "agents" or _unit(module) in above
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_check_resolves_relative_imports_and_names_of_modules() -> None:
+    sub = ROOT / "msj_gym" / "env" / "msj_env.py"
+    found = dict((m, line) for line, m in _imported(sub))
+    assert "msj_gym.core.state" in found  # `from ..core import state as S`
+    assert "msj_gym.registry" in found
+    assert _unit("msj_gym") == "__init__" and _unit("numpy") is None
