@@ -337,6 +337,11 @@ def main(argv: list[str] | None = None) -> Path:
 
         venv = DifferentialReward(venv, scale=args.reward_scale)
     model = build_model(args.algo, venv, args.seed, args)
+    from stable_baselines3.common.logger import Logger
+
+    # SB3's default logger leaves an empty folder in the temp directory on every run; verbose is 0, so
+    # a logger with no outputs loses nothing (the progress bar says where training is)
+    model.set_logger(Logger(None, []))
     t0 = time.perf_counter()
     accuracy = imitate(model, args, env_kwargs) if args.imitate else None
     callbacks = [progress_callback(args.timesteps, args.progress)]

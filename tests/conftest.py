@@ -14,6 +14,17 @@ from msj_gym.metrics.stats import student_t_quantile
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_logs_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory):
+    """SB3 makes a log folder in the system's temp directory on every ``learn`` whose model has no
+    logger of its own (tests that train a model directly): keep those in pytest's temporary folders,
+    subprocesses included."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3-logs")))
+    yield
+    mp.undo()
+
+
 def trace_records(policy, num_servers, times, needs, durations) -> dict:
     """Per-job records of ``policy`` (a Policy) on a hand-made job stream, every job measured, with
     the engine's invariants checked after every event."""
