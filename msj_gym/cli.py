@@ -270,6 +270,13 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--quick", action="store_true", help="2 seeds x 2000 arrivals: a smoke test, not a score"
     )
+    bench.add_argument(
+        "--metric",
+        default="mean_response_time",
+        help="score on this metric, as leaderboard --metric (default mean_response_time, the only one "
+        "with an exact optimum: for any other the score's 100 is the best heuristic); the same runs, "
+        "rescored, into benchmark-METRIC.md and the like",
+    )
     bench.add_argument("--out", default="benchmark", help="output folder (default ./benchmark)")
     _backend_args(bench)
 
@@ -423,6 +430,7 @@ def _benchmark(args: argparse.Namespace) -> int:
         policies=policies,
         preemptive=args.preemptive,
         bare_agents=args.bare_agents,
+        metric=args.metric,
         **extra,
     )
     report = run_benchmark(

@@ -822,6 +822,10 @@ ENV_CASES = [
     ({"queue_window": 0}, ["queue_window", "0"]),
     ({"actions": "bogus"}, ["actions", "'bogus'"]),
     ({"reward": "bogus"}, ["reward", "'bogus'"]),
+    ({"reward": "slowdwn"}, ["reward", "'slowdwn'", "'slowdown'"]),
+    ({"slowdown_tau": 0}, ["slowdown_tau", "got 0"]),
+    ({"slowdown_tau": -2.0}, ["slowdown_tau", "-2.0"]),
+    ({"slowdown_tau": float("nan")}, ["slowdown_tau", "nan"]),
     ({"scenario": "helios:/no/such/trace.csv"}, ["no such file"]),
 ]
 

@@ -70,6 +70,8 @@ from .state import (
     F_HORIZON,
     F_LAST,
     F_LAST_MEASURED,
+    F_MEAS_BSLD,
+    F_MEAS_WAIT,
     F_NOW,
     F_RUN_AREA,
     F_SYS_AREA,
@@ -414,9 +416,14 @@ def _measure(sim, s, t):
     response = t - jf[s, ARRIVAL]
     service = sim.js[s, SERVICE]
     waited = jf[s, FIRST_START] > jf[s, ARRIVAL] or ji[s, NPREEMPT] > 0
+    wait = max(response - service, 0.0)
+    slowdown = max(response / max(service, fv[F_TAU]), 1.0)
     sim.acc_f[b, c, A_RESP] += response
-    sim.acc_f[b, c, A_WAIT] += max(response - service, 0.0)
-    sim.acc_f[b, c, A_BSLD] += max(response / max(service, fv[F_TAU]), 1.0)
+    sim.acc_f[b, c, A_WAIT] += wait
+    sim.acc_f[b, c, A_BSLD] += slowdown
+    # running totals over all cells: what the env's slowdown and waiting rewards pay, job by job
+    fv[F_MEAS_BSLD] += slowdown
+    fv[F_MEAS_WAIT] += wait
     fv[F_FIRST_MEASURED] = min(fv[F_FIRST_MEASURED], jf[s, ARRIVAL])
     fv[F_LAST_MEASURED] = max(fv[F_LAST_MEASURED], t)
     sim.acc_i[b, c, A_COUNT] += 1

@@ -115,7 +115,9 @@ N_IV = 32
     F_TAU,  # the bounded slowdown's threshold tau (max(response / max(service, tau), 1)), a time
     F_FIRST_MEASURED,  # earliest arrival of a departed measured job (inf until one departs)
     F_LAST_MEASURED,  # latest departure of a measured job (-inf until one departs)
-) = range(13)
+    F_MEAS_BSLD,  # sum of the measured departed jobs' bounded slowdowns (env rewards; = acc_f's total)
+    F_MEAS_WAIT,  # sum of the measured departed jobs' waiting times (env rewards; = acc_f's total)
+) = range(15)
 N_FV = 16
 
 # --- columns of Sim.acc_f[batch, class, :] and Sim.acc_i[batch, class, :] (online metrics) --------

@@ -29,7 +29,7 @@ from ..core.policy import Policy
 from ..native.copying import copy1d
 from .batch import copy_state
 from .layout import EP_ADVISE
-from .stepping import step
+from .stepping import reward_paid, step
 
 __all__ = ["BASE_DECISION", "BranchPlayer", "python_costs"]
 
@@ -99,7 +99,7 @@ def play_branches(
     """For each ``branch_actions[b]`` (an env action, ``BASE_DECISION``, or ``_WORDS - j``: the engine
     words ``words[offsets[j]:offsets[j + 1]]``, an advisor's decision): from ``sim`` (a decision
     of the env with mask ``mask0``), take it as the env's step does, then let the base play the episode
-    out natively. ``rewards[b]``: the step's reward integral, ``areas[b]``: the play-out's (both
+    out natively. ``rewards[b]``: the step's reward, ``areas[b]``: what the play-out pays (both
     unscaled); ``status[b]``: ``_PLAYED``, ``_ENDED`` (the episode ended within the step) or
     ``_PYTHON`` (the branch needs the Python path)."""
     preemptive = sim.iv[S.I_PREEMPTIVE] != 0
@@ -137,7 +137,7 @@ def play_branches(
         if st != S.ST_EVENT:
             status[b] = _PYTHON
             continue
-        start = scratch.fv[S.F_RUN_AREA]
+        start = reward_paid(scratch.fv, ep)
         _fresh(pdata, template)
         n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
         if n > 0 and apply(scratch, actions, n) != S.E_NONE:
@@ -158,7 +158,7 @@ def play_branches(
                     st = S.ST_ERROR
                     break
         if st == S.ST_FINISHED:
-            areas[b] = scratch.fv[S.F_RUN_AREA] - start
+            areas[b] = reward_paid(scratch.fv, ep) - start
         else:
             status[b] = _PYTHON
     return 0

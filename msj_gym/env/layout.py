@@ -29,8 +29,13 @@ import numpy as np
     EP_SLOTS,  # class slots of the spaces (>= the workload's classes)
     EP_ADVISOR,  # priority actions end with this many advisors' actions (applied from Python)
     EP_ADVISE,  # 1: stop at every event, so that advisors that follow every event see each one
-) = range(12)
-N_EP = 12
+    EP_REWARD,  # what the reward pays: REWARD_AREA, REWARD_SLOWDOWN or REWARD_WAITING
+) = range(13)
+N_EP = 13
+
+# what the reward pays (``ep[EP_REWARD]``): the time integral of the (weighted) number of jobs in the
+# system, or each measured job's bounded slowdown or waiting time at its departure
+REWARD_AREA, REWARD_SLOWDOWN, REWARD_WAITING = range(3)
 
 # action modes (``ep[EP_ACTIONS]``)
 ACT_JOBS, ACT_PRIORITY, ACT_SHORTEST = range(3)

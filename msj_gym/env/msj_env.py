@@ -31,6 +31,7 @@ from .layout import (
     EP_PWIN,
     EP_QWIN,
     EP_REVEAL,
+    EP_REWARD,
     EP_SLOTS,
     EP_WEIGHTED,
     N_EP,
@@ -39,16 +40,26 @@ from .layout import (
     O_INVALID,
     O_REWARD,
     OBSERVE_ONLY,
+    REWARD_AREA,
+    REWARD_SLOWDOWN,
+    REWARD_WAITING,
     work_size,
     workload_floats,
 )
 from .modes import ACTION_MODES, OBSERVATION_MODES, Shape, mode_named
-from .stepping import env_step
+from .stepping import env_step, reward_paid
 
 __all__ = ["AgentSlot", "EnvSnapshot", "MSJEnv", "MSJPreemptiveEnv", "resolve_workload"]
 
 _DEFAULT_SCENARIO = "sf-fig2"
 DEFAULT_MAX_CLASSES = 32  # class slots of observation="classes": borg-cellb's 26 classes fit
+# ``reward``: what the compiled step pays (layout.REWARD_*); "mean" is "integral" on another scale
+REWARDS = {
+    "integral": REWARD_AREA,
+    "mean": REWARD_AREA,
+    "slowdown": REWARD_SLOWDOWN,
+    "waiting": REWARD_WAITING,
+}
 
 
 class AgentSlot(Policy):
@@ -206,6 +217,18 @@ class MSJEnv(gym.Env):
     the expected number of arrivals of an episode, so that the return estimates minus the (weighted)
     mean response time whatever the episode length: the average-reward form for long episodes.
 
+    The HPC metrics instead (see :class:`~msj_gym.SimulationResult`): ``reward="slowdown"`` pays, at
+    each step, minus the bounded slowdowns max((wait + run) / max(run, tau), 1) of the measured jobs
+    that left during it, and ``reward="waiting"`` minus their waiting times (response minus service
+    time), each job once, at its departure. Only measured jobs count (not the ``warmup`` ones), and
+    the values are the engine's own, so an episode's return is exactly minus the result's
+    ``mean_bounded_slowdown`` (or ``mean_waiting_time``) times ``measured_jobs``: minus the sum over
+    the measured jobs, as the default return is minus their total time (a constant multiple of the
+    mean with ``num_arrivals``: ``num_arrivals - warmup`` jobs are measured). ``slowdown_tau`` is tau,
+    in the workload's time unit (synthetic time units on a synthetic scenario); by default the
+    results' own: a tenth of the mean service time, 10 (seconds) on a recorded trace. Neither is
+    weighted (``weighted=True`` is refused with them).
+
     ## Starting state
     An empty system at time 0, the first decision at the first arrival. ``warm_start="fcfs"`` (any
     non-preemptive baseline id, or a policy object) instead runs that policy for
@@ -235,7 +258,9 @@ class MSJEnv(gym.Env):
       ``max_classes`` (None: the workload's classes; 32 with ``observation="classes"``),
       ``reveal_sizes`` (False), ``actions`` (``"jobs"`` | ``"priority"`` | ``"priority-shortest"``),
       ``advisor`` (None);
-    * ``reward`` (``"integral"`` | ``"mean"``), ``weighted`` (False);
+    * ``reward`` (``"integral"`` | ``"mean"`` | ``"slowdown"`` | ``"waiting"``), ``weighted`` (False),
+      ``slowdown_tau`` (None: a tenth of the mean service time, in the workload's time unit; 10 on a
+      recorded trace; it also sets :meth:`result`'s bounded slowdown);
     * ``warm_start`` (None), ``warm_start_arrivals`` (1000);
     * ``max_arrivals`` (None: twice the episode's expected arrivals; a policy that has not cleared the
       measured jobs by then is unstable), ``max_jobs_in_system`` (100000);
@@ -255,7 +280,8 @@ class MSJEnv(gym.Env):
 
     ## Version history
     * v0: initial version; ``observation="classes"`` and ``max_classes`` added (new options: the
-      default spaces are unchanged).
+      default spaces are unchanged); ``reward="slowdown"``, ``reward="waiting"`` and ``slowdown_tau``
+      added (the default reward is unchanged).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -282,6 +308,7 @@ class MSJEnv(gym.Env):
         advisor: str | Policy | None = None,
         reward: str = "integral",
         weighted: bool = False,
+        slowdown_tau: float | None = None,
         warm_start: str | Policy | None = None,
         warm_start_arrivals: int = 1000,
         max_arrivals: int | None = None,
@@ -327,8 +354,17 @@ class MSJEnv(gym.Env):
             raise ValueError(
                 f"obs_jobs: observation={observation!r} shows no single jobs; got obs_jobs={obs_jobs!r}"
             )
-        if reward not in ("integral", "mean"):
-            raise ValueError(f"reward: expected 'integral' or 'mean', got {reward!r}")
+        if not isinstance(reward, str) or reward not in REWARDS:
+            raise ValueError(f"reward: expected 'integral', 'mean', 'slowdown' or 'waiting', got {reward!r}")
+        if slowdown_tau is not None and (
+            isinstance(slowdown_tau, bool | np.bool_)
+            or not isinstance(slowdown_tau, int | float | np.integer | np.floating)
+            or not (math.isfinite(slowdown_tau) and slowdown_tau > 0)
+        ):
+            raise ValueError(
+                "slowdown_tau: expected a positive finite time (the workload's time unit), "
+                f"got {slowdown_tau!r}"
+            )
         self.action_mode = actions
         self._priority = not self._act_mode.names_jobs
         if render_mode not in (None, "ansi", "rgb_array"):
@@ -339,6 +375,14 @@ class MSJEnv(gym.Env):
                 raise ValueError(f"{name}: expected True or False, got {flag!r}")
         self.observation_mode, self.reward_mode = observation, reward
         self.reveal_sizes, self.weighted = bool(reveal_sizes), bool(weighted)
+        if self.weighted and REWARDS[reward] != REWARD_AREA:
+            # the results have no weighted slowdown or wait for such a return to equal
+            raise ValueError(
+                f"weighted: weights the response-time rewards ('integral', 'mean') only; got weighted=True "
+                f"with reward={reward!r}"
+            )
+        # None: the results' own default (a tenth of the mean service time, 10 s on a recorded trace)
+        self._slowdown_tau = None if slowdown_tau is None else float(slowdown_tau)
         self.render_mode = render_mode
         self._renderer: Any = None  # drawn lazily: SB3's make_vec_env asks for rgb_array by default
         if max_arrivals is not None:
@@ -395,6 +439,7 @@ class MSJEnv(gym.Env):
         self._ep[EP_OBSJOBS] = self.obs_jobs
         self._ep[EP_REVEAL] = int(self.reveal_sizes)
         self._ep[EP_WEIGHTED] = int(self.weighted)
+        self._ep[EP_REWARD] = REWARDS[reward]
         self._ep[EP_ACTIONS] = self._act_mode.code
         self._ep[EP_OBS] = self._obs_mode.code
         self._ep[EP_SLOTS] = self.class_slots
@@ -515,6 +560,8 @@ class MSJEnv(gym.Env):
             # per-job records, so an episode's result has no response-time percentiles
             "record_jobs": False,
         }
+        if self._slowdown_tau is not None:
+            kwargs["slowdown_tau"] = self._slowdown_tau
         if self.horizon is not None:
             kwargs.update(horizon=float(self.horizon), warmup_time=self.warmup_time)
         else:
@@ -752,7 +799,7 @@ class MSJEnv(gym.Env):
             raise ValueError("play_out: weighted=True rewards are not supported; make the env unweighted")
         policy = self._baseline("policy", policy)
         core = self.core
-        start = float(core.sim.fv[S.F_RUN_AREA])
+        start = float(reward_paid(core.sim.fv, self._ep))
         # the decision due now is the policy's, then it runs event by event to the end
         driver = PolicyDriver(policy, core)
         self._apply(driver.decide())
@@ -760,7 +807,7 @@ class MSJEnv(gym.Env):
         self._over = True
         self._bind()
         self._observe()
-        return -(float(core.sim.fv[S.F_RUN_AREA]) - start) * self._reward_scale
+        return -(float(reward_paid(core.sim.fv, self._ep)) - start) * self._reward_scale
 
     def decide_every_event(self, flag: bool) -> None:
         """Also stop at events where nothing can be decided (only "wait" is valid there). For agents

@@ -4,9 +4,10 @@ The batch path (``engine.run_batch``) asks a policy for a whole decision at ever
 instead acts through an action mode (:mod:`msj_gym.env.act`: one job at a time, or a class priority
 that makes the whole decision), and only where a decision exists: :func:`step` applies one action,
 then (after "wait", a priority, or when nothing more can be decided at this instant) runs the same
-``advance`` as the batch path through the events at which nothing can be decided, integrating the
-reward on the way, and finally writes the observation (:mod:`msj_gym.env.observe`) and the action mask
-into preallocated buffers. The layout of its parameter arrays is :mod:`msj_gym.env.layout`'s.
+``advance`` as the batch path through the events at which nothing can be decided, collecting the
+reward on the way (:func:`reward_paid`), and finally writes the observation
+(:mod:`msj_gym.env.observe`) and the action mask into preallocated buffers. The layout of its
+parameter arrays is :mod:`msj_gym.env.layout`'s.
 
 A decision exists when some job waits and either one of the waiting jobs fits in the idle servers or
 (preemptive variant) some job runs; with priority actions, also some priority must change the running
@@ -17,7 +18,18 @@ from __future__ import annotations
 
 from ..core.engine import advance, can_decide
 from ..core.jit import internal_jit
-from ..core.state import C_NRUN, C_NWAIT, E_NONE, F_NOW, I_NSYS, ST_ERROR, ST_EVENT
+from ..core.state import (
+    C_NRUN,
+    C_NWAIT,
+    E_NONE,
+    F_MEAS_BSLD,
+    F_MEAS_WAIT,
+    F_NOW,
+    F_RUN_AREA,
+    I_NSYS,
+    ST_ERROR,
+    ST_EVENT,
+)
 from .act import apply_action, encode_action, priority_offered, write_mask
 from .layout import (
     ACT_JOBS,
@@ -30,6 +42,7 @@ from .layout import (
     EP_PWIN,
     EP_QWIN,
     EP_REVEAL,
+    EP_REWARD,
     EP_WEIGHTED,
     N_EP,
     N_OUT,
@@ -38,6 +51,9 @@ from .layout import (
     O_REWARD,
     OBSERVE_ONLY,
     QUEUE_FEATURES,
+    REWARD_AREA,
+    REWARD_SLOWDOWN,
+    REWARD_WAITING,
     RUNNING_FEATURES,
     SYSTEM_FEATURES,
     num_actions,
@@ -68,6 +84,7 @@ __all__ = [
     "num_actions",
     "observation_size",
     "observe",
+    "reward_paid",
     "step",
 ]
 
@@ -83,6 +100,21 @@ def _load_now(sim, ep, fpar):
     for c in range(nclass):
         total += fpar[nclass + c] * (ci[C_NWAIT, c] + ci[C_NRUN, c])
     return total
+
+
+@internal_jit(python=True)
+def reward_paid(fv, ep):
+    """What the episode has paid so far (unsigned, unscaled, unweighted), by ``ep[EP_REWARD]``: the time
+    integral of the number of jobs in the system, or the sum of the bounded slowdowns or of the waiting
+    times of the measured jobs that have left. The last two are the engine's own running totals (its
+    ``_measure`` is the one place that computes a job's slowdown and wait), so that an episode's return
+    is exactly what its result measures. ``fv`` is the state's ``Sim.fv``."""
+    mode = ep[EP_REWARD]
+    if mode == REWARD_SLOWDOWN:
+        return fv[F_MEAS_BSLD]
+    if mode == REWARD_WAITING:
+        return fv[F_MEAS_WAIT]
+    return fv[F_RUN_AREA]
 
 
 @internal_jit
@@ -122,11 +154,15 @@ def step(sim, action, ep, fpar, obs, mask, out, work):
         while True:
             t0 = fv[F_NOW]
             rate = _load_now(sim, ep, fpar)
+            paid = reward_paid(fv, ep)
             status = advance(sim)
             if status != ST_EVENT:
                 return status
             dt = fv[F_NOW] - t0
-            out[O_REWARD] -= rate * dt
+            if ep[EP_REWARD] == REWARD_AREA:
+                out[O_REWARD] -= rate * dt
+            else:  # the measured jobs that left at this event, each once
+                out[O_REWARD] -= reward_paid(fv, ep) - paid
             out[O_ELAPSED] += dt
             if ep[EP_EVERY_EVENT] != 0 or ep[EP_ADVISE] != 0:
                 break

@@ -25,6 +25,17 @@ is no reference; knowing job sizes, it may beat the size-oblivious optimum (scor
 
 So the references score exactly 0 and 100 on every seed.
 
+**Another metric** (``metric``, ``msj-gym benchmark --metric NAME``: any of the leaderboard's
+:data:`~msj_gym.experiments.leaderboard.METRICS`): the same formula on that metric's values, ``T``
+read as the run's value of it (for the utilisation, higher is better: the formula is the same, its
+references swap their order). The exact optimum is of the mean response time alone, so for every
+other metric the upper reference is the best heuristic by that metric, at every point (never the
+response-time optimum), and the lower one FCFS or the worst stable heuristic by that metric. The runs
+are the same (every run stores all its metrics): another metric rescores a folder's runs without
+rerunning any, and writes its tables next to the default ones, named after it
+(``benchmark-mean_bounded_slowdown.md``, ...). A run without a value of the metric (an agent's
+percentiles: the env keeps no per-job records) scores 0 there, flagged ``n/a``.
+
 The scale is the non-preemptive one for every entrant (the class of schedulers ``MSJ-v0`` agents
 belong to), so a score does not depend on which other entrants ran; preemptive baselines
 (``--preemptive``) are scored on it too and may exceed 100. Scores are floored at 0: a run worse than
@@ -65,9 +76,12 @@ import numpy as np
 
 from ..atomic import atomic_savefig
 from .leaderboard import (
+    METRICS,
     LeaderboardConfig,
     _atomic_csv,
     _atomic_write,
+    _metric_of,
+    check_metric,
     config_difference,
     exact_optima,
     parse_seeds,
@@ -107,13 +121,15 @@ QUICK = {"seeds": 2, "arrivals": 2_000}  # --quick: a smoke test of the whole su
 BOOTSTRAP_REPS = 5_000
 PROFILE_MAX = 150.0  # the performance profile's right edge
 EXCLUDED = ("mdp-optimal", "mdp-optimal-preemptive")  # the exact optimum is the scale's 100 already
+DEFAULT_METRIC = "mean_response_time"  # the one metric with an exact optimum (the scale's 100)
 
 
 @dataclass(frozen=True)
 class BenchmarkConfig:
     """What a benchmark runs: the suite (``points``), seeds and run length, whether the preemptive
     baselines enter, the agent specs (shipped name, ``.zip`` path or ``module:attr``) and ``policies``
-    of your own (``module:attr`` naming a Policy class or instance: scored, never a reference)."""
+    of your own (``module:attr`` naming a Policy class or instance: scored, never a reference), and
+    the ``metric`` the runs are scored on (not part of :meth:`identity`: it only rescores the runs)."""
 
     points: tuple[tuple[str, float], ...] | None = None  # None: BENCHMARK_SUITE
     seeds: tuple[int, ...] = tuple(range(DEFAULT_SEEDS))
@@ -124,8 +140,10 @@ class BenchmarkConfig:
     suite: str = SUITE_VERSION
     policies: tuple[str, ...] = ()
     bare_agents: bool = False  # admit checkpoints without their .json (see experiments.agents)
+    metric: str = DEFAULT_METRIC
 
     def __post_init__(self) -> None:
+        check_metric(self.metric)
         if isinstance(self.arrivals, bool) or not isinstance(self.arrivals, int) or self.arrivals < 100:
             raise ValueError(f"--arrivals: expected an integer >= 100, got {self.arrivals!r}")
         if self.points is None:
@@ -147,6 +165,11 @@ class BenchmarkConfig:
                 )
         if len(set(self.policies)) != len(self.policies):
             raise ValueError("--policies: the same policy given twice")
+
+    @property
+    def by_default_metric(self) -> bool:
+        """Scored on the mean response time, the one metric whose exact optimum is known."""
+        return self.metric == DEFAULT_METRIC
 
     @property
     def warmup_arrivals(self) -> int:
@@ -171,9 +194,9 @@ class PointScore:
     load: float
     entrant: str
     kind: str
-    mean_response_time: float
+    value: float  # the scored metric's mean over the seeds (the mean response time by default)
     scores: list[float]  # per seed
-    flag: str = ""  # "", "unstable" (some seed), "n/a" (the agent does not run here)
+    flag: str = ""  # "", "unstable" (some seed), "n/a" (the agent does not run here, or no value)
 
     @property
     def score(self) -> float:
@@ -450,12 +473,13 @@ def run_benchmark(
         results = run_points(
             points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
         )
-        optima = _optima(out, config, writable)
+        # another metric's 100 is the best heuristic: no optimum to solve for it
+        optima = _optima(out, config, writable) if config.by_default_metric else {}
         report = score(config, points, results, kinds, optima, unfit)
         if writable:
             report["files"] = _write(out, report)
         else:
-            report["files"] = [f for f in _output_names(out) if f.exists()]
+            report["files"] = [f for f in _output_names(out, config.metric) if f.exists()]
     return report
 
 
@@ -476,9 +500,13 @@ def score(
     optima: dict[tuple[str, float], float],
     unfit: dict[str, dict[tuple[str, float], str]],
 ) -> dict[str, Any]:
-    """Scales, per-point scores and aggregates of finished runs (see the module docstring)."""
+    """Scales, per-point scores and aggregates of finished runs (see the module docstring), on
+    ``config.metric``."""
     from .agents import agent_label
 
+    metric = config.metric
+    # lower is better but for the utilisation: rank by sign * value
+    sign = -1.0 if METRICS[metric][1] else 1.0
     runs: dict[tuple[str, float], dict[str, dict[int, dict[str, Any]]]] = {}
     for p, r in zip(points, results, strict=True):
         runs.setdefault((p.scenario, p.x), {}).setdefault(p.series, {})[p.seed] = r
@@ -487,44 +515,52 @@ def score(
     for scenario, rho in config.points:
         at = runs[(scenario, rho)]
         kind_of = kinds[(scenario, rho)]
-        mean_t = {e: float(np.mean([r["mean_response_time"] for r in by.values()])) for e, by in at.items()}
+        value = {e: {s: _metric_of(r, metric) for s, r in by.items()} for e, by in at.items()}
+        mean_v = {e: float(np.mean(list(v.values()))) for e, v in value.items()}
         stable = {e: all(r["stable"] for r in by.values()) for e, by in at.items()}
-        heuristics = [e for e in at if _heuristic(kind_of[e]) and stable[e]]
+        heuristics = [e for e in at if _heuristic(kind_of[e]) and stable[e] and math.isfinite(mean_v[e])]
         if not heuristics:
-            raise ValueError(f"benchmark point {scenario}@{rho:g}: no heuristic is stable on every seed")
-        best = min(heuristics, key=lambda e: mean_t[e])
-        if stable.get("fcfs"):
+            raise ValueError(
+                f"benchmark point {scenario}@{rho:g}: no heuristic is stable on every seed"
+                + ("" if config.by_default_metric else f" with a value of {metric}")
+            )
+        best = min(heuristics, key=lambda e: sign * mean_v[e])
+        if "fcfs" in heuristics:
             low_ref = "fcfs"
         else:
-            low_ref = max(heuristics, key=lambda e: mean_t[e])
-        exact = optima.get((scenario, rho))
+            low_ref = max(heuristics, key=lambda e: sign * mean_v[e])
+        # the exact optimum is of the mean response time: never the 100 of another metric
+        exact = optima.get((scenario, rho)) if config.by_default_metric else None
         high_ref = best if exact is None else "optimum (non-preemptive, exact)"
-        lows = {s: at[low_ref][s]["mean_response_time"] for s in config.seeds}
-        highs = {s: at[best][s]["mean_response_time"] if exact is None else exact for s in config.seeds}
+        lows = value[low_ref]
+        highs = {s: value[best][s] if exact is None else exact for s in config.seeds}
         for s in config.seeds:
-            if not lows[s] > highs[s]:
+            if not sign * (lows[s] - highs[s]) > 0:
                 raise ValueError(
                     f"benchmark point {scenario}@{rho:g}, seed {s}: the lower reference {low_ref} "
-                    f"({lows[s]:.4g}) is not above the upper one {high_ref} ({highs[s]:.4g}); "
-                    "the scale is empty"
+                    f"({lows[s]:.4g}) is not worse than the upper one {high_ref} ({highs[s]:.4g}) by "
+                    f"{metric}; the scale is empty"
                 )
-        high = mean_t[best] if exact is None else exact
-        scales.append(Scale(scenario, rho, mean_t[low_ref], low_ref, high, high_ref, best))
+        high = mean_v[best] if exact is None else exact
+        scales.append(Scale(scenario, rho, mean_v[low_ref], low_ref, high, high_ref, best))
         for e, by in at.items():
             scores = []
             for s in config.seeds:
-                r = by[s]
+                v = value[e][s]
                 if e == low_ref:  # exactly, whatever the rounding
-                    v = 0.0
+                    x = 0.0
                 elif e == best and exact is None:
-                    v = 100.0
-                elif r["stable"]:
-                    v = 100 * (lows[s] - r["mean_response_time"]) / (lows[s] - highs[s])
+                    x = 100.0
+                elif by[s]["stable"] and math.isfinite(v):
+                    # (low - v) / (low - high) rises towards the high reference in either direction
+                    x = 100 * (lows[s] - v) / (lows[s] - highs[s])
                 else:
-                    v = 0.0
-                scores.append(max(v, 0.0))
+                    x = 0.0
+                scores.append(max(x, 0.0))
             flag = "" if stable[e] else "unstable"
-            rows.append(PointScore(scenario, rho, e, kind_of[e], mean_t[e], scores, flag))
+            if not flag and not all(math.isfinite(v) for v in value[e].values()):
+                flag = "n/a"  # no value of the metric (an agent's percentiles: the env keeps no records)
+            rows.append(PointScore(scenario, rho, e, kind_of[e], mean_v[e], scores, flag))
         for spec, where in unfit.items():
             if (scenario, rho) in where:
                 rows.append(
@@ -623,14 +659,21 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
         f"{config.arrivals} arrivals ({config.warmup_arrivals} warm-up); score 0 = FCFS (or the lower "
         "reference), 100 = the exact non-preemptive optimum (or the best size-oblivious heuristic)"
     )
+    if not config.by_default_metric:
+        title = (
+            f"benchmark suite {config.suite}: {len(config.points)} points x {len(config.seeds)} seeds x "
+            f"{config.arrivals} arrivals ({config.warmup_arrivals} warm-up), scored on {config.metric}; "
+            "score 0 = FCFS (or the lower reference), 100 = the best size-oblivious heuristic by "
+            f"{config.metric} (the exact optimum is of the mean response time only)"
+        )
     lines += _render(title, head, table, markdown)
     head = [
         "scenario",
         "load",
         "score 0 (lower reference)",
-        "T_low",
+        "T_low" if config.by_default_metric else f"{config.metric} low",
         "score 100 (upper reference)",
-        "T_high",
+        "T_high" if config.by_default_metric else f"{config.metric} high",
         "best heuristic",
     ]
     table = [
@@ -652,9 +695,10 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
             else:
                 cells.append(_f(r.score) + {"": "", "unstable": " (U)", "n/a": " (n/a)"}[r.flag])
         table.append([e, *cells])
+    no_value = "" if config.by_default_metric else f", or its runs have no value of {config.metric}"
     lines += _render(
         "mean score per point over seeds ((U): unstable on some seed, scored 0 there; (n/a): the agent "
-        "does not fit this point's environment; -: the policy is not defined there)",
+        f"does not fit this point's environment{no_value}; -: the policy is not defined there)",
         head,
         table,
         markdown,
@@ -662,21 +706,28 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _output_names(out: Path) -> list[Path]:
-    return [
-        out / n for n in ("benchmark.md", "benchmark.csv", "benchmark-points.csv", "benchmark-profile.png")
-    ]
+def _output_names(out: Path, metric: str = DEFAULT_METRIC) -> list[Path]:
+    """The tables and plot of a score on ``metric``: another metric's beside the default ones, named
+    after it, so that no file of one metric is taken for the other's."""
+    tag = "" if metric == DEFAULT_METRIC else f"-{metric}"
+    return [out / f"benchmark{tag}{n}" for n in (".md", ".csv", "-points.csv", "-profile.png")]
 
 
 def _write(out: Path, report: dict[str, Any]) -> list[Path]:
     config: BenchmarkConfig = report["config"]
-    md, agg_csv, pts_csv, png = _output_names(out)
+    md, agg_csv, pts_csv, png = _output_names(out, config.metric)
+    on = "" if config.by_default_metric else f" on {config.metric}"
     intro = (
-        f"# msj_gym benchmark (suite {config.suite})\n\n"
+        f"# msj_gym benchmark{on} (suite {config.suite})\n\n"
         f"Seeds {', '.join(map(str, config.seeds))}; {config.arrivals} arrivals per run; code "
         f"{provenance()['git_revision']}. IQM and P(improve) with stratified-bootstrap 95 % intervals "
         f"({BOOTSTRAP_REPS} resamples of the seeds within each point).\n\n"
     )
+    if not config.by_default_metric:
+        intro += (
+            f"Scored on {config.metric}: 100 is the best size-oblivious heuristic by it at every point "
+            "(the exact optimum is of the mean response time only).\n\n"
+        )
     _atomic_write(md, intro + format_benchmark(report, markdown=True))
     _atomic_csv(
         agg_csv,
@@ -715,10 +766,11 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
     def point_row(r: Any) -> list[Any]:
         sc = scales[(r.scenario, r.load)]
         scores = " ".join(f"{x:.6g}" for x in r.scores)
-        head = [r.scenario, r.load, r.entrant, r.kind, r.mean_response_time, r.score, scores, r.flag]
+        head = [r.scenario, r.load, r.entrant, r.kind, r.value, r.score, scores, r.flag]
         return [*head, sc.low_ref, sc.low, sc.high_ref, sc.high]
 
-    header = ["scenario", "load", "entrant", "kind", "mean_response_time", "score", "scores_per_seed", "flag"]
+    # the value column is named after the metric (mean_response_time by default)
+    header = ["scenario", "load", "entrant", "kind", config.metric, "score", "scores_per_seed", "flag"]
     _atomic_csv(
         pts_csv, [*header, "low_ref", "t_low", "high_ref", "t_high"], map(point_row, report["points"])
     )
@@ -759,7 +811,11 @@ def _plot(report: dict[str, Any], path: Path) -> Path | None:
             label=f"{a.entrant}  (IQM {_f(a.iqm)})",
         )
     ax.axvline(100, color="grey", lw=0.8, ls=":")
-    ax.set_xlabel("score τ (0 = FCFS or the lower reference, 100 = exact optimum or best heuristic)")
+    ax.set_xlabel(
+        "score τ (0 = FCFS or the lower reference, 100 = exact optimum or best heuristic)"
+        if config.by_default_metric
+        else f"score τ on {config.metric} (0 = FCFS or the lower reference, 100 = best heuristic)"
+    )
     ax.set_ylabel("fraction of runs with score ≥ τ")
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlim(0, right)
@@ -784,7 +840,9 @@ def _plot(report: dict[str, Any], path: Path) -> Path | None:
         title="entrant, best IQM first",
     )
     ax.set_title(
-        f"msj-gym benchmark suite {config.suite}: performance profiles over {len(config.points)} points x "
+        f"msj-gym benchmark suite {config.suite}"
+        + ("" if config.by_default_metric else f" on {config.metric}")
+        + f": performance profiles over {len(config.points)} points x "
         f"{len(config.seeds)} seeds ({config.arrivals} arrivals); code {provenance()['git_revision'][:12]}",
         fontsize=10,
     )

@@ -19,6 +19,9 @@ CASES = [
     ("MSJ-v0", "four-class", 0.85, SIZES, "easy-backfilling"),
     ("MSJPreemptive-v0", "four-class", 0.85, {"actions": "priority"}, "server-filling"),
     ("MSJPreemptive-v0", "sf-fig2", 0.8, {}, "server-filling-srpt"),
+    # the play-out pays the measured jobs' slowdowns (waits) as the steps do
+    ("MSJ-v0", "four-class", 0.85, {"actions": "priority", "reward": "slowdown"}, "first-fit"),
+    ("MSJPreemptive-v0", "four-class", 0.85, {"reward": "waiting", "warmup": 20}, "server-filling"),
 ]
 
 

@@ -15,6 +15,7 @@ from gymnasium.utils.env_checker import check_env
 import msj_gym
 from baselines import POLICIES, make_policy, supports
 from msj_gym import PolicyAgent, RandomAgent, Simulator, rollout
+from msj_gym.metrics.result import default_slowdown_tau
 from msj_gym.workloads import TraceWorkload
 
 
@@ -158,6 +159,88 @@ def test_return_is_minus_time_in_system(weighted: bool, reward: str, expected: f
     assert times[-1] == 6.0
 
 
+@pytest.mark.parametrize(
+    ("reward", "expected"),
+    [
+        # tau 1.5: job0 3 / 3, job1 4 / 2, job2 4 / max(1, 1.5)
+        ("slowdown", -(1.0 + 2.0 + 4.0 / 1.5)),
+        ("waiting", -(0.0 + 2.0 + 3.0)),
+    ],
+)
+def test_hpc_rewards_pay_each_job_at_its_departure(reward: str, expected: float) -> None:
+    env = gym.make(
+        "MSJ-v0", scenario=_hand_trace(), num_arrivals=3, warmup=0, reward=reward, slowdown_tau=1.5
+    )
+    agent = PolicyAgent("fcfs", env)
+    obs, info = env.reset(seed=0)
+    rewards, done = [], False
+    while not done:
+        obs, r, _, done, info = env.step(agent.predict(obs)[0])
+        rewards.append((info["time"], r))
+    assert sum(r for _, r in rewards) == pytest.approx(expected, rel=1e-12)
+    # nothing is paid before the first departure (t = 3), unlike the time integral
+    assert all(r == 0.0 for t, r in rewards if t < 3.0)
+    res = env.unwrapped.result()
+    assert res.slowdown_tau == 1.5 and res.mean_bounded_slowdown == pytest.approx((3 + 4 / 1.5) / 3)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "policy_id", "kwargs"),
+    [
+        ("MSJ-v0", "first-fit", {"num_arrivals": 800, "warmup": 80}),
+        ("MSJ-v0", "msf", {"num_arrivals": 600, "warmup": 60, "slowdown_tau": 0.35}),
+        ("MSJ-v0", "first-fit", {"horizon": 120.0, "warmup_time": 15.0}),
+        ("MSJPreemptive-v0", "server-filling", {"num_arrivals": 600, "warmup": 60, "preempt_window": 64}),
+    ],
+)
+@pytest.mark.parametrize("reward", ["slowdown", "waiting"])
+def test_hpc_return_is_minus_the_measured_metric(
+    env_id: str, policy_id: str, kwargs: dict, reward: str
+) -> None:
+    """The return is minus the sum of the measured jobs' bounded slowdowns (waiting times): the
+    result's mean times its measured jobs, the warm-up jobs left out; the result is the native run's."""
+    env = gym.make(env_id, scenario="four-class", load=0.85, queue_window=64, reward=reward, **kwargs)
+    total = 0.0
+    agent = PolicyAgent(policy_id, env)
+    obs, _ = env.reset(seed=4)
+    done = False
+    while not done:
+        obs, r, _, done, _ = env.step(agent.predict(obs)[0])
+        total += r
+    res = env.unwrapped.result()
+    mean = res.mean_bounded_slowdown if reward == "slowdown" else res.mean_waiting_time
+    assert res.num_measured > 100 and mean > 0
+    assert -total == pytest.approx(mean * res.num_measured, rel=1e-9)
+    tau = kwargs.get("slowdown_tau")
+    wl = env.unwrapped.workload
+    horizon = {k: kwargs[k] for k in ("horizon", "warmup_time") if k in kwargs}
+    length = horizon or {k: kwargs[k] for k in ("num_arrivals", "warmup")}
+    cap = 2 * int(wl.arrival_rate * horizon["horizon"] if horizon else kwargs["num_arrivals"]) + 2
+    native = Simulator(
+        wl, make_policy(policy_id), seed=4, max_arrivals=cap, record_jobs=False, slowdown_tau=tau, **length
+    ).run()
+    assert native.mean_bounded_slowdown == res.mean_bounded_slowdown
+    assert native.mean_waiting_time == res.mean_waiting_time
+    assert native.slowdown_tau == res.slowdown_tau == (tau if tau is not None else default_slowdown_tau(wl))
+
+
+def test_default_reward_is_unchanged_by_slowdown_tau() -> None:
+    """tau changes the result's slowdown, never the default reward nor the run."""
+    runs = []
+    for tau in (None, 2.5):
+        env = gym.make("MSJ-v0", scenario="four-class", load=0.85, num_arrivals=300, slowdown_tau=tau)
+        agent = PolicyAgent("msf", env)
+        obs, _ = env.reset(seed=2)
+        rewards, done = [], False
+        while not done:
+            obs, r, _, done, _ = env.step(agent.predict(obs)[0])
+            rewards.append(r)
+        runs.append((rewards, env.unwrapped.result()))
+    assert runs[0][0] == runs[1][0]
+    assert runs[0][1].mean_response_time == runs[1][1].mean_response_time
+    assert runs[1][1].slowdown_tau == 2.5 != runs[0][1].slowdown_tau
+
+
 def test_decision_epochs_only_where_a_job_fits() -> None:
     env = gym.make("MSJ-v0", scenario=_hand_trace(), num_arrivals=3, warmup=0)
     _, info = env.reset(seed=0)
@@ -206,6 +289,13 @@ def test_numpy_integer_actions_are_accepted() -> None:
         ({"queue_window": 0}, "queue_window"),
         ({"observation": "pixels"}, "observation"),
         ({"reward": "profit"}, "reward"),
+        ({"reward": "slowdwn"}, "reward: expected 'integral', 'mean', 'slowdown' or 'waiting', got 'slo"),
+        ({"slowdown_tau": 0}, "slowdown_tau: expected a positive finite time .*got 0$"),
+        ({"slowdown_tau": -1.0}, "slowdown_tau: .*got -1.0$"),
+        ({"slowdown_tau": float("nan")}, "slowdown_tau: .*got nan$"),
+        ({"slowdown_tau": True}, "slowdown_tau: .*got True$"),
+        ({"slowdown_tau": "10"}, "slowdown_tau: .*got '10'$"),
+        ({"reward": "slowdown", "weighted": True}, "weighted: .*weighted=True with reward='slowdown'"),
         ({"load": -0.5}, "load"),
         ({"num_servers": 0}, "num_servers"),
         ({"num_arrivals": 1}, "num_arrivals"),

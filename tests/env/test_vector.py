@@ -121,6 +121,34 @@ def test_preemptive_variant_equals_single_envs(observation: str) -> None:
     assert ends >= 3
 
 
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("MSJ-v0", {**SMALL, "reward": "slowdown"}),
+        ("MSJ-v0", {**SMALL, "reward": "waiting", "warmup": 5, "actions": "priority"}),
+        ("MSJPreemptive-v0", {"num_arrivals": 25, "reward": "slowdown", "slowdown_tau": 0.4}),
+    ],
+)
+def test_hpc_rewards_equal_single_envs(env_id: str, kwargs: dict) -> None:
+    """``reward="slowdown"`` / ``"waiting"``: each env's rewards are the single env's bit for bit, and
+    each episode's return is minus its result's measured sum."""
+    ends = _run_pair(env_id, "SameStep", 400, **kwargs)
+    assert ends >= 3
+    venv = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", **kwargs).unwrapped
+    venv.reset(seed=[3, 9])
+    rng = np.random.default_rng(1)
+    totals, done = np.zeros(2), np.zeros(2, dtype=np.bool_)
+    while not done.all():
+        _, reward, _, trunc, _ = venv.step(venv.sample_actions(rng))
+        totals += np.where(done, 0.0, reward)
+        for i in np.flatnonzero(trunc & ~done):
+            res = venv.result(i)  # NextStep: the ended episode's until the next step resets it
+            metric = res.mean_bounded_slowdown if kwargs["reward"] == "slowdown" else res.mean_waiting_time
+            assert -totals[i] == pytest.approx(metric * res.num_measured, rel=1e-9), i
+        done |= trunc
+    assert (totals < 0).all()
+
+
 def test_equal_through_slot_growth_and_the_arrival_cap() -> None:
     """An agent that always waits piles up every arrival: the state arrays of all envs grow past the
     initial job slots, and the episode ends at the arrival cap (truncated, unstable)."""

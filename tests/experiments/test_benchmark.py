@@ -4,7 +4,9 @@ prints the table, and the rliable-style aggregates (SciPy's trim_mean and bootst
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -105,6 +107,7 @@ def test_cli_prints_the_table(tiny, capsys, monkeypatch) -> None:
     [
         (["--agent", "no-such-agent"], "--agent 'no-such-agent'"),
         (["--workers", "0"], "--workers"),
+        (["--metric", "slowdwn"], "--metric: expected one of mean_response_time,"),
     ],
 )
 def test_bad_input_is_one_line_before_any_work(tmp_path, capsys, argv, message) -> None:
@@ -113,6 +116,57 @@ def test_bad_input_is_one_line_before_any_work(tmp_path, capsys, argv, message) 
     err = capsys.readouterr().err.strip()
     assert err.startswith("msj-gym: error:") and message in err and "\n" not in err
     assert not out.exists()
+
+
+def test_another_metric_rescores_the_same_runs(tiny, capsys, monkeypatch) -> None:
+    """``metric``: the stored runs rescored (none rerun, the default tables untouched), the best
+    heuristic by that metric as the 100 at every point (never the response-time optimum), its own
+    files, and the CLI says which metric and why the optimum is no reference."""
+    out, config, _ = tiny
+    runs = (out / "runs.jsonl").read_text()
+    default_files = {f.name: f.read_bytes() for f in bm._output_names(out) if f.exists()}
+    metric = "mean_bounded_slowdown"
+    with pytest.MonkeyPatch.context() as mp:
+        _patch(mp)
+        mp.setattr(bm, "exact_optima", lambda scenario, load: pytest.fail("solved an optimum"))
+        report = bm.run_benchmark(dataclasses.replace(config, metric=metric), out, workers=1, progress=False)
+    assert (out / "runs.jsonl").read_text() == runs
+    assert {f.name: f.read_bytes() for f in bm._output_names(out) if f.exists()} == default_files
+    rows = [json.loads(x) for x in runs.splitlines()]
+    for scale in report["scales"]:
+        assert scale.high_ref == scale.best_heuristic  # at 0.5 too, where the optimum of T is known
+        at = {r.entrant: r for r in report["points"] if r.load == scale.load}
+        assert at[scale.low_ref].scores == [0.0, 0.0] and at[scale.best_heuristic].scores == [100.0, 100.0]
+        stable = [r for r in at.values() if not r.flag]
+        assert scale.high == min(r.value for r in stable) == at[scale.best_heuristic].value
+        mine = [x[metric] for x in rows if x["x"] == scale.load and x["series"] == "msf"]
+        assert at["msf"].value == pytest.approx(float(np.mean(mine)), rel=1e-12)
+    names = {f.name for f in report["files"]}
+    assert {f"benchmark-{metric}.md", f"benchmark-{metric}.csv", f"benchmark-{metric}-points.csv"} <= names
+    header = (out / f"benchmark-{metric}-points.csv").read_text().splitlines()[0]
+    assert header.startswith(f"scenario,load,entrant,kind,{metric},score")
+    _patch(monkeypatch)
+    assert main(["benchmark", "--quick", "--out", str(out), "--workers", "1", "--metric", metric]) == 0
+    text = capsys.readouterr().out
+    assert f"scored on {metric}" in text and "the exact optimum is of the mean response time only" in text
+    assert (out / "runs.jsonl").read_text() == runs
+
+
+def test_a_metric_where_higher_is_better_swaps_the_references() -> None:
+    """Utilisation: the 100 is the highest value, and the formula is the same."""
+    config = bm.BenchmarkConfig(points=(("sf-fig2", 0.5),), seeds=2, arrivals=2000, metric="utilization")
+    values = {"fcfs": (0.40, 0.42), "msf": (0.50, 0.52), "first-fit": (0.45, 0.47)}
+    points, results = [], []
+    for entrant, per_seed in values.items():
+        for seed, v in zip(config.seeds, per_seed, strict=True):
+            points.append(SimpleNamespace(scenario="sf-fig2", x=0.5, series=entrant, seed=seed))
+            results.append({"utilization": v, "mean_response_time": 1.0, "stable": True})
+    kinds = {("sf-fig2", 0.5): dict.fromkeys(values, "non-preemptive")}
+    report = bm.score(config, points, results, kinds, {("sf-fig2", 0.5): 0.1}, {})
+    (scale,) = report["scales"]
+    assert (scale.low_ref, scale.high_ref) == ("fcfs", "msf")
+    ff = next(r for r in report["points"] if r.entrant == "first-fit")
+    assert ff.scores == pytest.approx([50.0, 50.0], rel=1e-12)
 
 
 def test_aggregates_on_known_inputs() -> None:
@@ -232,6 +286,19 @@ def test_agents_join_a_finished_folder(tiny, tmp_path) -> None:
     agg = {a.entrant: a for a in report["aggregates"]}
     assert agg["agent:fits_at_half_load"].flagged == ["sf-fig2@0.7 (n/a)"]
     assert agg["agent:msf_through_env"].iqm == agg["msf"].iqm
+    # rescored: the agent's slowdowns are MSF's; it has no percentiles (the env keeps no records)
+    after = (out / "runs.jsonl").read_text()
+    for metric, same in (("mean_bounded_slowdown", True), ("response_time_p95", False)):
+        with pytest.MonkeyPatch.context() as mp:
+            _patch(mp)
+            rescored = dataclasses.replace(config, metric=metric)
+            again = bm.run_benchmark(rescored, out, workers=1, progress=False)
+        agent, msf = _at(again, 0.7, "agent:msf_through_env"), _at(again, 0.7, "msf")
+        if same:
+            assert agent.scores == msf.scores and agent.flag == ""
+        else:
+            assert agent.flag == "n/a" and agent.scores == [0.0, 0.0] and msf.flag == ""
+    assert (out / "runs.jsonl").read_text() == after
 
 
 def test_preemptive_entrants_are_scored_on_the_same_scale(tiny, tmp_path) -> None:
