@@ -217,7 +217,7 @@ def _parser() -> argparse.ArgumentParser:
         help="rank policies on sequences of jobs sampled from a trace (RLScheduler's protocol; paired)",
         description="Sample COUNT sequences of LENGTH consecutive jobs of a trace (swf:FILE), schedule each "
         "from an empty machine with every policy, and rank the policies by the mean over the sequences of "
-        "each sequence's metric (default: the mean bounded slowdown), with 95%% intervals over the "
+        "each sequence's metric (default: the mean bounded slowdown), with 95% intervals over the "
         "sequences and paired ratios to the best.",
     )
     seq.add_argument("--scenario", required=True, help="a trace: swf:FILE[?options] (or a GPU trace)")
@@ -246,7 +246,7 @@ def _parser() -> argparse.ArgumentParser:
         help="score policies and agents on a fixed suite of scenarios and loads (IQM, bootstrap CIs)",
         description="Score every non-preemptive baseline (and agents) on the fixed benchmark suite: per "
         "point 0 = FCFS (or the lower reference), 100 = the exact optimum (or the best heuristic); the "
-        "interquartile mean over seeds x points with stratified-bootstrap 95%% CIs, and the probability "
+        "interquartile mean over seeds x points with stratified-bootstrap 95% CIs, and the probability "
         "of improving on the best heuristic. Default: 5 seeds x 20000 arrivals per point.",
     )
     bench.add_argument(

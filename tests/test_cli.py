@@ -204,3 +204,16 @@ def test_policy_of_another_model_is_refused(scenario, policy, message, capsys):
     assert main(["simulate", "--scenario", scenario, "--policy", policy]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_every_help_text_renders_its_percent_signs() -> None:
+    # argparse %-formats an option's help but prints a description as written: "%%" must not show
+    import argparse
+
+    from msj_gym.cli import _parser
+
+    parser = _parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    texts = {name: p.format_help() for name, p in subs.choices.items()} | {"msj-gym": parser.format_help()}
+    assert not [name for name, text in texts.items() if "%%" in text]
+    assert "95% CIs" in texts["benchmark"].replace("\n", " ").replace("  ", " ")
