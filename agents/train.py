@@ -50,6 +50,8 @@ def make_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
             kwargs.pop("obs_jobs", None)
     if args.actions != "jobs":
         kwargs["actions"] = args.actions
+    if args.advisor:
+        kwargs["advisor"] = list(args.advisor)
     return kwargs
 
 
@@ -242,6 +244,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--reward", choices=("integral", "mean"), default="mean", help="the env's reward form")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--learning-rate", type=float, default=3e-4)
+    ap.add_argument(
+        "--advisor",
+        type=lambda text: [a.strip() for a in text.split(",")],
+        default=None,
+        help="comma-separated policies whose decision the agent may take as one action each (with "
+        "--actions priority): the agent learns when to follow which, and when to decide itself",
+    )
     ap.add_argument("--imitate", default=None, help="maskable-ppo: clone this baseline's actions first")
     ap.add_argument("--imitate-steps", type=int, default=50_000, help="decisions to clone")
     ap.add_argument("--imitate-epochs", type=int, default=10)
@@ -262,6 +271,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error("--policy class-set: needs --observation classes and --algo ppo or maskable-ppo")
     if args.systems < 0 or (args.systems and args.observation != "classes"):
         ap.error(f"--systems: expected 0 or a positive number with --observation classes, got {args.systems}")
+    if args.advisor and not args.actions.startswith("priority"):
+        ap.error(f"--advisor: only with --actions priority, got --actions {args.actions}")
     if args.systems and args.vec_env == "native":
         ap.error("--systems: with --vec-env dummy (the native vector env runs one system)")
     _check_args(args)

@@ -142,6 +142,8 @@ TRAIN_CASES = [
     (["--algo", "ppo", "--imitate", "msf"], ["--imitate", "maskable-ppo"]),
     (["--average-reward"], ["--average-reward", "--reward integral"]),
     (["--algo", "a3c"], ["--algo", "'a3c'"]),
+    (["--advisor", "first-fit"], ["--advisor", "--actions priority"]),
+    (["--actions", "priority", "--advisor", "nope"], ["advisor 'nope'", "unknown policy"]),
 ]
 
 

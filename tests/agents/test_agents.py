@@ -243,9 +243,11 @@ def test_train_over_generated_systems_with_the_class_set_network(tmp_path: pathl
     out = tmp_path / "set.zip"
     argv = ["--algo", "maskable-ppo", "--observation", "classes", "--actions", "priority"]
     argv += ["--policy", "class-set", "--systems", "3", "--timesteps", "128", "--n-envs", "2"]
+    argv += ["--advisor", "first-fit,static-quickswap"]  # one action each: follow it
     train.main([*argv, "--n-steps", "64", "--episode-arrivals", "60", "--no-progress", "--out", str(out)])
     meta = json.loads(out.with_suffix(".json").read_text())
     assert meta["training_systems"] == 3 and "scenario" not in meta["env_kwargs"]
+    assert meta["env_kwargs"]["advisor"] == ["first-fit", "static-quickswap"]
     table = evaluate.main([str(out), "--seeds", "5", "--arrivals", "200"])
     assert f"agent:{out.stem}" in {t["policy"] for t in table}
 
