@@ -149,6 +149,9 @@ def test_least_loaded_is_not_defined_without_random_assignment():
     from msj_gym.registry import supports
     from msj_gym.workloads.compat import build_compat_scenario
 
+    # the kernel's allocation invariant, after every event, on the servers it chose
+    wl = build_compat_scenario("003-random-3", load=0.9, distribution="bimodal")
+    PooledSimulator(wl, make_policy("compat-least-loaded"), seed=4, num_arrivals=2000, debug=True).run()
     why = supports("compat-least-loaded", build_compat_scenario("003-tree-symmetric", load=0.5))
     assert why is not None and "nothing to assign" in why
     assert supports("compat-least-loaded", build_compat_scenario("003-random-2", load=0.5)) is None
