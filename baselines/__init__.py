@@ -10,7 +10,7 @@ from msj_gym.moldable.policy import MoldablePolicy
 from msj_gym.registry import make_moldable_policy, supports
 
 from .backfilling import EasyBackfilling
-from .balanced_fair import BalancedFair
+from .balanced_fair import BalancedFair, CompatLeastLoaded, LeastLoadedAssignmentAgent
 from .balanced_splitting import BalancedSplitting, ModifiedBalancedSplitting
 from .fcfs import FCFS
 from .hpc import F1, SJF, UNICEP, WFP3, F1Easy, SJFEasy, UNICEPEasy, WFP3Easy
@@ -60,11 +60,13 @@ __all__ = [
     "AdaptiveQuickswap",
     "BalancedFair",
     "BalancedSplitting",
+    "CompatLeastLoaded",
     "EasyBackfilling",
     "F1Easy",
     "FirstFit",
     "FirstFitSRPT",
     "Greedy",
+    "LeastLoadedAssignmentAgent",
     "LeastServersFirst",
     "MDPOptimal",
     "MDPOptimalPreemptive",

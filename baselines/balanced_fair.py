@@ -46,6 +46,7 @@ from msj_gym.core.access import (
     is_running,
     is_waiting,
     job_attribute,
+    job_class,
     job_id,
     last_in_system,
     next_in_system,
@@ -68,9 +69,11 @@ from msj_gym.core.state import PolicyData
 MODEL = "compatibility"
 
 # params: theta (mean work between interruptions, inf: never), d (servers per job, at most), b (node
-# stride 2**b >= d) and each server's capacity C_0 .. C_{S-1}
-FIELDS = Record("theta", "d", "shift", "capacity", nonfinite=("theta",))
-THETA, D, SHIFT, CAPACITY = FIELDS.ids
+# stride 2**b >= d), each server's capacity C_0 .. C_{S-1}, and the assignment: 0 = the servers the
+# workload drew for each job, 1 = the least-loaded of its class's pool (per class its d, ``choose``, and
+# its pool as a C x S 0/1 table, ``pool``)
+FIELDS = Record("theta", "d", "shift", "capacity", "assign", "choose", "pool", nonfinite=("theta",))
+THETA, D, SHIFT, CAPACITY, ASSIGN, CHOOSE, POOL = FIELDS.ids
 # iwork = [memo: 4][head: S][tail: S][interrupted: S][dirty: 2S + 1][taken: S]
 #         [servers: cap*w][next: cap*w][prev: cap*w][held: cap][dirty stamp: cap][interrupt stamp: cap]
 #         [job id: cap]            (w = 2**b: the node of job s's q-th server is s*w + q, its slot a shift)
@@ -170,6 +173,67 @@ def _append(mu, d, sh, head, tail, srv, nxt, prv, held, rate, dst, dlist, nd, st
 
 
 @inline_jit
+def _list_lengths(nserv, sh, head, nxt, count):
+    """``count[v]``: the jobs in server ``v``'s list, i.e. in the system and allowed to use ``v``."""
+    for v in range(nserv):
+        k = 0
+        node = head[v]
+        while node != -1:
+            k += 1
+            node = nxt[node]
+        count[v] = k
+
+
+@inline_jit
+def _least_loaded(view, par, nserv, sh, srv, count, s):
+    """Give job ``s`` the ``d`` servers of its class's pool with the fewest jobs allowed on them (the
+    servers the workload drew for it first among equals, then the cyclic order from the first one
+    drawn), sorted; a class without random assignment keeps its fixed servers."""
+    c = job_class(view, s)
+    k = int(field(par, CHOOSE)[c])
+    d = int_value(par, D)
+    base = s << sh
+    if k == 0:
+        for q in range(d):
+            srv[base + q] = job_attribute(view, s, q)
+        return
+    pool = field(par, POOL)
+    start = job_attribute(view, s, 0)
+    for q in range(d):
+        srv[base + q] = -1
+    for q in range(k):
+        best = -1
+        best_key = 0
+        for o in range(nserv):
+            v = (start + o) % nserv
+            if pool[c * nserv + v] == 0.0:
+                continue
+            taken = False
+            for r in range(q):
+                if srv[base + r] == v:
+                    taken = True
+                    break
+            if taken:
+                continue
+            drawn = False
+            for r in range(k):
+                if job_attribute(view, s, r) == v:
+                    drawn = True
+                    break
+            key = 2 * count[v] + (0 if drawn else 1)
+            if best == -1 or key < best_key:
+                best, best_key = v, key
+        srv[base + q] = best
+    for q in range(1, k):  # sorted, as the environment writes a job's servers
+        v = srv[base + q]
+        r = q - 1
+        while r >= 0 and srv[base + r] > v:
+            srv[base + r + 1] = srv[base + r]
+            r -= 1
+        srv[base + r + 1] = v
+
+
+@inline_jit
 def _compat_serve(view, pdata, actions):
     par, iw, fw = pdata.params, pdata.iwork, pdata.fwork
     nserv = num_servers(view)
@@ -177,7 +241,8 @@ def _compat_serve(view, pdata, actions):
     sh = int_value(par, SHIFT)
     theta = value(par, THETA)
     mu = field(par, CAPACITY)
-    head, tail, ilist, dlist, _, srv, nxt, prv, held, dst, ist, jid, rate, frag = _parts(nserv, sh, iw, fw)
+    parts = _parts(nserv, sh, iw, fw)
+    head, tail, ilist, dlist, taken, srv, nxt, prv, held, dst, ist, jid, rate, frag = parts
     stamp = iw[M_STAMP] + 1
     iw[M_STAMP] = stamp
     ni = 0
@@ -203,12 +268,21 @@ def _compat_serve(view, pdata, actions):
     new = narr - iw[M_NARR]
     iw[M_NARR] = narr
     if new > 0:
+        assign = int_value(par, ASSIGN)
+        if assign == 1:
+            _list_lengths(nserv, sh, head, nxt, taken)
         s = last_in_system(view)
         for _ in range(new - 1):
             s = prev_in_system(view, s)
         while s != -1:
-            for q in range(d):
-                srv[(s << sh) + q] = job_attribute(view, s, q)  # the job's compatible servers
+            if assign == 1:
+                _least_loaded(view, par, nserv, sh, srv, taken, s)
+                for q in range(d):
+                    if srv[(s << sh) + q] >= 0:
+                        taken[srv[(s << sh) + q]] += 1
+            else:
+                for q in range(d):
+                    srv[(s << sh) + q] = job_attribute(view, s, q)  # the job's compatible servers
             jid[s] = job_id(view, s)
             held[s] = 0
             rate[s] = 0.0
@@ -248,6 +322,7 @@ def _compat_check(view, pdata):
     sh = int_value(par, SHIFT)
     mu = field(par, CAPACITY)
     head, _, _, _, taken, srv, _, _, held, _, _, _, rate, _ = _parts(nserv, sh, iw, fw)
+    assign = int_value(par, ASSIGN)
     for v in range(nserv):
         taken[v] = 0
     s = first_in_system(view)
@@ -255,7 +330,7 @@ def _compat_check(view, pdata):
         n = 0
         r = 0.0
         for q in range(d):
-            v = job_attribute(view, s, q)
+            v = srv[(s << sh) + q] if assign == 1 else job_attribute(view, s, q)
             if srv[(s << sh) + q] != v:
                 return 1
             if v < 0:
@@ -296,6 +371,11 @@ class _CompatPolicy(Policy):
         """Mean work between two interruptions of a job (inf: never interrupted)."""
         return np.inf
 
+    def assignment(self, workload: Any) -> int:
+        """How a job of a random-assignment class gets its servers: 0, those the workload drew for it
+        (the paper's random assignment); 1, the least-loaded ones of its class's pool."""
+        return 0
+
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         if getattr(workload, "model", "msj") != MODEL:
             raise ValueError(
@@ -305,7 +385,15 @@ class _CompatPolicy(Policy):
         base = super().prepare(workload, rng)
         d = workload.max_degree
         shift = max(int(d - 1).bit_length(), 0)
-        params = FIELDS.pack(theta=self.theta(workload), d=d, shift=shift, capacity=workload.capacities)
+        params = FIELDS.pack(
+            theta=self.theta(workload),
+            d=d,
+            shift=shift,
+            capacity=workload.capacities,
+            assign=self.assignment(workload),
+            choose=[c.choose for c in workload.classes],
+            pool=[float(v in c.servers) for c in workload.classes for v in range(workload.num_servers)],
+        )
         # Interruption draws: child 0 of the policy's stream (stateless, so preparing twice for one
         # run gives the same stream).
         ss = rng.bit_generator.seed_seq
@@ -403,3 +491,77 @@ class BalancedFair(_CompatPolicy):
     def theta(self, workload: Any) -> float:
         m = self.interruptions_per_job
         return workload.mean_size / m if m > 0 else np.inf
+
+
+class CompatLeastLoaded(_CompatPolicy):
+    """Least-loaded assignment, then FCFS, on the job-server compatibility model (not from the papers:
+    a simple strong baseline beside their random assignment).
+
+    Bonald & Comte (2017), Sec. 5, give each job of a random-assignment class (``choose = d``) ``d``
+    servers drawn uniformly from its class's pool. This policy gives it instead the ``d`` servers of the
+    pool that the fewest jobs in the system may use (the lengths of the servers' FCFS lists, arrivals
+    included), a join-the-shortest-queue over compatible servers; ties go first to the servers the
+    random assignment drew for the job, then in cyclic order from the first of them, so that on an
+    empty system it is the random assignment, and every entrant still sees the same random numbers.
+    The servers are fixed for the job's life, and served as :class:`CompatFCFS` serves.
+
+    Non-preemptive; size-oblivious (it counts jobs, not work: it needs no job sizes). Defined on
+    workloads with at least one random-assignment class (elsewhere there is nothing to assign and it
+    would be ``compat-fcfs``). The same choice through ``CompatAssign-v0`` (scheduler ``fcfs``) is
+    :class:`LeastLoadedAssignmentAgent`, with identical results.
+    """
+
+    policy_id = "compat-least-loaded"
+    preemptive = False
+    reference = "not from the papers: join-the-shortest-queue over compatible servers"
+    interruptions_per_job = 0.0
+
+    def assignment(self, workload: Any) -> int:
+        return 1
+
+    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+        if getattr(workload, "model", "msj") == MODEL and not any(c.choose for c in workload.classes):
+            raise ValueError(
+                f"policy {self.policy_id!r}: no class of {workload.name!r} has a random assignment "
+                "(choose = d), so there is nothing to assign (it would be compat-fcfs)"
+            )
+        return super().prepare(workload, rng)
+
+
+def least_loaded_server(counts: np.ndarray, pool: Any, chosen: Any, drawn: Any, num_servers: int) -> int:
+    """The next server of :class:`CompatLeastLoaded`'s choice: the one of ``pool`` not in ``chosen``
+    with the fewest jobs allowed on it (``counts``), the ``drawn`` servers first among equals, then
+    the cyclic order from ``drawn[0]``."""
+    allowed = set(int(v) for v in pool) - set(int(v) for v in chosen)
+    drawn_set = set(int(v) for v in drawn)
+    start = int(drawn[0])
+    best, best_key = -1, 0
+    for o in range(num_servers):
+        v = (start + o) % num_servers
+        if v not in allowed:
+            continue
+        key = 2 * int(counts[v]) + (0 if v in drawn_set else 1)
+        if best == -1 or key < best_key:
+            best, best_key = v, key
+    return best
+
+
+class LeastLoadedAssignmentAgent:
+    """:class:`CompatLeastLoaded`'s assignment through ``CompatAssign-v0`` (scheduler ``fcfs``): at each
+    step, the server the policy would choose next, from the jobs in the system allowed on each server
+    and the servers the workload drew for the arriving job (``info["drawn_servers"]``). With the same
+    seed the episode is the native run of ``compat-least-loaded``."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env.unwrapped
+
+    def predict(self, obs: Any, *args: Any, **kwargs: Any) -> tuple[int, None]:
+        from msj_gym.core import state as S
+
+        env = self.env
+        sim = env._sim
+        n = env.workload.num_servers
+        live = sim.sim.ji[:, S.STATE] != S.FREE_SLOT
+        servers = sim.sim.ji[live, S.JATTR :].ravel()
+        counts = np.bincount(servers[servers >= 0], minlength=n)[:n]
+        return least_loaded_server(counts, env._cls.servers, env._chosen, env._drawn, n), None

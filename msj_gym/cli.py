@@ -352,6 +352,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
     workers = _workers(args)  # every flag is checked before anything is written to --out
     check_output_folder("--out", args.out, "leaderboard.json")  # before the plan, which may solve optima
+    if any(_is_other_model(s) for s in args.scenario or []):
+        return _model_leaderboard(args, workers)
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     if not policies and not args.agent:
         raise ValueError(f"--policies: expected policy ids or a group, got {args.policies!r}")
@@ -373,6 +375,53 @@ def _leaderboard(args: argparse.Namespace) -> int:
         config, Path(args.out), backend=args.backend, workers=workers, address=args.address
     )
     print(format_tables(report, wide=args.wide))
+    out = Path(args.out)
+    names = [str(f.relative_to(out)) if f.is_relative_to(out) else str(f) for f in report["files"]]
+    print(f"wrote in {out}/: " + ", ".join([*names, "runs.jsonl"]))
+    return 0
+
+
+def _is_other_model(scenario: str) -> bool:
+    from .experiments.model_leaderboard import scenario_model
+
+    return scenario_model(scenario) != "msj"
+
+
+def _model_leaderboard(args: argparse.Namespace, workers: int) -> int:
+    """The leaderboard of a moldable or compatibility scenario (:mod:`.experiments.model_leaderboard`)."""
+    from pathlib import Path
+
+    from .experiments.model_leaderboard import (
+        ModelLeaderboardConfig,
+        format_model_tables,
+        run_model_leaderboard,
+        scenario_model,
+    )
+
+    model = scenario_model(next(s for s in args.scenario if _is_other_model(s)))
+    if args.agent:
+        raise ValueError(
+            f"--agent {args.agent[0]!r}: agents run on the MSJ model's leaderboard only (MSJ-v0, "
+            f"MSJPreemptive-v0); the {model} model's leaderboard ranks its registered policies"
+        )
+    if args.metric != "mean_response_time":
+        ranked = "its cost per arrival" if model == "moldable" else "the mean response time"
+        raise ValueError(f"--metric {args.metric!r}: the {model} model's leaderboard ranks by {ranked}")
+    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    config = ModelLeaderboardConfig(
+        scenarios=tuple(args.scenario),
+        loads=args.loads,
+        policies=policies,
+        seeds=args.seeds,
+        arrivals=args.arrivals,
+        warmup=args.warmup,
+        reference=args.reference,
+        policy_params=_entrant_params(args.policy_param),
+    )
+    report = run_model_leaderboard(
+        config, Path(args.out), backend=args.backend, workers=workers, address=args.address
+    )
+    print(format_model_tables(report))
     out = Path(args.out)
     names = [str(f.relative_to(out)) if f.is_relative_to(out) else str(f) for f in report["files"]]
     print(f"wrote in {out}/: " + ", ".join([*names, "runs.jsonl"]))

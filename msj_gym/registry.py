@@ -321,6 +321,7 @@ for _pid, _entry, _models in (
     ("nmsr", "baselines.nmsr:NMSR", _MSJ),
     ("compat-fcfs", "baselines.balanced_fair:CompatFCFS", ("compatibility",)),
     ("balanced-fair", "baselines.balanced_fair:BalancedFair", ("compatibility",)),
+    ("compat-least-loaded", "baselines.balanced_fair:CompatLeastLoaded", ("compatibility",)),
     ("bs", "baselines.balanced_splitting:BalancedSplitting", _MSJ),
     ("modified-bs", "baselines.balanced_splitting:ModifiedBalancedSplitting", _MSJ),
     ("mdp-optimal", "baselines.optimal:MDPOptimal", _MSJ),

@@ -17,7 +17,7 @@ def test_listing_ids_imports_no_policy():
     code = (
         "import sys, msj_gym.registry as r; ids = r.policy_ids(); "
         "assert 'fcfs' in ids and 'moldable-greedy' in ids, ids; "
-        "assert r.policy_ids('compatibility') == ['compat-fcfs', 'balanced-fair']; "
+        "assert r.policy_ids('compatibility') == ['compat-fcfs', 'balanced-fair', 'compat-least-loaded']; "
         "assert not any(m == 'baselines' or m.startswith('baselines.') for m in sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
@@ -34,7 +34,7 @@ def test_every_builtin_is_registered_once():
     import baselines
 
     ids = registry.policy_ids()
-    assert len(ids) == len(set(ids)) == 32
+    assert len(ids) == len(set(ids)) == 33
     assert list(baselines.POLICIES) == [p for p in ids if "moldable" not in registry.policy_spec(p).models]
     assert list(baselines.MOLDABLE_POLICIES) == registry.policy_ids("moldable")
     assert registry.policy_ids("moldable") == ["moldable-p-scheme", "moldable-greedy", "moldable-reserved"]

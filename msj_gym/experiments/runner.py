@@ -160,6 +160,9 @@ def _code_files(point: Point, run: Run | None) -> tuple[str, ...]:
     files = set(_base_files())
     if run is not None:
         files.add(inspect.getsourcefile(run) or "")
+        more = getattr(run, "code_files", None)  # what the run reaches beyond its own module
+        if more is not None:
+            files |= {str(f) for f in more(point)}
     if point.agent is not None:
         files |= {str(f) for f in (root / "env").glob("*.py")} | {str(root / "experiments" / "agents.py")}
         if Path(point.agent).is_file():  # a checkpoint: its weights are part of the code
@@ -650,7 +653,9 @@ def run_points(
     of ``points`` in order.
 
     ``run`` turns a point into its metrics (default :func:`run_point`, a queueing-simulator run; the
-    moldable loss system passes its own). It must be a module-level function for the pool and Ray.
+    moldable loss system passes its own). It must be a module-level function for the pool and Ray; its
+    module is part of the runs' ``code`` hash, and so are the files its attribute ``code_files(point)``
+    names, if it has one (the model and policy modules it runs).
     ``content`` hashes what a point simulates (default :func:`scenario_content` for simulator runs;
     with another ``run``, the point's fields alone describe it). A row of the same point made from
     other content or code is refused (:class:`StaleRuns`), never reused.

@@ -123,3 +123,35 @@ def test_rgb_array_list_and_record_video(tmp_path):
     _episode(env, DrawnAssignmentAgent(env), seed=0)
     env.close()
     assert list((tmp_path / "video").glob("*.mp4"))
+
+
+@pytest.mark.parametrize(("scenario", "load", "seed"), [(SMALL, 0.7, 7), ("003-random-3", 0.85, 2)])
+def test_least_loaded_assignment_is_the_native_run(scenario, load, seed):
+    """``compat-least-loaded`` natively and its agent through the env: the same jobs, the same servers,
+    the same results bit for bit."""
+    from baselines import LeastLoadedAssignmentAgent
+
+    env = gym.make("CompatAssign-v0", scenario=scenario, load=load, num_arrivals=600)
+    _, steps, info = _episode(env, LeastLoadedAssignmentAgent(env), seed=seed)
+    wl = env.unwrapped.workload
+    policy = make_policy("compat-least-loaded")
+    native_sim = PooledSimulator(wl, policy, seed=seed, num_arrivals=600, warmup=0)
+    native = native_sim.run()
+    d = wl.classes[0].choose
+    assert steps == d * int(native_sim.sim.iv[I_NARR])
+    assert info["mean_response_time"] == native.mean_response_time
+    # it is not the random assignment: the same seed gives another (shorter) mean response time
+    drawn = PooledSimulator(wl, make_policy("compat-fcfs"), seed=seed, num_arrivals=600, warmup=0).run()
+    assert native.mean_response_time < drawn.mean_response_time
+
+
+def test_least_loaded_is_not_defined_without_random_assignment():
+    from msj_gym.registry import supports
+    from msj_gym.workloads.compat import build_compat_scenario
+
+    # the kernel's allocation invariant, after every event, on the servers it chose
+    wl = build_compat_scenario("003-random-3", load=0.9, distribution="bimodal")
+    PooledSimulator(wl, make_policy("compat-least-loaded"), seed=4, num_arrivals=2000, debug=True).run()
+    why = supports("compat-least-loaded", build_compat_scenario("003-tree-symmetric", load=0.5))
+    assert why is not None and "nothing to assign" in why
+    assert supports("compat-least-loaded", build_compat_scenario("003-random-2", load=0.5)) is None

@@ -1,0 +1,144 @@
+"""The leaderboards of the moldable loss system and of compatibility graphs, through the command line:
+tables, files, resuming, stale inputs refused, reference rows, bad input."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from msj_gym.cli import main
+from msj_gym.experiments.model_leaderboard import _references, compat_workload
+
+
+def _rows(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def test_moldable_leaderboard_end_to_end(tmp_path: Path, capsys, monkeypatch) -> None:
+    out = tmp_path / "lb"
+    argv = ["leaderboard", "--scenario", "002-sub-linear-mean-field", "--loads", "20,40", "--seeds", "2"]
+    argv += ["--arrivals", "2000", "--workers", "1", "--out", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "002-sub-linear-mean-field  n = 20 (lam = 0.8)" in text and "ranked by cost" in text
+    assert re.search(r"^-\s+LP optimum \(n -> infinity\)\s+0\s+0\.375\s+0\.375$", text, re.M)
+    for pid in ("moldable-p-scheme", "moldable-greedy", "moldable-reserved"):
+        assert pid in text
+    names = ("leaderboard.md", "leaderboard.csv", "leaderboard-002-sub-linear-mean-field.png", "runs.jsonl")
+    assert all((out / n).is_file() for n in names)
+    assert _rows(out / "runs.jsonl") == 3 * 2 * 2
+    # the same command again: every run reused, the same table
+    assert main(argv) == 0
+    assert capsys.readouterr().out == text and _rows(out / "runs.jsonl") == 12
+    # another regime behind the same name: other content, refused before anything runs
+    from msj_gym.moldable import systems
+
+    monkeypatch.setitem(systems.REGIMES, "mean-field", (0.0, 0.25))
+    before = (out / "leaderboard.md").read_text()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "scenario content" in err and "holds runs of" in err
+    assert _rows(out / "runs.jsonl") == 12 and (out / "leaderboard.md").read_text() == before
+
+
+def test_compatibility_leaderboard_end_to_end(tmp_path: Path, capsys, monkeypatch) -> None:
+    out = tmp_path / "lb"
+    argv = ["leaderboard", "--scenario", "003-random-2?sizes=bimodal", "--loads", "0.5,0.8", "--seeds", "2"]
+    argv += ["--arrivals", "2000", "--workers", "1", "--out", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "003-random-2?sizes=bimodal  load 0.8  (2 seeds x 2000 arrivals, 200 warm-up)" in text
+    assert "balanced fairness, random assignment (exact)" in text
+    lines = [line for line in text.splitlines() if line.startswith("1 ")]
+    assert lines and all("compat-least-loaded" in line for line in lines)  # the baseline leads
+    assert (out / "leaderboard-003-random-2-sizes-bimodal.png").is_file()
+    assert _rows(out / "runs.jsonl") == 3 * 2 * 2
+    assert main(argv) == 0
+    assert capsys.readouterr().out == text and _rows(out / "runs.jsonl") == 12
+    # a changed system behind the same name (99 servers): refused, nothing rerun
+    from msj_gym.experiments import runner
+    from msj_gym.workloads import compat
+
+    desc, _ = compat.COMPAT_SCENARIOS["003-random-2"]
+    monkeypatch.setitem(
+        compat.COMPAT_SCENARIOS,
+        "003-random-2",
+        (desc, lambda load, distribution: compat._random_d(99, 2, load, distribution)),
+    )
+    monkeypatch.setattr(runner, "_CONTENT", {})
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "scenario content" in err
+    assert _rows(out / "runs.jsonl") == 12
+
+
+def test_reference_rows_are_the_closed_forms() -> None:
+    from msj_gym.analysis.balanced_fairness import random_assignment_performance, tree_service_rates
+
+    for rho in (0.5, 0.8):
+        # Fig. 1: three unit servers, lam_1 = lam_2 = 3 rho / 2; closed forms (10)-(11), sigma = 1
+        lam = 3 * rho / 2
+        g1, g2 = tree_service_rates(1.0, 1.0, 1.0, lam, lam)
+        row = _references("compatibility", "003-tree-symmetric", rho)[0]
+        assert row.values["T.class1"][0] == pytest.approx(1 / g1, rel=1e-9)
+        assert row.values["T.class2"][0] == pytest.approx(1 / g2, rel=1e-9)
+        # Fig. 2: mu_2 = 0
+        lam = 2 * rho / 2
+        g1, g2 = tree_service_rates(1.0, 0.0, 1.0, lam, lam)
+        row = _references("compatibility", "003-tree-asymmetric", rho)[0]
+        assert row.values["T.class1"][0] == pytest.approx(1 / g1, rel=1e-9)
+        assert row.values["T.class2"][0] == pytest.approx(1 / g2, rel=1e-9)
+        mean = (g1**-1 + g2**-1) / 2
+        assert row.values["mean_response_time"][0] == pytest.approx(mean, rel=1e-9)
+        # random assignment, S = 100, d = 2: the exact symmetric reduction
+        perf = random_assignment_performance(100, 2, 100 * rho)
+        row = _references("compatibility", "003-random-2?sizes=zipf", rho)[0]
+        zipf = compat_workload("003-random-2?sizes=zipf", rho, "zipf").mean_size
+        want = random_assignment_performance(100, 2, 100 * rho / zipf, mean_size=zipf).mean_delay[0]
+        assert row.values["mean_response_time"][0] == pytest.approx(want, rel=1e-12)
+        assert perf.mean_delay[0] < want  # longer jobs: longer delays at the same load
+    # moldable: T* of Theorem 1; linear speed-up: 1 / s(d) = 0.2 in every regime
+    row = _references("moldable", "002-linear-halfin-whitt", 1000.0)[0]
+    assert row.values["mean_execution_time"][0] == pytest.approx(0.2) and row.values["blocking"][0] == 0.0
+    row = _references("moldable", "002-sub-linear-mean-field", 400.0)[0]
+    assert row.values["cost"][0] == pytest.approx(0.375)  # lam = 0.8: x*_3, x*_4 of case (iii)
+    assert not math.isfinite(row.values["cost"][1])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--scenario", "002-nonesuch"], "unknown scenario '002-nonesuch'"),
+        (
+            ["--scenario", "002-linear-mean-field", "--loads", "0.5"],
+            "--loads '0.5': a moldable system sweeps",
+        ),
+        (["--scenario", "002-linear-mean-field", "--loads", "10,200000"], "got 200000"),
+        (["--scenario", "003-random-2", "--loads", "0.5,1.2"], "--loads '0.5,1.2': a compatibility system's"),
+        (
+            ["--scenario", "002-linear-mean-field", "--policies", "fcfs"],
+            "--policies 'fcfs': defined on the msj",
+        ),
+        (
+            ["--scenario", "003-random-2", "--policies", "moldable-greedy"],
+            "--policies 'moldable-greedy': defined",
+        ),
+        (["--scenario", "003-random-2", "--scenario", "sf-fig2"], "one leaderboard ranks one model's"),
+        (["--scenario", "003-tree-symmetric", "--policies", "compat-least-loaded"], "nothing to assign"),
+        (["--scenario", "003-random-2?sizes=pareto"], "unknown size law 'pareto'"),
+        (
+            ["--scenario", "003-random-2", "--agent", "rollout-sf-fig2-0.7"],
+            "--agent 'rollout-sf-fig2-0.7': agents",
+        ),
+        (["--scenario", "002-linear-mean-field", "--metric", "p_wait"], "--metric 'p_wait': the moldable"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, capsys, argv, message) -> None:
+    out = tmp_path / "lb"
+    assert main(["leaderboard", *argv, "--workers", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("msj-gym: error: ") and message in err
+    assert not out.exists()
