@@ -120,10 +120,9 @@ def policy_class(policy_id: str) -> type:
     cls = getattr(importlib.import_module(module), name, None)
     if not isinstance(cls, type):
         raise ValueError(f"entry_point: {spec.entry_point!r} of policy {policy_id!r} names no class")
-    if getattr(cls, "policy_id", policy_id) != policy_id:
-        raise ValueError(
-            f"entry_point: {spec.entry_point} has policy_id {cls.policy_id!r}, not {policy_id!r}"
-        )
+    declared_id = getattr(cls, "policy_id", policy_id)
+    if declared_id != policy_id:
+        raise ValueError(f"entry_point: {spec.entry_point} has policy_id {declared_id!r}, not {policy_id!r}")
     declared = tuple(getattr(cls, "models", ("msj",)))
     if declared != spec.models:
         raise ValueError(
