@@ -35,7 +35,9 @@ def simulate(
         sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         wl = sc.build(num_servers=num_servers, load=load, arrival_rate=arrival_rate)
     if isinstance(policy, str):
-        policy = make_policy(policy, **(policy_params or {}))
+        rule: Policy = make_policy(policy, **(policy_params or {}))
     elif policy_params:
         raise ValueError("policy_params only apply when policy is given by id")
-    return Simulator(wl, policy, **kwargs).run()
+    else:
+        rule = policy
+    return Simulator(wl, rule, **kwargs).run()

@@ -61,7 +61,9 @@ class PolicySpec:
 
 
 _REGISTRY: dict[str, PolicySpec] = {}  # insertion order is the listing order
-_LOADED: dict[str, type] = {}
+# type[Any]: a Policy or a MoldablePolicy subclass, named by a string; the moldable base sits above the
+# registry, so no one static type covers both (both declare policy_id, models, preemptive, size_aware)
+_LOADED: dict[str, type[Any]] = {}
 
 
 def _check_models(policy_id: str, models: Sequence[str]) -> tuple[str, ...]:
@@ -109,7 +111,7 @@ def policy_spec(policy_id: str) -> PolicySpec:
     return spec
 
 
-def policy_class(policy_id: str) -> type:
+def policy_class(policy_id: str) -> type[Any]:
     """The class registered as ``policy_id``, imported on first use. Its ``policy_id`` and ``models``
     (``("moldable",)`` for a moldable scheme) must match the entry."""
     cls = _LOADED.get(policy_id)
@@ -120,10 +122,9 @@ def policy_class(policy_id: str) -> type:
     cls = getattr(importlib.import_module(module), name, None)
     if not isinstance(cls, type):
         raise ValueError(f"entry_point: {spec.entry_point!r} of policy {policy_id!r} names no class")
-    if getattr(cls, "policy_id", policy_id) != policy_id:
-        raise ValueError(
-            f"entry_point: {spec.entry_point} has policy_id {cls.policy_id!r}, not {policy_id!r}"
-        )
+    declared_id = getattr(cls, "policy_id", policy_id)
+    if declared_id != policy_id:
+        raise ValueError(f"entry_point: {spec.entry_point} has policy_id {declared_id!r}, not {policy_id!r}")
     declared = tuple(getattr(cls, "models", ("msj",)))
     if declared != spec.models:
         raise ValueError(
@@ -257,7 +258,7 @@ def policy_ids(model: str | Sequence[str] | None = None, *, preemptive: bool | N
     return ids
 
 
-def list_policies(model: str | Sequence[str] | None = None) -> dict[str, type]:
+def list_policies(model: str | Sequence[str] | None = None) -> dict[str, type[Any]]:
     """Id -> class of every registered policy, or of those defined on ``model`` (imports them)."""
     return {pid: policy_class(pid) for pid in policy_ids(model)}
 

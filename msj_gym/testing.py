@@ -16,9 +16,12 @@ import re
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .core.policy import Policy
 
 __all__ = ["DEFAULT_TIME_LIMIT", "check_policy"]
 
@@ -60,14 +63,16 @@ def _decision_problem(actions: np.ndarray, n: int) -> str | None:
     return None
 
 
-def _bounds_checked(cls: type) -> type:
+def _bounds_checked(cls: type[Policy]) -> type:
     """``cls`` with its kernel compiled again with numba's bounds checks, asked from Python, each
     decision checked by :func:`_decision_problem`: an index out of range is an ``IndexError``, not a
     write into whatever memory lies there. (Functions the kernel calls keep their compiled code.)"""
     import numba
 
-    checked = numba.njit(_nrt=False, boundscheck=True)(cls.kernel.py_func)  # type: ignore[attr-defined]
-    size_aware = bool(cls.size_aware)  # type: ignore[attr-defined]
+    kernel: Any = cls.kernel  # a numba dispatcher (check_policy made sure): it keeps the Python function
+    # ``_nrt`` is numba's private option (no reference-counting runtime), missing from numba's stubs
+    checked = numba.njit(_nrt=False, boundscheck=True)(kernel.py_func)  # type: ignore[call-overload]
+    size_aware = bool(cls.size_aware)
 
     def decide(self: Any, view: Any, sizes: Any, pdata: Any, actions: np.ndarray) -> int:
         n = int(checked(view, sizes, pdata, actions) if size_aware else checked(view, pdata, actions))
@@ -212,7 +217,7 @@ def check_policy(
     cap = 2 * num_arrivals + 2  # the same arrival cap natively and through the env
     # the env keeps no per-job records (its state has a fixed size), so neither does the native run
     # compared with it: both report the response-time percentiles as not computed
-    run = {
+    run: dict[str, Any] = {
         "seed": seed,
         "num_arrivals": num_arrivals,
         "warmup": warmup,

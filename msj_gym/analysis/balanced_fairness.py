@@ -49,7 +49,9 @@ __all__ = [
 MAX_CELLS = 12_000_000  # largest box of the recursion (float64 cells)
 
 
-def capacity_of_sets(capacities: Sequence[float], class_servers: Sequence[Sequence[int]]) -> np.ndarray:
+def capacity_of_sets(
+    capacities: Sequence[float] | np.ndarray, class_servers: Sequence[Sequence[int]]
+) -> np.ndarray:
     """``mu(A)`` for every set of classes ``A``, indexed by bitmask (bit ``i`` = class ``i``)."""
     n = len(class_servers)
     if n > 24:
@@ -208,9 +210,9 @@ class BalancedFairPerformance:
 
 
 def balanced_fair_performance(
-    capacities: Sequence[float],
+    capacities: Sequence[float] | np.ndarray,
     class_servers: Sequence[Sequence[int]],
-    arrival_rates: Sequence[float],
+    arrival_rates: Sequence[float] | np.ndarray,
     *,
     mean_size: float = 1.0,
     tol: float = 1e-11,

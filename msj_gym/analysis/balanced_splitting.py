@@ -77,7 +77,9 @@ def relative_demands(workload: Any) -> np.ndarray:
     )
 
 
-def bs_partition(num_servers: int, server_needs: Sequence[int], demands: Sequence[float]) -> BSPartition:
+def bs_partition(
+    num_servers: int, server_needs: Sequence[int] | np.ndarray, demands: Sequence[float] | np.ndarray
+) -> BSPartition:
     """The partition of eq. (2a)-(2b) for k = ``num_servers``, needs n_i and relative demands rho_i.
 
     Raises ``ValueError`` naming the field when some n_i > k or n_i < 1, some rho_i is not a positive

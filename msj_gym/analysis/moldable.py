@@ -31,7 +31,7 @@ __all__ = [
 _TOL = 1e-12
 
 
-def check_speed_up(speed_up: Sequence[float], where: str = "speed_up") -> np.ndarray:
+def check_speed_up(speed_up: Sequence[float] | np.ndarray, where: str = "speed_up") -> np.ndarray:
     """``speed_up`` as a float array after checking P1 (``1 = s(1) < s(2) < ...``) and P2 (concavity,
     ``s(0) = 0``); errors name ``where`` and the offending entry."""
     try:
@@ -87,7 +87,7 @@ class LPOptimum:
     capacity_price: float
 
 
-def lp_optimum(speed_up: Sequence[float], lam: float) -> LPOptimum:
+def lp_optimum(speed_up: Sequence[float] | np.ndarray, lam: float) -> LPOptimum:
     """Closed-form optimum of (P): minimise sum x_i s.t. sum s(i) x_i = lam, sum i x_i <= 1, x >= 0
     (Theorem 1). Defined for ``0 < lam <= 1`` (Proposition 1)."""
     s = check_speed_up(speed_up)

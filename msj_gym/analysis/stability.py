@@ -125,7 +125,7 @@ def fcfs_saturated(workload: Any, max_states: int = 5000) -> SaturatedFCFS | Non
     rhs = np.zeros(n + 1)
     rhs[-1] = 1.0
     pi = np.linalg.lstsq(m, rhs, rcond=None)[0]
-    states = sorted(index, key=index.get)
+    states = sorted(index, key=index.__getitem__)
     out_rate = np.array([sum(ci * ri for ci, ri in zip(c, rate, strict=True)) for c, _ in states])
     busy = np.array([sum(ci * ni for ci, ni in zip(c, need, strict=True)) for c, _ in states])
     throughput = float(pi @ out_rate)

@@ -29,6 +29,8 @@ engine's and the policy's invariants); the Gymnasium environments drive the same
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numba
 import numpy as np
 
@@ -867,7 +869,7 @@ def run_batch(plain, sized, check, size_aware, every_event, sim, view, sizes, pd
                 return ST_ERROR
 
 
-_RUNNERS: dict[tuple, object] = {}
+_RUNNERS: dict[tuple, Callable[..., int]] = {}  # the compiled loops' entry points
 _COMPILED: set[tuple] = set()  # (decision rule, argument types, debug) compiled
 
 

@@ -160,13 +160,14 @@ def kernel_jit(fn: F | None = None, *, nogil: bool = False, nrt: bool = False) -
     """``numba.njit`` without the reference-counting runtime (unless ``nrt``), cached on disk under a
     key that holds what the function depends on. Usable bare or with options."""
 
-    def wrap(f: F) -> F:
-        return _cached(njit(_nrt=nrt, nogil=nogil)(f))
+    def wrap(f: F) -> Dispatcher[F]:
+        # ``_nrt`` is numba's private option (the reference-counting runtime), missing from its stubs
+        return _cached(njit(_nrt=nrt, nogil=nogil)(f))  # type: ignore[call-overload]
 
     return wrap if fn is None else wrap(fn)
 
 
-def inline_jit(fn: F) -> F:
+def inline_jit(fn: F) -> Dispatcher[F]:
     """``kernel_jit`` for small internal helpers, inlined into their callers by LLVM (``forceinline``):
     a state tuple passed to a call that is not inlined is copied as a large struct, which costs more
     than the helper's own work. Each helper is typed once and cached, and LLVM inlines its cached
@@ -174,7 +175,8 @@ def inline_jit(fn: F) -> F:
     body inside every caller, which made the first compilation of an environment step take 40 s
     instead of 12 s. A policy's kernel is one too: compiled on its own (and cached) when the engine
     loop calls it, inlined where another kernel calls it."""
-    return _cached(njit(_nrt=False, forceinline=True)(fn))
+    # ``_nrt``: numba's private option, missing from its stubs (see kernel_jit)
+    return _cached(njit(_nrt=False, forceinline=True)(fn))  # type: ignore[call-overload]
 
 
 class _InternalDispatcher(CPUDispatcher):

@@ -139,7 +139,11 @@ class Simulator:
         expected = num_arrivals if num_arrivals is not None else int(workload.arrival_rate * horizon) + 1
         self._expected = expected
         if record_jobs is None:
-            measured = num_arrivals - warmup if num_arrivals is not None else expected
+            if num_arrivals is not None:
+                assert warmup is not None  # set above whenever num_arrivals is
+                measured = num_arrivals - warmup
+            else:
+                measured = expected
             record_jobs = measured <= self.RECORD_LIMIT
             self._no_records = f"per-job records off: more than {self.RECORD_LIMIT} measured jobs"
         else:
@@ -166,6 +170,7 @@ class Simulator:
         self._generated = 0
         n_ck = 41
         if self.num_arrivals is not None:
+            assert self.warmup is not None  # __init__ sets it whenever num_arrivals is
             lo, hi = self.warmup, self.num_arrivals
             records = (hi - lo) if self.record_jobs else 0
         else:
@@ -186,6 +191,7 @@ class Simulator:
             iv[S.I_MEAS_HI] = hi
             self.sim.ck_key[:] = np.round(np.linspace(lo, hi - 1, n_ck))
         else:
+            assert self.horizon is not None  # __init__ requires one of num_arrivals and horizon
             fv[S.F_HORIZON] = self.horizon
             fv[S.F_WARM_TIME] = self.warmup_time
             fv[S.F_WIN_LO] = self.warmup_time
@@ -292,6 +298,7 @@ class Simulator:
                 f"first measured one (warmup = {self.warmup} of num_arrivals = {self.num_arrivals}); "
                 "use a shorter warm-up or a longer stream"
             )
+        assert self.horizon is not None  # __init__ requires one of num_arrivals and horizon
         expected = self.workload.arrival_rate * (self.horizon - self.warmup_time)
         return (
             f"no job was measured: no job arrived in the window [warmup_time, horizon) = "

@@ -7,7 +7,7 @@ step, and the scheduler (FCFS or Algorithm 1, fixed for the environment) serves 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, Protocol, cast
 
 import gymnasium as gym
 import numpy as np
@@ -20,6 +20,13 @@ from ..pooled import PooledSimulator
 from ..registry import make_policy
 
 __all__ = ["CompatAssignEnv", "DrawnAssignmentAgent", "RandomAssignmentAgent"]
+
+
+class _CompatScheduler(Protocol):
+    """What the observation reads of the scheduler (``compat-fcfs`` or ``balanced-fair``: classes
+    reached by their ids, so not importable here)."""
+
+    def busy_servers(self, pdata: Any, num_servers: int) -> np.ndarray: ...
 
 
 def _squash(x: np.ndarray | float) -> np.ndarray | float:
@@ -85,7 +92,8 @@ class CompatAssignEnv(gym.Env):
     * v0: initial version.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 4}
+    # gymnasium's Env declares metadata an instance attribute (set per instance, as wrappers do)
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 4}  # noqa: RUF012
 
     def __init__(
         self,
@@ -124,9 +132,10 @@ class CompatAssignEnv(gym.Env):
         self.num_arrivals, self.warmup, self.max_jobs = num_arrivals, warmup, max_jobs_in_system
         self._reward_scale = 1.0 / num_arrivals if reward == "mean" else 1.0
         n = wl.num_servers
-        self.action_space = spaces.Discrete(n)
+        self.action_space: spaces.Discrete = spaces.Discrete(n)
         self.observation_space = spaces.Box(0.0, 1.0, (3 * n + 2,), np.float32)
         self._sim: PooledSimulator | None = None
+        self._chosen: list[int] = []  # the servers chosen so far for the arriving job
         self.render_mode = render_mode
         self._renderer: Any = None  # made on the first render: Pillow only when asked for
 
@@ -191,7 +200,7 @@ class CompatAssignEnv(gym.Env):
             d = self._cls.choose
         obs = np.concatenate(
             [
-                sim.policy.busy_servers(sim.pdata, n).astype(np.float64),
+                cast(_CompatScheduler, sim.policy).busy_servers(sim.pdata, n).astype(np.float64),
                 _squash(counts.astype(np.float64)),
                 chosen,
                 [_squash(float(sim.sim.iv[S.I_NSYS])), len(self._chosen) / d if not self._over else 0.0],

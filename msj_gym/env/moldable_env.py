@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -79,7 +79,8 @@ class MSJMoldableEnv(gym.Env):
     * v0: initial version.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    # gymnasium's Env declares metadata an instance attribute (set per instance, as wrappers do)
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
 
     def __init__(
         self,
@@ -286,14 +287,16 @@ class MoldablePolicyAgent:
 
     def __init__(self, policy: str | MoldablePolicy, env: Any, **params: Any) -> None:
         if isinstance(policy, str):
-            policy = make_moldable_policy(policy, **params)
+            scheme: MoldablePolicy = make_moldable_policy(policy, **params)
         elif params:
             raise ValueError("params only apply when policy is given by id")
+        else:
+            scheme = policy
         core = getattr(env, "unwrapped", env)
         if not isinstance(core, MSJMoldableEnv):
             raise TypeError(f"env: expected MSJMoldable-v0, got {type(core).__name__}")
-        self.policy, self.env = policy, core
-        self.rule = policy.prepare(core.system)
+        self.policy, self.env = scheme, core
+        self.rule = scheme.prepare(core.system)
 
     def predict(
         self,

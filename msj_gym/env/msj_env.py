@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -284,7 +284,8 @@ class MSJEnv(gym.Env):
       added (the default reward is unchanged).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    # gymnasium's Env declares metadata an instance attribute (set per instance, as wrappers do)
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
     preemptive = False
 
     def __init__(
@@ -539,7 +540,7 @@ class MSJEnv(gym.Env):
         self._over = False
         self._bind()
         if self.warm_start is not None:
-            self._run_warm_start(warm)
+            self._run_warm_start(self.core, self.warm_start, warm)
         self._out[:] = 0.0
         info = self._advance(-1)
         info["seed"] = run_seed
@@ -565,11 +566,13 @@ class MSJEnv(gym.Env):
         if self.horizon is not None:
             kwargs.update(horizon=float(self.horizon), warmup_time=self.warmup_time)
         else:
+            assert self.num_arrivals is not None  # __init__ requires num_arrivals or horizon
             kwargs.update(num_arrivals=self.num_arrivals + warm, warmup=self.warmup + warm)
         return Simulator(wl, self._agent_slot, **kwargs)
 
     def _bind(self) -> None:
         """Entry points of the compiled step for the current state arrays (they change as slots grow)."""
+        assert self.core is not None  # reset() made it
         sim = self.core.sim
         self._step_fn = entry_point(
             env_step,
@@ -585,10 +588,9 @@ class MSJEnv(gym.Env):
         )
         self._sim = sim
 
-    def _run_warm_start(self, arrivals: int) -> None:
-        """Run the warm-start policy natively until ``arrivals`` jobs have arrived; the agent takes over
-        from the next event on."""
-        core, policy = self.core, self.warm_start
+    def _run_warm_start(self, core: Simulator, policy: Policy, arrivals: int) -> None:
+        """Run the warm-start ``policy`` natively in ``core`` until ``arrivals`` jobs have arrived; the
+        agent takes over from the next event on."""
         pdata = core.prepare_policy(policy)
         while (status := core.run_policy_python(policy, pdata, until_arrivals=arrivals)) != S.ST_EVENT:
             if not core.handle(status):
@@ -627,6 +629,7 @@ class MSJEnv(gym.Env):
 
     def _advance_once(self, action: int) -> dict[str, Any]:
         core = self.core
+        assert core is not None  # reset() made it
         status = self._step_fn(
             self._sim, action, self._ep, self._fpar, self._obs, self._mask, self._out, self._work
         )
@@ -698,14 +701,18 @@ class MSJEnv(gym.Env):
     def _decision_of(self, policy: Any) -> np.ndarray:
         """The engine actions of ``policy``'s decision now (its data kept per episode)."""
         entry = self._drivers.get(id(policy))
-        if entry is None or entry[0] is not policy or entry[1].core is not self.core:
-            entry = (policy, PolicyDriver(self._baseline("policy", policy), self.core))
+        core = self.core
+        assert core is not None  # only asked within an episode
+        if entry is None or entry[0] is not policy or entry[1].core is not core:
+            entry = (policy, PolicyDriver(self._baseline("policy", policy), core))
             self._drivers[id(policy)] = entry
         return entry[1].decide().copy()
 
     def _apply(self, engine_actions: np.ndarray) -> None:
-        if len(engine_actions) and apply(self.core.sim, engine_actions, len(engine_actions)) != S.E_NONE:
-            self.core._raise()
+        core = self.core
+        assert core is not None  # only applied within an episode
+        if len(engine_actions) and apply(core.sim, engine_actions, len(engine_actions)) != S.E_NONE:
+            core._raise()
 
     def _priority_plan(self, c: int) -> np.ndarray:
         """The engine words that priority ``c`` would apply now (preemptions, then starts), for

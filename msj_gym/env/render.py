@@ -73,6 +73,11 @@ def class_color(c: int) -> tuple[int, int, int]:
     return _PALETTE[int(c) % len(_PALETTE)]
 
 
+def _unit_rgb(rgb: tuple[int, int, int]) -> tuple[float, float, float]:
+    """``rgb`` on matplotlib's 0..1 scale."""
+    return (rgb[0] / 255, rgb[1] / 255, rgb[2] / 255)
+
+
 def _light(rgb: tuple[int, int, int], f: float = 0.55) -> tuple[int, int, int]:
     return tuple(int(v + (255 - v) * f) for v in rgb)  # type: ignore[return-value]
 
@@ -231,7 +236,7 @@ def running_jobs(sim: Any) -> list[JobView]:
 def waiting_jobs(sim: Any, limit: int) -> list[tuple[int, int, int]]:
     """(job id, class, need) of the first ``limit`` waiting jobs in service order."""
     ji = sim.ji
-    out = []
+    out: list[tuple[int, int, int]] = []
     s = int(sim.iv[S.I_WHEAD])
     while s >= 0 and len(out) < limit:
         out.append((int(ji[s, S.JOB_ID]), int(ji[s, S.CLS]), int(ji[s, S.NEED])))
@@ -334,10 +339,10 @@ class FrameRenderer:
         for c, name in enumerate(self.names):
             r, q = divmod(c, self.legend_cols)
             lx, ly = 8 + q * colw, self.legend_y + 20 * r
-            need = "" if sim is None else f" (n={int(sim.ci[S.C_NEED, c])})"
+            need_note = "" if sim is None else f" (n={int(sim.ci[S.C_NEED, c])})"
             d.text(
                 (lx + 18, ly + 8),
-                f"{name}{need}: {counts[0, c]} waiting, {counts[1, c]} running",
+                f"{name}{need_note}: {counts[0, c]} waiting, {counts[1, c]} running",
                 fill=_INK,
                 font=f11,
                 anchor="lm",
@@ -889,7 +894,7 @@ def gantt_png(
     used = sorted({s.cls for s in segments})
     ax.legend(
         handles=[
-            Patch(facecolor=np.array(class_color(c)) / 255, edgecolor="k", label=class_names[c]) for c in used
+            Patch(facecolor=_unit_rgb(class_color(c)), edgecolor="k", label=class_names[c]) for c in used
         ],
         loc="upper left",
         bbox_to_anchor=(1.005, 1.0),

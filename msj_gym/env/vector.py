@@ -83,7 +83,8 @@ class NativeVectorEnv(VectorEnv):
     ``_step_infos`` and ``_final_infos``; it keeps per-environment ``_obs``, ``_mask`` and ``_out``
     arrays (``_out[:, _o_invalid]``: the step's action was masked)."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    # gymnasium's VectorEnv declares metadata an instance attribute (set per instance, as wrappers do)
+    metadata: dict[str, Any] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}  # noqa: RUF012
     _single_cls: ClassVar[type[Any]]
     _label: ClassVar[str] = "vector env"  # in error messages
     _worker_kernel: ClassVar[Any] = None  # the compiled polling loop of a worker thread
@@ -92,6 +93,7 @@ class NativeVectorEnv(VectorEnv):
     _obs: np.ndarray
     _mask: np.ndarray
     _out: np.ndarray
+    _b: Any  # the batched state, allocated by the subclass: each model has its own state tuple
 
     def _setup(
         self, num_envs: int, autoreset_mode: str | AutoresetMode, copy: bool, threads: int, env_kwargs: dict
@@ -572,7 +574,8 @@ class MSJVectorEnv(NativeVectorEnv):
             pending = np.flatnonzero(status) if idx is self._all else idx[status[idx] != S.ST_EVENT]
             if pending.size == 0:
                 return
-            resume, ended = [], []
+            resume: list[int] = []
+            ended: list[int] = []
             grow = False
             for i in pending.tolist():
                 st = status[i]

@@ -121,7 +121,9 @@ def parse_loads(text: str | Sequence[float]) -> tuple[float, ...]:
 
 def parse_seeds(text: str | int | Sequence[int]) -> tuple[int, ...]:
     """A count ``"5"`` (seeds 0..4), a range ``"100-119"`` or a list ``"1,4,9"``."""
-    if isinstance(text, int) and not isinstance(text, bool):
+    if isinstance(text, bool):  # an int to Python, but no count of seeds (nor a list of them)
+        raise TypeError(f"--seeds: expected a count, 'LO-HI' or a list, got {text!r}")
+    if isinstance(text, int):
         text = str(text)
     if not isinstance(text, str):
         seeds = tuple(int(s) for s in text)
@@ -1181,7 +1183,8 @@ def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
             title="a = b: identical curves (equal at every load)" if notes else None,
             title_fontsize=7.5,
         )
-    if shown_y:  # the means set the axis; 95 % bands over few seeds may reach far beyond
+    # the means set the axis; 95 % bands over few seeds may reach far beyond
+    if shown_y and first is not None:
         first.set_ylim(min(shown_y) / 1.6, max(shown_y) * 1.6)
     # per-class bars at the highest load where most entrants are stable
     ax = fig.add_subplot(grid[2, :])

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from ..atomic import OutputError
@@ -377,7 +378,7 @@ def unguarded_script() -> str | None:
     if path is None:
         return None
     script = os.path.realpath(path)
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     # the script's own top-level frame: code run in its namespace from elsewhere (a notebook cell, exec)
     # has another file name, and is not what a worker would run again
     while frame is not None and not (

@@ -532,7 +532,9 @@ def simulate_moldable(
 ) -> MoldableResult:
     """One batch run; ``policy`` an instance or a moldable scheme's id (``msj-gym list --model moldable``)."""
     if isinstance(policy, str):
-        policy = make_moldable_policy(policy, **params)
+        scheme: MoldablePolicy = make_moldable_policy(policy, **params)
     elif params:
         raise ValueError("params only apply when policy is given by id")
-    return LossSimulator(system, policy, seed=seed, num_arrivals=num_arrivals, warmup=warmup).run()
+    else:
+        scheme = policy
+    return LossSimulator(system, scheme, seed=seed, num_arrivals=num_arrivals, warmup=warmup).run()

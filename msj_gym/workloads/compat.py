@@ -299,6 +299,7 @@ def _tree(capacities: Sequence[float], load: float, distribution: str) -> Compat
     """Three servers: server 0 dedicated to class 1, server 1 to class 2, server 2 shared (Fig. 1), or,
     with two capacities, class 1 on servers {0, 1} and class 2 on server 1 only (Fig. 2)."""
     dist = paper_size_distribution(distribution)
+    sets: tuple[tuple[int, ...], ...]
     if len(capacities) == 3:
         sets = ((0, 2), (1, 2))
     else:

@@ -385,6 +385,7 @@ def _read_csv(path: Path, fmt: str, class_by: str | None, rows: _Rows) -> None:
     first = next(it, None)
     if first is None:
         raise ValueError(f"{rows.where}: the file is empty")
+    columns: tuple[str, ...]
     if fmt == "pai":
         columns = PAI_COLUMNS
         pending = None if tuple(c.strip() for c in first[1]) == PAI_COLUMNS else first

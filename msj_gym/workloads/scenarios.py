@@ -293,8 +293,8 @@ class Scenario:
             raise ValueError(f"{origin}: expected a table of scenario fields, got {type(data).__name__}")
         unknown = set(data) - _KNOWN_KEYS
         if unknown:
-            names = sorted(map(short_repr, unknown))
-            raise ValueError(f"{origin}: unknown field(s) [{', '.join(names)}]; known: {sorted(_KNOWN_KEYS)}")
+            names = ", ".join(sorted(map(short_repr, unknown)))
+            raise ValueError(f"{origin}: unknown field(s) [{names}]; known: {sorted(_KNOWN_KEYS)}")
         for key in ("name", "description", "source", "notes"):
             if not isinstance(data.get(key, ""), str | int | float):  # text; str() of a tree could explode
                 raise ValueError(f"{origin}.{key}: expected text, got {short_repr(data[key])}")

@@ -61,14 +61,14 @@ class TraceWorkload(ClassTable):
     def __init__(
         self,
         num_servers: int,
-        arrival_time: Sequence[float],
-        server_need: Sequence[int],
-        service_time: Sequence[float],
+        arrival_time: Sequence[float] | np.ndarray,
+        server_need: Sequence[int] | np.ndarray,
+        service_time: Sequence[float] | np.ndarray,
         *,
         name: str = "trace",
         time_scale: float = 1.0,
-        job_label: Sequence[str] | None = None,
-        requested_time: Sequence[float] | None = None,
+        job_label: Sequence[str] | np.ndarray | None = None,
+        requested_time: Sequence[float] | np.ndarray | None = None,
     ) -> None:
         t = np.asarray(arrival_time, dtype=np.float64)
         n = np.asarray(server_need)

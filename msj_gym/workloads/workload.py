@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -192,8 +192,9 @@ class Workload(ClassTable):
             self.load = rho
             self.arrival_rate = rho * self.num_servers / demand
         else:
+            raw: Any = self.arrival_rate  # the caller's value, unchecked: float() may reject it
             try:
-                lam = float(self.arrival_rate)
+                lam = float(raw)
             except (TypeError, ValueError):
                 lam = math.nan
             if isinstance(self.arrival_rate, bool) or not math.isfinite(lam) or lam <= 0.0:
@@ -279,7 +280,8 @@ class PoissonArrivals:
 
     def next_chunk(self, n: int) -> ArrivalChunk:
         wl = self.workload
-        gaps = self._gen[self.ARRIVAL_STREAM].exponential(1.0 / wl.arrival_rate, n)
+        rate = cast(float, wl.arrival_rate)  # __post_init__ always sets it
+        gaps = self._gen[self.ARRIVAL_STREAM].exponential(1.0 / rate, n)
         # Accumulate from the last time (not last + cumsum): bit-identical whatever the chunk sizes.
         times = np.cumsum(np.concatenate(([self._time], gaps)))[1:]
         if n:
