@@ -14,6 +14,26 @@ from msj_gym.metrics.stats import student_t_quantile
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # the type check runs beside the other tests, on the core they leave idle (see tests/test_types.py)
+    if any(item.nodeid.endswith("test_types.py::test_mypy_public_api") for item in items):
+        from tests.test_types import start_mypy
+
+        config._msj_gym_mypy = start_mypy()  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    started = getattr(config, "_msj_gym_mypy", None)
+    if started is not None:
+        import shutil
+
+        process, folder = started
+        if process.poll() is None:  # a session that ended before the type check's test
+            process.kill()
+            process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _sb3_logs_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory):
     """SB3 makes a log folder in the system's temp directory on every ``learn`` whose model has no
