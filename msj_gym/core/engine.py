@@ -36,7 +36,7 @@ import numpy as np
 
 from .access import measured_batch
 from .actions import OP_BUDGET, OP_LIMIT, OP_REQUEUE, OP_SERVE, bits_f64
-from .jit import announce, internal_jit, kernel_jit
+from .jit import announce, argument_types, internal_jit, kernel_jit
 from .kernels import DecisionRule
 from .state import (
     A_BSLD,
@@ -879,7 +879,7 @@ def batch_runner(rule: DecisionRule, sim, view, sizes, pdata, actions, debug) ->
     and its entry point kept: that skips numba's per-call dispatch and keeps one machine-code loop for
     every policy. Either compilation, when it happens, is announced on stderr."""
     args = (sim, view, sizes, pdata, actions, debug)
-    key = tuple(numba.typeof(a) for a in args)
+    key = argument_types(args)
     runner = _RUNNERS.get(key)
     _, view_t, sizes_t, pdata_t, actions_t, _ = key
     if runner is None:

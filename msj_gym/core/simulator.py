@@ -4,6 +4,7 @@ turns the per-job arrays into a :class:`~msj_gym.metrics.SimulationResult`."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
@@ -22,7 +23,8 @@ class SimulationError(RuntimeError):
     """A policy made an invalid decision or the run could not proceed."""
 
 
-def _version() -> str:
+@functools.cache
+def _version() -> str:  # a metadata lookup reads files: once per process
     try:
         from importlib.metadata import version
 

@@ -4,6 +4,7 @@ numpy alone."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -110,8 +111,11 @@ def _t_cdf(t: float, df: float) -> float:
     return 1.0 - 0.5 * ibeta if t >= 0 else 0.5 * ibeta
 
 
+@functools.lru_cache(maxsize=4096)
 def student_t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t with ``df`` degrees of freedom (Newton on the exact CDF)."""
+    """The p-quantile of Student's t with ``df`` degrees of freedom (Newton on the exact CDF).
+    Remembered: every result's summary asks for the same few quantiles, and each costs a few hundred
+    continued-fraction evaluations, more than simulating a short run."""
     if df <= 0:
         raise ValueError(f"df: expected > 0, got {df!r}")
     x = _normal_quantile(p)
