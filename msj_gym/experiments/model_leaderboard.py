@@ -366,23 +366,9 @@ def _policy_files(policy: str) -> list[str]:
 
 def run_moldable_point(point: Point) -> dict[str, Any]:
     """One seeded run of a moldable scheme (:class:`~msj_gym.moldable.LossSimulator`)."""
-    from ..moldable.loss import LossSimulator
-    from ..registry import make_moldable_policy
+    from .moldable import run_loss
 
-    system = moldable_system(point.scenario, point.build["num_servers"], point.build["sizes"])
-    policy = make_moldable_policy(point.policy, **point.params)
-    res = LossSimulator(
-        system, policy, seed=point.seed, num_arrivals=point.num_arrivals, warmup=point.warmup
-    ).run()
-    return {
-        "blocking": res.blocking,
-        "blocking_ci95": res.blocking_ci95,
-        "mean_execution_time": res.mean_execution_time,
-        "execution_ci95": res.execution_ci95,
-        "busy_fraction": res.busy_fraction,
-        "lam": system.classes[0].arrival_rate,
-        "stable": True,  # a loss system: nothing grows
-    }
+    return run_loss(moldable_system(point.scenario, point.build["num_servers"], point.build["sizes"]), point)
 
 
 def _moldable_code(point: Point) -> list[str]:

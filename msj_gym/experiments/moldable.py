@@ -128,15 +128,22 @@ class MoldableFigure:
 
 
 def _run_moldable(point: Point) -> dict[str, Any]:
-    from ..moldable.loss import LossSimulator
     from ..moldable.model import MoldableSystem
-    from ..registry import make_policy
 
     b = point.build
     system = MoldableSystem.single(
         b["num_servers"], b["speed_up"], alpha=b["alpha"], beta=b["beta"], service_time=b["service_time"]
     )
-    policy = make_policy(point.policy, **point.params)
+    return run_loss(system, point)
+
+
+def run_loss(system: Any, point: Point) -> dict[str, Any]:
+    """One seeded run of ``point.policy`` (a moldable scheme's id, with ``point.params``) on ``system``
+    (a :class:`~msj_gym.moldable.MoldableSystem`): the row the run store keeps."""
+    from ..moldable.loss import LossSimulator
+    from ..registry import make_moldable_policy
+
+    policy = make_moldable_policy(point.policy, **point.params)
     res = LossSimulator(
         system, policy, seed=point.seed, num_arrivals=point.num_arrivals, warmup=point.warmup
     ).run()
@@ -147,7 +154,7 @@ def _run_moldable(point: Point) -> dict[str, Any]:
         "execution_ci95": res.execution_ci95,
         "busy_fraction": res.busy_fraction,
         "lam": system.classes[0].arrival_rate,
-        "stable": True,
+        "stable": True,  # a loss system: nothing grows
     }
 
 
