@@ -21,6 +21,7 @@ from msj_gym.core.access import (
     num_classes,
     num_running,
     num_servers,
+    region,
     running_job,
     server_need,
     service_time,
@@ -28,6 +29,7 @@ from msj_gym.core.access import (
     value,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 from msj_gym.workloads.trace import requested_time_attribute
@@ -107,6 +109,9 @@ def shadow_time(view, sizes, started, n, head_need, free, mode, factor, attribut
 
 FIELDS = Record("estimate_factor", "estimate_mode", "requested_attribute")  # f of the f-model (0: exact)
 ESTIMATE_FACTOR, ESTIMATE_MODE, REQUESTED_ATTRIBUTE = FIELDS.ids
+# shadow_time's scratch: the running and just-started jobs with their estimated ends
+WORK = Layout(ints={"end_slots": "servers"}, floats={"ends": "servers"})
+END_SLOTS, ENDS = WORK.ids
 
 
 @inline_jit
@@ -127,7 +132,7 @@ def _easy(view, sizes, pdata, actions):
         return n
     head = s
     # Shadow time: when the running jobs (by estimated end) free enough servers for the head job.
-    ends, slots = pdata.fwork[:k], pdata.iwork[:k]
+    ends, slots = region(pdata.fwork, ENDS), region(pdata.iwork, END_SLOTS)
     shadow, extra = shadow_time(
         view, sizes, actions, n, server_need(view, head), free, mode, factor, attribute, ends, slots
     )
@@ -187,6 +192,7 @@ class EasyBackfilling(Policy):
         ),
     }
     kernel = _easy
+    work = WORK
 
     @property
     def estimates(self) -> str:
@@ -208,6 +214,3 @@ class EasyBackfilling(Policy):
             self.policy_id, self.estimates, self.param_values["estimate_factor"], workload
         )
         return base._replace(params=FIELDS.pack(**fields))
-
-    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return 2 * num_servers, 2 * num_servers

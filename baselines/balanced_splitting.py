@@ -34,11 +34,12 @@ from msj_gym.core.access import (
     num_arrived,
     num_classes,
     num_departures,
-    num_slots,
     prev_waiting,
+    region,
     start,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
@@ -46,6 +47,9 @@ from msj_gym.core.state import PolicyData
 # servers of its block A_i in jobs (C), and the helpers' priority key of each class (C; smaller first)
 FIELDS = Record("mode", "aux", "blocks", "key")
 MODE, AUX, BLOCKS, KEY = FIELDS.ids
+# per slot: sent to an A_i in the current decision; per class: its next waiting job not yet taken
+WORK = Layout(ints={"marks": "slots", "cursor": "classes"})
+MARKS, CURSOR = WORK.ids
 MODE_BS, MODE_MODIFIED = 0, 1
 AUX_FCFS, AUX_FIRST_FIT, AUX_MSF = 0, 1, 2
 AUXILIARY = ("fcfs", "first-fit", "msf")
@@ -78,9 +82,8 @@ def _balanced_splitting(view, pdata, actions):
     toh0 = arr0 + NB * nclass
     srv0 = toh0 + NB * nclass
     hl0 = srv0 + NB * nclass
-    nslot = num_slots(view)
-    marks = pdata.iwork[:nslot]
-    cursor = pdata.iwork[nslot : nslot + nclass]
+    marks = region(pdata.iwork, MARKS)
+    cursor = region(pdata.iwork, CURSOR)
 
     # 1. Helper jobs that left since the last decision.
     if st[S_DONE] != num_departures(view):
@@ -202,6 +205,7 @@ class _BalancedSplittingBase(Policy):
     size_aware = False
     decides_every_event = True  # it must see every arrival (ModifiedBS) and departure (both)
     kernel = _balanced_splitting
+    work = WORK
     params_spec: ClassVar[Mapping[str, Param]] = {
         "aux": Param(str, "fcfs", "auxiliary policy pi on the helper set", choices=AUXILIARY),
         "demands": Param(
@@ -238,10 +242,6 @@ class _BalancedSplittingBase(Policy):
         state = np.zeros(N_SFIX + nclass + 3 * NB * nclass + 3 * cap)
         base = super().prepare(workload, rng)
         return base._replace(params=params, state=state)
-
-    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        # iwork = [per-slot marks: sent to an A_i in the current decision][per-class cursors]
-        return num_slots + num_classes, 0
 
     def report(self, pdata: PolicyData) -> dict[str, Any]:
         """Over the measured jobs, each with a batch-means 95 % half-width (``..._ci95``, 30 batches in

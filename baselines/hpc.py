@@ -79,11 +79,13 @@ from msj_gym.core.access import (
     num_classes,
     num_servers,
     num_slots,
+    region,
     server_need,
     start,
     value,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
@@ -98,6 +100,13 @@ VARIANT_PAPER, VARIANT_RLSCHEDULER = range(2)
 
 FIELDS = Record("rule", "backfill", "estimate_mode", "estimate_factor", "requested_attribute", "variant")
 RULE, BACKFILL, ESTIMATE_MODE, ESTIMATE_FACTOR, REQUESTED_ATTRIBUTE, VARIANT = FIELDS.ids
+# the waiting jobs (at most one per slot) ranked, with their scores, then the reservation's scratch:
+# the running and just-started jobs with their estimated ends (shadow_time's)
+WORK = Layout(
+    ints={"ranked": "slots + servers", "end_slots": "servers"},
+    floats={"keys": "slots + servers", "ends": "servers"},
+)
+RANKED, END_SLOTS, KEYS, ENDS = WORK.ids
 # pdata.state of the rlscheduler variant: the committed job (slot, id) and its reservation's shadow time
 COMMITTED_SLOT, COMMITTED_ID, COMMITTED_SHADOW = range(3)
 
@@ -180,10 +189,8 @@ def _rlscheduler(view, sizes, pdata, actions, rule, backfill, mode, factor, attr
     arrives meanwhile; then the next top is picked. While the committed job waits, backfilling (with EASY)
     starts jobs in arrival order that fit now and whose estimated end comes strictly before the committed
     job's reservation, computed once when it was picked; no job uses the reservation's spare servers."""
-    k = num_servers(view)
-    cap = pdata.iwork.size - k
-    keys, slots = pdata.fwork[:cap], pdata.iwork[:cap]
-    ends, others = pdata.fwork[cap : cap + k], pdata.iwork[cap : cap + k]
+    keys, slots = region(pdata.fwork, KEYS), region(pdata.iwork, RANKED)
+    ends, others = region(pdata.fwork, ENDS), region(pdata.iwork, END_SLOTS)
     state = pdata.state
     t = now(view)
     free = free_servers(view)
@@ -244,8 +251,7 @@ def _hpc(view, sizes, pdata, actions):
     if not _anything_fits(view):  # asked at every event (for the other variant): nothing to do here
         return 0
     k = num_servers(view)
-    cap = pdata.iwork.size - k  # waiting jobs' room; k more for the reservation's scratch
-    keys, slots = pdata.fwork[:cap], pdata.iwork[:cap]
+    keys, slots = region(pdata.fwork, KEYS), region(pdata.iwork, RANKED)
     m = _ranked(view, sizes, rule, mode, factor, attribute, VARIANT_PAPER, keys, slots)
     free = free_servers(view)
     n = 0
@@ -257,7 +263,7 @@ def _hpc(view, sizes, pdata, actions):
     if i == m or free == 0 or backfill == 0:
         return n
     head = slots[i]
-    ends, others = pdata.fwork[cap : cap + k], pdata.iwork[cap : cap + k]
+    ends, others = region(pdata.fwork, ENDS), region(pdata.iwork, END_SLOTS)
     shadow, extra = shadow_time(
         view, sizes, actions, n, server_need(view, head), free, mode, factor, attribute, ends, others
     )
@@ -290,6 +296,7 @@ class _Heuristic(Policy):
     preemptive = False
     size_aware = True
     kernel = _hpc
+    work = WORK
     # the rlscheduler variant commits to the job it picks, also at events where nothing can start
     decides_every_event = True
     params_spec: ClassVar[Mapping[str, Param]] = {
@@ -330,10 +337,6 @@ class _Heuristic(Policy):
             **fields,
         )
         return base._replace(params=params, state=np.array([-1.0, -1.0, np.inf]))
-
-    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        # every waiting job (at most one per slot) with its score, then k entries for the reservation
-        return num_slots + 2 * num_servers, num_slots + 2 * num_servers
 
 
 class SJF(_Heuristic):

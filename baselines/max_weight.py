@@ -16,15 +16,24 @@ from msj_gym.core.access import (
     job_id,
     next_waiting_of_class,
     num_classes,
+    region,
     start,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
 # The distinct server needs, decreasing ("groups"), and each class's group.
 FIELDS = Record("group_need", "gmap")
 GROUP_NEED, GMAP = FIELDS.ids
+# per need (at most one per class): Q, the jobs in the system, and the waiting ones; per class a cursor
+# on its waiting jobs; the suffix DP table, (needs + 1) x (free servers + 1)
+WORK = Layout(
+    ints={"q": "classes", "u": "classes", "cursor": "classes"},
+    floats={"best": "(classes + 1) * (servers + 1)"},
+)
+Q, U, CURSOR, BEST = WORK.ids
 
 
 @inline_jit
@@ -36,11 +45,11 @@ def _max_weight(view, pdata, actions):
     group_need = field(pdata.params, GROUP_NEED)
     gmap = field(pdata.params, GMAP)
     ngroup = group_need.size
-    q = pdata.iwork[:ngroup]
-    u = pdata.iwork[ngroup : 2 * ngroup]
-    cursor = pdata.iwork[2 * ngroup : 2 * ngroup + nclass]
+    q = region(pdata.iwork, Q)
+    u = region(pdata.iwork, U)
+    cursor = region(pdata.iwork, CURSOR)
     width = free + 1
-    best = pdata.fwork
+    best = region(pdata.fwork, BEST)
     for g in range(ngroup):
         q[g] = 0
         u[g] = 0
@@ -108,6 +117,7 @@ class MaxWeight(Policy):
     reference = "Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 5.4"
 
     kernel = _max_weight
+    work = WORK
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
@@ -115,7 +125,3 @@ class MaxWeight(Policy):
         groups = np.unique(needs)[::-1]
         gmap = [int(np.flatnonzero(groups == n)[0]) for n in needs]
         return base._replace(params=FIELDS.pack(group_need=groups, gmap=gmap))
-
-    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        # iwork = [Q per need][waiting per need][class cursors]; fwork = the DP table.
-        return 3 * num_classes, (num_classes + 1) * (num_servers + 1)

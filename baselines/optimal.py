@@ -25,10 +25,12 @@ from msj_gym.core.access import (
     next_waiting_of_class,
     num_running,
     preempt,
+    region,
     running_job,
     start,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.layout import Layout
 from msj_gym.core.policy import Param
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
@@ -41,6 +43,8 @@ __all__ = ["MDPOptimal", "MDPOptimalPreemptive"]
 # (nR * C); and up[c * nR + r], the configuration r with one more class-c job
 FIELDS = Record("buffers", "strides", "bases", "num_configs", "lookup", "configs", "up")
 BUFFERS, STRIDES, BASES, NUM_CONFIGS, LOOKUP, CONFIGS, UP = FIELDS.ids
+WORK = Layout(ints={"cursor": "classes"})  # each class's next waiting job not yet started
+(CURSOR,) = WORK.ids
 
 
 @inline_jit
@@ -62,7 +66,7 @@ def _mdp_optimal(view, pdata, actions):
     cfg = int(field(params, LOOKUP)[code])
     up = field(params, UP)
     gsize = pdata.table.shape[1] // nR
-    cursor = pdata.iwork
+    cursor = region(pdata.iwork, CURSOR)
     for c in range(nclass):
         cursor[c] = first_waiting_of_class(view, c)
     n = 0
@@ -119,6 +123,7 @@ def _mdp_optimal_preemptive(view, pdata, actions):
 class _MDPOptimalBase(Policy):
     size_aware = False
     support_depends_on_load: ClassVar[bool] = True  # the chain grows with the load
+    work = WORK
     params_spec: ClassVar[dict[str, Param]] = {
         "blocking_target": Param(
             float, 1e-6, "largest fraction of arrivals the solver's truncation may lose", minimum=0.0
@@ -150,9 +155,6 @@ class _MDPOptimalBase(Policy):
         table = np.asarray(solved["table"], dtype=np.float64).reshape(1, -1)
         base = super().prepare(workload, rng)
         return base._replace(params=params, table=table)
-
-    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return num_classes, 0
 
 
 class MDPOptimal(_MDPOptimalBase):

@@ -23,11 +23,13 @@ from msj_gym.core.access import (
     num_classes,
     num_running,
     num_servers,
+    region,
     running_job,
     server_need,
     start,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
@@ -35,13 +37,23 @@ from ._kit import PACK_GREEDY, fill_and_diff, sort_ascending
 
 FIELDS = Record("class_key")  # per class: its rank (smaller first)
 (CLASS_KEY,) = FIELDS.ids
+# each class's next waiting job not yet started in this decision
+WORK = Layout(ints={"cursor": "classes"})
+(CURSOR,) = WORK.ids
+# MSF-preemptive: the candidates (the running jobs and up to k waiting ones per class) with their keys,
+# and fill_and_diff's marks and starts
+MSFP_WORK = Layout(
+    ints={"cand": "servers * (1 + classes)", "marks": "servers", "starts": "servers"},
+    floats={"keys": "servers * (1 + classes)"},
+)
+CAND, MARKS, STARTS, KEYS = MSFP_WORK.ids
 
 
 @inline_jit
 def _class_priority(view, pdata, actions):
     nclass = num_classes(view)
     key = field(pdata.params, CLASS_KEY)
-    cursor = pdata.iwork  # each class's next waiting job not yet started in this decision
+    cursor = region(pdata.iwork, CURSOR)
     for c in range(nclass):
         cursor[c] = first_waiting_of_class(view, c)
     free = free_servers(view)
@@ -72,6 +84,7 @@ class _ClassPriority(Policy):
     preemptive = False
     size_aware = False
     kernel = _class_priority
+    work = WORK
 
     def class_keys(self, needs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -79,9 +92,6 @@ class _ClassPriority(Policy):
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         return base._replace(params=FIELDS.pack(class_key=self.class_keys(workload.server_needs)))
-
-    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return num_classes, 0
 
 
 class FirstFit(_ClassPriority):
@@ -143,9 +153,8 @@ def _msf_preemptive(view, pdata, actions):
     k = num_servers(view)
     nclass = num_classes(view)
     nrun = num_running(view)
-    cap = pdata.iwork.size - 2 * k
-    cand, marks, starts = pdata.iwork[:cap], pdata.iwork[cap : cap + k], pdata.iwork[cap + k :]
-    keys = pdata.fwork
+    cand, marks, starts = region(pdata.iwork, CAND), region(pdata.iwork, MARKS), region(pdata.iwork, STARTS)
+    keys = region(pdata.fwork, KEYS)
     m = 0
     for p in range(nrun):
         s = running_job(view, p)
@@ -180,8 +189,4 @@ class MostServersFirstPreemptive(Policy):
     size_aware = False
     reference = "Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 5.3"
     kernel = _msf_preemptive
-
-    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        # iwork = [candidates: running + up to k per class][marks: k][starts: k]; fwork = candidate keys.
-        cap = num_servers * (1 + num_classes)
-        return cap + 2 * num_servers, cap
+    work = MSFP_WORK

@@ -42,12 +42,14 @@ from msj_gym.core.access import (
     num_running,
     num_servers,
     prev_in_system,
+    region,
     running_job,
     server_need,
     start,
     value,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
@@ -79,9 +81,13 @@ SRPT_FIELDS = PACKING_FIELDS.extend("order")  # SIZE_AREA or SIZE_DURATION
 ORDER = SRPT_FIELDS.id("order")
 GITTINS_FIELDS = PACKING_FIELDS.extend("inv_step")  # per class: 1 / the step of its rank table's age grid
 INV_STEP = GITTINS_FIELDS.id("inv_step")
-# Scratch shared by the ServerFilling kernels.
-#   iwork  = [src: k][marks: k][starts: k][group counts: C][group needs: C]
-#   state  = decision memo (see _kit.remember_decision) + the largest key in M
+# Scratch shared by the ServerFilling kernels: M's jobs in arrival order, serve_by_need's marks, starts,
+# per-need counts and needs; ``state`` is the decision memo (see _kit.remember_decision) + the largest
+# key in M.
+PACKING_WORK = Layout(
+    ints={"src": "servers", "marks": "servers", "starts": "servers", "counts": "classes", "gneed": "classes"}
+)
+SRC, MARKS, STARTS, COUNTS, GNEED = PACKING_WORK.ids
 
 
 @inline_jit
@@ -89,13 +95,10 @@ def _serve(view, pdata, order, m, whole, actions):
     """Serve M, the shortest prefix of order[:m] needing >= k servers, by decreasing need (ties: order's
     order); ``whole``: order[:m] is every job in the system. Returns (actions, M's length, M's total
     need, M's smallest need)."""
-    k = num_servers(view)
-    nclass = num_classes(view)
-    w = pdata.iwork
     ngroup = int_value(pdata.params, NGROUP)
     gmap = field(pdata.params, GMAP)
-    marks, starts = w[k : 2 * k], w[2 * k : 3 * k]
-    counts, gneed = w[3 * k : 3 * k + nclass], w[3 * k + nclass : 3 * k + 2 * nclass]
+    marks, starts = region(pdata.iwork, MARKS), region(pdata.iwork, STARTS)
+    counts, gneed = region(pdata.iwork, COUNTS), region(pdata.iwork, GNEED)
     packing = int_value(pdata.params, PACKING)
     return serve_by_need(view, order, m, whole, gmap, ngroup, packing, counts, gneed, marks, starts, actions)
 
@@ -128,7 +131,7 @@ def _server_filling(view, pdata, actions):
     n = _start_all_if_room(view, memo, actions)
     if n >= 0:
         return n
-    src = pdata.iwork[:k]
+    src = region(pdata.iwork, SRC)
     # M: the shortest arrival-order prefix of all jobs in the system needing >= k servers in total.
     m = 0
     total = 0
@@ -148,6 +151,7 @@ class _Packing(Policy):
     params_spec: ClassVar[Mapping[str, Param]] = {"packing": _PACKING}
     fast_path = True
     fields: ClassVar[Record] = PACKING_FIELDS
+    work = PACKING_WORK
 
     def extra_params(self, workload: Any) -> dict[str, Any]:
         """Values of the fields a subclass adds to ``PACKING_FIELDS`` (its ``fields``)."""
@@ -167,9 +171,6 @@ class _Packing(Policy):
         )
         return base._replace(params=params, state=np.zeros(5))
 
-    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return 3 * num_servers + 2 * num_classes, 0
-
 
 class ServerFilling(_Packing):
     """ServerFilling: take M, the shortest prefix of all jobs in the system (waiting or running, in
@@ -187,24 +188,26 @@ class ServerFilling(_Packing):
     kernel = _server_filling
 
 
-# The ranked variants keep every job of the system in rank order between decisions (iwork after the
-# fixed part: [order length][newest id seen][order slots: S][order ids: S]; fwork = [order keys: S]).
+# The ranked variants keep every job of the system in rank order between decisions (after the shared
+# scratch: [order length, newest id seen], the order's slots, ids and keys, one per slot).
 # Each decision drops the jobs that left, appends the newcomers, refreshes the keys of running jobs (the
 # only ones whose rank moves) and re-sorts by insertion in the same pass: the order is nearly sorted, so
 # this costs O(jobs + displacements) with predictable branches, instead of a full sort. If the slots
 # grow, the scratch arrays start empty and the next decision rebuilds the order from the job list.
 
 
+RANKED_WORK = PACKING_WORK.extend(
+    ints={"order_head": "2", "order_slots": "slots", "order_ids": "slots"}, floats={"order_keys": "slots"}
+)
+*_, ORDER_HEAD, ORDER_SLOTS, ORDER_IDS, ORDER_KEYS = RANKED_WORK.ids  # the shared regions keep theirs
+
+
 @inline_jit
 def _order_parts(view, pdata):
-    k = num_servers(view)
-    fixed = 3 * k + 2 * num_classes(view)
-    w = pdata.iwork
-    cap = (w.size - fixed - 2) // 2
-    head = w[fixed : fixed + 2]
-    slots = w[fixed + 2 : fixed + 2 + cap]
-    ids = w[fixed + 2 + cap : fixed + 2 + 2 * cap]
-    keys = pdata.fwork[:cap]
+    head = region(pdata.iwork, ORDER_HEAD)
+    slots = region(pdata.iwork, ORDER_SLOTS)
+    ids = region(pdata.iwork, ORDER_IDS)
+    keys = region(pdata.fwork, ORDER_KEYS)
     return head, slots, ids, keys
 
 
@@ -311,8 +314,7 @@ def _sf_srpt(view, sizes, pdata, actions):
 
 
 class _Ranked(_Packing):
-    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return 3 * num_servers + 2 * num_classes + 2 + 2 * num_slots, num_slots
+    work = RANKED_WORK
 
 
 class ServerFillingSRPT(_Ranked):
@@ -413,10 +415,23 @@ class ServerFillingGittins(_Ranked):
         return base._replace(table=table)
 
 
-# First-Fit SRPT's parameters: the key (SIZE_AREA or SIZE_DURATION) and where each class's kept
-# waiting jobs start in the scratch arrays (C + 1 offsets: class c keeps k // n_c of them).
-FF_FIELDS = Record("order", "kept")
-FF_ORDER, FF_KEPT = FF_FIELDS.ids
+# First-Fit SRPT's parameters: the key (SIZE_AREA or SIZE_DURATION), where each class's kept waiting
+# jobs start in the kept regions (C + 1 offsets: class c keeps k // n_c of them) and how many are kept.
+FF_FIELDS = Record("order", "kept", "num_kept")
+FF_ORDER, FF_KEPT, FF_NUM_KEPT = FF_FIELDS.ids
+# The kept waiting jobs and their keys; the candidates (running + kept) and their keys; fill_and_diff's
+# marks and starts.
+FF_WORK = Layout(
+    ints={
+        "kept_slots": "num_kept",
+        "cand": "servers + num_kept",
+        "ff_marks": "servers",
+        "ff_starts": "servers",
+    },
+    floats={"kept_keys": "num_kept", "cand_keys": "servers + num_kept"},
+    params=FF_FIELDS,
+)
+KEPT_SLOTS, CAND, FF_MARKS, FF_STARTS, KEPT_KEYS, CAND_KEYS = FF_WORK.ids
 
 
 @inline_jit
@@ -424,16 +439,12 @@ def _ff_srpt(view, sizes, pdata, actions):
     # Candidates: the running jobs and, per class, the k // n_c waiting jobs with the smallest keys. No
     # other job can be picked: ahead of it in SRPT order stand k // n_c jobs of its own need, which
     # leave no room for it whether or not they are picked themselves. Keeps a runaway queue cheap.
-    k = num_servers(view)
     nclass = num_classes(view)
     by_duration = value(pdata.params, FF_ORDER) == SIZE_DURATION
     offsets = field(pdata.params, FF_KEPT)
-    kept = int(offsets[nclass])
-    kept_slots, kept_keys = pdata.iwork[:kept], pdata.fwork[:kept]
-    width = k + kept
-    cand, keys = pdata.iwork[kept : kept + width], pdata.fwork[kept : kept + width]
-    marks = pdata.iwork[kept + width : kept + width + k]
-    starts = pdata.iwork[kept + width + k : kept + width + 2 * k]
+    kept_slots, kept_keys = region(pdata.iwork, KEPT_SLOTS), region(pdata.fwork, KEPT_KEYS)
+    cand, keys = region(pdata.iwork, CAND), region(pdata.fwork, CAND_KEYS)
+    marks, starts = region(pdata.iwork, FF_MARKS), region(pdata.iwork, FF_STARTS)
     m = 0
     for p in range(num_running(view)):
         s = running_job(view, p)
@@ -483,15 +494,11 @@ class FirstFitSRPT(Policy):
         ),
     }
     kernel = _ff_srpt
+    work = FF_WORK
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         order = SIZE_DURATION if self.param_values["order"] == "duration" else SIZE_AREA
         per_class = workload.num_servers // workload.server_needs
         offsets = np.concatenate(([0], np.cumsum(per_class)))
-        self._kept = int(offsets[-1])
-        return base._replace(params=FF_FIELDS.pack(order=order, kept=offsets))
-
-    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        # [kept per class][candidates: running + kept][marks: k][starts: k]; keys alike in fwork.
-        return 2 * self._kept + 3 * num_servers, 2 * self._kept + num_servers
+        return base._replace(params=FF_FIELDS.pack(order=order, kept=offsets, num_kept=offsets[-1]))

@@ -20,6 +20,14 @@ in ``prepare`` and read by field id (an int constant of the policy's module)::
     limit = value(pdata.params, THRESHOLD)      # the scalar
     keys = field(pdata.params, KEYS)            # a 1-D view: keys[c]
 
+Its scratch arrays (``pdata.iwork``, ``pdata.fwork``) are laid out by a
+:class:`~msj_gym.core.layout.Layout` (the policy's ``work``) and read by region id::
+
+    WORK = Layout(ints={"cursor": "classes"})   # one int per class
+    (CURSOR,) = WORK.ids
+    ...
+    cursor = region(pdata.iwork, CURSOR)        # a 1-D view: cursor[c]
+
 Every accessor is compiled inline into its caller (LLVM inlines it), so reading through a name costs
 what reading the array does.
 """
@@ -30,6 +38,7 @@ import numpy as np
 
 from .actions import bits_f64, emit_budget, emit_requeue, emit_serve
 from .jit import inline_jit
+from .layout import region
 from .record import field, int_value, value
 from .state import (
     ARRIVAL,
@@ -128,6 +137,7 @@ __all__ = [
     "preempt",
     "prev_in_system",
     "prev_waiting",
+    "region",
     "remaining_work",
     "requeue",
     "running_index",

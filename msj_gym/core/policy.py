@@ -10,6 +10,7 @@ import numpy as np
 
 from .jit import call_compiled
 from .kernels import DecisionRule, decision_rule
+from .layout import Layout
 from .state import PolicyData
 
 __all__ = ["Param", "Policy"]
@@ -29,17 +30,18 @@ class Param:
 class Policy:
     """Base class of every scheduling policy.
 
-    Subclasses declare ``policy_id`` (kebab-case, the CLI id), ``preemptive`` (may it preempt running
-    jobs?), ``size_aware`` (does it read service times? only then is it handed :class:`Sizes`),
-    ``reference`` (paper and section), ``params`` (declared parameters) and ``kernel``: the compiled
-    decision rule (see :mod:`msj_gym.core.kernels`). ``prepare`` turns the parameters and the workload
-    into the arrays the kernel reads.
+        Subclasses declare ``policy_id`` (kebab-case, the CLI id), ``preemptive`` (may it preempt running
+        jobs?), ``size_aware`` (does it read service times? only then is it handed :class:`Sizes`),
+        ``reference`` (paper and section), ``params`` (declared parameters) and ``kernel``: the compiled
+        decision rule (see :mod:`msj_gym.core.kernels`). ``prepare`` turns the parameters and the workload
+        into the arrays the kernel reads; ``work``, a :class:`~msj_gym.core.layout.Layout`, names the regions
+    of its scratch arrays (``iwork``, ``fwork``) and sizes them.
 
-    The kernel is asked for a decision only at events where some action is possible (a waiting job
-    fits, or a preemptive policy may preempt), natively as through the environments; a policy whose
-    decisions or bookkeeping follow every event (phases switched by arrivals, its own record of the
-    allocation) sets ``decides_every_event``. A policy written in Python alone (``decide``, no
-    kernel) is asked at every event.
+        The kernel is asked for a decision only at events where some action is possible (a waiting job
+        fits, or a preemptive policy may preempt), natively as through the environments; a policy whose
+        decisions or bookkeeping follow every event (phases switched by arrivals, its own record of the
+        allocation) sets ``decides_every_event``. A policy written in Python alone (``decide``, no
+        kernel) is asked at every event.
     """
 
     policy_id: ClassVar[str] = ""
@@ -51,6 +53,7 @@ class Policy:
     invariant: ClassVar[Callable[..., int] | None] = None
     models: ClassVar[tuple[str, ...]] = ("msj",)
     decides_every_event: ClassVar[bool] = False
+    work: ClassVar[Layout | None] = None
     _rules: ClassVar[dict[type, DecisionRule]] = {}
 
     def __init__(self, **params: Any) -> None:
@@ -139,14 +142,21 @@ class Policy:
             rng=rng,
         )
 
-    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        """Scratch the kernel needs: (int64 entries, float64 entries). Re-evaluated when the
-        simulator grows its slot arrays; scratch content does not survive a resize (a policy whose
-        per-slot bookkeeping must survive overrides :meth:`with_work` and copies it)."""
+    def work_sizes(
+        self, num_slots: int, num_servers: int, num_classes: int, params: np.ndarray | None = None
+    ) -> tuple[int, int]:
+        """Scratch the kernel needs: (int64 entries, float64 entries); from ``work`` (its regions and
+        headers; ``params``, the packed parameters, if a region's size reads one), else none. Re-evaluated
+        when the simulator grows its slot arrays; scratch content does not survive a resize (a policy
+        whose per-slot bookkeeping must survive overrides :meth:`with_work` and copies it)."""
+        if self.work is not None:
+            return self.work.work_sizes(num_slots, num_servers, num_classes, params)
         return 0, 0
 
     def with_work(self, pdata: PolicyData, num_slots: int, num_servers: int, num_classes: int) -> PolicyData:
-        """``pdata`` with scratch arrays sized for ``num_slots`` slots."""
+        """``pdata`` with scratch arrays sized for ``num_slots`` slots (laid out by ``work`` if set)."""
+        if self.work is not None:
+            return self.work.with_work(pdata, num_slots, num_servers, num_classes)
         n_int, n_float = self.work_sizes(num_slots, num_servers, num_classes)
         if pdata.iwork.size >= n_int and pdata.fwork.size >= n_float:
             return pdata
