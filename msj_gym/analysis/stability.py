@@ -18,7 +18,6 @@ with
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -76,19 +75,36 @@ def fcfs_saturated(workload: Any, max_states: int = 5000) -> SaturatedFCFS | Non
     if _count_packings(k, [need[i] for i in live], max_states) > max_states:
         return None
 
-    @cache
-    def cascade(c: tuple[int, ...], h: int) -> tuple[tuple[tuple[tuple[int, ...], int], float], ...]:
-        """Where admission from state (c, head class h) stops, with probabilities."""
-        free = k - sum(ci * ni for ci, ni in zip(c, need, strict=True))
-        if need[h] > free:
-            return (((c, h), 1.0),)
-        c2 = list(c)
-        c2[h] += 1
-        out: dict[tuple[tuple[int, ...], int], float] = {}
-        for j in live:
-            for s, p in cascade(tuple(c2), j):
-                out[s] = out.get(s, 0.0) + alpha[j] * p
-        return tuple(out.items())
+    Stop = tuple[tuple[tuple[int, ...], int], float]
+    memo: dict[tuple[tuple[int, ...], int], tuple[Stop, ...]] = {}
+
+    def cascade(c: tuple[int, ...], h: int) -> tuple[Stop, ...]:
+        """Where admission from state (c, head class h) stops, with probabilities. Each admission
+        leads to the state with one more job in service, so a cascade is as deep as k jobs fit:
+        worked out with an explicit stack, not recursion, which k = 512 need-1 servers would exceed."""
+        stack = [(c, h)]
+        while stack:
+            c_, h_ = stack[-1]
+            if (c_, h_) in memo:
+                stack.pop()
+                continue
+            free = k - sum(ci * ni for ci, ni in zip(c_, need, strict=True))
+            if need[h_] > free:
+                memo[(c_, h_)] = (((c_, h_), 1.0),)
+                stack.pop()
+                continue
+            up = tuple(ci + (i == h_) for i, ci in enumerate(c_))
+            todo = [(up, j) for j in live if (up, j) not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            out: dict[tuple[tuple[int, ...], int], float] = {}
+            for j in live:
+                for s, p in memo[(up, j)]:
+                    out[s] = out.get(s, 0.0) + alpha[j] * p
+            memo[(c_, h_)] = tuple(out.items())
+            stack.pop()
+        return memo[(c, h)]
 
     start: dict[tuple[tuple[int, ...], int], float] = {}
     for j in live:

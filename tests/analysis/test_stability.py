@@ -57,3 +57,20 @@ def test_theorem_limits() -> None:
     assert 0.9 < value < 1.0 and "sufficient" in source
     assert stability_limit("server-filling", borg) is None  # needs are not all powers of two
     assert fcfs_saturated(load_scenario("bs-fig1").build()) is None  # too many states: no answer
+
+
+def test_saturated_fcfs_on_one_or_all_with_many_servers() -> None:
+    # k = 512 need-1 jobs fit at once: the admission cascade is 512 deep (it once exceeded Python's
+    # recursion limit, after a whole leaderboard had run). With k that large the cap on the need-1 jobs
+    # admitted after a need-k job is never reached (p^512), so the cycle is one need-k job, then N ~
+    # Geometric need-1 jobs started together and drained: throughput (1 + E[N]) / (1 + E[H_N]) =
+    # (1 / (1 - p)) / (1 + ln(1 / (1 - p))) with unit mean durations
+    import math
+
+    from msj_gym import load_scenario
+
+    wl = load_scenario("one-or-all").build(num_servers=512, load=0.5)
+    p = float(wl.probabilities[0])
+    sat = fcfs_saturated(wl)
+    assert sat is not None and sat.states == 515
+    assert sat.throughput == pytest.approx((1 / (1 - p)) / (1 + math.log(1 / (1 - p))), rel=1e-9)
