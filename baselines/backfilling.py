@@ -107,6 +107,33 @@ def shadow_time(view, sizes, started, n, head_need, free, mode, factor, attribut
     return np.inf, 0
 
 
+@inline_jit
+def smallest_need(view):
+    """The smallest server need of any class: once fewer servers are free, no later job can start."""
+    least = num_servers(view)
+    for c in range(num_classes(view)):
+        least = min(least, class_need(view, c))
+    return least
+
+
+@inline_jit
+def backfill_job(view, sizes, actions, n, s, free, extra, shadow, mode, factor, attribute):
+    """EASY's test of a later job ``s`` against the head's reservation (``shadow``, ``extra`` from
+    :func:`shadow_time`): it starts if it fits in the ``free`` servers and either ends, by its estimate,
+    by the shadow time or needs no more than the extra servers (which it then uses up). Returns the
+    updated ``(n, free, extra)``."""
+    need = server_need(view, s)
+    if need <= free:
+        if now(view) + estimate(view, sizes, s, mode, factor, attribute) <= shadow:
+            n = start(actions, n, s)
+            free -= need
+        elif need <= extra:
+            n = start(actions, n, s)
+            free -= need
+            extra -= need
+    return n, free, extra
+
+
 FIELDS = Record("estimate_factor", "estimate_mode", "requested_attribute")  # f of the f-model (0: exact)
 ESTIMATE_FACTOR, ESTIMATE_MODE, REQUESTED_ATTRIBUTE = FIELDS.ids
 # shadow_time's scratch: the running and just-started jobs with their estimated ends
@@ -119,8 +146,6 @@ def _easy(view, sizes, pdata, actions):
     factor = value(pdata.params, ESTIMATE_FACTOR)
     mode = int_value(pdata.params, ESTIMATE_MODE)
     attribute = int_value(pdata.params, REQUESTED_ATTRIBUTE)
-    k = num_servers(view)
-    t = now(view)
     free = free_servers(view)
     n = 0
     s = first_waiting(view)
@@ -136,21 +161,13 @@ def _easy(view, sizes, pdata, actions):
     shadow, extra = shadow_time(
         view, sizes, actions, n, server_need(view, head), free, mode, factor, attribute, ends, slots
     )
-    min_need = k
-    for c in range(num_classes(view)):
-        min_need = min(min_need, class_need(view, c))
+    min_need = smallest_need(view)
     # Backfill later jobs that fit now and either end by the shadow time or use only the extra servers.
     s = next_waiting(view, head)
     while s != -1 and free >= min_need:
-        need = server_need(view, s)
-        if need <= free:
-            if t + estimate(view, sizes, s, mode, factor, attribute) <= shadow:
-                n = start(actions, n, s)
-                free -= need
-            elif need <= extra:
-                n = start(actions, n, s)
-                free -= need
-                extra -= need
+        n, free, extra = backfill_job(
+            view, sizes, actions, n, s, free, extra, shadow, mode, factor, attribute
+        )
         s = next_waiting(view, s)
     return n
 

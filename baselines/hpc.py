@@ -77,7 +77,6 @@ from msj_gym.core.access import (
     next_waiting,
     now,
     num_classes,
-    num_servers,
     num_slots,
     region,
     server_need,
@@ -90,7 +89,7 @@ from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
 from ._kit import sort_ascending
-from .backfilling import ESTIMATES, estimate, estimate_fields, shadow_time
+from .backfilling import ESTIMATES, backfill_job, estimate, estimate_fields, shadow_time, smallest_need
 
 RULES = ("sjf", "wfp3", "unicep", "f1", "fcfs")
 RULE_SJF, RULE_WFP3, RULE_UNICEP, RULE_F1, RULE_FCFS = range(5)
@@ -250,7 +249,6 @@ def _hpc(view, sizes, pdata, actions):
         return _rlscheduler(view, sizes, pdata, actions, rule, backfill, mode, factor, attribute)
     if not _anything_fits(view):  # asked at every event (for the other variant): nothing to do here
         return 0
-    k = num_servers(view)
     keys, slots = region(pdata.fwork, KEYS), region(pdata.iwork, RANKED)
     m = _ranked(view, sizes, rule, mode, factor, attribute, VARIANT_PAPER, keys, slots)
     free = free_servers(view)
@@ -267,23 +265,13 @@ def _hpc(view, sizes, pdata, actions):
     shadow, extra = shadow_time(
         view, sizes, actions, n, server_need(view, head), free, mode, factor, attribute, ends, others
     )
-    min_need = k
-    for c in range(num_classes(view)):
-        min_need = min(min_need, class_need(view, c))
-    t = now(view)
+    min_need = smallest_need(view)
     for j in range(i + 1, m):
         if free < min_need:
             break
-        s = slots[j]
-        need = server_need(view, s)
-        if need <= free:
-            if t + estimate(view, sizes, s, mode, factor, attribute) <= shadow:
-                n = start(actions, n, s)
-                free -= need
-            elif need <= extra:
-                n = start(actions, n, s)
-                free -= need
-                extra -= need
+        n, free, extra = backfill_job(
+            view, sizes, actions, n, slots[j], free, extra, shadow, mode, factor, attribute
+        )
     return n
 
 
