@@ -43,11 +43,13 @@ def _module_of(path: Path) -> list[str]:
     return parts[:-1] if parts[-1] == "__init__" else parts
 
 
-def _imported(path: Path) -> list[tuple[int, str]]:
-    """Every module ``path`` imports, relative imports resolved; ``from pkg import name`` counts as
-    ``pkg.name`` where ``name`` is a module of the project, else as ``pkg``."""
-    module = _module_of(path)
-    package = module if path.name == "__init__.py" else module[:-1]
+def _imported(path: Path, package: list[str] | None = None) -> list[tuple[int, str]]:
+    """Every module ``path`` imports, relative imports resolved against its package (by default where
+    the file stands in the project); ``from pkg import name`` counts as ``pkg.name`` where ``name`` is a
+    module of the project, else as ``pkg``."""
+    if package is None:
+        module = _module_of(path)
+        package = module if path.name == "__init__.py" else module[:-1]
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
