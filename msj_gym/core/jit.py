@@ -293,9 +293,7 @@ def entry_point(dispatcher: Any, *args: Any, what: str | None = None) -> Callabl
     ``what``, on first use). Calling it skips numba's per-call dispatch (typing each argument, a few
     microseconds for a state tuple), which matters where one call does little work, as in an
     environment step. The caller must keep the argument types."""
-    import numba
-
-    types = tuple(numba.typeof(a) for a in args)
+    types = argument_types(args)
     key = (dispatcher, types)
     fn = _ENTRY_POINTS.get(key)
     if fn is None:
