@@ -43,8 +43,8 @@ def list_policies() -> dict[str, type[Policy]]:
 
 
 def non_preemptive() -> list[str]:
-    """Ids of the policies that never preempt."""
-    return [pid for pid, cls in POLICIES.items() if not cls.preemptive]
+    """Ids of the policies of :data:`POLICIES` that never preempt."""
+    return _registry.policy_ids(_registry.ENGINE_MODELS, preemptive=False)
 
 
 __all__ = [
