@@ -145,7 +145,25 @@ class _DependencyCache(FunctionCache):
     def _index_key(self, sig: Any, codegen: Any) -> Any:
         if self._digest is None:
             self._digest = dependency_digest(self._py_func)
-        return (*super()._index_key(sig, codegen), self._options, self._digest)
+        # Numba's own key pickles the closure's cells, and a compiled function in a cell pickles with
+        # a random per-process id: a function assembled from others (a step from its modes) would
+        # never hit the cache. Cells are described by name instead; the digest covers their code
+        # and the constants they close over.
+        cells = tuple(_cell_description(c) for c in self._py_func.__closure__ or ())
+        code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
+        described = hashlib.sha256(repr(cells).encode()).hexdigest()
+        return (sig, codegen.magic_tuple(), (code, described), self._options, self._digest)
+
+
+def _cell_description(cell: Any) -> str:
+    """A closure cell as a stable string: a function by its name and, recursively, its own cells (two
+    steps assembled from different modes share a name, not their cells)."""
+    value = cell.cell_contents if _filled(cell) else None
+    py = getattr(value, "py_func", value)
+    if isinstance(py, pytypes.FunctionType):
+        inner = ", ".join(_cell_description(c) for c in py.__closure__ or ())
+        return f"{py.__module__}.{py.__qualname__}({inner})"
+    return repr(value)
 
 
 def _cached(dispatcher: Any) -> Any:

@@ -43,9 +43,28 @@ from ..core.state import (
     STATE,
     WAITING,
 )
-from .layout import ACT_JOBS, ACT_SHORTEST, EP_ACTIONS, EP_ADVISOR, EP_PREEMPTIVE, EP_PWIN, EP_QWIN, EP_SLOTS
+from .layout import (
+    ACT_JOBS,
+    ACT_PRIORITY,
+    ACT_SHORTEST,
+    EP_ACTIONS,
+    EP_ADVISOR,
+    EP_PREEMPTIVE,
+    EP_PWIN,
+    EP_QWIN,
+    EP_SLOTS,
+)
 
-__all__ = ["apply_action", "encode_action", "priority_offered", "priority_plan", "write_mask"]
+__all__ = [
+    "action_family",
+    "apply_job_action",
+    "apply_priority_action",
+    "encode_action",
+    "priority_offered",
+    "priority_plan",
+    "write_job_mask",
+    "write_priority_mask",
+]
 
 
 @internal_jit
@@ -172,7 +191,7 @@ def _scratch(ep, work):
 
 
 @internal_jit
-def _write_priority_mask(sim, ep, mask, work):
+def write_priority_mask(sim, ep, mask, work):
     """Priority ``1 + c`` is offered where it changes the running jobs and its own class has a job to
     serve (one that waits and fits, without preemption; one in the system, with it), so that no class
     lends its name to another's decision."""
@@ -286,24 +305,31 @@ def priority_plan(sim, ep, c, work, out):
     return n
 
 
-# --- both ----------------------------------------------------------------------------------------
+# --- the pieces the step is assembled from, per action family ------------------------------------
 @internal_jit
-def write_mask(sim, ep, mask, work):
-    """The valid actions of the current state."""
-    if ep[EP_ACTIONS] == ACT_JOBS:
-        mask[0] = can_wait(sim)
-        _write_job_mask(sim, ep, mask)
-    else:
-        _write_priority_mask(sim, ep, mask, work)
+def write_job_mask(sim, ep, mask, work):
+    """The valid job actions of the current state."""
+    mask[0] = can_wait(sim)
+    _write_job_mask(sim, ep, mask)
 
 
 @internal_jit
-def apply_action(sim, ep, action, work):
-    """Apply the valid non-wait action ``action`` (not the advisor's); returns the engine error."""
-    if ep[EP_ACTIONS] == ACT_JOBS:
-        return apply_one(sim, _decode(sim, ep, action))
+def apply_job_action(sim, ep, action, work):
+    """Apply the valid job action ``action`` (not "wait"); returns the engine error."""
+    return apply_one(sim, _decode(sim, ep, action))
+
+
+@internal_jit
+def apply_priority_action(sim, ep, action, work):
+    """Apply the valid priority ``action`` (not "wait", not the advisor's); returns the engine error."""
     words, n = _plan(sim, ep, action - 1, work)
     return apply_starts(sim, words, n)
+
+
+def action_family(code: int) -> int:
+    """The family of action code ``ep[EP_ACTIONS]`` the step is assembled for: ``ACT_JOBS`` or
+    ``ACT_PRIORITY`` (both priority modes share their code; ``_plan`` reads which one at run time)."""
+    return ACT_JOBS if code == ACT_JOBS else ACT_PRIORITY
 
 
 @kernel_jit

@@ -3,9 +3,9 @@ per batched step.
 
 :class:`BatchSim` has the fields of :class:`~msj_gym.core.state.Sim`, each with a leading environment
 axis (``iv[i]`` is environment ``i``'s ``Sim.iv``). A compiled loop takes the views of one environment
-at a time as a ``Sim`` and runs the same inlined step as the single environment
-(:func:`msj_gym.env.stepping.step`), so environment ``i`` evolves exactly as a single environment
-with the same job stream and actions, whatever the other environments do: no state is shared.
+at a time as a ``Sim`` and runs the same inlined step as the single environment (the step of its
+modes, :func:`msj_gym.env.stepping.step_of`), so environment ``i`` evolves exactly as a single
+environment with the same job stream and actions, whatever the other environments do: no state is shared.
 
 What the engine asks of Python (more arrivals, more slots, the end of an episode) is reported per
 environment in ``status``; the caller serves it and resumes those environments alone.
@@ -15,7 +15,8 @@ This module does not import gymnasium.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from ..core.jit import internal_jit, kernel_jit
 from ..core.state import Sim
 from ..native.copying import copy1d, copy2d, copy3d
 from ..native.spin import CTL_DONE, CTL_WIDTH, publish, wait_posted
-from .stepping import step
+from .stepping import step_of
 
 __all__ = [
     "BatchSim",
@@ -121,34 +122,53 @@ def sim_at(b, i):
     )
 
 
-# Called from Python and inlined into batch_worker: a kernel that only called it would be one more
-# LLVM optimisation and code generation of the whole inlined step on a cold start.
-@internal_jit(python=True, nogil=True)
-def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, status):
-    """:func:`~msj_gym.env.stepping.env_step` for each environment ``i`` in ``idx`` with action
-    ``actions[i]`` (``-1``: no action, advance to the next decision); ``status[i]`` gets its engine
-    status. Rows of ``fpar`` (the float parameters, which depend on the environment's load),
-    ``obs``, ``mask``, ``out`` and ``work`` are per environment. Releases
-    the GIL (``nogil``): disjoint sets of environments may be stepped by concurrent threads, as no
-    two environments share state."""
-    for q in range(idx.size):
-        i = idx[q]
-        status[i] = step(sim_at(b, i), actions[i], ep, fpar[i], obs[i], mask[i], out[i], work[i])
-    return 0
+@functools.cache
+def _batch_kernels(step: Any) -> tuple[Any, Any]:
+    # Called from Python and inlined into the worker: a kernel that only called it would be one more
+    # LLVM optimisation and code generation of the whole inlined step on a cold start.
+    @internal_jit(python=True, nogil=True)
+    def batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, status):
+        """The env's step for each environment ``i`` in ``idx`` with action ``actions[i]`` (``-1``: no
+        action, advance to the next decision); ``status[i]`` gets its engine status. Rows of
+        ``fpar`` (the float parameters, which depend on the environment's load), ``obs``, ``mask``,
+        ``out`` and ``work`` are per environment. Releases the GIL (``nogil``): disjoint sets of
+        environments may be stepped by concurrent threads, as no two environments share state."""
+        for q in range(idx.size):
+            i = idx[q]
+            status[i] = step(sim_at(b, i), actions[i], ep, fpar[i], obs[i], mask[i], out[i], work[i])
+        return 0
+
+    @kernel_jit(nogil=True)
+    def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, status):
+        """A worker thread's loop: ``batch_step`` of the environments ``idx`` each time the main thread
+        posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.native.spin`), until it is
+        stopped."""
+        seen = ctl[w * CTL_WIDTH + CTL_DONE]
+        while True:
+            g = wait_posted(ctl, w, seen)
+            if g < 0:
+                return g  # -1: stopped, -2: idle (the caller sleeps until the next post)
+            batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, status)
+            publish(ctl, w, g)
+            seen = g
+
+    return batch_step, batch_worker
 
 
-@kernel_jit(nogil=True)
-def batch_worker(ctl, w, b, idx, actions, ep, fpar, obs, mask, out, work, status):
-    """A worker thread's loop: :func:`batch_step` of the environments ``idx`` each time the main thread
-    posts a generation for worker ``w`` in ``ctl`` (see :mod:`msj_gym.native.spin`), until it is stopped."""
-    seen = ctl[w * CTL_WIDTH + CTL_DONE]
-    while True:
-        g = wait_posted(ctl, w, seen)
-        if g < 0:
-            return g  # -1: stopped, -2: idle (the caller sleeps until the next post)
-        batch_step(b, idx, actions, ep, fpar, obs, mask, out, work, status)
-        publish(ctl, w, g)
-        seen = g
+def batch_step(ep: np.ndarray) -> Any:
+    """The compiled batched step of environments whose modes are written in ``ep``
+    (:func:`~msj_gym.env.stepping.step_of`), called as ``batch_step(ep)(b, idx, actions, ep, fpar,
+    obs, mask, out, work, status)``: the env's step for each environment ``i`` in ``idx`` with action
+    ``actions[i]`` (``-1``: none), its engine status in ``status[i]``. It releases the GIL, so
+    disjoint sets of environments may be stepped by concurrent threads."""
+    return _batch_kernels(step_of(ep))[0]
+
+
+def batch_worker(ep: np.ndarray) -> Any:
+    """The compiled loop of a worker thread for environments whose modes are written in ``ep``:
+    ``batch_step(ep)`` of its environments each time the main thread posts a generation for it (see
+    :mod:`msj_gym.native.spin`), until it is stopped."""
+    return _batch_kernels(step_of(ep))[1]
 
 
 @internal_jit

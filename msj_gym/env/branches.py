@@ -17,6 +17,7 @@ generator (every MSJ baseline); its data is prepared fresh for every branch, as 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numba
@@ -29,7 +30,7 @@ from ..core.policy import Policy
 from ..native.copying import copy1d
 from .batch import copy_state
 from .layout import EP_ADVISE
-from .stepping import reward_paid, step
+from .stepping import reward_paid, step_of
 
 __all__ = ["BASE_DECISION", "BranchPlayer", "python_costs"]
 
@@ -67,120 +68,128 @@ def _decide(plain, sized, size_aware, view, sizes, pdata, actions):
     return plain(view, pdata, actions)
 
 
-@kernel_jit
-def play_branches(
-    plain,
-    sized,
-    size_aware,
-    every_event,
-    sim,
-    scratch,
-    view,
-    sizes,
-    template,
-    pdata,
-    actions,
-    ep,
-    fpar,
-    obs,
-    mask0,
-    mask,
-    out,
-    work,
-    cap,
-    finite,
-    words,
-    offsets,
-    branch_actions,
-    rewards,
-    areas,
-    status,
-):
-    """For each ``branch_actions[b]`` (an env action, ``BASE_DECISION``, or ``_WORDS - j``: the engine
-    words ``words[offsets[j]:offsets[j + 1]]``, an advisor's decision): from ``sim`` (a decision
-    of the env with mask ``mask0``), take it as the env's step does, then let the base play the episode
-    out natively. ``rewards[b]``: the step's reward, ``areas[b]``: what the play-out pays (both
-    unscaled); ``status[b]``: ``_PLAYED``, ``_ENDED`` (the episode ended within the step) or
-    ``_PYTHON`` (the branch needs the Python path)."""
-    preemptive = sim.iv[S.I_PREEMPTIVE] != 0
-    for b in range(branch_actions.size):
-        copy_state(scratch, sim)
-        copy1d(mask, mask0)
-        for i in range(out.size):
-            out[i] = 0.0
-        a = branch_actions[b]
-        if a == BASE_DECISION:
+@functools.cache
+def _player(step: Any) -> Any:
+    """``play_branches`` with ``step``, the step of the env's modes, inlined."""
+
+    @kernel_jit
+    def play_branches(
+        plain,
+        sized,
+        size_aware,
+        every_event,
+        sim,
+        scratch,
+        view,
+        sizes,
+        template,
+        pdata,
+        actions,
+        ep,
+        fpar,
+        obs,
+        mask0,
+        mask,
+        out,
+        work,
+        cap,
+        finite,
+        words,
+        offsets,
+        branch_actions,
+        rewards,
+        areas,
+        status,
+    ):
+        """For each ``branch_actions[b]`` (an env action, ``BASE_DECISION``, or ``_WORDS - j``: the engine
+        words ``words[offsets[j]:offsets[j + 1]]``, an advisor's decision): from ``sim`` (a decision
+        of the env with mask ``mask0``), take it as the env's step does, then let the base play the episode
+        out natively. ``rewards[b]``: the step's reward, ``areas[b]``: what the play-out pays (both
+        unscaled); ``status[b]``: ``_PLAYED``, ``_ENDED`` (the episode ended within the step) or
+        ``_PYTHON`` (the branch needs the Python path)."""
+        preemptive = sim.iv[S.I_PREEMPTIVE] != 0
+        for b in range(branch_actions.size):
+            copy_state(scratch, sim)
+            copy1d(mask, mask0)
+            for i in range(out.size):
+                out[i] = 0.0
+            a = branch_actions[b]
+            if a == BASE_DECISION:
+                _fresh(pdata, template)
+                n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
+                if n > 0 and apply(scratch, actions, n) != S.E_NONE:
+                    status[b] = _PYTHON
+                    continue
+                a = -1
+            elif a <= _WORDS:  # a decision given as words: apply it, then advance as the env does
+                j = _WORDS - a
+                lo, hi = offsets[j], offsets[j + 1]
+                if hi > lo and apply(scratch, words[lo:hi], hi - lo) != S.E_NONE:
+                    status[b] = _PYTHON
+                    continue
+                a = -1
+            st = step(scratch, a, ep, fpar, obs, mask, out, work)
+            at_cap = _at_cap(scratch, st, cap, finite)
+            while at_cap == 2:
+                st = step(scratch, -1, ep, fpar, obs, mask, out, work)
+                at_cap = _at_cap(scratch, st, cap, finite)
+            rewards[b] = out[0]
+            areas[b] = 0.0
+            status[b] = _PLAYED
+            if at_cap == 1 or st == S.ST_FINISHED or (st == S.ST_ERROR and scratch.iv[S.I_ERR] == S.E_STALL):
+                status[b] = _ENDED
+                continue
+            if st != S.ST_EVENT:
+                status[b] = _PYTHON
+                continue
+            start = reward_paid(scratch.fv, ep)
             _fresh(pdata, template)
             n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
             if n > 0 and apply(scratch, actions, n) != S.E_NONE:
                 status[b] = _PYTHON
                 continue
-            a = -1
-        elif a <= _WORDS:  # a decision given as words: apply it, then advance as the env does
-            j = _WORDS - a
-            lo, hi = offsets[j], offsets[j + 1]
-            if hi > lo and apply(scratch, words[lo:hi], hi - lo) != S.E_NONE:
-                status[b] = _PYTHON
-                continue
-            a = -1
-        st = step(scratch, a, ep, fpar, obs, mask, out, work)
-        at_cap = _at_cap(scratch, st, cap, finite)
-        while at_cap == 2:
-            st = step(scratch, -1, ep, fpar, obs, mask, out, work)
-            at_cap = _at_cap(scratch, st, cap, finite)
-        rewards[b] = out[0]
-        areas[b] = 0.0
-        status[b] = _PLAYED
-        if at_cap == 1 or st == S.ST_FINISHED or (st == S.ST_ERROR and scratch.iv[S.I_ERR] == S.E_STALL):
-            status[b] = _ENDED
-            continue
-        if st != S.ST_EVENT:
-            status[b] = _PYTHON
-            continue
-        start = reward_paid(scratch.fv, ep)
-        _fresh(pdata, template)
-        n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
-        if n > 0 and apply(scratch, actions, n) != S.E_NONE:
-            status[b] = _PYTHON
-            continue
-        while True:
-            st = advance(scratch)
-            if st != S.ST_EVENT:
-                at_cap = _at_cap(scratch, st, cap, finite)
-                if at_cap == 2:
-                    continue
-                if at_cap == 1:
-                    st = S.ST_FINISHED  # the run stops at the cap: what it paid so far is the cost
-                break
-            if every_event or can_decide(scratch, preemptive):
-                n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
-                if n > 0 and apply(scratch, actions, n) != S.E_NONE:
-                    st = S.ST_ERROR
+            while True:
+                st = advance(scratch)
+                if st != S.ST_EVENT:
+                    at_cap = _at_cap(scratch, st, cap, finite)
+                    if at_cap == 2:
+                        continue
+                    if at_cap == 1:
+                        st = S.ST_FINISHED  # the run stops at the cap: what it paid so far is the cost
                     break
-        if st == S.ST_FINISHED:
-            areas[b] = reward_paid(scratch.fv, ep) - start
-        else:
-            status[b] = _PYTHON
-    return 0
+                if every_event or can_decide(scratch, preemptive):
+                    n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
+                    if n > 0 and apply(scratch, actions, n) != S.E_NONE:
+                        st = S.ST_ERROR
+                        break
+            if st == S.ST_FINISHED:
+                areas[b] = reward_paid(scratch.fv, ep) - start
+            else:
+                status[b] = _PYTHON
+        return 0
+
+    return play_branches
 
 
 _PLAYERS: dict[tuple, Any] = {}
 
 
 def _compiled(args: tuple) -> Any:
-    """The entry point of ``play_branches`` for these argument types, the rule slots typed as
-    functions of the kernels' fixed signatures (compiled once, then loaded from the cache)."""
-    key = tuple(numba.typeof(a) for a in args)
+    """The entry point of ``play_branches`` for these argument types and the env's modes (its ``ep``
+    among ``args``), the rule slots typed as functions of the kernels' fixed signatures (compiled
+    once, then loaded from the cache)."""
+    play_branches = _player(step_of(args[7]))
+    key = (play_branches, *(numba.typeof(a) for a in args))
     fn = _PLAYERS.get(key)
     if fn is None:
-        _, _, view_t, sizes_t, _, pdata_t, actions_t = key[:7]
+        _, _, view_t, sizes_t, _, pdata_t, actions_t = key[1:8]
         int64 = numba.types.int64
         sig = (
             numba.types.FunctionType(int64(view_t, pdata_t, actions_t)),
             numba.types.FunctionType(int64(view_t, sizes_t, pdata_t, actions_t)),
             numba.types.boolean,
             numba.types.boolean,
-            *key,
+            *key[1:],
         )
         with announce("compiling the branch player"):
             play_branches.compile(sig)

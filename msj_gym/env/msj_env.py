@@ -47,7 +47,7 @@ from .layout import (
     workload_floats,
 )
 from .modes import ACTION_MODES, OBSERVATION_MODES, Shape, mode_named
-from .stepping import env_step, reward_paid
+from .stepping import reward_paid, step_of
 
 __all__ = ["AgentSlot", "EnvSnapshot", "MSJEnv", "MSJPreemptiveEnv", "resolve_workload"]
 
@@ -575,7 +575,7 @@ class MSJEnv(gym.Env):
         assert self.core is not None  # reset() made it
         sim = self.core.sim
         self._step_fn = entry_point(
-            env_step,
+            step_of(self._ep),
             sim,
             0,
             self._ep,

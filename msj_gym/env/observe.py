@@ -36,13 +36,13 @@ from ..core.state import (
 )
 from .layout import (
     CLASS_FEATURES,
-    EP_OBS,
     EP_OBSJOBS,
     EP_PREEMPTIVE,
     EP_PWIN,
     EP_REVEAL,
     EP_SLOTS,
     OBS_CLASSES,
+    OBS_FLAT,
     QUEUE_FEATURES,
     RUNNING_FEATURES,
     SET_CLASS_FEATURES,
@@ -51,7 +51,7 @@ from .layout import (
     SYSTEM_FEATURES,
 )
 
-__all__ = ["observe_state", "squash"]
+__all__ = ["OBSERVATION_WRITERS", "squash", "write_class_set", "write_flat"]
 
 
 @internal_jit
@@ -62,7 +62,7 @@ def squash(x):
 
 
 @internal_jit
-def _write_flat(sim, ep, fpar, obs, work):
+def write_flat(sim, ep, fpar, obs, work):
     """The flat observation (see the ``MSJEnv`` card): system, per class slot, the oldest waiting
     jobs, and (preemptive) the youngest running jobs of each class."""
     iv, ci, ji, jf, js = sim.iv, sim.ci, sim.ji, sim.jf, sim.js
@@ -135,7 +135,7 @@ def _write_flat(sim, ep, fpar, obs, work):
 
 
 @internal_jit
-def _write_class_set(sim, ep, fpar, obs):
+def write_class_set(sim, ep, fpar, obs, work):
     """The class-set observation: ``SET_SYSTEM_FEATURES`` system features, then one row per class slot
     (see the ``MSJEnv`` card), rows past the workload's classes all zero (column 0 is the mask)."""
     iv, ci, ji, jf, js = sim.iv, sim.ci, sim.ji, sim.jf, sim.js
@@ -210,10 +210,6 @@ def _write_class_set(sim, ep, fpar, obs):
         p += 1
 
 
-@internal_jit
-def observe_state(sim, ep, fpar, obs, work):
-    """Write the observation of the current state in the env's encoding."""
-    if ep[EP_OBS] == OBS_CLASSES:
-        _write_class_set(sim, ep, fpar, obs)
-    else:
-        _write_flat(sim, ep, fpar, obs, work)
+# The writer of each observation code (``ep[EP_OBS]``): the step is assembled from the one its env uses
+# (:func:`msj_gym.env.stepping.step_for`), so it never compiles the others.
+OBSERVATION_WRITERS = {OBS_FLAT: write_flat, OBS_CLASSES: write_class_set}

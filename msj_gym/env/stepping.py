@@ -2,12 +2,12 @@
 
 The batch path (``engine.run_batch``) asks a policy for a whole decision at every event. An agent
 instead acts through an action mode (:mod:`msj_gym.env.act`: one job at a time, or a class priority
-that makes the whole decision), and only where a decision exists: :func:`step` applies one action,
-then (after "wait", a priority, or when nothing more can be decided at this instant) runs the same
-``advance`` as the batch path through the events at which nothing can be decided, collecting the
-reward on the way (:func:`reward_paid`), and finally writes the observation
-(:mod:`msj_gym.env.observe`) and the action mask into preallocated buffers. The layout of its
-parameter arrays is :mod:`msj_gym.env.layout`'s.
+that makes the whole decision), and only where a decision exists: the step of the env's modes
+(:func:`step_for`) applies one action, then (after "wait", a priority, or when nothing more can be
+decided at this instant) runs the same ``advance`` as the batch path through the events at which
+nothing can be decided, collecting the reward on the way (:func:`reward_paid`), and finally writes
+the observation (:mod:`msj_gym.env.observe`) and the action mask into preallocated buffers. The
+layout of its parameter arrays is :mod:`msj_gym.env.layout`'s.
 
 A decision exists when some job waits and either one of the waiting jobs fits in the idle servers or
 (preemptive variant) some job runs; with priority actions, also some priority must change the running
@@ -15,6 +15,9 @@ jobs (decisions where none would are passed over, as "wait"). This module does n
 """
 
 from __future__ import annotations
+
+import functools
+from typing import Any
 
 from ..core.engine import advance, can_decide
 from ..core.jit import internal_jit
@@ -30,13 +33,22 @@ from ..core.state import (
     ST_ERROR,
     ST_EVENT,
 )
-from .act import apply_action, encode_action, priority_offered, write_mask
+from .act import (
+    action_family,
+    apply_job_action,
+    apply_priority_action,
+    encode_action,
+    priority_offered,
+    write_job_mask,
+    write_priority_mask,
+)
 from .layout import (
     ACT_JOBS,
     CLASS_FEATURES,
     EP_ACTIONS,
     EP_ADVISE,
     EP_EVERY_EVENT,
+    EP_OBS,
     EP_OBSJOBS,
     EP_PREEMPTIVE,
     EP_PWIN,
@@ -59,7 +71,7 @@ from .layout import (
     num_actions,
     observation_size,
 )
-from .observe import observe_state
+from .observe import OBSERVATION_WRITERS
 
 __all__ = [
     "CLASS_FEATURES",
@@ -80,12 +92,11 @@ __all__ = [
     "RUNNING_FEATURES",
     "SYSTEM_FEATURES",
     "encode_action",
-    "env_step",
     "num_actions",
     "observation_size",
-    "observe",
     "reward_paid",
-    "step",
+    "step_for",
+    "step_of",
 ]
 
 
@@ -117,61 +128,83 @@ def reward_paid(fv, ep):
     return fv[F_RUN_AREA]
 
 
-@internal_jit
-def observe(sim, ep, fpar, obs, mask, work):
-    """Write the observation and the action mask of the current state (inlined into its callers;
-    Python asks :func:`step` for it with ``OBSERVE_ONLY``)."""
-    observe_state(sim, ep, fpar, obs, work)
-    write_mask(sim, ep, mask, work)
+def _pieces(observation: int, actions: int) -> tuple[Any, Any, Any, Any]:
+    """The compiled pieces of one observation code and one action code: the observation writer, the
+    mask writer, the action's application and the test that some priority changes anything (``None``
+    for job actions)."""
+    if action_family(actions) == ACT_JOBS:
+        return OBSERVATION_WRITERS[observation], write_job_mask, apply_job_action, None
+    return OBSERVATION_WRITERS[observation], write_priority_mask, apply_priority_action, priority_offered
 
 
-@internal_jit(python=True)
-def step(sim, action, ep, fpar, obs, mask, out, work):
-    """Apply env action ``action`` (``-1``: none, resume advancing after a Python-side request), advance
-    to the next decision epoch, write observation and mask. ``mask`` must hold the mask of the current
-    state: an action it rules out is counted in ``out[O_INVALID]`` and treated as "wait". Returns the
-    engine status: ``ST_EVENT`` once a decision is due, else what ``advance`` asked for. With
-    ``OBSERVE_ONLY`` it only writes the observation and mask of the current state. A job action that
-    leaves something to decide at this instant stays at it; a priority makes the whole decision.
-    The advisor's action is never passed here: the Python side applies it, then steps with ``-1``.
+@functools.cache
+def _assembled(observation: int, family: int) -> Any:
+    write_obs, write_mask, apply_action, priority_offered = _pieces(observation, family)
+    jobs = family == ACT_JOBS  # frozen into the code: numba drops the other family's branch untyped
 
-    One implementation of the step: the single env calls it from Python (as :data:`env_step`), the
-    batched step of :mod:`msj_gym.env.batch` inlines it."""
-    preemptive = ep[EP_PREEMPTIVE] != 0
-    jobs = ep[EP_ACTIONS] == ACT_JOBS
-    move = action != OBSERVE_ONLY  # one call of observe below: its code is inlined once
-    if action > 0:
-        if mask[action]:
-            if apply_action(sim, ep, action, work) != E_NONE:
-                return ST_ERROR
-            move = not jobs or not can_decide(sim, preemptive)
-        else:
+    @internal_jit(python=True)
+    def step(sim, action, ep, fpar, obs, mask, out, work):
+        """Apply env action ``action`` (``-1``: none, resume advancing after a Python-side request),
+        advance to the next decision epoch, write observation and mask. ``mask`` must hold the mask
+        of the current state: an action it rules out is counted in ``out[O_INVALID]`` and treated as
+        "wait". Returns the engine status: ``ST_EVENT`` once a decision is due, else what
+        ``advance`` asked for. With ``OBSERVE_ONLY`` it only writes the observation and mask of the
+        current state. A job action that leaves something to decide at this instant stays at it; a
+        priority makes the whole decision. The advisor's action is never passed here: the Python
+        side applies it, then steps with ``-1``."""
+        preemptive = ep[EP_PREEMPTIVE] != 0
+        move = action != OBSERVE_ONLY  # one call of each writer below: their code is inlined once
+        if action > 0:
+            if mask[action]:
+                if apply_action(sim, ep, action, work) != E_NONE:
+                    return ST_ERROR
+                if jobs:
+                    move = not can_decide(sim, preemptive)
+                else:
+                    move = True
+            else:
+                out[O_INVALID] += 1.0
+        elif action == 0 and not mask[0]:
             out[O_INVALID] += 1.0
-    elif action == 0 and not mask[0]:
-        out[O_INVALID] += 1.0
-    if move:
-        fv = sim.fv
-        while True:
-            t0 = fv[F_NOW]
-            rate = _load_now(sim, ep, fpar)
-            paid = reward_paid(fv, ep)
-            status = advance(sim)
-            if status != ST_EVENT:
-                return status
-            dt = fv[F_NOW] - t0
-            if ep[EP_REWARD] == REWARD_AREA:
-                out[O_REWARD] -= rate * dt
-            else:  # the measured jobs that left at this event, each once
-                out[O_REWARD] -= reward_paid(fv, ep) - paid
-            out[O_ELAPSED] += dt
-            if ep[EP_EVERY_EVENT] != 0 or ep[EP_ADVISE] != 0:
-                break
-            if can_decide(sim, preemptive) and (jobs or priority_offered(sim, ep, work)):
-                break
-    observe(sim, ep, fpar, obs, mask, work)
-    return ST_EVENT
+        if move:
+            fv = sim.fv
+            while True:
+                t0 = fv[F_NOW]
+                rate = _load_now(sim, ep, fpar)
+                paid = reward_paid(fv, ep)
+                status = advance(sim)
+                if status != ST_EVENT:
+                    return status
+                dt = fv[F_NOW] - t0
+                if ep[EP_REWARD] == REWARD_AREA:
+                    out[O_REWARD] -= rate * dt
+                else:  # the measured jobs that left at this event, each once
+                    out[O_REWARD] -= reward_paid(fv, ep) - paid
+                out[O_ELAPSED] += dt
+                if ep[EP_EVERY_EVENT] != 0 or ep[EP_ADVISE] != 0:
+                    break
+                if jobs:
+                    if can_decide(sim, preemptive):
+                        break
+                elif can_decide(sim, preemptive) and priority_offered(sim, ep, work):
+                    break
+        write_obs(sim, ep, fpar, obs, work)
+        write_mask(sim, ep, mask, work)
+        return ST_EVENT
+
+    return step
 
 
-# The single env's entry point is the step itself, not a kernel that calls it: such a kernel was one
-# more LLVM optimisation and code generation of the whole inlined step (0.7 s of a cold start).
-env_step = step
+def step_for(observation: int, actions: int) -> Any:
+    """The compiled step of an env whose ``ep[EP_OBS]`` is ``observation`` and ``ep[EP_ACTIONS]`` is
+    ``actions``, assembled from that observation's writer and that action family's mask, application
+    and decision test, and from nothing else: a cold start compiles only the modes it uses (the step
+    with every mode took 13 s to compile, the default one about half as long). One implementation of
+    the step: the single env calls it from Python, the batched step of :mod:`msj_gym.env.batch` and
+    the branch player of :mod:`msj_gym.env.branches` inline it. Both priority modes share one step."""
+    return _assembled(observation, action_family(actions))
+
+
+def step_of(ep: Any) -> Any:
+    """:func:`step_for` the modes written in ``ep``."""
+    return step_for(int(ep[EP_OBS]), int(ep[EP_ACTIONS]))

@@ -87,7 +87,7 @@ class NativeVectorEnv(VectorEnv):
     metadata: dict[str, Any] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}  # noqa: RUF012
     _single_cls: ClassVar[type[Any]]
     _label: ClassVar[str] = "vector env"  # in error messages
-    _worker_kernel: ClassVar[Any] = None  # the compiled polling loop of a worker thread
+    _worker_kernel: Any = None  # the compiled polling loop of a worker thread (set per instance: its modes)
     final_info_keys: ClassVar[tuple[str, ...]] = ()  # what the single env adds to an episode's last info
     _o_invalid: ClassVar[int]
     _obs: np.ndarray
@@ -416,7 +416,6 @@ class MSJVectorEnv(NativeVectorEnv):
 
     _single_cls: ClassVar[type[MSJEnv]] = MSJEnv
     _label: ClassVar[str] = "MSJ vector env"
-    _worker_kernel = batch_worker
     final_info_keys: ClassVar[tuple[str, ...]] = ("stalled", "mean_response_time", "stable", "measured_jobs")
     _o_invalid: ClassVar[int] = O_INVALID
 
@@ -458,6 +457,7 @@ class MSJVectorEnv(NativeVectorEnv):
         self.env_kwargs["load"] = load
         self.workload = proto.workload
         self._ep = proto._ep
+        self._worker_kernel = batch_worker(self._ep)  # the step of this env's modes
 
         # A fresh episode's state, from the very simulator setup the single env uses.
         self._core = core = proto.make_simulator(0, slots=_BATCH_SLOTS)
@@ -554,7 +554,12 @@ class MSJVectorEnv(NativeVectorEnv):
             self._status,
         )
         self._step_fn = entry_point(
-            batch_step, b, self._all, self._actions, *self._step_tail, what="the vector environment step"
+            batch_step(self._ep),
+            b,
+            self._all,
+            self._actions,
+            *self._step_tail,
+            what="the vector environment step",
         )
         self._reset_fn = entry_point(batch_reset, b, self._template, self._all, what="the vector reset")
 
