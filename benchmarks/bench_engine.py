@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from baselines import make_policy
 from msj_gym import Simulator, load_scenario
+from msj_gym.baselines import make_policy
 
 HERE = Path(__file__).resolve().parent
 REFERENCE = HERE.parent.parent / "shared" / "bench" / "run_c_reference.sh"

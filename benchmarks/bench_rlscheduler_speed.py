@@ -35,7 +35,7 @@ from pathlib import Path
 
 # heuristic -> (the reference's score method, msj_gym's policy without / with EASY backfilling)
 HEURISTICS = {
-    "fcfs": ("fcfs_score", "fcfs", "baselines.hpc:FCFSEasy"),
+    "fcfs": ("fcfs_score", "fcfs", "msj_gym.baselines.hpc:FCFSEasy"),
     "sjf": ("sjf_score", "sjf", "sjf-easy"),
     "wfp3": ("wfp_score", "wfp3", "wfp3-easy"),
     "unicep": ("uni_score", "unicep", "unicep-easy"),

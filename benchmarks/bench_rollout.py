@@ -5,7 +5,7 @@ run (a ratio: this machine is shared and noisy). Both must give the same data, b
 
     python benchmarks/bench_rollout.py [--decisions N] [--repeats R] [improve options ...]
 
-By default: ``agents.improve``'s own settings on sf-fig2 at load 0.7 (base MSF, job actions,
+By default: ``msj_gym.agents.improve``'s own settings on sf-fig2 at load 0.7 (base MSF, job actions,
 3,000-arrival episodes), the setting of the measurement it is compared with.
 """
 
@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from agents.improve import collect
-from agents.improve import parse_args as improve_args
+from msj_gym.agents.improve import collect
+from msj_gym.agents.improve import parse_args as improve_args
 
 
 def _timed(args: argparse.Namespace) -> tuple[float, dict[str, np.ndarray]]:

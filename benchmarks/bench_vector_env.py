@@ -105,7 +105,7 @@ def bench_training(args: argparse.Namespace) -> None:
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.env_util import make_vec_env
 
-    from agents.vec_env import MSJSB3VecEnv
+    from msj_gym.agents.vec_env import MSJSB3VecEnv
 
     torch.set_num_threads(1)
     env_kwargs = {"scenario": "sf-fig2", "num_arrivals": 1000}

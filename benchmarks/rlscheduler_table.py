@@ -9,7 +9,7 @@ starts drawn from the whole of Lublin-1 (``lublin_256``) and from the first 10,0
 HPC2N; each sequence from an empty machine, scored by its mean bounded slowdown (tau = 10 s). The logs
 are cleaned as RLScheduler's loader cleans them (``swf:FILE?need=max&cleaning=rlscheduler``). Two
 variants per heuristic: ``paper`` (the scores as the papers define them, re-ranked at every decision,
-EASY along the score order) and ``rlscheduler`` (as its code decides: see ``baselines/hpc.py``).
+EASY along the score order) and ``rlscheduler`` (as its code decides: see ``msj_gym/baselines/hpc.py``).
 The traces are read from ../shared/data/traces (or ``$MSJ_GYM_TRACE_DIR``).
 """
 
@@ -43,7 +43,7 @@ PUBLISHED = {
 }
 COLUMNS = ("FCFS", "WFP3", "UNI", "SJF", "F1")
 PLAIN = ("fcfs", "wfp3", "unicep", "sjf", "f1")
-EASY = ("baselines.hpc:FCFSEasy", "wfp3-easy", "unicep-easy", "sjf-easy", "f1-easy")
+EASY = ("msj_gym.baselines.hpc:FCFSEasy", "wfp3-easy", "unicep-easy", "sjf-easy", "f1-easy")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ Bonald & Comte (2017)) and ``"moldable"`` (the moldable loss system, Ghanbarian 
 class checks that its own ``models`` match the declaration, so the lazy field cannot drift.
 
 A policy of your own package is registered the same way, and then runs wherever this process accepts
-an id (:func:`make_policy`, ``baselines.make_policy``, ``PolicyAgent``)::
+an id (:func:`make_policy`, ``msj_gym.baselines.make_policy``, ``PolicyAgent``)::
 
     from msj_gym.registry import register_policy
 
@@ -291,45 +291,45 @@ def shipped_agents() -> dict[str, Path]:
     return out
 
 
-# The agents trained here, shipped with the package (``agents/checkpoints``).
-register_agent_folder("agents")
+# The agents trained here, shipped with the package (``msj_gym/agents/checkpoints``).
+register_agent_folder("msj_gym.agents")
 
-# The built-in policies of the source papers (package ``baselines``), in the order every listing uses.
+# The built-in policies of the source papers (package ``msj_gym.baselines``), in the order every listing uses.
 _MSJ = ("msj",)
 for _pid, _entry, _models in (
-    ("fcfs", "baselines.fcfs:FCFS", _MSJ),
-    ("first-fit", "baselines.priority:FirstFit", _MSJ),
-    ("msf", "baselines.priority:MostServersFirst", _MSJ),
-    ("msf-preemptive", "baselines.priority:MostServersFirstPreemptive", _MSJ),
-    ("lsf", "baselines.priority:LeastServersFirst", _MSJ),
-    ("server-filling", "baselines.server_filling:ServerFilling", _MSJ),
-    ("server-filling-srpt", "baselines.server_filling:ServerFillingSRPT", _MSJ),
-    ("server-filling-gittins", "baselines.server_filling:ServerFillingGittins", _MSJ),
-    ("first-fit-srpt", "baselines.server_filling:FirstFitSRPT", _MSJ),
-    ("easy-backfilling", "baselines.backfilling:EasyBackfilling", _MSJ),
-    ("sjf", "baselines.hpc:SJF", _MSJ),
-    ("wfp3", "baselines.hpc:WFP3", _MSJ),
-    ("unicep", "baselines.hpc:UNICEP", _MSJ),
-    ("f1", "baselines.hpc:F1", _MSJ),
-    ("sjf-easy", "baselines.hpc:SJFEasy", _MSJ),
-    ("wfp3-easy", "baselines.hpc:WFP3Easy", _MSJ),
-    ("unicep-easy", "baselines.hpc:UNICEPEasy", _MSJ),
-    ("f1-easy", "baselines.hpc:F1Easy", _MSJ),
-    ("max-weight", "baselines.max_weight:MaxWeight", _MSJ),
-    ("msfq", "baselines.quickswap:MSFQ", _MSJ),
-    ("static-quickswap", "baselines.quickswap:StaticQuickswap", _MSJ),
-    ("adaptive-quickswap", "baselines.quickswap:AdaptiveQuickswap", _MSJ),
-    ("nmsr", "baselines.nmsr:NMSR", _MSJ),
-    ("compat-fcfs", "baselines.balanced_fair:CompatFCFS", ("compatibility",)),
-    ("balanced-fair", "baselines.balanced_fair:BalancedFair", ("compatibility",)),
-    ("compat-least-loaded", "baselines.balanced_fair:CompatLeastLoaded", ("compatibility",)),
-    ("bs", "baselines.balanced_splitting:BalancedSplitting", _MSJ),
-    ("modified-bs", "baselines.balanced_splitting:ModifiedBalancedSplitting", _MSJ),
-    ("mdp-optimal", "baselines.optimal:MDPOptimal", _MSJ),
-    ("mdp-optimal-preemptive", "baselines.optimal:MDPOptimalPreemptive", _MSJ),
-    ("moldable-p-scheme", "baselines.moldable:PScheme", ("moldable",)),
-    ("moldable-greedy", "baselines.moldable:Greedy", ("moldable",)),
-    ("moldable-reserved", "baselines.moldable:Reserved", ("moldable",)),
+    ("fcfs", "msj_gym.baselines.fcfs:FCFS", _MSJ),
+    ("first-fit", "msj_gym.baselines.priority:FirstFit", _MSJ),
+    ("msf", "msj_gym.baselines.priority:MostServersFirst", _MSJ),
+    ("msf-preemptive", "msj_gym.baselines.priority:MostServersFirstPreemptive", _MSJ),
+    ("lsf", "msj_gym.baselines.priority:LeastServersFirst", _MSJ),
+    ("server-filling", "msj_gym.baselines.server_filling:ServerFilling", _MSJ),
+    ("server-filling-srpt", "msj_gym.baselines.server_filling:ServerFillingSRPT", _MSJ),
+    ("server-filling-gittins", "msj_gym.baselines.server_filling:ServerFillingGittins", _MSJ),
+    ("first-fit-srpt", "msj_gym.baselines.server_filling:FirstFitSRPT", _MSJ),
+    ("easy-backfilling", "msj_gym.baselines.backfilling:EasyBackfilling", _MSJ),
+    ("sjf", "msj_gym.baselines.hpc:SJF", _MSJ),
+    ("wfp3", "msj_gym.baselines.hpc:WFP3", _MSJ),
+    ("unicep", "msj_gym.baselines.hpc:UNICEP", _MSJ),
+    ("f1", "msj_gym.baselines.hpc:F1", _MSJ),
+    ("sjf-easy", "msj_gym.baselines.hpc:SJFEasy", _MSJ),
+    ("wfp3-easy", "msj_gym.baselines.hpc:WFP3Easy", _MSJ),
+    ("unicep-easy", "msj_gym.baselines.hpc:UNICEPEasy", _MSJ),
+    ("f1-easy", "msj_gym.baselines.hpc:F1Easy", _MSJ),
+    ("max-weight", "msj_gym.baselines.max_weight:MaxWeight", _MSJ),
+    ("msfq", "msj_gym.baselines.quickswap:MSFQ", _MSJ),
+    ("static-quickswap", "msj_gym.baselines.quickswap:StaticQuickswap", _MSJ),
+    ("adaptive-quickswap", "msj_gym.baselines.quickswap:AdaptiveQuickswap", _MSJ),
+    ("nmsr", "msj_gym.baselines.nmsr:NMSR", _MSJ),
+    ("compat-fcfs", "msj_gym.baselines.balanced_fair:CompatFCFS", ("compatibility",)),
+    ("balanced-fair", "msj_gym.baselines.balanced_fair:BalancedFair", ("compatibility",)),
+    ("compat-least-loaded", "msj_gym.baselines.balanced_fair:CompatLeastLoaded", ("compatibility",)),
+    ("bs", "msj_gym.baselines.balanced_splitting:BalancedSplitting", _MSJ),
+    ("modified-bs", "msj_gym.baselines.balanced_splitting:ModifiedBalancedSplitting", _MSJ),
+    ("mdp-optimal", "msj_gym.baselines.optimal:MDPOptimal", _MSJ),
+    ("mdp-optimal-preemptive", "msj_gym.baselines.optimal:MDPOptimalPreemptive", _MSJ),
+    ("moldable-p-scheme", "msj_gym.baselines.moldable:PScheme", ("moldable",)),
+    ("moldable-greedy", "msj_gym.baselines.moldable:Greedy", ("moldable",)),
+    ("moldable-reserved", "msj_gym.baselines.moldable:Reserved", ("moldable",)),
 ):
     register_policy(_pid, _entry, models=_models)
 del _pid, _entry, _models, _MSJ

@@ -271,7 +271,7 @@ def test_no_measured_job_is_an_error_not_nan(capsys):
 
 
 def test_trace_shorter_than_warmup_is_an_error():
-    from baselines import make_policy
+    from msj_gym.baselines import make_policy
     from msj_gym.core.simulator import Simulator
     from msj_gym.workloads.trace import TraceWorkload
 

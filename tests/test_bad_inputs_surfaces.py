@@ -1,7 +1,7 @@
 """The bad-input catalogue, continued (``tests/test_bad_inputs.py`` holds the first part): every entry
 point added since, each case refused with exit code 2 and ONE line on stderr that names the field or
 flag and the value, no traceback, nothing on stdout and nothing written. The surfaces: the
-``python -m agents.improve / evaluate / train`` scripts, the GPU-trace loaders and SWF replay,
+``python -m msj_gym.agents.improve / evaluate / train`` scripts, the GPU-trace loaders and SWF replay,
 ``msj-gym benchmark`` and the agents' metadata (benchmark and leaderboard), ``msj-gym optimal``,
 ``msj-gym render``, ``msj_gym.testing.check_policy`` and the env keywords and vector-env seeds."""
 
@@ -16,7 +16,7 @@ import pytest
 
 from msj_gym.cli import main
 
-CHECKPOINTS = Path(__file__).resolve().parents[1] / "agents" / "checkpoints"
+CHECKPOINTS = Path(__file__).resolve().parents[1] / "msj_gym" / "agents" / "checkpoints"
 LOCK = ".msj-gym.lock"
 
 
@@ -57,7 +57,7 @@ def _refused(argv: list[str], needles: list[str], capsys: pytest.CaptureFixture[
 
 
 def _script(name: str, argv: list[str], needles: list[str], capsys, tmp_path: Path, expected: int = 2) -> str:
-    from agents._cli import run_script
+    from msj_gym.agents._cli import run_script
 
     module = __import__(f"agents.{name}", fromlist=["main"])
     before = _snapshot(tmp_path)

@@ -141,9 +141,9 @@ def test_a_read_only_folder_is_refused_before_any_work(tmp_path):
         "gif": '"$PY" -m msj_gym.cli render --scenario sf-fig2 --policy msf --out "$T/ro/a.gif"',
         "opt": '"$PY" -m msj_gym.cli optimal --scenario sf-fig2 --load 0.9 --png "$T/ro/p.png"',
         "fig": '"$PY" -m msj_gym.cli reproduce 004-fig3 --out "$T/ro/figs"',
-        "evaluate": '"$PY" -m agents.evaluate rollout-sf-fig2-0.7 --out "$T/ro/e.jsonl"',
-        "improve": '"$PY" -m agents.improve --out "$T/ro/a.zip"',
-        "train": '"$PY" -m agents.train --out "$T/ro/a.zip"',
+        "evaluate": '"$PY" -m msj_gym.agents.evaluate rollout-sf-fig2-0.7 --out "$T/ro/e.jsonl"',
+        "improve": '"$PY" -m msj_gym.agents.improve --out "$T/ro/a.zip"',
+        "train": '"$PY" -m msj_gym.agents.train --out "$T/ro/a.zip"',
     }
     for name, command in commands.items():
         body += (
@@ -220,7 +220,7 @@ _IMPROVE += ["--tail", "100", "--threads", "1"]
 def _improve(folder: Path, **kw) -> subprocess.Popen[str]:
     argv = [*_IMPROVE, "--data", str(folder / "data"), "--out", str(folder / "agent.zip")]
     return subprocess.Popen(
-        [sys.executable, "-m", "agents.improve", *argv], env=ENV, text=True, cwd=ROOT, **kw
+        [sys.executable, "-m", "msj_gym.agents.improve", *argv], env=ENV, text=True, cwd=ROOT, **kw
     )
 
 
@@ -347,7 +347,7 @@ def test_a_bare_checkpoint_runs_only_when_asked(tmp_path, capsys):
     from msj_gym.cli import main
 
     ckpt = tmp_path / "bare.zip"
-    shutil.copy(ROOT / "agents" / "checkpoints" / "maskable-ppo-sf-fig2-0.7.zip", ckpt)
+    shutil.copy(ROOT / "msj_gym" / "agents" / "checkpoints" / "maskable-ppo-sf-fig2-0.7.zip", ckpt)
     argv = ["leaderboard", "--policies", "fcfs", "--loads", "0.5", "--seeds", "1", "--arrivals", "300"]
     argv += ["--workers", "1", "--agent", str(ckpt), "--out", str(tmp_path / "lb")]
     assert main(argv) == 2

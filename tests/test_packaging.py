@@ -66,3 +66,35 @@ def test_readme_says_how_to_get_the_cpu_build_of_torch() -> None:
     command = f"pip install {pin} --index-url https://download.pytorch.org/whl/cpu"
     assert command in readme
     assert 'python3 -m pip install -e ".[dev,rl]"' in readme  # CI runs the install commands verbatim
+
+
+def test_the_only_top_level_package_is_msj_gym() -> None:
+    # "baselines" and "agents" are other projects' names (OpenAI's baselines is on PyPI): the policies
+    # and the agents install as msj_gym.baselines and msj_gym.agents
+    from setuptools import find_packages
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = find_packages(str(ROOT), include=config["packages"]["find"]["include"])
+    assert {p.split(".")[0] for p in found} == {"msj_gym"}, found
+    assert {"msj_gym.baselines", "msj_gym.agents"} <= set(found)
+    assert "checkpoints/*.zip" in config["package-data"]["msj_gym.agents"]
+
+
+def test_no_code_imports_a_top_level_baselines_or_agents() -> None:
+    import ast
+
+    bad = []
+    for folder in ("msj_gym", "tests", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                bad += [
+                    f"{path.relative_to(ROOT)}:{node.lineno} {n}"
+                    for n in names
+                    if n.split(".")[0] in ("baselines", "agents")
+                ]
+    assert not bad, bad

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from baselines import make_policy, supports
 from msj_gym import load_scenario
+from msj_gym.baselines import make_policy, supports
 from msj_gym.pooled import PooledSimulator
 from msj_gym.workloads.compat import CompatChunk, CompatClass, CompatWorkload, build_compat_scenario
 

@@ -18,7 +18,7 @@ def test_listing_ids_imports_no_policy():
         "import sys, msj_gym.registry as r; ids = r.policy_ids(); "
         "assert 'fcfs' in ids and 'moldable-greedy' in ids, ids; "
         "assert r.policy_ids('compatibility') == ['compat-fcfs', 'balanced-fair', 'compat-least-loaded']; "
-        "assert not any(m == 'baselines' or m.startswith('baselines.') for m in sys.modules)"
+        "assert not any(m.startswith('msj_gym.baselines') for m in sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
 
@@ -31,7 +31,7 @@ def test_declared_models_equal_the_class(policy_id):
 
 
 def test_every_builtin_is_registered_once():
-    import baselines
+    from msj_gym import baselines
 
     ids = registry.policy_ids()
     assert len(ids) == len(set(ids)) == 33
@@ -47,7 +47,7 @@ def test_every_builtin_is_registered_once():
 
 
 def test_fcfs_of_each_model_has_its_own_id():
-    from baselines import make_policy
+    from msj_gym.baselines import make_policy
     from msj_gym.pooled import PooledSimulator
     from msj_gym.workloads.compat import build_compat_scenario
 
@@ -74,11 +74,14 @@ def test_make_policy_and_errors():
 
 def test_register_policy_rules():
     try:
-        registry.register_policy("my-fcfs", "baselines.fcfs:FCFS", models=("msj", "compatibility"))
-        registry.register_policy("my-fcfs", "baselines.fcfs:FCFS", models=("msj", "compatibility"))  # no-op
+        registry.register_policy("my-fcfs", "msj_gym.baselines.fcfs:FCFS", models=("msj", "compatibility"))
+        again = ("my-fcfs", "msj_gym.baselines.fcfs:FCFS")
+        registry.register_policy(*again, models=("msj", "compatibility"))  # no-op
         assert "my-fcfs" in registry.policy_ids("compatibility")
-        with pytest.raises(ValueError, match=r"'my-fcfs' is already registered as baselines\.fcfs:FCFS"):
-            registry.register_policy("my-fcfs", "baselines.priority:FirstFit")
+        with pytest.raises(
+            ValueError, match=r"'my-fcfs' is already registered as msj_gym\.baselines\.fcfs:FCFS"
+        ):
+            registry.register_policy("my-fcfs", "msj_gym.baselines.priority:FirstFit")
         with pytest.raises(ValueError, match="already registered"):
             registry.register_policy("fcfs", "mypkg.mymodule:MyPolicy")
         with pytest.raises(ValueError, match="has policy_id 'fcfs', not 'my-fcfs'"):
@@ -95,7 +98,7 @@ def test_register_policy_rules():
 
 def test_a_policy_of_ones_own_package(tmp_path, monkeypatch):
     (tmp_path / "mypkg_registry_test.py").write_text(
-        "from baselines.priority import FirstFit\n\n\n"
+        "from msj_gym.baselines.priority import FirstFit\n\n\n"
         "class MyPolicy(FirstFit):\n"
         "    policy_id = 'my-first-fit'\n\n\n"
         "class MyDrift(FirstFit):\n"
@@ -105,9 +108,9 @@ def test_a_policy_of_ones_own_package(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         registry.register_policy("my-first-fit", "mypkg_registry_test:MyPolicy")
-        import baselines
+        import msj_gym.baselines
 
-        assert baselines.make_policy("my-first-fit").policy_id == "my-first-fit"
+        assert msj_gym.baselines.make_policy("my-first-fit").policy_id == "my-first-fit"
         assert registry.list_policies("msj")["my-first-fit"].__name__ == "MyPolicy"
         registry.register_policy("my-drift", "mypkg_registry_test:MyDrift")  # declared msj, class says not
         with pytest.raises(ValueError, match="models: policy 'my-drift' is registered on"):
@@ -119,8 +122,8 @@ def test_a_policy_of_ones_own_package(tmp_path, monkeypatch):
 
 
 def test_baselines_supports_names_the_model():
-    from baselines import supports
     from msj_gym import load_scenario
+    from msj_gym.baselines import supports
 
     workload = load_scenario("sf-fig2").build()
     assert supports("fcfs", workload) is None
@@ -132,10 +135,10 @@ def test_policy_from_spec_takes_an_id_or_module_attr_and_names_the_field() -> No
     from msj_gym.registry import policy_from_spec
 
     assert policy_from_spec("msf").policy_id == "msf"
-    assert policy_from_spec("agents.rules:LsfShortest").policy_id == "lsf-shortest"
+    assert policy_from_spec("msj_gym.agents.rules:LsfShortest").policy_id == "lsf-shortest"
     for spec, reason in (
         ("nope", "unknown policy 'nope'; known: fcfs"),
-        ("agents.rules:Nope", "cannot import"),
+        ("msj_gym.agents.rules:Nope", "cannot import"),
         ("numpy:pi", "expected a Policy class or instance, got float"),
     ):
         with pytest.raises(ValueError, match=f"^--base '{spec}': {reason}"):

@@ -2,11 +2,11 @@
 
 An agent spec is either
 
-* the name of an agent shipped with the package (``agents/checkpoints/<name>.zip``, e.g.
+* the name of an agent shipped with the package (``msj_gym/agents/checkpoints/<name>.zip``, e.g.
   ``maskable-ppo-sf-fig2-0.7``; :func:`shipped_agents` lists them), usable from any directory;
 * the path of a stable-baselines3 checkpoint (``.zip``). The algorithm, the env id and the env keywords
-  it was trained with come from the ``.json`` beside it (written by ``agents/train.py`` and
-  ``agents/improve.py``), and are checked: an env other than ``MSJ-v0`` / ``MSJPreemptive-v0`` or a
+  it was trained with come from the ``.json`` beside it (written by ``msj_gym/agents/train.py`` and
+  ``msj_gym/agents/improve.py``), and are checked: an env other than ``MSJ-v0`` / ``MSJPreemptive-v0`` or a
   keyword those envs do not take is refused. A checkpoint without its ``.json`` is refused too, unless
   loaded with ``bare=True`` (``--bare-agents`` on the command line): the algorithms MaskablePPO, PPO,
   A2C and DQN are then tried in turn and the env's defaults are used; or
@@ -143,8 +143,8 @@ def read_agent_metadata(spec: str, path: Path, bare: bool = False) -> dict[str, 
             return {}
         raise ValueError(
             f"--agent {spec!r}: no metadata {meta_path.name!r} beside it (the env and keywords it was "
-            "trained with, written by agents.train and agents.improve); add it, or pass --bare-agents "
-            "to run it on the env's defaults"
+            "trained with, written by msj_gym.agents.train and msj_gym.agents.improve); add it, or pass "
+            "--bare-agents to run it on the env's defaults"
         )
     where = f"--agent {spec!r}: its metadata {str(meta_path)!r}"
     try:

@@ -1,6 +1,6 @@
 """Moldable jobs with concave speed-up in a loss system (Ghanbarian et al. (2024), moldable
 jobs): the model, the allocation protocol and its compiled rule, and a compiled simulator.
-The schemes themselves are in ``baselines.moldable``, registered in :mod:`msj_gym.registry` on the
+The schemes themselves are in ``msj_gym.baselines.moldable``, registered in :mod:`msj_gym.registry` on the
 ``moldable`` model; the named systems of ``msj-gym simulate`` / ``list`` in :mod:`.systems`."""
 
 from .loss import LossSimulator, MoldableClassResult, MoldableResult, simulate_moldable

@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("stable_baselines3")
 pytest.importorskip("sb3_contrib")
 
-from agents import evaluate, train
+from msj_gym.agents import evaluate, train
 
-CHECKPOINTS = pathlib.Path(__file__).resolve().parents[2] / "agents" / "checkpoints"
+CHECKPOINTS = pathlib.Path(__file__).resolve().parents[2] / "msj_gym" / "agents" / "checkpoints"
 OBLIVIOUS = ("first-fit", "msf", "adaptive-quickswap", "static-quickswap")  # non-preemptive, size-oblivious
 SIZE_AWARE = (*OBLIVIOUS, "easy-backfilling")
 
@@ -112,7 +112,7 @@ def test_shipped_agents_load_by_name_from_any_directory(tmp_path, monkeypatch) -
 
 
 def test_rollout_improvement_smoke(tmp_path: pathlib.Path) -> None:
-    from agents import improve
+    from msj_gym.agents import improve
 
     out = tmp_path / "rollout.zip"
     data = tmp_path / "data"
@@ -149,7 +149,7 @@ def test_rollout_improvement_smoke(tmp_path: pathlib.Path) -> None:
 def test_rollout_improvement_with_priority_actions_smoke(tmp_path: pathlib.Path) -> None:
     """Preemptive, priority actions: the base drives the episodes (step_policy) and its own decision
     is compared as one more branch; the evaluation meets the preemptive baselines."""
-    from agents import improve
+    from msj_gym.agents import improve
 
     out = tmp_path / "priority.zip"
     data = tmp_path / "data"
@@ -171,7 +171,7 @@ def test_rollout_improvement_with_priority_actions_smoke(tmp_path: pathlib.Path)
 
 
 def test_shipped_rollout_agent_beats_every_heuristic_on_a_held_out_seed() -> None:
-    # its 20-seed evaluation is in agents/checkpoints/README.md; here one seed it never saw
+    # its 20-seed evaluation is in msj_gym/agents/checkpoints/README.md; here one seed it never saw
     table = evaluate.main(["rollout-sf-fig2-0.7", "--seeds", "2024", "--arrivals", "5000"])
     by = {t["policy"]: t["mean_response_time"] for t in table}
     agent = by.pop("agent:rollout-sf-fig2-0.7")
@@ -180,10 +180,10 @@ def test_shipped_rollout_agent_beats_every_heuristic_on_a_held_out_seed() -> Non
 
 
 def test_shipped_preemptive_agent_beats_server_filling_on_a_held_out_seed() -> None:
-    # its 20-seed evaluation is in agents/checkpoints/README.md; here one seed it never saw, against
+    # its 20-seed evaluation is in msj_gym/agents/checkpoints/README.md; here one seed it never saw, against
     # the policy it was learned from (size-oblivious, as the agent is)
-    from baselines import make_policy
     from msj_gym import Simulator, rollout
+    from msj_gym.baselines import make_policy
     from msj_gym.experiments.agents import load_agent
 
     loaded = load_agent("rollout-preemptive-sf-fig2-0.7")
@@ -198,30 +198,38 @@ def test_shipped_preemptive_agent_beats_server_filling_on_a_held_out_seed() -> N
 def test_rollout_improvement_from_a_rule_outside_the_registry_smoke(tmp_path: pathlib.Path) -> None:
     """``--base module:attr``: a size-aware rule drives the episodes; the evaluation ranks it beside the
     baselines, and ``--also`` adds more such rules."""
-    from agents import improve
+    from msj_gym.agents import improve
 
     out = tmp_path / "rule.zip"
-    argv = ["--actions", "priority-shortest", "--reveal-sizes", "--base", "agents.rules:LsfShortest"]
+    argv = ["--actions", "priority-shortest", "--reveal-sizes", "--base", "msj_gym.agents.rules:LsfShortest"]
     argv += ["--load", "0.5", "--decisions", "40", "--rounds", "1", "--epochs", "2"]
     argv += ["--episode-arrivals", "300", "--candidates", "1", "--select-seeds", "1"]
     argv += ["--select-arrivals", "200", "--skip", "20", "--tail", "100", "--out", str(out)]
     improve.main(argv)
-    assert json.loads(out.with_suffix(".json").read_text())["base"] == "agents.rules:LsfShortest"
+    assert json.loads(out.with_suffix(".json").read_text())["base"] == "msj_gym.agents.rules:LsfShortest"
     table = evaluate.main(
-        [str(out), "--seeds", "5", "--arrivals", "200", "--also", "baselines.priority:MostServersFirst"]
+        [
+            str(out),
+            "--seeds",
+            "5",
+            "--arrivals",
+            "200",
+            "--also",
+            "msj_gym.baselines.priority:MostServersFirst",
+        ]
     )
     assert {t["policy"] for t in table} >= {"agent:rule", "lsf-shortest", "lsf", "msf"}
-    with pytest.raises(ValueError, match=r"^--base 'agents.rules:Nope': cannot import it"):
-        improve.parse_args([*argv[:4], "agents.rules:Nope", *argv[5:]])
+    with pytest.raises(ValueError, match=r"^--base 'msj_gym.agents.rules:Nope': cannot import it"):
+        improve.parse_args([*argv[:4], "msj_gym.agents.rules:Nope", *argv[5:]])
     with pytest.raises(ValueError, match=r"^--also 'numpy:pi': expected a Policy"):
         evaluate.main([str(out), "--seeds", "5", "--arrivals", "200", "--also", "numpy:pi"])
 
 
 def test_shipped_size_aware_agent_beats_the_papers_heuristics_on_bs_fig1_on_a_held_out_seed() -> None:
-    # its 20-seed evaluation is in agents/checkpoints/README.md; here one seed it never saw, against
+    # its 20-seed evaluation is in msj_gym/agents/checkpoints/README.md; here one seed it never saw, against
     # the best of the papers' non-preemptive policies there (MaxWeight, LSF)
-    from baselines import make_policy
     from msj_gym import Simulator, rollout
+    from msj_gym.baselines import make_policy
     from msj_gym.experiments.agents import load_agent
 
     loaded = load_agent("rollout-sizes-bs-fig1-k32-0.876")
@@ -257,8 +265,8 @@ def test_shipped_generalists_on_systems_of_two_and_four_classes(name: str, rival
     """The shipped generalists, on a held-out seed (2024), on systems that were not in their training
     distribution's draws (3,000 arrivals): stable on one-or-all at 0.9 and on four-class at 0.912, and
     ahead of every heuristic of their kind on sf-fig2 at 0.5."""
-    from baselines import make_policy
     from msj_gym import Simulator
+    from msj_gym.baselines import make_policy
     from msj_gym.env.agents import rollout
     from msj_gym.experiments.agents import load_agent
 

@@ -1,4 +1,4 @@
-"""The multi-system rollout improvement (``agents.generalist``) at a tiny budget: the same data in one
+"""The multi-system rollout improvement (``msj_gym.agents.generalist``) at a tiny budget: the same data in one
 process, in worker processes and on Ray; a checkpoint that runs on systems with other numbers of
 classes; the agent entering the benchmark by path."""
 
@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("sb3_contrib", reason="the generalist needs the rl extra (sb3-contrib, torch)")
 
-from agents import generalist
+from msj_gym.agents import generalist
 from msj_gym.experiments.runner import map_unordered
 from msj_gym.workloads.generator import sample_systems
 

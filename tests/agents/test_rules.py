@@ -6,9 +6,9 @@ import gymnasium as gym
 import pytest
 
 import msj_gym  # noqa: F401  (registers the envs)
-from agents.rules import LsfShortest
-from baselines import make_policy
 from msj_gym import Simulator, load_scenario
+from msj_gym.agents.rules import LsfShortest
+from msj_gym.baselines import make_policy
 from msj_gym.testing import check_policy
 
 
@@ -52,7 +52,7 @@ def test_a_rule_outside_the_registry_advises_by_spec() -> None:
         scenario="bs-fig1",
         num_servers=32,
         actions="priority-shortest",
-        advisor="agents.rules:LsfShortest",
+        advisor="msj_gym.agents.rules:LsfShortest",
         num_arrivals=2000,
         max_arrivals=40000,
     )
@@ -66,5 +66,5 @@ def test_a_rule_outside_the_registry_advises_by_spec() -> None:
         env.unwrapped.workload, LsfShortest(), seed=2, num_arrivals=2000, warmup=0, max_arrivals=40000
     ).run()
     assert native.stable and native.per_class == env.unwrapped.result().per_class
-    with pytest.raises(ValueError, match=r"^advisor 'agents.rules:Nope': cannot import"):
-        gym.make("MSJ-v0", actions="priority", advisor="agents.rules:Nope")
+    with pytest.raises(ValueError, match=r"^advisor 'msj_gym.agents.rules:Nope': cannot import"):
+        gym.make("MSJ-v0", actions="priority", advisor="msj_gym.agents.rules:Nope")

@@ -13,7 +13,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 
 import msj_gym  # noqa: F401  (registers the envs)
-from agents.set_policy import ClassSetMaskablePolicy, ClassSetPolicy, class_logits, set_layout
+from msj_gym.agents.set_policy import ClassSetMaskablePolicy, ClassSetPolicy, class_logits, set_layout
 from msj_gym.env.layout import SET_SYSTEM_FEATURES
 
 SLOTS = 6

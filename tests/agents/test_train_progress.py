@@ -1,4 +1,4 @@
-"""``python -m agents.train`` says how far it is while it trains (a bar with rate and ETA on stderr),
+"""``python -m msj_gym.agents.train`` says how far it is while it trains (a bar with rate and ETA on stderr),
 and nothing of the kind with ``--no-progress``."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("stable_baselines3")
 pytest.importorskip("sb3_contrib")
 
-from agents import train
+from msj_gym.agents import train
 
 TINY = ["--n-envs", "2", "--n-steps", "32", "--episode-arrivals", "100", "--batch-size", "32"]
 

@@ -1,5 +1,5 @@
 """The SB3 VecEnv adapter over the native vector env: equal to SB3's DummyVecEnv of single envs for the
-same seeds, and PPO / MaskablePPO / agents.train run on it."""
+same seeds, and PPO / MaskablePPO / msj_gym.agents.train run on it."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from agents import train
-from agents.vec_env import MSJSB3VecEnv
+from msj_gym.agents import train
+from msj_gym.agents.vec_env import MSJSB3VecEnv
 
 
 @pytest.mark.parametrize("env_id", ["MSJ-v0", "MSJPreemptive-v0", "MSJMoldable-v0"])

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from baselines import make_policy
 from msj_gym import Simulator, load_scenario
 from msj_gym.analysis.one_or_all import one_or_all_msfq
+from msj_gym.baselines import make_policy
 
 # spec msfq.md Sec. 4 table, k = 32, p_light = 0.9, unit means: (lambda, ell, E[T], E[T]_w, E[T_L], E[T_H])
 TABLE = [

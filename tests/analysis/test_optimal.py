@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from baselines import make_policy
 from msj_gym import Simulator, load_scenario
 from msj_gym.analysis import mmk_mean_response_time
 from msj_gym.analysis.optimal import evaluate_heuristic, solve_optimal
+from msj_gym.baselines import make_policy
 from msj_gym.workloads import JobClass, Workload
 from msj_gym.workloads.distributions import Exponential
 

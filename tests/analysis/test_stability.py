@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from baselines import make_policy
 from msj_gym import Simulator
 from msj_gym.analysis import fcfs_saturated, stability_limit
+from msj_gym.baselines import make_policy
 from msj_gym.metrics.stats import replication_ci
 from msj_gym.workloads import JobClass, Workload
 from msj_gym.workloads.distributions import Exponential

@@ -7,8 +7,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from baselines import make_policy, supports
 from msj_gym import PolicyAgent, Simulator, load_scenario, rollout
+from msj_gym.baselines import make_policy, supports
 from msj_gym.workloads import Exponential, JobClass, TraceWorkload, Workload
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines import make_policy, supports
 from msj_gym import Simulator, load_scenario
+from msj_gym.baselines import make_policy, supports
 from msj_gym.registry import policy_class
 from msj_gym.workloads.trace import TraceWorkload
 
@@ -141,7 +141,7 @@ def test_the_rlscheduler_variant_backfills_in_arrival_order_without_the_spare_se
     # RLScheduler's rule (strictly before the reservation) does not, and X starts beside H at 10.
     jobs = [(0.0, 3, 10.0, 10.0), (1.0, 2, 1.0, 1.0), (2.0, 1, 50.0, 50.0)]
     assert _starts(jobs, "easy-backfilling", estimates="requested") == [0.0, 10.0, 2.0]
-    from baselines.hpc import FCFSEasy
+    from msj_gym.baselines.hpc import FCFSEasy
 
     t, n, d, r = (np.array(x) for x in zip(*jobs, strict=True))
     trace = TraceWorkload(4, t, n, d, requested_time=r, name="hand")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines import make_policy
 from msj_gym import Simulator, load_scenario
+from msj_gym.baselines import make_policy
 
 
 def test_clock_time_per_schedule_follows_alpha() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines import make_policy
-from baselines.server_filling import gittins_rank_table
+from msj_gym.baselines import make_policy
+from msj_gym.baselines.server_filling import gittins_rank_table
 from msj_gym.workloads import Deterministic, Exponential, HyperExponential, Uniform
 
 from ..conftest import trace_records

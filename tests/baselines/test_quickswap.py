@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines import make_policy
 from msj_gym import Simulator, load_scenario
+from msj_gym.baselines import make_policy
 from msj_gym.workloads import TraceWorkload
 
 
@@ -98,7 +98,7 @@ def test_adaptive_quickswap_unit_case() -> None:
 
 
 def test_static_quickswap_cycles_in_descending_need() -> None:
-    from baselines.quickswap import _descending_order
+    from msj_gym.baselines.quickswap import _descending_order
 
     assert _descending_order(np.array([1, 3, 5, 15])).tolist() == [3, 2, 1, 0]
     assert _descending_order(np.array([4, 1, 4])).tolist() == [0, 2, 1]

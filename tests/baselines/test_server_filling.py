@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines.server_filling import ServerFilling, ServerFillingSRPT
+from msj_gym.baselines.server_filling import ServerFilling, ServerFillingSRPT
 
 from ..conftest import trace_records
 

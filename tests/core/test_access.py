@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines import make_policy
+from msj_gym.baselines import make_policy
 from msj_gym.core import access as A
 from msj_gym.core import state as S
 from msj_gym.core.simulator import Simulator

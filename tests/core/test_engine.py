@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines import POLICIES, make_policy, supports
 from msj_gym import Policy, SimulationError, Simulator, load_scenario
+from msj_gym.baselines import POLICIES, make_policy, supports
 from msj_gym.core.state import I_FREE, I_WHEAD, NEED, WNEXT, PolicyData
 from msj_gym.workloads import Deterministic, HyperExponential, JobClass, TraceWorkload, Workload
 

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from baselines import make_policy
+from msj_gym.baselines import make_policy
 from msj_gym.core.engine import run_batch
 from msj_gym.core.jit import source_files
 from msj_gym.core.simulator import Simulator
@@ -26,7 +26,7 @@ def test_one_engine_loop_serves_every_policy() -> None:
 
 
 def test_dependencies_are_found_not_declared() -> None:
-    from baselines.server_filling import ServerFilling
+    from msj_gym.baselines.server_filling import ServerFilling
 
     files = {Path(f).name for f in source_files(ServerFilling.kernel)}
     assert {"server_filling.py", "_kit.py"} <= files

@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from baselines import POLICIES, make_policy, supports
 from msj_gym import Simulator
+from msj_gym.baselines import POLICIES, make_policy, supports
 from msj_gym.workloads import TraceWorkload
 
 

@@ -11,7 +11,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import msj_gym  # noqa: F401  (registers the ids)
-from baselines import make_policy
+from msj_gym.baselines import make_policy
 from msj_gym.core.state import F_RUN_AREA, I_NARR
 from msj_gym.env import DrawnAssignmentAgent, RandomAssignmentAgent
 from msj_gym.env.compat_env import CompatAssignEnv
@@ -129,7 +129,7 @@ def test_rgb_array_list_and_record_video(tmp_path):
 def test_least_loaded_assignment_is_the_native_run(scenario, load, seed):
     """``compat-least-loaded`` natively and its agent through the env: the same jobs, the same servers,
     the same results bit for bit."""
-    from baselines import LeastLoadedAssignmentAgent
+    from msj_gym.baselines import LeastLoadedAssignmentAgent
 
     env = gym.make("CompatAssign-v0", scenario=scenario, load=load, num_arrivals=600)
     _, steps, info = _episode(env, LeastLoadedAssignmentAgent(env), seed=seed)

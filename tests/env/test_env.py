@@ -13,8 +13,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import msj_gym
-from baselines import POLICIES, make_policy, supports
 from msj_gym import PolicyAgent, RandomAgent, Simulator, rollout
+from msj_gym.baselines import POLICIES, make_policy, supports
 from msj_gym.metrics.result import default_slowdown_tau
 from msj_gym.workloads import TraceWorkload
 

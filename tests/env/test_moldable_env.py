@@ -11,7 +11,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import msj_gym  # noqa: F401  (registers the ids)
-from baselines import MOLDABLE_POLICIES
+from msj_gym.baselines import MOLDABLE_POLICIES
 from msj_gym.env import MOLDABLE_ENV_ID, MoldablePolicyAgent
 from msj_gym.env.moldable_env import MSJMoldableEnv
 from msj_gym.moldable import SUB_LINEAR, MoldableClass, MoldableSystem, simulate_moldable

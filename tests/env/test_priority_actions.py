@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import msj_gym  # noqa: F401  (registers the envs)
-from baselines import make_policy
 from msj_gym import PolicyAgent, Simulator
+from msj_gym.baselines import make_policy
 from msj_gym.core import state as S
 
 ARRIVALS, WARMUP, SEED = 2000, 200, 11

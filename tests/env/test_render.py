@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import msj_gym
-from baselines import make_policy
 from msj_gym import PolicyAgent, Simulator
+from msj_gym.baselines import make_policy
 from msj_gym.cli import main
 from msj_gym.env.render import ScheduleRecorder, assign_lanes
 

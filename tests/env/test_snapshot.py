@@ -1,5 +1,5 @@
 """Snapshots of an episode and play-outs by a baseline: the tools of rollout-based planning and
-policy improvement (agents/improve.py)."""
+policy improvement (msj_gym/agents/improve.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import msj_gym  # noqa: F401  (registers the envs)
-from baselines import make_policy
 from msj_gym import PolicyAgent, Simulator
+from msj_gym.baselines import make_policy
 from msj_gym.core import state as S
 
 

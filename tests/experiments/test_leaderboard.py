@@ -119,7 +119,13 @@ def test_trained_checkpoint_runs_as_an_entrant(tmp_path) -> None:
     pytest.importorskip("sb3_contrib")
     from pathlib import Path
 
-    ckpt = Path(__file__).resolve().parents[2] / "agents" / "checkpoints" / "maskable-ppo-sf-fig2-0.7.zip"
+    ckpt = (
+        Path(__file__).resolve().parents[2]
+        / "msj_gym"
+        / "agents"
+        / "checkpoints"
+        / "maskable-ppo-sf-fig2-0.7.zip"
+    )
     config = LeaderboardConfig(
         policies=("first-fit",),
         loads="0.7",

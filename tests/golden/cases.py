@@ -18,8 +18,8 @@ import gymnasium as gym
 import numpy as np
 
 import msj_gym  # noqa: F401  (registers the env ids)
-from baselines import MOLDABLE_POLICIES, list_policies, make_policy, supports
 from msj_gym import PolicyAgent, Simulator
+from msj_gym.baselines import MOLDABLE_POLICIES, list_policies, make_policy, supports
 from msj_gym.env import COMPAT_ENV_ID, MOLDABLE_ENV_ID, DrawnAssignmentAgent, MoldablePolicyAgent
 from msj_gym.moldable import simulate_moldable
 from msj_gym.pooled import PooledSimulator

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from baselines import make_policy
 from msj_gym import Simulator, load_scenario
+from msj_gym.baselines import make_policy
 from msj_gym.metrics.result import default_slowdown_tau
 from msj_gym.metrics.stats import order_statistic, quantile_sectioning, student_t_quantile
 from msj_gym.workloads.trace import TraceWorkload

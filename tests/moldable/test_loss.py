@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from baselines import make_moldable_policy
-from baselines.moldable import reserve_servers
 from msj_gym.analysis.moldable import lp_optimum, small_system_ctmc
+from msj_gym.baselines import make_moldable_policy
+from msj_gym.baselines.moldable import reserve_servers
 from msj_gym.moldable import (
     LINEAR,
     SUB_LINEAR,

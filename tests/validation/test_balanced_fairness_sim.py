@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from baselines import make_policy
 from msj_gym.analysis.balanced_fairness import workload_performance
+from msj_gym.baselines import make_policy
 from msj_gym.pooled import PooledSimulator
 from msj_gym.workloads.compat import CompatClass, CompatWorkload, build_compat_scenario
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from baselines import make_policy
 from msj_gym import Simulator
 from msj_gym.analysis import helper_probabilities
+from msj_gym.baselines import make_policy
 from msj_gym.workloads import Exponential, HyperExponential, JobClass, Workload
 
 from ..conftest import assert_within, ci99

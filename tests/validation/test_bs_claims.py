@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from baselines import make_policy
 from msj_gym import Simulator, load_scenario
 from msj_gym.analysis import helper_probabilities
+from msj_gym.baselines import make_policy
 
 ARRIVALS = 200_000
 

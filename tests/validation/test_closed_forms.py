@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from baselines import make_policy
 from msj_gym import Simulator
 from msj_gym.analysis import erlang_b, erlang_c, mg1_mean_response_time, mmk_mean_response_time
+from msj_gym.baselines import make_policy
 from msj_gym.workloads import Deterministic, Erlang, Exponential, HyperExponential, JobClass, Workload
 
 from ..conftest import assert_within

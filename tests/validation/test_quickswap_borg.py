@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from baselines import make_policy
 from msj_gym import Simulator
+from msj_gym.baselines import make_policy
 from msj_gym.workloads.scenarios import load_scenario
 
 pytestmark = pytest.mark.slow

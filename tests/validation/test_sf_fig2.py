@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from baselines import make_policy
 from msj_gym import Simulator, load_scenario
+from msj_gym.baselines import make_policy
 
 from ..conftest import ci99
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import msj_gym
-from baselines import make_policy
 from msj_gym import PolicyAgent, Simulator
+from msj_gym.baselines import make_policy
 from msj_gym.workloads import TraceWorkload, load_scenario
 from msj_gym.workloads.gpu_traces import (
     FORMATS,

@@ -169,8 +169,8 @@ def test_balanced_splitting_replays_the_sdsc_log(shared_dir):
     at load 0.7; BS-FCFS and FCFS see the same jobs; every measured job is served."""
     if not (shared_dir / "data" / "traces" / "SDSC-SP2-1998-4.2-cln.swf.gz").exists():
         pytest.skip("SDSC SP2 log not found")
-    from baselines import make_policy
     from msj_gym import Simulator
+    from msj_gym.baselines import make_policy
 
     wl = swf_source("swf:SDSC-SP2-1998-4.2-cln.swf.gz?first=5000", num_servers=128, load=0.7)
     assert wl.load == pytest.approx(0.7) and wl.num_classes == 7

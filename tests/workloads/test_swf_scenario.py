@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines import make_policy
 from msj_gym import Simulator
+from msj_gym.baselines import make_policy
 from msj_gym.cli import main
 from msj_gym.workloads.scenarios import load_scenario
 from msj_gym.workloads.swf import swf_replay, swf_source

@@ -20,8 +20,8 @@ jobs start from its head while they fit; a head that does not fit blocks the res
 **With EASY backfilling** (``sjf-easy``, ...), the head that does not fit gets a reservation at its
 shadow time and later jobs of the score order start now if they fit and, by their estimates, end by the
 shadow time or use only the servers the reservation leaves spare (Mu'alem & Feitelson (2001), Sec. 2,
-with the queue in score order instead of arrival order: :class:`~baselines.backfilling.EasyBackfilling`
-is the FCFS case).
+with the queue in score order instead of arrival order:
+:class:`~msj_gym.baselines.backfilling.EasyBackfilling` is the FCFS case).
 
 Readings chosen where the sources are ambiguous or do not apply:
 
@@ -428,7 +428,7 @@ class FCFSEasy(_Heuristic):
     """FCFS with EASY backfilling, as the heuristics above run it: with the default variant it decides as
     ``easy-backfilling`` with ``estimates="requested"`` does; it exists for ``variant="rlscheduler"``,
     RLScheduler's FCFS with backfilling (its backfilling rule, see the module docstring). Not registered:
-    name it ``baselines.hpc:FCFSEasy``.
+    name it ``msj_gym.baselines.hpc:FCFSEasy``.
     Non-preemptive; reads requested times by default (size-aware with ``estimates="exact"`` or
     ``"f-model"``).
     """

@@ -2,8 +2,8 @@
 
 They are not baselines of the registry (the leaderboard ranks the papers' policies); they are the
 obvious rules an action space like ``actions="priority-shortest"`` offers for free, so an agent acting
-with it must be shown to beat them too (docs/agents.md), and ``agents.improve`` may start from them
-(``--base agents.rules:LsfShortest``; a ``module:attr`` spec names them wherever a policy id is
+with it must be shown to beat them too (docs/agents.md), and ``msj_gym.agents.improve`` may start from them
+(``--base msj_gym.agents.rules:LsfShortest``; a ``module:attr`` spec names them wherever a policy id is
 taken, see :func:`msj_gym.registry.policy_from_spec`).
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines._kit import sort_ascending
+from msj_gym.baselines._kit import sort_ascending
 from msj_gym.core import Policy
 from msj_gym.core.access import (
     class_need,

@@ -29,7 +29,7 @@ class FCFS(Policy):
     Non-preemptive; size-oblivious.
 
     FCFS on the job-server compatibility model (Bonald & Comte (2017), Sec. 2) is another rule, with
-    its own id: ``compat-fcfs`` (:class:`~baselines.balanced_fair.CompatFCFS`).
+    its own id: ``compat-fcfs`` (:class:`~msj_gym.baselines.balanced_fair.CompatFCFS`).
     """
 
     policy_id = "fcfs"

@@ -1,7 +1,7 @@
 """Train a learned scheduler on an MSJ environment with stable-baselines3.
 
-    python -m agents.train --algo maskable-ppo --scenario sf-fig2 --load 0.7 \\
-        --timesteps 300000 --seed 0 --out agents/checkpoints/maskable-ppo-sf-fig2-0.7.zip
+    python -m msj_gym.agents.train --algo maskable-ppo --scenario sf-fig2 --load 0.7 \\
+        --timesteps 300000 --seed 0 --out msj_gym/agents/checkpoints/maskable-ppo-sf-fig2-0.7.zip
 
 Algorithms: ``ppo`` and ``dqn`` (stable-baselines3; the env treats an action its mask rules out as
 "wait") and ``maskable-ppo`` (sb3-contrib; only valid actions are ever sampled). With ``--imitate
@@ -9,7 +9,7 @@ POLICY`` MaskablePPO first clones a baseline's decisions through the env (behavi
 improves on them by RL. The command line that produced a checkpoint is saved next to it
 (``<out>.json``) with the run's settings.
 
-``--vec-env native`` trains on the native batched vector env (:class:`agents.vec_env.MSJSB3VecEnv`:
+``--vec-env native`` trains on the native batched vector env (:class:`msj_gym.agents.vec_env.MSJSB3VecEnv`:
 all ``--n-envs`` simulators stepped in one compiled call) instead of SB3's ``DummyVecEnv`` of single
 envs; environment ``i`` gets the same seeds and trajectories either way.
 
@@ -60,8 +60,8 @@ def build_model(algo: str, env: Any, seed: int, args: argparse.Namespace) -> Any
     common = {"seed": seed, "gamma": args.gamma, "learning_rate": args.learning_rate, "verbose": 0}
     common["policy_kwargs"] = {"net_arch": list(args.net_arch)}
     policy: Any = "MlpPolicy"
-    if args.policy == "class-set":  # the equivariant network over the class set (agents.set_policy)
-        from agents.set_policy import ClassSetMaskablePolicy, ClassSetPolicy
+    if args.policy == "class-set":  # the equivariant network over the class set (msj_gym.agents.set_policy)
+        from msj_gym.agents.set_policy import ClassSetMaskablePolicy, ClassSetPolicy
 
         policy = ClassSetMaskablePolicy if algo == "maskable-ppo" else ClassSetPolicy
         common["policy_kwargs"] = {"hidden": args.net_arch[0]}
@@ -178,11 +178,11 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
     return accuracy
 
 
-PROG = "python -m agents.train"
+PROG = "python -m msj_gym.agents.train"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from agents._cli import ArgumentParser
+    from msj_gym.agents._cli import ArgumentParser
 
     ap = ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("--algo", choices=ALGOS, default="maskable-ppo")
@@ -233,7 +233,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--average-reward",
         action="store_true",
-        help="differential rewards r - g*dt with g the running reward rate (agents.average_reward)",
+        help="differential rewards r - g*dt with g the running reward rate (msj_gym.agents.average_reward)",
     )
     ap.add_argument(
         "--reward-scale",
@@ -281,7 +281,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def _check_args(args: argparse.Namespace) -> None:
     """Every number and path before any work: one line naming the flag and its value."""
-    from agents._cli import check_count, check_load, check_net_arch, check_number, check_output
+    from msj_gym.agents._cli import check_count, check_load, check_net_arch, check_number, check_output
     from msj_gym.workloads.workload import MAX_SERVERS
 
     check_load("--load", args.load)
@@ -321,12 +321,12 @@ def main(argv: list[str] | None = None) -> Path:
 
     env_kwargs = make_env_kwargs(args)
     gym.make(args.env_id, **env_kwargs).close()  # bad keywords fail here, before any worker starts
-    # Training seeds come from --seed; evaluation uses other seeds (agents/evaluate.py).
+    # Training seeds come from --seed; evaluation uses other seeds (msj_gym/agents/evaluate.py).
     if args.systems:
-        from agents.systems_env import SystemsEnv
+        from msj_gym.agents.systems_env import SystemsEnv
         from msj_gym.workloads.generator import sample_systems
 
-        # the generalist's training systems (agents.generalist draws the same ones from --seed)
+        # the generalist's training systems (msj_gym.agents.generalist draws the same ones from --seed)
         systems = sample_systems(args.seed, args.systems)
         for key in ("scenario", "load", "num_servers"):
             env_kwargs.pop(key, None)
@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> Path:
             lambda: SystemsEnv(systems, args.env_id, **kwargs), n_envs=args.n_envs, seed=args.seed
         )
     elif args.vec_env == "native":
-        from agents.vec_env import MSJSB3VecEnv
+        from msj_gym.agents.vec_env import MSJSB3VecEnv
 
         venv = MSJSB3VecEnv(args.n_envs, env_id=args.env_id, **env_kwargs)
         venv.seed(args.seed)
@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> Path:
             f"msj_gym:{args.env_id}", n_envs=args.n_envs, seed=args.seed, env_kwargs=env_kwargs
         )
     if args.average_reward:
-        from agents.average_reward import DifferentialReward
+        from msj_gym.agents.average_reward import DifferentialReward
 
         venv = DifferentialReward(venv, scale=args.reward_scale)
     model = build_model(args.algo, venv, args.seed, args)
@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> Path:
     with atomic_path(args.out) as tmp:  # a full disk leaves no truncated checkpoint
         model.save(tmp)
     meta = {
-        "command": "python -m agents.train " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python -m msj_gym.agents.train " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": args.algo,
         "env_id": args.env_id,
         "env_kwargs": env_kwargs,
@@ -394,6 +394,6 @@ def main(argv: list[str] | None = None) -> Path:
 
 
 if __name__ == "__main__":
-    from agents._cli import run_script
+    from msj_gym.agents._cli import run_script
 
     sys.exit(run_script(PROG, main))

@@ -1,8 +1,8 @@
 """Rank a trained agent against every baseline its environment allows on held-out seeds (the
 non-preemptive ones for ``MSJ-v0``, every one for ``MSJPreemptive-v0``).
 
-    python -m agents.evaluate agents/checkpoints/maskable-ppo-sf-fig2-0.7.zip \\
-        --seeds 1000-1019 --arrivals 20000 --out agents/checkpoints/maskable-ppo-sf-fig2-0.7-eval.jsonl
+    python -m msj_gym.agents.evaluate maskable-ppo-sf-fig2-0.7.zip \\
+        --seeds 1000-1019 --arrivals 20000 --out maskable-ppo-sf-fig2-0.7-eval.jsonl
 
 The agent runs through the environment it was trained on (keywords from the checkpoint's ``.json``),
 the baselines natively (their run through the env is identical, see ``PolicyAgent``); every policy sees
@@ -10,8 +10,8 @@ the same job streams for a seed (common random numbers). For each policy: the me
 per-seed mean response time with a Student-t 95 % CI, and the paired difference to the agent. A policy
 that is unstable on some seed is ranked after the stable ones and marked: its finite-run mean is not a
 steady-state value. Rules outside the registry are ranked too: ``--also module:attr`` (repeatable),
-and the base the agent was learned from when it is one (``agents.improve --base module:attr``, e.g.
-the size-aware ``agents.rules:LsfShortest``). Per-seed results are appended to ``--out`` as they
+and the base the agent was learned from when it is one (``msj_gym.agents.improve --base module:attr``, e.g.
+the size-aware ``msj_gym.agents.rules:LsfShortest``). Per-seed results are appended to ``--out`` as they
 finish (JSON lines) with a stamp of the checkpoint and the code; a rerun with the same ``--out``
 skips what is there, and refuses a file whose stamp differs.
 """
@@ -56,17 +56,17 @@ def load_agent(path: Path) -> tuple[Any, dict[str, Any]]:
 
 def run_stamp(checkpoint: Path) -> str:
     """What every row of an evaluation depends on besides its policy and seed: the checkpoint's bytes,
-    the simulator's code, the environments, the baselines and ``agents.rules`` (a hash)."""
+    the simulator's code, the environments, the baselines and ``msj_gym.agents.rules`` (a hash)."""
     import hashlib
 
-    import baselines
+    import msj_gym.baselines
     import msj_gym.env
-    from agents import rules
+    from msj_gym.agents import rules
     from msj_gym.experiments.runner import code_version
 
     h = hashlib.sha256(code_version().encode())
     h.update(Path(checkpoint).read_bytes())
-    for package in (baselines, msj_gym.env):
+    for package in (msj_gym.baselines, msj_gym.env):
         for f in sorted(Path(package.__file__).parent.glob("*.py")):
             h.update(f.name.encode() + f.read_bytes())
     h.update(Path(rules.__file__).read_bytes())
@@ -84,8 +84,8 @@ def evaluate(
 ) -> list[dict[str, Any]]:
     import gymnasium as gym
 
-    from baselines import POLICIES, make_policy, non_preemptive, supports
     from msj_gym import Simulator, rollout
+    from msj_gym.baselines import POLICIES, make_policy, non_preemptive, supports
     from msj_gym.registry import policy_from_spec
 
     model, meta = load_agent(checkpoint)
@@ -212,11 +212,11 @@ def format_table(table: list[dict[str, Any]], label: str) -> str:
     return "\n".join(lines)
 
 
-PROG = "python -m agents.evaluate"
+PROG = "python -m msj_gym.agents.evaluate"
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    from agents._cli import ArgumentParser, check_count, check_output
+    from msj_gym.agents._cli import ArgumentParser, check_count, check_output
 
     ap = ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("checkpoint", type=Path)
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 if __name__ == "__main__":
     import sys
 
-    from agents._cli import run_script
+    from msj_gym.agents._cli import run_script
 
     np.seterr(all="ignore")
     sys.exit(run_script(PROG, main))

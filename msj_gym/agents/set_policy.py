@@ -102,7 +102,7 @@ class ClassSetNetwork(nn.Module):
             self.select.append(nn.Linear(hidden, extra))
         self.register_buffer("follow_bias", th.zeros(()))
         # added to the selector's logits: a lean towards the advisor that is rarely far off, where a
-        # wrong pick is costly (chosen by cross-validation; see agents.generalist)
+        # wrong pick is costly (chosen by cross-validation; see msj_gym.agents.generalist)
         self.register_buffer("select_bias", th.zeros(max(extra, 1)))
         # the starvation guard: where some class's oldest waiting job is older than this (in the
         # observation's squashed units of its class's mean duration), the selected advisor is followed

@@ -1,8 +1,8 @@
 """Set an agent's decisions beside the exact optimal policy's, state by state, on a system where the
 optimum is solvable: what the agent learned, and where it parts from the optimum.
 
-    python -m agents.explain generalist --scenario sf-fig2 --loads 0.5,0.7,0.9
-    python -m agents.explain generalist --scenario one-or-all --loads 0.5,0.7 --arrivals 20000
+    python -m msj_gym.agents.explain generalist --scenario sf-fig2 --loads 0.5,0.7,0.9
+    python -m msj_gym.agents.explain generalist --scenario one-or-all --loads 0.5,0.7 --arrivals 20000
 
 The agent runs through its env on the point's workload; at each of its decisions the non-preemptive
 optimum (``mdp-optimal``, the Markov decision process over class counts, solved or loaded from the
@@ -122,7 +122,9 @@ def table(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m agents.explain", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m msj_gym.agents.explain", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("agent", help="a shipped agent's name, a checkpoint .zip or module:attr")
     ap.add_argument("--scenario", default="sf-fig2")
     ap.add_argument("--loads", default="0.5,0.7,0.9")

@@ -2,7 +2,7 @@
 ``MSJMoldable-v0``), so that PPO and sb3-contrib's MaskablePPO train on ``N`` compiled environments
 directly::
 
-    from agents.vec_env import MSJSB3VecEnv
+    from msj_gym.agents.vec_env import MSJSB3VecEnv
     venv = MSJSB3VecEnv(num_envs=256, scenario="sf-fig2", load=0.7)
     # or MSJSB3VecEnv(256, env_id="MSJMoldable-v0", num_servers=100)
     venv.seed(0)

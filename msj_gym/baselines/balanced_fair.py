@@ -444,7 +444,7 @@ class CompatFCFS(_CompatPolicy):
     the oldest job in the system that may use it, and a job is served in parallel, at the sum of
     their capacities, by every compatible server not busy with an earlier job (Algorithm 1 with
     m = 0), on a :class:`~msj_gym.workloads.compat.CompatWorkload`. Its id is ``compat-fcfs``: ``fcfs``
-    is the multiserver-job rule (:class:`~baselines.fcfs.FCFS`).
+    is the multiserver-job rule (:class:`~msj_gym.baselines.fcfs.FCFS`).
 
     Non-preemptive (a job keeps its servers until it leaves; it gains the ones earlier jobs release);
     size-oblivious.

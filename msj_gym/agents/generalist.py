@@ -1,12 +1,12 @@
 """Learn one scheduler for many systems: rollout policy improvement over a distribution of systems,
 with the class-set observation and an equivariant network.
 
-    python -m agents.generalist --out agents/checkpoints/generalist.zip --workers 2
-    python -m agents.generalist --sizes --out agents/checkpoints/generalist-sizes.zip --workers 2
+    python -m msj_gym.agents.generalist --out generalist.zip --workers 2
+    python -m msj_gym.agents.generalist --sizes --out generalist-sizes.zip --workers 2
 
 The systems come from :func:`msj_gym.workloads.generator.sample_systems` (``--systems`` of them for
 training, ``--select-systems`` others for choosing among fits; both from ``--seed``). On each, as in
-``agents/improve.py`` (one step of approximate policy iteration, classification-based): along episodes
+``msj_gym/agents/improve.py`` (one step of approximate policy iteration, classification-based): along episodes
 driven by the base heuristics (first round) or by the last fitted network (later rounds), with
 ``--explore`` of the decisions random, decisions are sampled and every valid action is tried: take
 it, then let a base heuristic play the episode out natively, all branches of a decision in one
@@ -14,8 +14,8 @@ compiled call (:class:`msj_gym.env.branches.BranchPlayer`), every branch on the 
 (common random numbers). With several bases (``--bases``), an action's cost is the least over the
 bases of its play-out's cost: the rollout of the best heuristic for that state, which is at least as
 good as each heuristic (parallel rollout; Chang, Givan & Chong 2004). The network
-(:class:`agents.set_policy.ClassSetMaskablePolicy`) is fitted to minimise the expected cost of its
-action distribution with an entropy bonus (``agents.improve.fit``), on the costs of every round, and
+(:class:`msj_gym.agents.set_policy.ClassSetMaskablePolicy`) is fitted to minimise the expected cost of its
+action distribution with an entropy bonus (``msj_gym.agents.improve.fit``), on the costs of every round, and
 the fit kept is the one whose simulated mean response time is best relative to the best base on the
 selection systems (a geometric mean of ratios). Durations have mean 1 in every generated system, so
 costs are in one unit everywhere; the largest 1 % of cost differences are clipped, as they come from
@@ -50,7 +50,9 @@ def log(message: str) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m agents.generalist", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m msj_gym.agents.generalist", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--sizes", action="store_true", help="size-aware: shortest jobs first, sizes observed")
     ap.add_argument("--bases", default=None, help="comma-separated base heuristics (default by --sizes)")
     ap.add_argument("--systems", type=int, default=48, help="training systems drawn from the generator")
@@ -94,7 +96,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="only choose the follow bias and guard of this checkpoint (its .json beside it) again",
     )
-    ap.set_defaults(loss="expected-cost")  # agents.improve.fit's loss
+    ap.set_defaults(loss="expected-cost")  # msj_gym.agents.improve.fit's loss
     args = ap.parse_args(argv)
     positive = ("systems", "select_systems", "selector_systems", "rounds", "decisions", "epochs", "hidden")
     for name in (*positive, "candidates"):
@@ -123,7 +125,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if any(not math.isfinite(b) or b < 0 for b in values):
             ap.error(f"{flag}: expected non-negative finite numbers, got {text!r}")
         setattr(args, name, values)
-    from agents._cli import check_output
+    from msj_gym.agents._cli import check_output
 
     try:  # written after the training and the collection: checked before them
         check_output("--out", args.out, ".zip")
@@ -168,7 +170,7 @@ def _policy_from_state(state: dict[str, Any] | None, env: Any) -> Any:
     import torch
     from sb3_contrib import MaskablePPO
 
-    from agents.set_policy import ClassSetMaskablePolicy
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy
 
     torch.set_num_threads(1)
     model = MaskablePPO(ClassSetMaskablePolicy, env, policy_kwargs=state["policy_kwargs"], device="cpu")
@@ -235,7 +237,7 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
         "obs": np.array(obs_l, dtype=np.float32).reshape(n, -1),
         "mask": np.array(mask_l, dtype=np.bool_).reshape(n, n_act),
         "cost": np.array(cost_l).reshape(n, n_act),
-        "base_cost": np.full(n, np.nan),  # no base decision is compared (agents.improve.fit reads it)
+        "base_cost": np.full(n, np.nan),  # no base decision is compared (msj_gym.agents.improve.fit reads it)
         "system": np.full(n, task["index"], dtype=np.int64),
     }
 
@@ -421,7 +423,7 @@ def _retune(args: argparse.Namespace, select: list[Any], seeds: list[int], table
         follow_bias=bias,
         follow_when_older_than_mean_durations=age,
         selection_ratio_to_best_base=round(score, 5),
-        retuned_by="python -m agents.generalist " + " ".join(sys.argv[1:]),
+        retuned_by="python -m msj_gym.agents.generalist " + " ".join(sys.argv[1:]),
         retune_wall_seconds=round(time.perf_counter() - t0, 1),
     )
     atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
@@ -442,7 +444,7 @@ def _selector(
     import torch
     from sb3_contrib import MaskablePPO
 
-    from agents.set_policy import ClassSetMaskablePolicy, fit_selector
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy, fit_selector
 
     def fitted(idx: np.ndarray, fold: int) -> Any:
         model = MaskablePPO(
@@ -481,8 +483,8 @@ def main(argv: list[str] | None = None) -> Path:
     from sb3_contrib import MaskablePPO
 
     import msj_gym
-    from agents.improve import fit
-    from agents.set_policy import ClassSetMaskablePolicy
+    from msj_gym.agents.improve import fit
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy
     from msj_gym.atomic import atomic_path, atomic_write_text
     from msj_gym.experiments.runner import map_unordered
     from msj_gym.workloads.generator import sample_systems
@@ -559,7 +561,7 @@ def main(argv: list[str] | None = None) -> Path:
     key = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in unused}, default=str)
     data: dict[str, np.ndarray] | None = None
     model, score, t_collect = None, math.inf, 0.0
-    from agents._cli import read_round, write_round
+    from msj_gym.agents._cli import read_round, write_round
 
     for r in range(args.rounds):
         cached = None if args.data is None else args.data / f"round-{r + 1}.npz"
@@ -627,7 +629,7 @@ def main(argv: list[str] | None = None) -> Path:
     with atomic_path(args.out) as tmp:  # a full disk leaves no truncated checkpoint
         model.save(tmp)
     meta = {
-        "command": "python -m agents.generalist " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python -m msj_gym.agents.generalist " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": "maskable-ppo",
         "method": "rollout-improvement over a distribution of systems",
         "bases": list(args.bases),
@@ -650,6 +652,6 @@ def main(argv: list[str] | None = None) -> Path:
 
 
 if __name__ == "__main__":
-    from agents._cli import run_script
+    from msj_gym.agents._cli import run_script
 
-    sys.exit(run_script("python -m agents.generalist", main))
+    sys.exit(run_script("python -m msj_gym.agents.generalist", main))

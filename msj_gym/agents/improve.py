@@ -1,8 +1,8 @@
 """Learn a scheduler by rollout policy improvement: compare every action by simulation, with common
 random numbers, and fit a policy network to the better ones.
 
-    python -m agents.improve --scenario sf-fig2 --load 0.7 --base msf --rounds 2 --decisions 35000 \\
-        --seed 0 --out agents/checkpoints/rollout-sf-fig2-0.7.zip
+    python -m msj_gym.agents.improve --scenario sf-fig2 --load 0.7 --base msf --rounds 2 --decisions 35000 \\
+        --seed 0 --out msj_gym/agents/checkpoints/rollout-sf-fig2-0.7.zip
 
 One step of approximate policy iteration (Bertsekas & Tsitsiklis, Neuro-Dynamic Programming, Sec. 6.2;
 classification-based, as in Lagoudakis & Parr 2003). Along episodes driven by a base heuristic
@@ -29,7 +29,7 @@ large cost differences and does worse than the base.
 
 The learned policy never sees the exact optimum: it learns from the environment only. Its checkpoint
 is a MaskablePPO model (the ``.json`` beside it records ``"algo": "maskable-ppo"`` as the model format
-and ``"method": "rollout-improvement"``), evaluated like any agent with ``agents/evaluate.py`` and
+and ``"method": "rollout-improvement"``), evaluated like any agent with ``msj_gym/agents/evaluate.py`` and
 ranked by ``msj-gym leaderboard --agent``.
 """
 
@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-PROG = "python -m agents.improve"
+PROG = "python -m msj_gym.agents.improve"
 
 
 def log(message: str) -> None:
@@ -53,7 +53,7 @@ def log(message: str) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from agents._cli import ArgumentParser
+    from msj_gym.agents._cli import ArgumentParser
 
     ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--env-id", default="MSJ-v0", choices=("MSJ-v0", "MSJPreemptive-v0"))
@@ -131,7 +131,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def _check_args(ap: Any, args: argparse.Namespace) -> None:
     """Every number and path before any work: one line naming the flag and its value."""
-    from agents._cli import check_count, check_load, check_net_arch, check_number, check_output
+    from msj_gym.agents._cli import check_count, check_load, check_net_arch, check_number, check_output
     from msj_gym.workloads.workload import MAX_SERVERS
 
     for name in ("decisions", "episode_arrivals", "epochs", "rounds", "candidates", "select_seeds"):
@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> Path:
     key = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in unused}, default=str)
     data: dict[str, np.ndarray] | None = None
     model, scores, t_collect = None, {}, 0.0
-    from agents._cli import read_round, write_round
+    from msj_gym.agents._cli import read_round, write_round
 
     for r in range(args.rounds):
         cached = None if args.data is None else args.data / f"round-{r + 1}.npz"
@@ -461,7 +461,7 @@ def main(argv: list[str] | None = None) -> Path:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model.save(args.out)
     meta = {
-        "command": "python -m agents.improve " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python -m msj_gym.agents.improve " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": "maskable-ppo",
         "method": "rollout-improvement",
         "base": args.base,
@@ -481,6 +481,6 @@ def main(argv: list[str] | None = None) -> Path:
 
 
 if __name__ == "__main__":
-    from agents._cli import run_script
+    from msj_gym.agents._cli import run_script
 
     sys.exit(run_script(PROG, main))
