@@ -238,6 +238,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="POLICY:NAME=VALUE",
         help="a parameter of one policy, e.g. easy-backfilling:estimates=requested (repeatable)",
     )
+    seq.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a shipped agent name, an SB3 checkpoint .zip or module:attr, ranked beside the policies "
+        "(repeatable)",
+    )
+    seq.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
     seq.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     _backend_args(seq)
 
@@ -433,7 +442,7 @@ def _sequences(args: argparse.Namespace) -> int:
 
     workers = _workers(args)
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
-    _importable_from_here(policies)
+    _importable_from_here([*policies, *args.agent])
     protocol = SequenceProtocol(
         scenario=args.scenario,
         policies=policies,
@@ -443,6 +452,8 @@ def _sequences(args: argparse.Namespace) -> int:
         window=args.window,
         metric=args.metric,
         policy_params=_entrant_params(args.policy_param),
+        agents=tuple(args.agent),
+        bare_agents=args.bare_agents,
     )
     started = time.perf_counter()
     report = run_sequences(protocol, backend=args.backend, workers=workers, address=args.address)

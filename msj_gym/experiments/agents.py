@@ -58,7 +58,9 @@ class AgentSpec:
         self.env_kwargs = env_kwargs
         self.factory = factory  # model is a callable env -> agent
 
-    def make_env(self, scenario: str, build: dict[str, Any], num_arrivals: int, warmup: int) -> Any:
+    def make_env(self, scenario: Any, build: dict[str, Any], num_arrivals: int, warmup: int) -> Any:
+        """The agent's env on ``scenario`` (a name, a file or a workload) with ``build``'s keywords and
+        this run length; every other keyword is the agent's own."""
         import gymnasium as gym
 
         from ..registration import register_envs

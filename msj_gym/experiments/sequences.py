@@ -12,6 +12,12 @@ is the mean over the sequences.
 * **Paired.** Every policy schedules the same sequences, so the comparisons are per sequence: each
   policy's ratio (and difference) to the best policy's score, with a Student-t 95 % interval over the
   sequences, beside each policy's own mean and interval.
+* **Agents** (``agents``: a shipped agent's name, an SB3 checkpoint ``.zip`` or ``module:attr``, as in
+  the leaderboard) schedule the same sequences through the environment they were trained with
+  (``MSJ-v0`` and its keywords), ranked beside the policies as ``agent:NAME``. An agent must fit every
+  sequence (a class-set observation has room for a fixed number of classes, the distinct server needs
+  of a sequence): one that does not is refused before any run, naming the sequence. A metric the env
+  does not measure (the percentiles: it keeps no per-job records) is refused for agents too.
 
 :func:`run_sequences` runs it (in worker processes, or on Ray, as the leaderboard does), and
 ``msj-gym sequences`` is its command line.
@@ -75,8 +81,9 @@ def sequence_workload(trace: Any, start: int, length: int) -> Any:
 class SequenceProtocol:
     """One evaluation: ``count`` sequences of ``length`` jobs of ``scenario`` (a trace: ``swf:FILE``),
     drawn with ``seed`` (from the first ``window`` jobs, if given), every policy of ``policies`` (ids or
-    ``module:Class``; ``policy_params`` per policy) ranked by ``metric`` of each sequence's result
-    (the mean bounded slowdown by default; smaller is better)."""
+    ``module:Class``; ``policy_params`` per policy) and every agent of ``agents`` (``bare_agents``: admit
+    checkpoints without their ``.json``) ranked by ``metric`` of each sequence's result (the mean
+    bounded slowdown by default; smaller is better)."""
 
     scenario: str
     policies: tuple[str, ...]
@@ -86,19 +93,31 @@ class SequenceProtocol:
     window: int | None = None
     metric: str = "mean_bounded_slowdown"
     policy_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    agents: tuple[str, ...] = ()
+    bare_agents: bool = False
 
     def __post_init__(self) -> None:
         from .leaderboard import check_metric
 
         check_metric(self.metric)
-        if not self.policies:
-            raise ValueError("--policies: no policy to rank")
+        if not self.policies and not self.agents:
+            raise ValueError("--policies: no policy or agent to rank")
+        if self.agents and self.metric in _NOT_IN_ENV:
+            raise ValueError(
+                f"--metric {self.metric!r}: an agent's run through the env keeps no per-job records "
+                f"(no percentiles); rank agents by another metric"
+            )
+        if len(set(self.agents)) != len(self.agents):
+            raise ValueError(f"--agent: named twice: {', '.join(self.agents)}")
         for key in self.policy_params:
             if key not in self.policies:
                 raise ValueError(
                     f"--policy-param: {key!r} is not one of the policies ({', '.join(self.policies)})"
                 )
 
+
+# what an episode's result through the env does not hold (it keeps no per-job records)
+_NOT_IN_ENV = frozenset({"response_time_p50", "response_time_p95", "response_time_p99"})
 
 _TRACES: dict[str, Any] = {}
 
@@ -116,26 +135,65 @@ def _trace(scenario: str) -> Any:
     return _TRACES[scenario]
 
 
-def _run_one(task: tuple[str, str, dict[str, Any], int, int, str]) -> float:
-    """One policy on one sequence: the metric of its result (module level, for worker processes)."""
+def _run_one(task: tuple[str, str, str, dict[str, Any], int, int, str, bool]) -> float:
+    """One policy or agent on one sequence: the metric of its result (module level, for worker
+    processes)."""
+    scenario, kind, spec, params, start, length, metric, bare = task
+    wl = sequence_workload(_trace(scenario), start, length)
+    if kind == "agent":
+        from ..env.agents import rollout
+        from .agents import load_agent
+
+        loaded = load_agent(spec, bare)
+        env = loaded.make_env(wl, {}, num_arrivals=length, warmup=0)
+        try:
+            result = rollout(env, loaded.agent_for(env, start), seed=start)
+        finally:
+            env.close()
+        return float(getattr(result, metric))
     from ..core.simulator import Simulator
     from ..registry import policy_from_spec
 
-    scenario, policy, params, start, length, metric = task
-    wl = sequence_workload(_trace(scenario), start, length)
     result = Simulator(
-        wl, policy_from_spec(policy, "--policies", **params), num_arrivals=length, warmup=0
+        wl, policy_from_spec(spec, "--policies", **params), num_arrivals=length, warmup=0
     ).run()
     return float(getattr(result, metric))
+
+
+def _check_agent(protocol: SequenceProtocol, spec: str, starts: np.ndarray) -> None:
+    """Refuse, before any run, an agent that does not load or does not fit some sequence's env."""
+    from .agents import load_agent
+
+    loaded = load_agent(spec, protocol.bare_agents)
+    for i, start in enumerate(starts):
+        wl = sequence_workload(_trace(protocol.scenario), int(start), protocol.length)
+        where = f"sequence {i + 1} (jobs {int(start)}..{int(start) + protocol.length - 1})"
+        try:
+            env = loaded.make_env(wl, {}, num_arrivals=protocol.length, warmup=0)
+        except (TypeError, ValueError) as exc:
+            what = " ".join(str(exc).split())
+            raise ValueError(f"--agent {spec!r}: does not fit {where}: {what}") from None
+        try:
+            agent = loaded.agent_for(env, int(start))
+            space = getattr(agent, "observation_space", None)
+            if space is not None and space != env.observation_space:
+                raise ValueError(
+                    f"--agent {spec!r}: does not fit {where}: trained on observations {space}, the "
+                    f"sequence gives {env.observation_space} ({wl.num_classes} classes)"
+                )
+        finally:
+            env.close()
 
 
 def run_sequences(
     protocol: SequenceProtocol, *, backend: str = "local", workers: int = 1, address: str | None = None
 ) -> dict[str, Any]:
-    """Run every policy on every sequence; returns ``{"protocol", "starts", "scores": {policy: [score per
-    sequence]}, "rows": [...]}``, the rows ranked by mean score (see :func:`format_sequences`). Every
-    policy is checked on the trace before any run."""
+    """Run every policy and agent on every sequence; returns ``{"protocol", "starts", "scores": {entrant:
+    [score per sequence]}, "rows": [...]}``, the rows ranked by mean score (see
+    :func:`format_sequences`). Every policy is checked on the trace, and every agent on every sequence,
+    before any run."""
     from ..registry import policy_from_spec, supports
+    from .agents import agent_label
     from .runner import map_unordered
 
     trace = _trace(protocol.scenario)
@@ -147,22 +205,29 @@ def run_sequences(
         reason = supports(policy, trace)
         if reason is not None:
             raise ValueError(f"--policies: {pid!r} is not defined on {protocol.scenario!r}: {reason}")
+    for spec in protocol.agents:
+        _check_agent(protocol, spec, starts)
+    entrants = [("policy", pid, pid) for pid in protocol.policies]
+    entrants += [("agent", spec, agent_label(spec)) for spec in protocol.agents]
     tasks = [
         (
             protocol.scenario,
-            pid,
-            dict(protocol.policy_params.get(pid, {})),
+            kind,
+            spec,
+            dict(protocol.policy_params.get(spec, {})) if kind == "policy" else {},
             int(s),
             protocol.length,
             protocol.metric,
+            protocol.bare_agents,
         )
-        for pid in protocol.policies
+        for kind, spec, _ in entrants
         for s in starts
     ]
-    scores: dict[str, list[float]] = {pid: [math.nan] * len(starts) for pid in protocol.policies}
+    name = {(kind, spec): label for kind, spec, label in entrants}
+    scores: dict[str, list[float]] = {label: [math.nan] * len(starts) for *_, label in entrants}
     index = {int(s): i for i, s in enumerate(starts)}
     for task, value in map_unordered(_run_one, tasks, backend=backend, workers=workers, address=address):
-        scores[task[1]][index[task[3]]] = value
+        scores[name[task[1], task[2]]][index[task[4]]] = value
     return {
         "protocol": protocol,
         "starts": starts.tolist(),

@@ -120,6 +120,53 @@ def test_the_command_line(tmp_path: Path, capsys) -> None:
         assert len(err) == 1 and needle in err[0], err
 
 
+def first_fit_through_env(env):
+    """An agent factory for the tests: First-Fit acting through MSJ-v0."""
+    from msj_gym import PolicyAgent
+
+    return PolicyAgent("first-fit", env)
+
+
+def test_an_agent_schedules_the_same_sequences_as_the_policies(tmp_path: Path) -> None:
+    # through the env, an agent that takes First-Fit's decisions is First-Fit: equal scores, every sequence
+    scenario = _log(tmp_path)
+    spec = f"{__name__}:first_fit_through_env"
+    protocol = SequenceProtocol(scenario, ("fcfs", "first-fit"), length=60, count=4, agents=(spec,))
+    report = run_sequences(protocol)
+    label = "agent:first_fit_through_env"
+    assert set(report["scores"]) == {"fcfs", "first-fit", label}
+    assert report["scores"][label] == report["scores"]["first-fit"]
+    assert report["scores"][label] != report["scores"]["fcfs"]
+    row = next(r for r in report["rows"] if r["policy"] == label)
+    assert row["mean"] == pytest.approx(np.mean(report["scores"]["first-fit"]))
+    waiting = SequenceProtocol(scenario, (), length=60, count=4, agents=(spec,), metric="mean_waiting_time")
+    assert (
+        run_sequences(waiting, workers=2)["scores"][label]
+        == run_sequences(
+            SequenceProtocol(scenario, ("first-fit",), length=60, count=4, metric="mean_waiting_time")
+        )["scores"]["first-fit"]
+    )
+
+
+def test_agents_that_cannot_run_every_sequence_are_refused_before_any_run(tmp_path: Path, capsys) -> None:
+    scenario = _log(tmp_path)
+    argv = ["sequences", "--scenario", scenario, "--length", "40", "--count", "3", "--workers", "1"]
+    # trained on sf-fig2's 2 classes (flat observation): these sequences have up to 5 needs
+    for extra, needle in (
+        (["--agent", "maskable-ppo-sf-fig2-0.7"], "does not fit sequence 1 (jobs "),
+        (["--agent", "no-such-agent"], "no-such-agent"),
+        (
+            ["--agent", f"{__name__}:first_fit_through_env", "--metric", "response_time_p95"],
+            "no per-job records",
+        ),
+        (["--agent", "msj_gym.env:RandomAgent", "--agent", "msj_gym.env:RandomAgent"], "named twice"),
+    ):
+        pytest.importorskip("sb3_contrib") if "maskable" in extra[1] else None
+        assert main([*argv, *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and needle in err[0], err
+
+
 LUBLIN = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces" / "lublin_256.swf.gz"
 
 
