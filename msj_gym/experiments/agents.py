@@ -225,18 +225,26 @@ class AgentError(ValueError):
     """An agent that fails by itself (not a misfit with a scenario's env): refused everywhere."""
 
 
-def check_agent(spec: str, scenario: str, build: dict[str, Any], bare: bool = False) -> None:
+def check_agent(
+    spec: str,
+    scenario: Any,
+    build: dict[str, Any],
+    bare: bool = False,
+    *,
+    num_arrivals: int = 100,
+    where: str | None = None,
+) -> None:
     """Fail early, in the parent process, if ``spec`` does not load (:func:`load_agent`, ``bare`` as
     there), its agent cannot be made (an :class:`AgentError`), or it does not fit ``scenario``'s env
-    (e.g. a checkpoint trained on a workload with another number of classes)."""
+    (e.g. a checkpoint trained on a workload with another number of classes). ``scenario`` may be a
+    workload; ``where`` names it in the messages (default: ``scenario 'NAME'``)."""
+    where = where or f"scenario {scenario!r}"
     loaded = load_agent(spec, bare)
     try:
-        env = loaded.make_env(scenario, build, num_arrivals=100, warmup=0)
+        env = loaded.make_env(scenario, build, num_arrivals=num_arrivals, warmup=0)
     except (TypeError, ValueError) as exc:
         what = " ".join(str(exc).split()) or type(exc).__name__
-        raise ValueError(
-            f"--agent {spec!r}: its env does not build on scenario {scenario!r}: {what}"
-        ) from None
+        raise ValueError(f"--agent {spec!r}: its env does not build on {where}: {what}") from None
     try:
         try:
             agent = loaded.agent_for(env)
@@ -248,14 +256,13 @@ def check_agent(spec: str, scenario: str, build: dict[str, Any], bare: bool = Fa
         space = getattr(agent, "observation_space", None)
         if space is not None and space != env.observation_space:
             raise ValueError(
-                f"--agent {spec!r}: trained on observations {space}, but scenario {scenario!r} gives "
+                f"--agent {spec!r}: trained on observations {space}, but {where} gives "
                 f"{env.observation_space} (another number of classes or window sizes)"
             )
         action_space = getattr(agent, "action_space", None)
         if action_space is not None and action_space != env.action_space:
             raise ValueError(
-                f"--agent {spec!r}: trained with actions {action_space}, but scenario {scenario!r} "
-                f"has {env.action_space}"
+                f"--agent {spec!r}: trained with actions {action_space}, but {where} has {env.action_space}"
             )
     finally:
         env.close()

@@ -162,27 +162,13 @@ def _run_one(task: tuple[str, str, str, dict[str, Any], int, int, str, bool]) ->
 
 def _check_agent(protocol: SequenceProtocol, spec: str, starts: np.ndarray) -> None:
     """Refuse, before any run, an agent that does not load or does not fit some sequence's env."""
-    from .agents import load_agent
+    from .agents import check_agent
 
-    loaded = load_agent(spec, protocol.bare_agents)
     for i, start in enumerate(starts):
         wl = sequence_workload(_trace(protocol.scenario), int(start), protocol.length)
-        where = f"sequence {i + 1} (jobs {int(start)}..{int(start) + protocol.length - 1})"
-        try:
-            env = loaded.make_env(wl, {}, num_arrivals=protocol.length, warmup=0)
-        except (TypeError, ValueError) as exc:
-            what = " ".join(str(exc).split())
-            raise ValueError(f"--agent {spec!r}: does not fit {where}: {what}") from None
-        try:
-            agent = loaded.agent_for(env, int(start))
-            space = getattr(agent, "observation_space", None)
-            if space is not None and space != env.observation_space:
-                raise ValueError(
-                    f"--agent {spec!r}: does not fit {where}: trained on observations {space}, the "
-                    f"sequence gives {env.observation_space} ({wl.num_classes} classes)"
-                )
-        finally:
-            env.close()
+        stop = int(start) + protocol.length - 1
+        where = f"sequence {i + 1} (jobs {int(start)}..{stop}, {wl.num_classes} classes)"
+        check_agent(spec, wl, {}, protocol.bare_agents, num_arrivals=protocol.length, where=where)
 
 
 def run_sequences(

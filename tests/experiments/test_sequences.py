@@ -153,7 +153,7 @@ def test_agents_that_cannot_run_every_sequence_are_refused_before_any_run(tmp_pa
     argv = ["sequences", "--scenario", scenario, "--length", "40", "--count", "3", "--workers", "1"]
     # trained on sf-fig2's 2 classes (flat observation): these sequences have up to 5 needs
     for extra, needle in (
-        (["--agent", "maskable-ppo-sf-fig2-0.7"], "does not fit sequence 1 (jobs "),
+        (["--agent", "maskable-ppo-sf-fig2-0.7"], "but sequence 1 (jobs "),
         (["--agent", "no-such-agent"], "no-such-agent"),
         (
             ["--agent", f"{__name__}:first_fit_through_env", "--metric", "response_time_p95"],
