@@ -208,5 +208,5 @@ class MSJMoldableVectorEnv(NativeVectorEnv):
         return loss_result(self._views[i], self.system, provenance)
 
     def close_extras(self, **kwargs: Any) -> None:
-        self._arrivals = [None] * self.num_envs
+        self._arrivals = [None] * len(getattr(self, "_arrivals", ()))  # () where construction failed
         super().close_extras(**kwargs)

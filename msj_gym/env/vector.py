@@ -194,7 +194,8 @@ class NativeVectorEnv(VectorEnv):
         self._worker_finalizer = weakref.finalize(self, pool.stop)
 
     def _stop_workers(self) -> None:
-        if self._pool is not None:
+        # also from gymnasium's __del__ on an env whose construction failed (a bad keyword): no pool yet
+        if getattr(self, "_pool", None) is not None:
             self._worker_finalizer()
             self._pool = None
 
@@ -738,7 +739,7 @@ class MSJVectorEnv(NativeVectorEnv):
         return ended_result(core.result(), bool(self._over[i]))
 
     def close_extras(self, **kwargs: Any) -> None:
-        self._feeds = [None] * self.num_envs
+        self._feeds = [None] * len(getattr(self, "_feeds", ()))  # () where construction failed
         super().close_extras(**kwargs)
 
 

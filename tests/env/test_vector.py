@@ -336,6 +336,15 @@ def test_bad_construction(kwargs: dict, match: str) -> None:
         MSJVectorEnv(**kwargs)
 
 
+def test_an_env_whose_construction_failed_closes_quietly() -> None:
+    # gymnasium 1.2's VectorEnv.__del__ closes an env whose __init__ raised: nothing is built to close
+    from msj_gym.env.moldable_vector import MSJMoldableVectorEnv
+
+    for cls in (MSJVectorEnv, MSJMoldableVectorEnv):
+        half = cls.__new__(cls)
+        half.close_extras()
+
+
 def test_bad_actions_and_seeds() -> None:
     venv = MSJVectorEnv(2, **SMALL)
     with pytest.raises(RuntimeError, match="reset"):
