@@ -57,13 +57,16 @@ def _refused(argv: list[str], needles: list[str], capsys: pytest.CaptureFixture[
 
 
 def _script(name: str, argv: list[str], needles: list[str], capsys, tmp_path: Path, expected: int = 2) -> str:
+    import importlib
+
     from msj_gym.agents._cli import run_script
 
-    module = __import__(f"agents.{name}", fromlist=["main"])
+    module = importlib.import_module(f"msj_gym.agents.{name}")
     before = _snapshot(tmp_path)
-    code = run_script(f"python -m agents.{name}", module.main, argv)
+    prog = f"python -m msj_gym.agents.{name}"
+    code = run_script(prog, module.main, argv)
     captured = capsys.readouterr()
-    line = _one_line(code, captured.err, captured.out, f"python -m agents.{name}: error: ", needles, expected)
+    line = _one_line(code, captured.err, captured.out, f"{prog}: error: ", needles, expected)
     assert _snapshot(tmp_path) == before, "a refused command wrote something"
     return line
 

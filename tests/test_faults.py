@@ -154,7 +154,9 @@ def test_a_read_only_folder_is_refused_before_any_work(tmp_path):
     assert done.returncode == 0, done.stderr
     for name in commands:
         code, err, out = _result(tmp_path, name)
-        prog = "msj-gym" if name in ("lb", "bench", "gif", "opt", "fig") else f"python -m agents.{name}"
+        prog = (
+            "msj-gym" if name in ("lb", "bench", "gif", "opt", "fig") else f"python -m msj_gym.agents.{name}"
+        )
         assert code == 2 and len(err) == 1 and out == "", (name, code, err, out)
         assert err[0].startswith(f"{prog}: error: ") and "Traceback" not in err[0], err
         assert "ro/" in err[0], err  # the path it could not write

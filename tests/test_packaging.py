@@ -81,10 +81,14 @@ def test_the_only_top_level_package_is_msj_gym() -> None:
 
 
 def test_no_code_imports_a_top_level_baselines_or_agents() -> None:
+    # imports, and strings that name a module or a command (an entry point, importlib, python -m)
     import ast
+    import re
 
+    # "agents." is the head of f"agents.{name}"; "agents.py" and "agents.md" are file names
+    named = re.compile(r"^(baselines|agents)\.(?!py$|md$)|python -m (baselines|agents)\.")
     bad = []
-    for folder in ("msj_gym", "tests", "benchmarks"):
+    for folder in ("msj_gym", "tests", "benchmarks", "examples"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 names = []
@@ -92,9 +96,15 @@ def test_no_code_imports_a_top_level_baselines_or_agents() -> None:
                     names = [a.name for a in node.names]
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                     names = [node.module]
-                bad += [
-                    f"{path.relative_to(ROOT)}:{node.lineno} {n}"
-                    for n in names
-                    if n.split(".")[0] in ("baselines", "agents")
-                ]
+                elif (
+                    isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and named.search(node.value)
+                ):
+                    names = [node.value]
+                where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+                bad += [f"{where} {n[:60]}" for n in names if named.search(n) or n.split(".")[0] in OTHERS]
     assert not bad, bad
+
+
+OTHERS = ("baselines", "agents")

@@ -1,7 +1,7 @@
-"""The error discipline the ``python -m agents.<script>`` commands share with ``msj-gym``: a refusal is
-one line, ``python -m agents.<script>: error: <field> '<value>': <problem>``, with exit code 2, before
-any work starts; an operating-system failure during the work (a full disk) is one line with exit code
-1; never a traceback. The argument checks the scripts share are here too."""
+"""The error discipline the ``python -m msj_gym.agents.<script>`` commands share with ``msj-gym``: a
+refusal is one line, ``python -m msj_gym.agents.<script>: error: <field> '<value>': <problem>``, with
+exit code 2, before any work starts; an operating-system failure during the work (a full disk) is one
+line with exit code 1; never a traceback. The argument checks the scripts share are here too."""
 
 from __future__ import annotations
 

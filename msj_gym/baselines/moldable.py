@@ -2,7 +2,7 @@
 formulas the paper's surviving text lost reconstructed (see ``docs/papers/002-moldable.md``). All three are
 probabilistic greedy rules within a server pool (see :mod:`msj_gym.moldable.policy`); they differ only in the
 pools and probabilities they prepare. Registered in :mod:`msj_gym.registry` on the ``moldable`` model (they
-act on the loss system, not on the queueing MSJ model); ``baselines.MOLDABLE_POLICIES`` lists them."""
+act on the loss system, not on the queueing MSJ model); ``msj_gym.baselines.MOLDABLE_POLICIES`` lists them."""
 
 from __future__ import annotations
 

@@ -199,7 +199,7 @@ def step_for(observation: int, actions: int) -> Any:
     """The compiled step of an env whose ``ep[EP_OBS]`` is ``observation`` and ``ep[EP_ACTIONS]`` is
     ``actions``, assembled from that observation's writer and that action family's mask, application
     and decision test, and from nothing else: a cold start compiles only the modes it uses (the step
-    with every mode took 13 s to compile, the default one about half as long). One implementation of
+    with every mode took 13 s to compile, the default modes' 9 s). One implementation of
     the step: the single env calls it from Python, the batched step of :mod:`msj_gym.env.batch` and
     the branch player of :mod:`msj_gym.env.branches` inline it. Both priority modes share one step."""
     return _assembled(observation, action_family(actions))
