@@ -31,6 +31,7 @@ from numba import njit, types
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
 from numba.core.registry import CPUDispatcher
+from numba.core.serialize import dumps
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -157,13 +158,14 @@ class _DependencyCache(FunctionCache):
 
 def _cell_description(cell: Any) -> str:
     """A closure cell as a stable string: a function by its name and, recursively, its own cells (two
-    steps assembled from different modes share a name, not their cells)."""
+    steps assembled from different modes share a name, not their cells); any other value by the digest
+    of numba's own pickle of it, as numba keys it."""
     value = cell.cell_contents if _filled(cell) else None
     py = getattr(value, "py_func", value)
     if isinstance(py, pytypes.FunctionType):
         inner = ", ".join(_cell_description(c) for c in py.__closure__ or ())
         return f"{py.__module__}.{py.__qualname__}({inner})"
-    return repr(value)
+    return hashlib.sha256(dumps(value)).hexdigest()
 
 
 def _cached(dispatcher: Any) -> Any:

@@ -82,6 +82,67 @@ def test_an_edited_dependency_is_recompiled_not_loaded_stale(tmp_path: Path) -> 
     assert _probe(tmp_path) == (35, 1, 0)
 
 
+_ASSEMBLED = textwrap.dedent(
+    """
+    import functools
+
+    from msj_gym.core.jit import internal_jit
+
+
+    @internal_jit
+    def double(x):
+        return 2 * x
+
+
+    @internal_jit
+    def triple(x):
+        return 3 * x
+
+
+    @functools.cache
+    def make(which, offset):
+        piece = double if which == 0 else triple
+
+        @internal_jit(python=True)
+        def assembled(x):
+            return piece(x) + offset
+
+        return assembled
+    """
+)
+_ASSEMBLED_PROBE = (
+    "from asm_pkg.steps import make\n"
+    "for which, offset in ((0, 1), (1, 1), (0, 2)):\n"
+    "    f = make(which, offset)\n"
+    "    print(f(10), sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values()))\n"
+)
+
+
+def test_a_function_assembled_from_others_is_cached_by_what_it_closes_over(tmp_path: Path) -> None:
+    # a closure over compiled functions (the env step over its modes' pieces): numba's own key pickles
+    # them with a per-process id and would never hit; each variant keeps an entry of its own
+    pkg = tmp_path / "asm_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "steps.py").write_text(_ASSEMBLED)
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{root}",
+        "NUMBA_CACHE_DIR": str(tmp_path / "nc"),
+    }
+    env.pop("NUMBA_DISABLE_JIT", None)
+
+    def probe() -> list[tuple[int, int, int]]:
+        out = subprocess.run(
+            [sys.executable, "-c", _ASSEMBLED_PROBE], env=env, capture_output=True, text=True, check=True
+        ).stdout
+        return [tuple(int(x) for x in line.split()) for line in out.splitlines()]
+
+    assert probe() == [(21, 0, 1), (31, 0, 1), (22, 0, 1)]  # three variants, each compiled
+    assert probe() == [(21, 1, 0), (31, 1, 0), (22, 1, 0)]  # each loaded from its own entry
+
+
 def test_announce_says_done_or_failed(monkeypatch, capsys) -> None:
     import time
 
