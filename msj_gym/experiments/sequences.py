@@ -148,6 +148,12 @@ def _run_one(task: tuple[str, str, str, dict[str, Any], int, int, str, bool]) ->
         env = loaded.make_env(wl, {}, num_arrivals=length, warmup=0)
         try:
             result = rollout(env, loaded.agent_for(env, start), seed=start)
+        except Exception as exc:  # an agent's own failure (a bad action, an error in predict) names it
+            what = " ".join(str(exc).split()) or type(exc).__name__
+            raise ValueError(
+                f"--agent {spec!r} failed on the sequence of jobs {start}..{start + length - 1}: "
+                f"{type(exc).__name__}: {what}"
+            ) from exc
         finally:
             env.close()
         return float(getattr(result, metric))
@@ -191,10 +197,15 @@ def run_sequences(
         reason = supports(policy, trace)
         if reason is not None:
             raise ValueError(f"--policies: {pid!r} is not defined on {protocol.scenario!r}: {reason}")
-    for spec in protocol.agents:
-        _check_agent(protocol, spec, starts)
     entrants = [("policy", pid, pid) for pid in protocol.policies]
     entrants += [("agent", spec, agent_label(spec)) for spec in protocol.agents]
+    labels = [label for *_, label in entrants]
+    for label in labels:
+        if labels.count(label) > 1:
+            same = [spec for _, spec, other in entrants if other == label]
+            raise ValueError(f"--agent: {' and '.join(map(repr, same))} would share the row {label!r}")
+    for spec in protocol.agents:
+        _check_agent(protocol, spec, starts)
     tasks = [
         (
             protocol.scenario,

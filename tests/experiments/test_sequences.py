@@ -148,7 +148,20 @@ def test_an_agent_schedules_the_same_sequences_as_the_policies(tmp_path: Path) -
     )
 
 
-def test_agents_that_cannot_run_every_sequence_are_refused_before_any_run(tmp_path: Path, capsys) -> None:
+class _Failing:
+    def predict(self, obs, **kwargs):
+        raise RuntimeError("no decision")
+
+
+def failing_agent(env):
+    """An agent factory for the tests: an agent whose every decision fails."""
+    return _Failing()
+
+
+CHECKPOINTS = Path(__file__).resolve().parents[2] / "msj_gym" / "agents" / "checkpoints"
+
+
+def test_agents_that_do_not_fit_or_fail_get_one_line(tmp_path: Path, capsys) -> None:
     scenario = _log(tmp_path)
     argv = ["sequences", "--scenario", scenario, "--length", "40", "--count", "3", "--workers", "1"]
     # trained on sf-fig2's 2 classes (flat observation): these sequences have up to 5 needs
@@ -160,6 +173,8 @@ def test_agents_that_cannot_run_every_sequence_are_refused_before_any_run(tmp_pa
             "no per-job records",
         ),
         (["--agent", "msj_gym.env:RandomAgent", "--agent", "msj_gym.env:RandomAgent"], "named twice"),
+        (["--agent", "generalist", "--agent", str(CHECKPOINTS / "generalist.zip")], "would share the row"),
+        (["--agent", f"{__name__}:failing_agent"], "failed on the sequence of jobs"),
     ):
         pytest.importorskip("sb3_contrib") if "maskable" in extra[1] else None
         assert main([*argv, *extra]) == 2
