@@ -274,6 +274,13 @@ def _parser() -> argparse.ArgumentParser:
         "from the current folder or PYTHONPATH)",
     )
     bench.add_argument(
+        "--suite",
+        default="v1",
+        help="the suite version: v1 (8 queueing points, the default) or v2 (v1's points and trace points "
+        "of the HPC protocol, with a published train/test split; needs the Parallel Workloads Archive "
+        "logs, found as swf: scenarios find them)",
+    )
+    bench.add_argument(
         "--preemptive", action="store_true", help="enter the preemptive baselines too (same scale)"
     )
     bench.add_argument(
@@ -491,6 +498,7 @@ def _benchmark(args: argparse.Namespace) -> int:
         preemptive=args.preemptive,
         bare_agents=args.bare_agents,
         metric=args.metric,
+        suite=args.suite,
         **extra,
     )
     report = run_benchmark(

@@ -93,6 +93,30 @@ SWF_CASES = [
     ),
     ("tau zero", ["1 0 -1 5 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1", GOOD_ROW], "?tau=0", ["tau", "'0'"]),
     (
+        "start alone",
+        ["1 0 -1 5 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1", GOOD_ROW],
+        "?start=1",
+        ["start and length"],
+    ),
+    (
+        "negative start",
+        ["1 0 -1 5 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1", GOOD_ROW],
+        "?start=-1&length=1",
+        ["start expects a non-negative integer", "'-1'"],
+    ),
+    (
+        "zero length",
+        ["1 0 -1 5 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1", GOOD_ROW],
+        "?start=0&length=0",
+        ["length expects a positive integer", "'0'"],
+    ),
+    (
+        "jobs past the log",
+        ["1 0 -1 5 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1", GOOD_ROW],
+        "?start=1&length=5",
+        ["jobs 1..5 run past its 2 jobs"],
+    ),
+    (
         "unknown option",
         ["1 0 -1 5 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1", GOOD_ROW],
         "?k=4",

@@ -279,9 +279,10 @@ def run_agent(point: Any) -> Any:
         return rollout(env, loaded.agent_for(env, point.seed), seed=point.seed)
     except Exception as exc:  # an agent's own failure (a bad action, an error in predict) names it
         what = " ".join(str(exc).split()) or type(exc).__name__
+        at = f" at load {point.build['load']}" if "load" in point.build else ""
         raise ValueError(
-            f"--agent {point.agent!r} failed on {point.scenario} at load {point.build.get('load')} "
-            f"(seed {point.seed}): {type(exc).__name__}: {what}"
+            f"--agent {point.agent!r} failed on {point.scenario}{at} (seed {point.seed}): "
+            f"{type(exc).__name__}: {what}"
         ) from exc
     finally:
         env.close()

@@ -43,6 +43,24 @@ the lower reference scores 0, and so does an **unstable** run (its mean is over 
 steady-state value; flagged). An agent that does not fit a point's environment (another observation
 space) scores 0 there (flagged ``n/a``).
 
+**Suite versions** (``suite``, ``msj-gym benchmark --suite``). ``v1`` (the default): the eight
+queueing points of :data:`BENCHMARK_SUITE`. ``v2``: v1's points, unchanged (the same runs, the same
+scores), and the **trace points** of :data:`SEQUENCE_POINTS`, RLScheduler's evaluation protocol on
+Parallel Workloads Archive logs (SDSC-SP2 and HPC2N, cleaned as its loader cleans them): run ``s`` of a
+trace point schedules one sequence of 1,024 consecutive jobs, drawn from the log's first 10,000 by a
+Generator seeded by ``s``, from an empty machine, and is scored on the field's mean bounded slowdown
+(unless the whole benchmark is scored on another ``metric``). A sequence is scheduled to its last
+job, so no run there is unstable. On a trace there is no optimum to solve, and which heuristic is best
+changes from one sequence to the next: the upper reference of a trace point is the best reference
+heuristic **on each sequence** (the lower one stays FCFS), so that a score above 100 beats every
+reference heuristic on that sequence. The reference heuristics there include the field's (SJF, WFP3,
+UNICEP, F1, with and without EASY), which read the users' requested times, estimates a scheduler is
+given, not the jobs' sizes; EASY backfilling on exact run times is scored but is no reference. The
+logs are found as ``swf:`` scenarios find them (``$MSJ_GYM_TRACE_DIR``, then the shared traces folder
+next to a source checkout); v1 needs none. v2 has a **published split** (:data:`TRAIN_POINTS_V2`):
+agents may be trained, tuned and selected on its train points only, and its score (the aggregates,
+the profile plot) is over the test points; the train points' aggregates are reported apart.
+
 Aggregates follow the ``rliable`` conventions (Agarwal et al., NeurIPS 2021): over the matrix of
 per-run scores (seeds x points), the **interquartile mean** (IQM: the mean of the middle 50 % of all
 runs) with a **stratified bootstrap** 95 % percentile interval (seeds resampled with replacement
@@ -101,7 +119,8 @@ __all__ = [
     "stratified_bootstrap_ci",
 ]
 
-SUITE_VERSION = "v1"
+SUITE_VERSION = "v1"  # the default suite: it runs anywhere, with no trace to find
+SUITE_VERSIONS = ("v1", "v2")
 # (scenario, load): sf-fig2 and one-or-all at a low, a medium and a high load (exact optima at five of
 # the six), four-class at a lower load and its default; the large bs-fig1 and borg-cellb systems
 # at their default loads.
@@ -122,6 +141,67 @@ BOOTSTRAP_REPS = 5_000
 PROFILE_MAX = 150.0  # the performance profile's right edge
 EXCLUDED = ("mdp-optimal", "mdp-optimal-preemptive")  # the exact optimum is the scale's 100 already
 DEFAULT_METRIC = "mean_response_time"  # the one metric with an exact optimum (the scale's 100)
+
+
+@dataclass(frozen=True)
+class SequencePoint:
+    """A trace point of the suite: RLScheduler's evaluation protocol (:mod:`.sequences`) on a Parallel
+    Workloads Archive log (``scenario``, an ``swf:`` spec). Run ``s`` of the point schedules one
+    sequence of ``length`` consecutive jobs from an empty machine, its start drawn as the protocol
+    draws it (from the log's first ``window`` jobs) by a Generator seeded by ``s`` alone, so every
+    entrant schedules the same sequences; it is scored on ``metric``, the field's mean bounded
+    slowdown unless the whole benchmark is scored on another metric."""
+
+    scenario: str
+    length: int = 1024
+    window: int | None = 10_000
+    metric: str = "mean_bounded_slowdown"
+
+    def start(self, seed: int) -> int:
+        """The first job of run ``seed``'s sequence."""
+        from .sequences import _trace, sequence_starts
+
+        jobs = int(_trace(self.scenario).arrival_time.size)
+        return int(sequence_starts(jobs, self.length, 1, int(seed), self.window)[0])
+
+    def run_scenario(self, seed: int) -> str:
+        """The scenario of run ``seed``: the log's jobs of its sequence (``start`` and ``length``)."""
+        sep = "&" if "?" in self.scenario else "?"
+        return f"{self.scenario}{sep}start={self.start(seed)}&length={self.length}"
+
+
+#: The trace points of suite v2 by name, each the protocol of RLScheduler's table (sequences of 1,024
+#: jobs from the first 10,000 of the log, cleaned as its loader cleans them).
+SEQUENCE_POINTS: dict[str, SequencePoint] = {
+    "swf-sdsc-sp2": SequencePoint("swf:SDSC-SP2-1998-4.2-cln.swf.gz?need=max&cleaning=rlscheduler"),
+    "swf-hpc2n": SequencePoint("swf:HPC2N-2002-2.2-cln.swf.gz?need=max&cleaning=rlscheduler"),
+}
+# a trace point's "load" is its sequences' length in jobs (the log keeps its own timing)
+TRACE_POINTS_V2: tuple[tuple[str, float], ...] = tuple(
+    (n, float(p.length)) for n, p in SEQUENCE_POINTS.items()
+)
+#: Suite v2's published split: the points an agent may be trained, tuned or selected on. Every other
+#: point of v2 is a test point, and the score is the test points' (Procgen's and rliable's convention).
+TRAIN_POINTS_V2: tuple[tuple[str, float], ...] = (
+    ("sf-fig2", 0.7),
+    ("one-or-all", 0.7),
+    ("four-class", 0.7),
+    ("swf-sdsc-sp2", 1024.0),
+)
+
+
+def suite_points(suite: str) -> tuple[tuple[str, float], ...]:
+    """The points of a suite version: v1's eight queueing points; v2's are v1's and the trace points."""
+    if suite not in SUITE_VERSIONS:
+        raise ValueError(f"--suite: expected one of {', '.join(SUITE_VERSIONS)}, got {suite!r}")
+    return BENCHMARK_SUITE if suite == "v1" else (*BENCHMARK_SUITE, *TRACE_POINTS_V2)
+
+
+def point_split(suite: str, point: tuple[str, float]) -> str:
+    """``"train"`` or ``"test"`` in a suite with a published split (v2), ``""`` in one without (v1)."""
+    if suite == "v1":
+        return ""
+    return "train" if (point[0], float(point[1])) in TRAIN_POINTS_V2 else "test"
 
 
 @dataclass(frozen=True)
@@ -147,8 +227,16 @@ class BenchmarkConfig:
         if isinstance(self.arrivals, bool) or not isinstance(self.arrivals, int) or self.arrivals < 100:
             raise ValueError(f"--arrivals: expected an integer >= 100, got {self.arrivals!r}")
         if self.points is None:
-            object.__setattr__(self, "points", BENCHMARK_SUITE)
+            object.__setattr__(self, "points", suite_points(self.suite))
+        elif self.suite not in SUITE_VERSIONS:
+            suite_points(self.suite)  # the one-line error
         object.__setattr__(self, "points", tuple((str(sc), float(rho)) for sc, rho in self.points))
+        for sc, length in self.points:
+            if sc in SEQUENCE_POINTS and length != SEQUENCE_POINTS[sc].length:
+                raise ValueError(
+                    f"benchmark point {sc}@{length:g}: a trace point's x is its sequences' length, "
+                    f"{SEQUENCE_POINTS[sc].length}"
+                )
         object.__setattr__(self, "seeds", parse_seeds(self.seeds))
         if len(self.seeds) < 2:
             raise ValueError("--seeds: the bootstrap needs at least 2 seeds per point")
@@ -170,6 +258,28 @@ class BenchmarkConfig:
     def by_default_metric(self) -> bool:
         """Scored on the mean response time, the one metric whose exact optimum is known."""
         return self.metric == DEFAULT_METRIC
+
+    def metric_at(self, scenario: str) -> str:
+        """The metric a point is scored on: ``metric``, or a trace point's own (the mean bounded
+        slowdown) where the benchmark is scored on the default metric."""
+        if scenario in SEQUENCE_POINTS and self.by_default_metric:
+            return SEQUENCE_POINTS[scenario].metric
+        return self.metric
+
+    def split(self, point: tuple[str, float]) -> str:
+        """The point's part of the published split (``"train"``, ``"test"``; ``""`` in v1)."""
+        return point_split(self.suite, point)
+
+    @property
+    def test_points(self) -> tuple[tuple[str, float], ...]:
+        """The points the score is over: the test points of a suite with a split, else all."""
+        assert self.points is not None
+        return tuple(p for p in self.points if self.split(p) != "train")
+
+    @property
+    def train_points(self) -> tuple[tuple[str, float], ...]:
+        assert self.points is not None
+        return tuple(p for p in self.points if self.split(p) == "train")
 
     @property
     def warmup_arrivals(self) -> int:
@@ -212,6 +322,7 @@ class Scale:
     high: float
     high_ref: str
     best_heuristic: str
+    metric: str = DEFAULT_METRIC
 
 
 @dataclass
@@ -324,7 +435,20 @@ def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], 
         unfit[spec] = {}
         for scenario, rho in config.points:
             try:
-                check_agent(spec, scenario, {"load": rho}, bare=config.bare_agents)
+                if scenario in SEQUENCE_POINTS:  # every sequence: a class-set agent has room for 32 needs
+                    sp = SEQUENCE_POINTS[scenario]
+                    for seed in config.seeds:
+                        where = f"{scenario}, the sequence of seed {seed} ({sp.run_scenario(seed)})"
+                        check_agent(
+                            spec,
+                            sp.run_scenario(seed),
+                            {},
+                            config.bare_agents,
+                            num_arrivals=sp.length,
+                            where=where,
+                        )
+                else:
+                    check_agent(spec, scenario, {"load": rho}, bare=config.bare_agents)
             except AgentError:
                 raise
             except ValueError as exc:
@@ -335,23 +459,70 @@ def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], 
     return unfit
 
 
+def _kind(preemptive: bool, size_aware: bool, own: bool) -> str:
+    """A policy's kind column: preemptive or not, and size-aware if it reads job sizes (a heuristic on
+    a trace's requested times reads estimates it is given, not sizes)."""
+    kind = ("preemptive" if preemptive else "non-preemptive") + (", size-aware" if size_aware else "")
+    return (
+        "user, " + kind if own else kind
+    )  # scored, never a reference: the scale must not depend on entrants
+
+
 def _plan(
     config: BenchmarkConfig, unfit: dict[str, dict[tuple[str, float], str]]
-) -> tuple[list[Point], dict[tuple[str, float], dict[str, str]]]:
-    """Every run, and per point the kind of each entrant (label -> kind)."""
-    from ..registry import policy_class, policy_from_spec, supports
+) -> tuple[list[Point], dict[tuple[str, float], dict[str, str]], list[tuple[str, float]]]:
+    """Every run, per point the kind of each entrant (label -> kind), and the point of each run."""
+    from ..registry import make_policy, policy_from_spec, supports
     from ..workloads.scenarios import load_scenario
+    from .agents import agent_label
+    from .sequences import _trace
 
     ids = _policy_ids(config.preemptive)
     own = {spec: policy_from_spec(spec, "--policies") for spec in config.policies}
     points: list[Point] = []
+    owner: list[tuple[str, float]] = []
     kinds: dict[tuple[str, float], dict[str, str]] = {}
     for scenario, rho in config.points:
-        workload = load_scenario(scenario).build(load=rho)
+        agents = [a for a in config.agents if (scenario, rho) not in unfit[a]]
+        if scenario in SEQUENCE_POINTS:
+            sp = SEQUENCE_POINTS[scenario]
+            workload = _trace(sp.scenario)
+        else:
+            workload = load_scenario(scenario).build(load=rho)
         here = [pid for pid in ids if supports(pid, workload) is None]
         # a policy of the user's own enters where it is defined (elsewhere it has no score, like a baseline)
         here += [spec for spec in config.policies if supports(own[spec], workload) is None]
-        agents = [a for a in config.agents if (scenario, rho) not in unfit[a]]
+        kinds[(scenario, rho)] = {}
+        if scenario in SEQUENCE_POINTS:
+            runs: list[tuple[str, str, str | None]] = []
+            for pid in here:
+                policy = own[pid] if pid in own else make_policy(pid)
+                label = (policy.policy_id or pid) if pid in own else pid
+                kinds[(scenario, rho)][label] = _kind(policy.preemptive, policy.reads_sizes(), pid in own)
+                runs.append((label, pid, None))
+            for spec in agents:
+                runs.append((agent_label(spec), agent_label(spec), spec))
+                kinds[(scenario, rho)][agent_label(spec)] = "agent"
+            if len({label for label, *_ in runs}) < len(runs):
+                raise ValueError(
+                    f"benchmark point {scenario}: two entrants share a name; give them ids of their own"
+                )
+            for label, policy_spec, agent in runs:
+                for seed in config.seeds:
+                    points.append(
+                        Point(
+                            series=label,
+                            x=rho,
+                            scenario=sp.run_scenario(seed),
+                            policy=policy_spec,
+                            seed=seed,
+                            num_arrivals=sp.length,
+                            warmup=0,
+                            agent=agent,
+                        )
+                    )
+                    owner.append((scenario, rho))
+            continue
         lb = LeaderboardConfig(
             scenarios=(scenario,),
             loads=(rho,),
@@ -362,20 +533,12 @@ def _plan(
             warmup=config.warmup,
         )
         pts, entrants, _ = plan(lb)
-        kinds[(scenario, rho)] = {}
         for e in entrants[scenario]:
-            if e.agent:
-                kind = "agent"
-            else:
-                cls = own[e.policy] if e.policy in own else policy_class(e.policy)
-                kind = ("preemptive" if cls.preemptive else "non-preemptive") + (
-                    ", size-aware" if cls.size_aware else ""
-                )
-                if e.policy in own:  # scored, never a reference: the scale must not depend on entrants
-                    kind = "user, " + kind
+            kind = "agent" if e.agent else _kind(e.preemptive, e.size_aware, e.policy in own)
             kinds[(scenario, rho)][e.label] = kind
         points += pts
-    return points, kinds
+        owner += [(scenario, rho)] * len(pts)
+    return points, kinds, owner
 
 
 def _check_out(out: Path, config: BenchmarkConfig, writable: bool) -> None:
@@ -440,6 +603,8 @@ def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[st
     result: dict[tuple[str, float], float] = {}
     changed = False
     for scenario, rho in config.points:
+        if scenario in SEQUENCE_POINTS:  # a trace has no Markov decision process to solve
+            continue
         content = scenario_content(Point("", rho, scenario, "", 0, 100, build={"load": rho}))
         key = f"{scenario}@{rho!r}#{content}"
         if key not in cache:
@@ -466,7 +631,7 @@ def run_benchmark(
     workers = workers if workers is not None else (os.cpu_count() or 1)
     check_backend(backend, workers, address)
     unfit = _check_agents(config)  # every check before anything is written
-    points, kinds = _plan(config, unfit)
+    points, kinds, owner = _plan(config, unfit)
     with hold_folder(out) as writable:
         _check_out(out, config, writable)
         _read_optima(out / "optima.json", note=False)  # another file of that name is refused before any run
@@ -475,7 +640,7 @@ def run_benchmark(
         )
         # another metric's 100 is the best heuristic: no optimum to solve for it
         optima = _optima(out, config, writable) if config.by_default_metric else {}
-        report = score(config, points, results, kinds, optima, unfit)
+        report = score(config, points, results, kinds, optima, unfit, owner)
         if writable:
             report["files"] = _write(out, report)
         else:
@@ -499,30 +664,36 @@ def score(
     kinds: dict[tuple[str, float], dict[str, str]],
     optima: dict[tuple[str, float], float],
     unfit: dict[str, dict[tuple[str, float], str]],
+    owner: Sequence[tuple[str, float]] | None = None,
 ) -> dict[str, Any]:
-    """Scales, per-point scores and aggregates of finished runs (see the module docstring), on
-    ``config.metric``."""
+    """Scales, per-point scores and aggregates of finished runs (see the module docstring), each point
+    on its metric (:meth:`BenchmarkConfig.metric_at`); ``owner`` names the suite point of each run
+    (default: its scenario and x)."""
     from .agents import agent_label
 
-    metric = config.metric
-    # lower is better but for the utilisation: rank by sign * value
-    sign = -1.0 if METRICS[metric][1] else 1.0
+    owner = owner if owner is not None else [(p.scenario, p.x) for p in points]
     runs: dict[tuple[str, float], dict[str, dict[int, dict[str, Any]]]] = {}
-    for p, r in zip(points, results, strict=True):
-        runs.setdefault((p.scenario, p.x), {}).setdefault(p.series, {})[p.seed] = r
+    for p, r, at in zip(points, results, owner, strict=True):
+        runs.setdefault(at, {}).setdefault(p.series, {})[p.seed] = r
     scales: list[Scale] = []
     rows: list[PointScore] = []
     for scenario, rho in config.points:
+        metric = config.metric_at(scenario)
+        # lower is better but for the utilisation: rank by sign * value
+        sign = -1.0 if METRICS[metric][1] else 1.0
+        sequences = scenario in SEQUENCE_POINTS
         at = runs[(scenario, rho)]
         kind_of = kinds[(scenario, rho)]
         value = {e: {s: _metric_of(r, metric) for s, r in by.items()} for e, by in at.items()}
         mean_v = {e: float(np.mean(list(v.values()))) for e, v in value.items()}
+        if sequences:  # a sequence is scheduled to its last job: no steady state to reach or miss
+            at = {e: {s: {**r, "stable": True} for s, r in by.items()} for e, by in at.items()}
         stable = {e: all(r["stable"] for r in by.values()) for e, by in at.items()}
         heuristics = [e for e in at if _heuristic(kind_of[e]) and stable[e] and math.isfinite(mean_v[e])]
         if not heuristics:
             raise ValueError(
                 f"benchmark point {scenario}@{rho:g}: no heuristic is stable on every seed"
-                + ("" if config.by_default_metric else f" with a value of {metric}")
+                + ("" if metric == DEFAULT_METRIC else f" with a value of {metric}")
             )
         best = min(heuristics, key=lambda e: sign * mean_v[e])
         if "fcfs" in heuristics:
@@ -530,30 +701,43 @@ def score(
         else:
             low_ref = max(heuristics, key=lambda e: sign * mean_v[e])
         # the exact optimum is of the mean response time: never the 100 of another metric
-        exact = optima.get((scenario, rho)) if config.by_default_metric else None
-        high_ref = best if exact is None else "optimum (non-preemptive, exact)"
+        exact = optima.get((scenario, rho)) if metric == DEFAULT_METRIC else None
         lows = value[low_ref]
-        highs = {s: value[best][s] if exact is None else exact for s in config.seeds}
+        if sequences:
+            # a sequence's jobs are few, and which heuristic is best changes from one sequence to the
+            # next: its 100 is the best reference heuristic on that sequence (at or below FCFS's value)
+            high_ref = "best heuristic per sequence"
+            highs = {s: sign * min(sign * value[e][s] for e in heuristics) for s in config.seeds}
+        else:
+            high_ref = best if exact is None else "optimum (non-preemptive, exact)"
+            highs = {s: value[best][s] if exact is None else exact for s in config.seeds}
         for s in config.seeds:
-            if not sign * (lows[s] - highs[s]) > 0:
+            empty = sequences and lows[s] == highs[s]  # every heuristic alike on it (no queue formed)
+            if not (sign * (lows[s] - highs[s]) > 0 or empty):
                 raise ValueError(
                     f"benchmark point {scenario}@{rho:g}, seed {s}: the lower reference {low_ref} "
                     f"({lows[s]:.4g}) is not worse than the upper one {high_ref} ({highs[s]:.4g}) by "
                     f"{metric}; the scale is empty"
                 )
-        high = mean_v[best] if exact is None else exact
-        scales.append(Scale(scenario, rho, mean_v[low_ref], low_ref, high, high_ref, best))
+        if sequences:
+            high = float(np.mean(list(highs.values())))
+        else:
+            high = mean_v[best] if exact is None else exact
+        scales.append(Scale(scenario, rho, mean_v[low_ref], low_ref, high, high_ref, best, metric))
         for e, by in at.items():
             scores = []
             for s in config.seeds:
                 v = value[e][s]
                 if e == low_ref:  # exactly, whatever the rounding
                     x = 0.0
-                elif e == best and exact is None:
+                elif e == best and exact is None and not sequences:
                     x = 100.0
                 elif by[s]["stable"] and math.isfinite(v):
-                    # (low - v) / (low - high) rises towards the high reference in either direction
-                    x = 100 * (lows[s] - v) / (lows[s] - highs[s])
+                    if lows[s] == highs[s]:  # an empty scale: as good as every heuristic, or not
+                        x = 100.0 if sign * (v - highs[s]) <= 0 else 0.0
+                    else:
+                        # (low - v) / (low - high) rises towards the high reference in either direction
+                        x = 100 * (lows[s] - v) / (lows[s] - highs[s])
                 else:
                     x = 0.0
                 scores.append(max(x, 0.0))
@@ -568,33 +752,48 @@ def score(
                         scenario, rho, agent_label(spec), "agent", math.nan, [0.0] * len(config.seeds), "n/a"
                     )
                 )
-    aggregates = _aggregate(config, rows, scales)
-    return {"config": config, "scales": scales, "points": rows, "aggregates": aggregates, "unfit": unfit}
+    aggregates = _aggregate(config.test_points, rows, scales)
+    train = _aggregate(config.train_points, rows, scales) if config.train_points else []
+    return {
+        "config": config,
+        "scales": scales,
+        "points": rows,
+        "aggregates": aggregates,
+        "train_aggregates": train,
+        "unfit": unfit,
+    }
 
 
-def _matrix(rows: list[PointScore], entrant: str, config: BenchmarkConfig) -> np.ndarray | None:
-    """The (seeds x points) score matrix of ``entrant``, None if it did not enter every point."""
+def _matrix(rows: list[PointScore], entrant: str, points: Sequence[tuple[str, float]]) -> np.ndarray | None:
+    """The (seeds x points) score matrix of ``entrant`` over ``points``, None if it did not enter
+    every one of them."""
     by = {(r.scenario, r.load): r.scores for r in rows if r.entrant == entrant}
-    if len(by) != len(config.points):
+    if any(p not in by for p in points):
         return None
-    return np.array([by[p] for p in config.points], dtype=float).T
+    return np.array([by[p] for p in points], dtype=float).T
 
 
-def _aggregate(config: BenchmarkConfig, rows: list[PointScore], scales: list[Scale]) -> list[Aggregate]:
+def _aggregate(
+    points: Sequence[tuple[str, float]], rows: list[PointScore], scales: list[Scale]
+) -> list[Aggregate]:
+    """IQM, mean and P(improve on the best heuristic) per entrant over ``points``, best IQM first."""
+    wanted = set(points)
+    rows = [r for r in rows if (r.scenario, r.load) in wanted]
+    by_point = {(s.scenario, s.load): s for s in scales}
     best = np.array(
         [
             next(
                 r.scores
                 for r in rows
-                if (r.scenario, r.load, r.entrant) == (s.scenario, s.load, s.best_heuristic)
+                if (r.scenario, r.load, r.entrant) == (p[0], p[1], by_point[p].best_heuristic)
             )
-            for s in scales
+            for p in points
         ],
         dtype=float,
     ).T
     out: list[Aggregate] = []
     for entrant in dict.fromkeys(r.entrant for r in rows):
-        m = _matrix(rows, entrant, config)
+        m = _matrix(rows, entrant, points)
         mine = [r for r in rows if r.entrant == entrant]
         if m is None:  # not defined on every point (e.g. MSFQ needs one-or-all): no aggregate
             continue
@@ -642,18 +841,21 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
         "P(improve on best heuristic) [95% CI]",
         "flagged points (unstable; n/a: does not fit)",
     ]
-    table = [
-        [
-            str(i),
-            a.entrant,
-            a.kind,
-            f"{_f(a.iqm)} [{_f(a.iqm_lo)}, {_f(a.iqm_hi)}]",
-            _f(a.mean),
-            f"{a.p_improve:.2f} [{a.p_lo:.2f}, {a.p_hi:.2f}]",
-            ", ".join(a.flagged),
+
+    def ranked(aggregates: list[Aggregate]) -> list[list[str]]:
+        return [
+            [
+                str(i),
+                a.entrant,
+                a.kind,
+                f"{_f(a.iqm)} [{_f(a.iqm_lo)}, {_f(a.iqm_hi)}]",
+                _f(a.mean),
+                f"{a.p_improve:.2f} [{a.p_lo:.2f}, {a.p_hi:.2f}]",
+                ", ".join(a.flagged),
+            ]
+            for i, a in enumerate(aggregates, 1)
         ]
-        for i, a in enumerate(report["aggregates"], 1)
-    ]
+
     title = (
         f"benchmark suite {config.suite}: {len(config.points)} points x {len(config.seeds)} seeds x "
         f"{config.arrivals} arrivals ({config.warmup_arrivals} warm-up); score 0 = FCFS (or the lower "
@@ -666,10 +868,29 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
             "score 0 = FCFS (or the lower reference), 100 = the best size-oblivious heuristic by "
             f"{config.metric} (the exact optimum is of the mean response time only)"
         )
-    lines += _render(title, head, table, markdown)
+    traces = [p for p in config.points if p[0] in SEQUENCE_POINTS]
+    if traces:
+        title += (
+            f"; at the trace points ({', '.join(p[0] for p in traces)}) a run is one sequence of the "
+            "HPC protocol, scored on its own metric (see the scales)"
+        )
+    if config.train_points:
+        title += (
+            f"; the score is over the {len(config.test_points)} test points of the published split "
+            f"(train points: {', '.join(f'{sc}@{x:g}' for sc, x in config.train_points)})"
+        )
+    lines += _render(title, head, ranked(report["aggregates"]), markdown)
+    if config.train_points:
+        lines += _render(
+            "the train points, which agents may be tuned on (not the score)",
+            head,
+            ranked(report["train_aggregates"]),
+            markdown,
+        )
+    mixed = len({s.metric for s in report["scales"]}) > 1
     head = [
         "scenario",
-        "load",
+        "load" if not traces else "load (trace: jobs per sequence)",
         "score 0 (lower reference)",
         "T_low" if config.by_default_metric else f"{config.metric} low",
         "score 100 (upper reference)",
@@ -678,13 +899,22 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
     ]
     table = [
         [s.scenario, f"{s.load:g}", s.low_ref, f"{s.low:.4g}", s.high_ref, f"{s.high:.4g}", s.best_heuristic]
+        + ([s.metric] if mixed else [])
         for s in report["scales"]
     ]
+    if mixed:
+        head.append("metric")
     lines += _render("the scale of each point", head, table, markdown)
     entrants = [a.entrant for a in report["aggregates"]]
     entrants += [e for e in dict.fromkeys(r.entrant for r in report["points"]) if e not in entrants]
     by = {(r.scenario, r.load, r.entrant): r for r in report["points"]}
-    head = ["entrant", *(f"{s}@{rho:g}" for s, rho in config.points)]
+    head = [
+        "entrant",
+        *(
+            f"{s}@{rho:g}" + (" (train)" if config.split((s, rho)) == "train" else "")
+            for s, rho in config.points
+        ),
+    ]
     table = []
     for e in entrants:
         cells = []
@@ -729,6 +959,9 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
             "(the exact optimum is of the mean response time only).\n\n"
         )
     _atomic_write(md, intro + format_benchmark(report, markdown=True))
+    # a suite with a published split (v2) says of each row which part it is over; v1's files are as they were
+    split = bool(config.train_points)
+    parts = [("test", report["aggregates"])] + ([("train", report["train_aggregates"])] if split else [])
     _atomic_csv(
         agg_csv,
         [
@@ -743,7 +976,8 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
             "p_lo",
             "p_hi",
             "flagged",
-        ],
+        ]
+        + (["split"] if split else []),
         (
             [
                 i,
@@ -758,7 +992,9 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
                 a.p_hi,
                 "; ".join(a.flagged),
             ]
-            for i, a in enumerate(report["aggregates"], 1)
+            + ([part] if split else [])
+            for part, aggregates in parts
+            for i, a in enumerate(aggregates, 1)
         ),
     )
     scales = {(s.scenario, s.load): s for s in report["scales"]}
@@ -767,12 +1003,17 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
         sc = scales[(r.scenario, r.load)]
         scores = " ".join(f"{x:.6g}" for x in r.scores)
         head = [r.scenario, r.load, r.entrant, r.kind, r.value, r.score, scores, r.flag]
-        return [*head, sc.low_ref, sc.low, sc.high_ref, sc.high]
+        more = [sc.metric, config.split((r.scenario, r.load))] if split else []
+        return [*head, sc.low_ref, sc.low, sc.high_ref, sc.high, *more]
 
-    # the value column is named after the metric (mean_response_time by default)
-    header = ["scenario", "load", "entrant", "kind", config.metric, "score", "scores_per_seed", "flag"]
+    # the value column is named after the metric (mean_response_time by default); with trace points
+    # (v2) it holds each point's own metric, named in the metric column
+    value = "value" if split else config.metric
+    header = ["scenario", "load", "entrant", "kind", value, "score", "scores_per_seed", "flag"]
     _atomic_csv(
-        pts_csv, [*header, "low_ref", "t_low", "high_ref", "t_high"], map(point_row, report["points"])
+        pts_csv,
+        [*header, "low_ref", "t_low", "high_ref", "t_high", *(["metric", "split"] if split else [])],
+        map(point_row, report["points"]),
     )
     files = [md, agg_csv, pts_csv]
     if _plot(report, png) is not None:
@@ -791,7 +1032,7 @@ def _plot(report: dict[str, Any], path: Path) -> Path | None:
         return None
     config: BenchmarkConfig = report["config"]
     aggs = report["aggregates"]
-    mats = {a.entrant: _matrix(report["points"], a.entrant, config) for a in aggs}
+    mats = {a.entrant: _matrix(report["points"], a.entrant, config.test_points) for a in aggs}
     top = max([100.0] + [float(m.max()) for m in mats.values() if m is not None])
     right = min(top * 1.02, PROFILE_MAX)  # a few runs far above 100 (a narrow scale) would squash the rest
     taus = np.linspace(0, right, 400)

@@ -61,20 +61,7 @@ def sequence_starts(
 def sequence_workload(trace: Any, start: int, length: int) -> Any:
     """Jobs ``start .. start + length - 1`` of a trace replay (a
     :class:`~msj_gym.workloads.trace.TraceWorkload`), their times kept, as a workload of their own."""
-    from ..workloads.trace import TraceWorkload
-
-    part = slice(int(start), int(start) + int(length))
-    requested = trace.requested_time_per_job
-    wl = TraceWorkload(
-        trace.num_servers,
-        trace.arrival_time[part],
-        trace.server_need_per_job[part],
-        trace.service_time_per_job[part],
-        name=f"{trace.name}[{part.start}:{part.stop}]",
-        requested_time=None if requested is None else requested[part],
-    )
-    wl.slowdown_tau = trace.slowdown_tau
-    return wl
+    return trace.jobs(int(start), int(length))
 
 
 @dataclass(frozen=True)

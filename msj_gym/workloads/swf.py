@@ -573,6 +573,8 @@ class SWFScenario:
     max_need: int = 64
     wide: str = "refuse"
     tau: float | None = None
+    start: int | None = None
+    length: int | None = None
     description: str = ""
     source: str = ""
 
@@ -615,6 +617,8 @@ class SWFScenario:
             wl = swf_replay(
                 self.log(), k, need=self.need, cleaning=self.cleaning, first=self.first, name=self.name
             )
+            if self.start is not None and self.length is not None:
+                wl = wl.jobs(self.start, self.length)
         if load is not None:
             wl = wl.with_load(load)
         elif arrival_rate is not None:
@@ -625,7 +629,19 @@ class SWFScenario:
         return wl
 
 
-_SPEC_OPTIONS = ("num_servers", "load", "first", "need", "cleaning", "binning", "max_need", "wide", "tau")
+_SPEC_OPTIONS = (
+    "num_servers",
+    "load",
+    "first",
+    "need",
+    "cleaning",
+    "binning",
+    "max_need",
+    "wide",
+    "tau",
+    "start",
+    "length",
+)
 
 
 def swf_scenario(spec: str) -> SWFScenario:
@@ -633,8 +649,10 @@ def swf_scenario(spec: str) -> SWFScenario:
     ``$MSJ_GYM_TRACE_DIR`` and then in the shared traces folder next to a source checkout; options
     ``num_servers`` (default: the header's k), ``load`` (default: the log's own timing), ``first``,
     ``need`` (requested, allocated, max), ``cleaning`` (standard, rlscheduler), ``tau`` (the bounded
-    slowdown's, in seconds; default 10), and ``binning`` / ``max_need`` / ``wide`` for Anselmi &
-    Doncel's binned replay (:func:`swf_workload`). The file is checked now and read at the first build."""
+    slowdown's, in seconds; default 10), ``start`` and ``length`` (jobs start .. start + length - 1 of the
+    cleaned replay, their submit times kept: one sequence of the HPC protocol), and ``binning`` /
+    ``max_need`` / ``wide`` for Anselmi & Doncel's binned replay (:func:`swf_workload`). The file is
+    checked now and read at the first build."""
     if not is_swf_spec(spec):
         raise ValueError(f"SWF scenario: expected 'swf:FILE[?options]', got {spec!r}")
     where = f"SWF scenario {spec!r}"
@@ -646,13 +664,14 @@ def swf_scenario(spec: str) -> SWFScenario:
             raise ValueError(f"{where}: expected option=value, got {item!r}")
         if key not in _SPEC_OPTIONS:
             raise ValueError(f"{where}: unknown option {key!r}; known: {', '.join(_SPEC_OPTIONS)}")
-        if key in ("num_servers", "first", "max_need"):
+        if key in ("num_servers", "first", "max_need", "start", "length"):
             try:
                 options[key] = int(value)
             except ValueError:
                 raise ValueError(f"{where}: {key} expects an integer, got {value!r}") from None
-            if options[key] < 1:
-                raise ValueError(f"{where}: {key} expects a positive integer, got {value!r}")
+            if options[key] < (0 if key == "start" else 1):
+                what = "a non-negative" if key == "start" else "a positive"
+                raise ValueError(f"{where}: {key} expects {what} integer, got {value!r}")
         elif key in ("load", "tau"):
             try:
                 options[key] = float(value)
@@ -665,6 +684,10 @@ def swf_scenario(spec: str) -> SWFScenario:
             if value not in choices:
                 raise ValueError(f"{where}: {key} expects one of {', '.join(choices)}, got {value!r}")
             options[key] = value
+    if ("start" in options) != ("length" in options):
+        raise ValueError(f"{where}: start and length go together (jobs start .. start + length - 1)")
+    if "start" in options and "binning" in options:
+        raise ValueError(f"{where}: start and length select jobs of a replay, not of a binned one")
     path = Path(target).expanduser()
     if not path.is_file() and not path.is_absolute():
         found = [d / target for d in _trace_dirs() if (d / target).is_file()]

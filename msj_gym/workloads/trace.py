@@ -168,6 +168,31 @@ class TraceWorkload(ClassTable):
         out.meta = {**self.meta, "time_scale": self.meta.get("time_scale", 1.0) * factor}
         return out
 
+    def jobs(self, start: int, length: int) -> TraceWorkload:
+        """Jobs ``start .. start + length - 1`` (in submit order) as a replay of their own, their submit
+        times, labels and requested times kept: a sequence of the HPC evaluation protocol
+        (:mod:`msj_gym.experiments.sequences`), scheduled from an empty machine."""
+        for label, value, least in (("start", start, 0), ("length", length, 1)):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+                raise ValueError(f"trace {self.name!r}: {label} expects an integer >= {least}, got {value!r}")
+        total = int(self.arrival_time.size)
+        if start + length > total:
+            raise ValueError(
+                f"trace {self.name!r}: jobs {start}..{start + length - 1} run past its {total} jobs"
+            )
+        part = slice(int(start), int(start) + int(length))
+        out = TraceWorkload(
+            self.num_servers,
+            self.arrival_time[part],
+            self.server_need_per_job[part],
+            self.service_time_per_job[part],
+            name=f"{self.name}[{part.start}:{part.stop}]",
+            job_label=None if self.job_label is None else self.job_label[part],
+            requested_time=None if self.requested_time_per_job is None else self.requested_time_per_job[part],
+        )
+        out.slowdown_tau = self.slowdown_tau
+        return out
+
     def with_load(self, load: float) -> TraceWorkload:
         """The same jobs at offered load ``load``, by time dilation (inter-arrival gaps scaled by
         current load / ``load``; service times unchanged)."""

@@ -238,3 +238,23 @@ def test_sdsc_sp2_replay() -> None:
         "requested time from the run time": 35,
     }
     assert wl.server_need_per_job.max() <= 128 and (wl.requested_time_per_job > 0).all()
+
+
+def test_start_and_length_select_a_sequence_of_the_replay(tmp_path: Path) -> None:
+    """``start=S&length=N``: jobs S .. S + N - 1 of the cleaned replay, their submit and requested
+    times kept, as ``TraceWorkload.jobs`` gives them (one sequence of the HPC protocol)."""
+    rows = [_row(i, 10 * i, 5 + i, 1 + i % 4, 1 + i % 4, 20 + i) for i in range(1, 13)]
+    path = _swf(tmp_path, rows)
+    whole = load_scenario(f"swf:{path}?tau=30").build()
+    part = load_scenario(f"swf:{path}?tau=30&start=3&length=5").build()
+    assert part.arrival_time.tolist() == whole.arrival_time[3:8].tolist() == [40.0, 50.0, 60.0, 70.0, 80.0]
+    assert part.service_time_per_job.tolist() == whole.service_time_per_job[3:8].tolist()
+    assert part.requested_time_per_job.tolist() == whole.requested_time_per_job[3:8].tolist()
+    assert part.server_need_per_job.tolist() == whole.server_need_per_job[3:8].tolist()
+    assert part.slowdown_tau == 30.0 and part.num_servers == whole.num_servers
+    same = whole.jobs(3, 5)
+    assert same.arrival_time.tolist() == part.arrival_time.tolist()
+    assert [c.server_need for c in same.classes] == [c.server_need for c in part.classes]
+    # every job of the sequence is run and measured, from an empty machine
+    res = Simulator(part, make_policy("fcfs"), num_arrivals=5, warmup=0).run()
+    assert res.num_measured == 5
