@@ -334,7 +334,10 @@ def _reduce(chain: MSJChain, trans: list[tuple[np.ndarray, np.ndarray]], post: n
     point keeps a few of its up to ``num_configs`` states, and the LU factors, whose fill grows with the
     square of the states per point, shrink far more (one-or-all at load 0.9: 3.5 M pre-decision states,
     about 0.3 M taken)."""
-    used, of_pre = np.unique(post, return_inverse=True)
+    taken = np.zeros(chain.valid.size, dtype=bool)
+    taken[post] = True
+    used = np.flatnonzero(taken)
+    of_pre = (np.cumsum(taken) - 1)[post]
     if used[0] != 0:
         raise RuntimeError("the empty state must be its own post-decision state")
     m = len(used)
@@ -342,7 +345,7 @@ def _reduce(chain: MSJChain, trans: list[tuple[np.ndarray, np.ndarray]], post: n
     probs = np.stack([p.ravel()[used] for p, _ in trans], axis=1).ravel()
     cols = np.stack([of_pre[d.ravel()[used]] for _, d in trans], axis=1).ravel()
     keep = probs > 0
-    return _Reduced(used=used, of_pre=of_pre.ravel(), P=(rows[keep], cols[keep], probs[keep]))
+    return _Reduced(used=used, of_pre=of_pre, P=(rows[keep], cols[keep], probs[keep]))
 
 
 def _dissection_order(t: Sequence[np.ndarray], leaf: int = 64) -> np.ndarray:
@@ -350,32 +353,40 @@ def _dissection_order(t: Sequence[np.ndarray], leaf: int = 64) -> np.ndarray:
     count of each state).
 
     Every transition moves one class's count by at most one, so the states at one value of one count
-    separate those below it from those above: halving the longest side of the box of counts again and
-    again, and eliminating each half before the separating states, keeps the LU factors near
-    ``n log n`` in size, where a generic fill-reducing order (SuperLU's COLAMD) finds the grid's
-    geometry only in part."""
+    separate those below it from those above. Cutting each group of states at the median of the count
+    whose median value holds the fewest states, again and again, and eliminating both sides before the
+    separating states, keeps the LU factors near ``n log n`` in size, where a generic fill-reducing
+    order (SuperLU's COLAMD) finds the grid's geometry only in part; the median, not the middle of the
+    range, because the states crowd where few jobs wait (every running configuration is taken there)."""
     coords = np.stack([np.asarray(x, dtype=np.int64) for x in t], axis=1)
     out: list[np.ndarray] = []
-    # an explicit stack instead of recursion; a box is pushed after its separator is queued, so the
-    # order is built back to front and reversed at the end (separators after both halves)
-    todo: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [
-        (np.arange(len(coords)), coords.min(axis=0), coords.max(axis=0))
-    ]
+    # an explicit stack instead of recursion, the order built back to front (separators after both
+    # sides once reversed)
+    todo = [np.arange(len(coords))]
     while todo:
-        idx, lo, hi = todo.pop()
-        ext = hi - lo
-        c = int(np.argmax(ext))
-        if len(idx) <= leaf or ext[c] == 0:
+        idx = todo.pop()
+        if len(idx) <= leaf:
             out.append(idx[::-1])
             continue
-        mid = (int(lo[c]) + int(hi[c])) // 2
+        best: tuple[int, int, int] | None = None  # (separator size, class, cut value)
+        for c in range(coords.shape[1]):
+            x = coords[idx, c]
+            lo = int(x.min())
+            hist = np.bincount(x - lo)
+            if len(hist) == 1:
+                continue
+            cut = int(np.searchsorted(np.cumsum(hist), len(idx) // 2))
+            if best is None or hist[cut] < best[0]:
+                best = (int(hist[cut]), c, cut + lo)
+        if best is None:  # one queue-length point: nothing separates its states
+            out.append(idx[::-1])
+            continue
+        _size, c, cut = best
         x = coords[idx, c]
-        out.append(idx[x == mid][::-1])
-        below_hi, above_lo = hi.copy(), lo.copy()
-        below_hi[c], above_lo[c] = mid - 1, mid + 1
-        for part, plo, phi in ((idx[x < mid], lo, below_hi), (idx[x > mid], above_lo, hi)):
+        out.append(idx[x == cut][::-1])
+        for part in (idx[x < cut], idx[x > cut]):
             if len(part):
-                todo.append((part, plo, phi))
+                todo.append(part)
     return np.concatenate(out)[::-1]
 
 
@@ -431,6 +442,7 @@ class _Evaluation:
     gain: float
     h: np.ndarray
     reduced: _Reduced
+    lu: _LU
     pi: np.ndarray | None
 
 
@@ -440,10 +452,11 @@ def _evaluate(
     post: np.ndarray,
     cost_dense: np.ndarray | None,
     stationary: bool = False,
+    reduced: _Reduced | None = None,
 ) -> _Evaluation:
     """Evaluate a policy exactly by one sparse LU factorisation of its chain on the post-decision
     states it takes (:func:`_reduce`); ``cost_dense`` None: the stationary law only."""
-    red = _reduce(chain, trans, post)
+    red = reduced if reduced is not None else _reduce(chain, trans, post)
     lu = _LU(len(red.used), red.P, _counts(chain, red.used))
     g, h = math.nan, np.zeros(0)
     if cost_dense is not None:
@@ -451,7 +464,7 @@ def _evaluate(
         g = float(z[0])
         z[0] = 0.0
         h = z[red.of_pre]
-    return _Evaluation(gain=g, h=h, reduced=red, pi=_stationary(lu) if stationary else None)
+    return _Evaluation(gain=g, h=h, reduced=red, lu=lu, pi=_stationary(lu) if stationary else None)
 
 
 def _check_residual(g: float, h: np.ndarray, W: np.ndarray, post: np.ndarray) -> None:
@@ -550,8 +563,17 @@ def _marginals(chain: MSJChain, ev: _Evaluation) -> list[np.ndarray]:
     return [np.bincount(t[c], weights=ev.pi, minlength=b + 1) for c, b in enumerate(chain.buffers)]
 
 
-def _value(chain: MSJChain, name: str, post: np.ndarray) -> tuple[PolicyValue, list[np.ndarray]]:
-    ev = _evaluate(chain, chain.transitions(), post, None, stationary=True)
+def _value(
+    chain: MSJChain, name: str, post: np.ndarray, done: _Evaluation | None = None
+) -> tuple[PolicyValue, list[np.ndarray]]:
+    """The exact value of the policy ``post``; ``done``: its evaluation if policy iteration ended on it
+    (its factors give the stationary law without a new factorisation)."""
+    if done is None:
+        ev = _evaluate(chain, chain.transitions(), post, None, stationary=True)
+    elif done.pi is None:
+        ev = _Evaluation(done.gain, done.h, done.reduced, done.lu, _stationary(done.lu))
+    else:
+        ev = done
     assert ev.pi is not None
     C = chain.num_classes
     t = _counts(chain, ev.reduced.used)
@@ -693,8 +715,9 @@ def _policy_iteration(
     log: Callable[[str], None],
     lost_cost: Sequence[float] | None = None,
     stop_blocked: float | None = None,
-) -> tuple[_Policy, float, np.ndarray, int]:
-    """Policy iteration from ``start`` (default Most Servers First). ``lost_cost`` (per class, in
+) -> tuple[_Policy, _Evaluation | None, int]:
+    """Policy iteration from ``start`` (default Most Servers First): the policy, its evaluation where it is
+    the one evaluated last (else None), and the iterations taken. ``lost_cost`` (per class, in
     job-time units) charges every arrival lost at the buffer: the buffer search uses it so that the
     truncated problem cannot profit from giving a class up (the cost only counts jobs in the system).
     With ``stop_blocked``, an evaluated policy that loses a larger fraction of some class's arrivals
@@ -707,14 +730,16 @@ def _policy_iteration(
             grid_jobs = grid_jobs + chain.arrival_rates[c] * lost_cost[c] * (axes[c] == b)
     cost_dense = np.broadcast_to(grid_jobs[None], chain.valid.shape) / chain.uniformization
     policy = start or _heuristic_policy(chain, -1)
-    stuck = _cannot_empty(_reduce(chain, trans, policy.post))
+    red = _reduce(chain, trans, policy.post)
+    stuck = _cannot_empty(red)
     if stuck.any():
         # a warm start that leaves some states unable to empty: serve them as Most Servers First
         msf = _heuristic_policy(chain, -1)
         policy = _Policy(post=np.where(stuck, msf.post, policy.post), table=policy.table)
+        red = _reduce(chain, trans, policy.post)
     g_prev = math.inf
     for it in range(1, max_iterations + 1):
-        ev = _evaluate(chain, trans, policy.post, cost_dense, stationary=stop_blocked is not None)
+        ev = _evaluate(chain, trans, policy.post, cost_dense, stop_blocked is not None, red)
         if stop_blocked is not None:
             blocked = [float(m[-1]) for m in _marginals(chain, ev)]
             if max(blocked) > stop_blocked:
@@ -734,21 +759,25 @@ def _policy_iteration(
         # converged, or the last improvement of the gain was below tol: what is left to improve
         # is in states the chain almost never visits (near the truncation)
         if not improve.any() or g >= g_prev * (1 - tol):
+            if np.array_equal(new.post, policy.post):
+                return new, ev, it
             if not _cannot_empty(_reduce(chain, trans, new.post)).any():
-                return new, g, h, it
+                return new, None, it
             # the greedy policy would trap states (the truncated optimum gives a class up): keep the
             # evaluated policy; its step table is the greedy one's, exact only where they agree
             log("the greedy policy has states that never empty: keeping the evaluated policy")
-            return _Policy(post=policy.post, table=new.table), g, h, it
+            return _Policy(post=policy.post, table=new.table), ev, it
         g_prev = g
         post = np.where(improve, new.post, policy.post)
-        stuck = _cannot_empty(_reduce(chain, trans, post))
+        red = _reduce(chain, trans, post)
+        stuck = _cannot_empty(red)
         if stuck.any():
             # the improvement would trap the chain (a second recurrent class): keep the current action
             # in the states it traps. They reached the empty state before, through states that keep
             # their action or reach it now, so every state reaches it again.
             log(f"{int(stuck.sum())} states would never empty: they keep their action")
             post = np.where(stuck, policy.post, post)
+            red = _reduce(chain, trans, post)
         policy = _Policy(post=post, table=new.table)
     raise RuntimeError(f"policy iteration did not converge in {max_iterations} iterations")
 
@@ -802,9 +831,9 @@ def solve_optimal(
         say(f"buffers {T}: {chain.num_pre} states")
         start = None if previous is None else _extend(chain, *previous)
         lost = [sum(T) / rate for rate in lam] if charged else None
-        policy, _g, _h, its = _policy_iteration(chain, start, tol, max_iterations, say, lost)
+        policy, done, its = _policy_iteration(chain, start, tol, max_iterations, say, lost)
         iterations += its
-        value, marginals = _value(chain, name, policy.post)
+        value, marginals = _value(chain, name, policy.post, done)
         say(f"blocked fractions {[f'{b:.2e}' for b in value.blocked]}")
         if charged and value.max_blocked <= blocking_target:
             # the charge only steered the search: solve the problem itself from its policy, unless
@@ -812,7 +841,7 @@ def solve_optimal(
             # more than the target: one-or-all near load 0.9), and the charged solution stands
             say("without the charge for lost arrivals")
             try:
-                free, _g, _h, its = _policy_iteration(
+                free, done, its = _policy_iteration(
                     chain, policy, tol, max_iterations, say, stop_blocked=blocking_target
                 )
             except _Exploited as e:
@@ -822,7 +851,7 @@ def solve_optimal(
             else:
                 iterations += its
                 policy = free
-                value, marginals = _value(chain, name, policy.post)
+                value, marginals = _value(chain, name, policy.post, done)
                 say(f"blocked fractions {[f'{b:.2e}' for b in value.blocked]}")
         if buffers is not None or value.max_blocked <= blocking_target:
             break
@@ -843,11 +872,11 @@ def solve_optimal(
         T2 = [math.ceil(b * 1.25) for b in T]
         chain2 = _build_checked(needs, k, lam, mu, T2, preemptive, max_states * 2)
         lost2 = [sum(T2) / rate for rate in lam] if kept_charge else None
-        pol2, _g2, _h2, its2 = _policy_iteration(
+        pol2, done2, its2 = _policy_iteration(
             chain2, _extend(chain2, policy, T), tol, max_iterations, say, lost2
         )
         iterations += its2
-        v2, _ = _value(chain2, value.policy, pol2.post)
+        v2, _ = _value(chain2, value.policy, pol2.post, done2)
         check = {
             "buffers": T2,
             "mean_response_time": v2.mean_response_time,
