@@ -27,8 +27,12 @@ losing arrivals (its policy iteration reaches a policy that blocks more than the
 load 0.9, whose heavy class's tail is long), the charged solution is the answer, and
 ``lost_arrivals_charged`` says so; either way the reported value counts jobs in the system only.
 
-Policy iteration solves it: each policy is evaluated exactly by one sparse linear solve (gain and
-relative values), and improved greedily through the post-decision values
+Policy iteration solves it: each policy is evaluated exactly by one sparse LU factorisation (gain and
+relative values) of its chain on the post-decision states it takes (a pre-decision state's value is
+that of its post-decision state, and a policy that fills the servers takes few of them: one-or-all at
+load 0.9 keeps 0.37 M of 3.5 M states), eliminated in a nested dissection of the grid of per-class
+counts, and checked against the Poisson equation of the whole chain; it is improved greedily through
+the post-decision values
 ``W(y) = N(y)/Lambda + sum_y' p(y, y') h(y')``, which do not depend on the state the decision was taken
 in. The greedy choice is made by walking up the lattice of configurations one start at a time, so the
 solved policy is *prefix-consistent*: starting the first job it names and asking again names the rest.
