@@ -41,7 +41,7 @@ def _solver_version() -> str:
 
 
 def solved_table(
-    workload: Any, preemptive: bool, blocking_target: float = 1e-6, max_states: int = 1_000_000
+    workload: Any, preemptive: bool, blocking_target: float = 1e-6, max_states: int = 6_000_000
 ) -> dict[str, Any]:
     """The solved optimal policy of ``workload`` as arrays (``table``, ``configs``, ``up``,
     ``buffers``) plus its ``value`` (``mean_response_time``, ``blocked``, ...); a ``ValueError`` where the

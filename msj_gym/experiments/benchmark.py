@@ -121,8 +121,8 @@ __all__ = [
 
 SUITE_VERSION = "v1"  # the default suite: it runs anywhere, with no trace to find
 SUITE_VERSIONS = ("v1", "v2")
-# (scenario, load): sf-fig2 and one-or-all at a low, a medium and a high load (exact optima at five of
-# the six), four-class at a lower load and its default; the large bs-fig1 and borg-cellb systems
+# (scenario, load): sf-fig2 and one-or-all at a low, a medium and a high load (exact optima at all
+# six), four-class at a lower load and its default; the large bs-fig1 and borg-cellb systems
 # at their default loads.
 BENCHMARK_SUITE: tuple[tuple[str, float], ...] = (
     ("sf-fig2", 0.5),

@@ -814,7 +814,7 @@ def _report(
     return {"rows": rows, "standings": standings, "skipped": skipped, "config": config, "optima": optima}
 
 
-def exact_optima(scenario: str, load: float, max_states: int = 1_000_000) -> dict[str, float]:
+def exact_optima(scenario: str, load: float, max_states: int = 6_000_000) -> dict[str, float]:
     """The exact optimal mean response times (``"non-preemptive"``, ``"preemptive"``) of a scenario at a
     load, where the Markov decision process is small enough to solve (see
     :mod:`msj_gym.analysis.optimal`; solved once and cached on disk); an empty dict elsewhere."""
