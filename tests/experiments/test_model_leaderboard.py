@@ -139,6 +139,14 @@ def test_reference_rows_are_the_closed_forms() -> None:
         ),
         (["--scenario", "002-linear-mean-field", "--agent", "nonesuch"], "--agent 'nonesuch': no such file"),
         (
+            ["--scenario", "003-tree-symmetric", "--agent", "ppo-assign-random-d"],
+            "--agent 'ppo-assign-random-d': its env does not build on scenario '003-tree-symmetric' at load",
+        ),
+        (
+            ["--scenario", "002-linear-mean-field", "--agent", "ppo-assign-random-d"],
+            "env_id 'CompatAssign-v0' acts on the compatibility model, not on the moldable model",
+        ),
+        (
             [
                 "--scenario",
                 "002-linear-mean-field",
