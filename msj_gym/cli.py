@@ -177,7 +177,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PATH",
-        help="SB3 checkpoint .zip or module:attr (repeatable)",
+        help="a shipped agent name, an SB3 checkpoint .zip or module:attr (repeatable); on a moldable or "
+        "compatibility scenario, an agent of that model's env (MSJMoldable-v0, CompatAssign-v0)",
     )
     lb.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
     lb.add_argument("--seeds", default="5", help="a count, 'LO-HI' or a list (default 5: seeds 0..4)")
@@ -415,19 +416,17 @@ def _model_leaderboard(args: argparse.Namespace, workers: int) -> int:
     )
 
     model = scenario_model(next(s for s in args.scenario if _is_other_model(s)))
-    if args.agent:
-        raise ValueError(
-            f"--agent {args.agent[0]!r}: agents run on the MSJ model's leaderboard only (MSJ-v0, "
-            f"MSJPreemptive-v0); the {model} model's leaderboard ranks its registered policies"
-        )
     if args.metric != "mean_response_time":
         ranked = "its cost per arrival" if model == "moldable" else "the mean response time"
         raise ValueError(f"--metric {args.metric!r}: the {model} model's leaderboard ranks by {ranked}")
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    _importable_from_here(list(args.agent))
     config = ModelLeaderboardConfig(
         scenarios=tuple(args.scenario),
         loads=args.loads,
         policies=policies,
+        agents=tuple(args.agent),
+        bare_agents=args.bare_agents,
         seeds=args.seeds,
         arrivals=args.arrivals,
         warmup=args.warmup,

@@ -17,9 +17,10 @@ __all__ = ["SystemsEnv"]
 
 
 class SystemsEnv(gym.Env):
-    """``env_id`` on ``systems`` (workloads or scenario names): every ``reset`` draws one of them
-    uniformly with the env's own generator (seeded by ``reset(seed=...)``), then resets that system's
-    env with a seed drawn from the same generator. ``action_masks()`` and ``unwrapped``'s result are
+    """``env_id`` on ``systems`` (workloads, scenario names, or dicts of the keywords that make one system of
+    the env, e.g. ``{"scenario": "002-sub-linear-halfin-whitt", "num_servers": 100}``): every ``reset`` draws
+    one of them uniformly with the env's own generator (seeded by ``reset(seed=...)``), then resets that
+    system's env with a seed drawn from the same generator. ``action_masks()`` and ``unwrapped``'s result are
     those of the current system's env."""
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium's own attribute
@@ -37,7 +38,9 @@ class SystemsEnv(gym.Env):
     def _env(self, i: int) -> Any:
         env = self._envs.get(i)
         if env is None:
-            env = gym.make(self.env_id, scenario=self.systems[i], **self.env_kwargs).unwrapped
+            system = self.systems[i]
+            own = dict(system) if isinstance(system, dict) else {"scenario": system}
+            env = gym.make(self.env_id, **{**self.env_kwargs, **own}).unwrapped
             if self._envs and (
                 env.observation_space != self.observation_space or env.action_space != self.action_space
             ):

@@ -9,6 +9,14 @@ POLICY`` MaskablePPO first clones a baseline's decisions through the env (behavi
 improves on them by RL. The command line that produced a checkpoint is saved next to it
 (``<out>.json``) with the run's settings.
 
+Besides the MSJ envs, ``--env-id MSJMoldable-v0`` (a moldable loss system, ``--scenario
+002-SPEEDUP-REGIME`` with ``--k`` servers, ``--blocking-cost``) and ``--env-id CompatAssign-v0``
+(choosing the servers of each job on a compatibility graph, ``--scenario 003-...`` at ``--load``).
+Comma lists ``--scenario A,B``, ``--load 0.7,0.9`` and ``--k 100,1000`` train one agent on every
+combination, a system drawn per episode (:class:`msj_gym.agents.systems_env.SystemsEnv`); they must
+share the env's spaces. ``--imitate`` takes a policy of the env's model (``compat-least-loaded``,
+``moldable-p-scheme``, ...).
+
 ``--vec-env native`` trains on the native batched vector env (:class:`msj_gym.agents.vec_env.MSJSB3VecEnv`:
 all ``--n-envs`` simulators stepped in one compiled call) instead of SB3's ``DummyVecEnv`` of single
 envs; environment ``i`` gets the same seeds and trajectories either way.
@@ -29,17 +37,42 @@ from typing import Any
 ALGOS = ("ppo", "maskable-ppo", "dqn")
 
 
+MODEL_ENVS = ("MSJMoldable-v0", "CompatAssign-v0")  # the other models' envs (not MSJ queues)
+ENV_IDS = ("MSJ-v0", "MSJPreemptive-v0", *MODEL_ENVS)
+
+
+def training_systems(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The systems of the comma lists ``--scenario``, ``--load`` and ``--k`` (every combination), each
+    as the env keywords that set it; one system when no list has two items."""
+    out: list[dict[str, Any]] = []
+    for scenario in args.scenarios:
+        for load in args.loads or [None]:
+            for k in args.ks or [None]:
+                system: dict[str, Any] = {"scenario": scenario}
+                if load is not None:
+                    system["load"] = load
+                if k is not None:
+                    system["num_servers"] = k
+                out.append(system)
+    return out
+
+
 def make_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The environment every worker gets: the same keywords at training and evaluation time."""
-    kwargs: dict[str, Any] = {"scenario": args.scenario, "num_arrivals": args.episode_arrivals}
-    if args.load is not None:
-        kwargs["load"] = args.load
-    if args.k is not None:
-        kwargs["num_servers"] = args.k
-    if args.queue_window != 1:
-        kwargs["queue_window"] = args.queue_window
+    """The environment every worker gets: the same keywords at training and evaluation time (with
+    several training systems, the first one's)."""
+    kwargs: dict[str, Any] = {**training_systems(args)[0], "num_arrivals": args.episode_arrivals}
+    if args.env_id == "MSJMoldable-v0":
+        if args.reward != "mean":
+            kwargs["reward"] = "total"
+        if args.blocking_cost != 2.0:
+            kwargs["blocking_cost"] = args.blocking_cost
+        return kwargs
     if args.reward != "integral":
         kwargs["reward"] = args.reward
+    if args.env_id == "CompatAssign-v0":
+        return kwargs
+    if args.queue_window != 1:
+        kwargs["queue_window"] = args.queue_window
     if args.obs_jobs != 8:
         kwargs["obs_jobs"] = args.obs_jobs
     if args.env_id == "MSJPreemptive-v0" and args.preempt_window != 4:
@@ -139,13 +172,18 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
     import numpy as np
     import torch
 
-    from msj_gym import PolicyAgent
+    systems = training_systems(args)
+    if len(systems) > 1:
+        from msj_gym.agents.systems_env import SystemsEnv
 
-    env = gym.make(args.env_id, **env_kwargs)
-    agent = PolicyAgent(args.imitate, env)
+        base = {k: v for k, v in env_kwargs.items() if k not in systems[0]}
+        env: Any = SystemsEnv(systems, args.env_id, **base)
+    else:
+        env = gym.make(args.env_id, **env_kwargs)
     observations, masks, actions = [], [], []
     seed = 10**6 + args.seed  # far from the evaluation seeds
     obs, info = env.reset(seed=seed)
+    agent = imitation_agent(args.imitate, env)
     bar = _Bar(args.imitate_steps, f"collecting {args.imitate}'s decisions", "decision", args.progress)
     while len(actions) < args.imitate_steps:
         action, _ = agent.predict(obs)
@@ -157,6 +195,7 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
         if truncated:
             seed += 1
             obs, info = env.reset(seed=seed)
+            agent = imitation_agent(args.imitate, env)
     bar.close()
     policy = model.policy
     obs_t = torch.as_tensor(np.array(observations), device=policy.device)
@@ -178,6 +217,30 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
     return accuracy
 
 
+def imitation_agent(policy: str, env: Any) -> Any:
+    """The agent that plays ``policy`` (a registered id of the env's model) through ``env`` (for a
+    :class:`~msj_gym.agents.systems_env.SystemsEnv`, its current system's env)."""
+    from msj_gym.env.compat_env import CompatAssignEnv
+    from msj_gym.env.moldable_env import MoldablePolicyAgent, MSJMoldableEnv
+
+    inner = getattr(env, "current", env).unwrapped
+    if isinstance(inner, MSJMoldableEnv):
+        return MoldablePolicyAgent(policy, inner)
+    if isinstance(inner, CompatAssignEnv):
+        from msj_gym.baselines import LeastLoadedAssignmentAgent
+        from msj_gym.env.compat_env import DrawnAssignmentAgent
+
+        agents = {"compat-least-loaded": LeastLoadedAssignmentAgent, "compat-fcfs": DrawnAssignmentAgent}
+        if policy not in agents:
+            raise ValueError(
+                f"--imitate {policy!r}: CompatAssign-v0 plays the assignment of {', '.join(agents)}"
+            )
+        return agents[policy](inner)
+    from msj_gym import PolicyAgent
+
+    return PolicyAgent(policy, inner)
+
+
 PROG = "python -m msj_gym.agents.train"
 
 
@@ -186,10 +249,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     ap = ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("--algo", choices=ALGOS, default="maskable-ppo")
-    ap.add_argument("--env-id", choices=("MSJ-v0", "MSJPreemptive-v0"), default="MSJ-v0")
-    ap.add_argument("--scenario", default="sf-fig2")
-    ap.add_argument("--load", type=float, default=None)
-    ap.add_argument("--k", type=int, default=None)
+    ap.add_argument("--env-id", choices=ENV_IDS, default="MSJ-v0")
+    ap.add_argument("--scenario", default="sf-fig2", help="a scenario, or a comma list of them")
+    ap.add_argument("--load", default=None, help="a load, or a comma list of loads")
+    ap.add_argument("--k", default=None, help="the number of servers, or a comma list")
+    ap.add_argument(
+        "--blocking-cost",
+        type=float,
+        default=2.0,
+        help="MSJMoldable-v0: the price of a lost job in execution-time units",
+    )
     ap.add_argument("--timesteps", type=int, default=300_000)
     ap.add_argument("--episode-arrivals", type=int, default=1000)
     ap.add_argument("--queue-window", type=int, default=1)
@@ -261,6 +330,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, required=True, help="checkpoint path (.zip)")
     ap.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars on stderr")
     args = ap.parse_args(argv)
+    _parse_lists(ap, args)
     if args.timesteps < 1:
         ap.error(f"--timesteps: expected a positive integer, got {args.timesteps}")
     if args.imitate is not None and args.algo != "maskable-ppo":
@@ -275,8 +345,51 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--advisor: only with --actions priority, got --actions {args.actions}")
     if args.systems and args.vec_env == "native":
         ap.error("--systems: with --vec-env dummy (the native vector env runs one system)")
+    if len(training_systems(args)) > 1 and (args.systems or args.vec_env == "native"):
+        ap.error("--scenario/--load/--k lists: not with --systems nor --vec-env native (one system each)")
+    if args.env_id in MODEL_ENVS:
+        msj_only = {
+            "--queue-window": args.queue_window != 1,
+            "--obs-jobs": args.obs_jobs != 8,
+            "--observation": args.observation != "flat",
+            "--actions": args.actions != "jobs",
+            "--advisor": bool(args.advisor),
+            "--systems": bool(args.systems),
+            "--policy": args.policy != "mlp",
+            "--average-reward": args.average_reward,
+        }
+        for flag, given in msj_only.items():
+            if given:
+                ap.error(f"{flag}: an MSJ env's option, not of --env-id {args.env_id}")
     _check_args(args)
     return args
+
+
+def _parse_lists(ap: Any, args: argparse.Namespace) -> None:
+    """``--scenario``, ``--load`` and ``--k`` as lists (``args.scenarios``, ``args.loads``, ``args.ks``);
+    ``args.load`` and ``args.k`` keep the first item (None if not given)."""
+
+    def items(flag: str, text: str | None, kind: Any) -> list[Any]:
+        if text is None:
+            return []
+        out = []
+        for part in str(text).split(","):
+            try:
+                out.append(kind(part.strip()))
+            except ValueError:
+                ap.error(f"{flag} {text!r}: expected a {kind.__name__} or a comma list of them, got {part!r}")
+        if len(set(out)) != len(out):
+            ap.error(f"{flag} {text!r}: an item is repeated")
+        return out
+
+    args.scenarios = items("--scenario", args.scenario, str)
+    if not all(args.scenarios):
+        ap.error(f"--scenario {args.scenario!r}: an empty name")
+    args.loads = items("--load", args.load, float)
+    args.ks = items("--k", args.k, int)
+    args.scenario = args.scenarios[0]
+    args.load = args.loads[0] if args.loads else None
+    args.k = args.ks[0] if args.ks else None
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -284,9 +397,11 @@ def _check_args(args: argparse.Namespace) -> None:
     from msj_gym.agents._cli import check_count, check_load, check_net_arch, check_number, check_output
     from msj_gym.workloads.workload import MAX_SERVERS
 
-    check_load("--load", args.load)
-    if args.k is not None:
-        check_count("--k", args.k, 1, MAX_SERVERS)
+    for load in args.loads:
+        check_load("--load", load)
+    for k in args.ks:
+        check_count("--k", k, 1, MAX_SERVERS)
+    check_number("--blocking-cost", args.blocking_cost, 0.0, 1e6)
     check_count("--timesteps", args.timesteps, 1, 10**10)
     check_count("--episode-arrivals", args.episode_arrivals, 2, 10**8)
     check_count("--queue-window", args.queue_window, 1, 1024)
@@ -320,7 +435,9 @@ def main(argv: list[str] | None = None) -> Path:
     import msj_gym
 
     env_kwargs = make_env_kwargs(args)
-    gym.make(args.env_id, **env_kwargs).close()  # bad keywords fail here, before any worker starts
+    systems = training_systems(args)
+    for system in systems:  # bad keywords fail here, before any worker starts
+        gym.make(args.env_id, **{**env_kwargs, **system}).close()
     # Training seeds come from --seed; evaluation uses other seeds (msj_gym/agents/evaluate.py).
     if args.systems:
         from msj_gym.agents.systems_env import SystemsEnv
@@ -333,6 +450,13 @@ def main(argv: list[str] | None = None) -> Path:
         kwargs = dict(env_kwargs)
         venv = make_vec_env(
             lambda: SystemsEnv(systems, args.env_id, **kwargs), n_envs=args.n_envs, seed=args.seed
+        )
+    elif len(systems) > 1:
+        from msj_gym.agents.systems_env import SystemsEnv
+
+        base = {k: v for k, v in env_kwargs.items() if k not in systems[0]}
+        venv = make_vec_env(
+            lambda: SystemsEnv(systems, args.env_id, **base), n_envs=args.n_envs, seed=args.seed
         )
     elif args.vec_env == "native":
         from msj_gym.agents.vec_env import MSJSB3VecEnv
@@ -379,7 +503,7 @@ def main(argv: list[str] | None = None) -> Path:
         "env_kwargs": env_kwargs,
         "vec_env": args.vec_env,
         "policy": args.policy,
-        "training_systems": args.systems or None,
+        "training_systems": args.systems or (systems if len(systems) > 1 else None),
         "average_reward": args.average_reward,
         "timesteps": args.timesteps,
         "seed": args.seed,

@@ -109,8 +109,9 @@ class RandomAgent:
 
 def rollout(env: Any, agent: Any, seed: int | None = None, use_masks: bool = True) -> SimulationResult:
     """Run one episode of ``agent`` (anything with an SB3-style ``predict``) and return the
-    simulator's result for it. With ``use_masks`` the mask is passed as ``action_masks=`` to agents
-    whose ``predict`` takes it (sb3-contrib's MaskablePPO)."""
+    simulator's result for it (the env's ``result()``: of ``MSJMoldable-v0`` a ``MoldableResult``).
+    With ``use_masks`` the mask is passed as ``action_masks=`` to agents whose ``predict`` takes it
+    (sb3-contrib's MaskablePPO)."""
     import inspect
 
     obs, info = env.reset(seed=seed)
@@ -122,4 +123,7 @@ def rollout(env: Any, agent: Any, seed: int | None = None, use_masks: bool = Tru
         else:
             action, _ = agent.predict(obs, deterministic=True)
         obs, _, terminated, truncated, info = env.step(action)
-    return _unwrap(env).result()
+    core = getattr(env, "unwrapped", env)
+    return (
+        core.result() if hasattr(core, "result") and not isinstance(core, MSJEnv) else _unwrap(env).result()
+    )

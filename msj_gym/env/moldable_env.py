@@ -62,13 +62,14 @@ class MSJMoldableEnv(gym.Env):
     first ``warmup`` are not measured in :meth:`result`; rewards count every arrival).
 
     ## Arguments
-    ``gym.make("MSJMoldable-v0", **kwargs)``: ``system`` (a :class:`~msj_gym.moldable.MoldableSystem`
-    or its dict), or one class given by ``num_servers`` (100), ``speed_up`` (the paper's sub-linear
-    (1, 1.8, 2.5, 3.0, 3.4)), ``arrival_rate`` or the regime ``alpha`` (0.0), ``beta`` (0.2) of
-    ``lam = 1 - beta n^-alpha``, and ``service_time`` (Exp(1)); ``num_arrivals`` (1000), ``warmup`` (0),
-    ``reward`` (``"mean"`` | ``"total"``), ``blocking_cost`` (2.0), ``render_mode`` (None | ``"ansi"`` |
-    ``"rgb_array"``: a picture of the ``n`` servers as lanes, each running job on as many as it holds in
-    its class colour, the arriving job to decide, the clock and the admitted and lost counts; see
+    ``gym.make("MSJMoldable-v0", **kwargs)``: ``system`` (a :class:`~msj_gym.moldable.MoldableSystem` or its
+    dict), or a named system ``scenario`` (``"002-sub-linear-halfin-whitt"``, ...: its speed-up and regime)
+    with ``num_servers`` and ``service_time``, or one class given by ``num_servers`` (100), ``speed_up`` (the
+    paper's sub-linear (1, 1.8, 2.5, 3.0, 3.4)), ``arrival_rate`` or the regime ``alpha`` (0.0), ``beta``
+    (0.2) of ``lam = 1 - beta n^-alpha``, and ``service_time`` (Exp(1)); ``num_arrivals`` (1000), ``warmup``
+    (0), ``reward`` (``"mean"`` | ``"total"``), ``blocking_cost`` (2.0), ``render_mode`` (None | ``"ansi"`` |
+    ``"rgb_array"``: a picture of the ``n`` servers as lanes, each running job on as many as it holds in its
+    class colour, the arriving job to decide, the clock and the admitted and lost counts; see
     :class:`msj_gym.env.render.MoldableFrameRenderer`).
 
     ## Info
@@ -86,6 +87,7 @@ class MSJMoldableEnv(gym.Env):
         self,
         system: MoldableSystem | Mapping[str, Any] | None = None,
         *,
+        scenario: str | None = None,
         num_servers: int | None = None,
         speed_up: Sequence[float] | None = None,
         arrival_rate: float | None = None,
@@ -101,9 +103,13 @@ class MSJMoldableEnv(gym.Env):
         super().__init__()
         single = (num_servers, speed_up, arrival_rate, alpha, beta, service_time)
         if system is not None:
-            if any(v is not None for v in single):
+            if any(v is not None for v in single) or scenario is not None:
                 raise ValueError("system: give a system or its single-class parameters, not both")
             self.system = system if isinstance(system, MoldableSystem) else MoldableSystem.from_dict(system)
+        elif scenario is not None:
+            self.system = _named_system(
+                scenario, num_servers, speed_up, arrival_rate, alpha, beta, service_time
+            )
         else:
             if arrival_rate is None and alpha is None and beta is None:
                 alpha, beta = 0.0, 0.2
@@ -270,6 +276,34 @@ class MSJMoldableEnv(gym.Env):
         if not self._over:
             lines.append(f"  deciding: a {self.system.classes[core.pending_class].name} job")
         return "\n".join(lines)
+
+
+def _named_system(
+    scenario: Any,
+    num_servers: int | None,
+    speed_up: Any,
+    arrival_rate: Any,
+    alpha: Any,
+    beta: Any,
+    service_time: Any,
+) -> MoldableSystem:
+    """The named system ``scenario`` (``002-SPEEDUP-REGIME``) with ``num_servers`` servers (100) and
+    size law ``service_time`` (Exp(1)); its speed-up and regime are the name's."""
+    from ..moldable.systems import MOLDABLE_SYSTEMS, REGIMES, SPEED_UPS
+
+    if not isinstance(scenario, str) or scenario not in MOLDABLE_SYSTEMS:
+        raise ValueError(f"scenario: expected one of {list(MOLDABLE_SYSTEMS)}, got {scenario!r}")
+    given = [
+        k
+        for k, v in (("speed_up", speed_up), ("arrival_rate", arrival_rate), ("alpha", alpha), ("beta", beta))
+        if v is not None
+    ]
+    if given:
+        raise ValueError(f"scenario: {scenario!r} sets the speed-up and traffic regime; drop {given[0]}")
+    speed, regime = MOLDABLE_SYSTEMS[scenario]
+    a, b = REGIMES[regime]
+    n = 100 if num_servers is None else num_servers
+    return MoldableSystem.single(n, SPEED_UPS[speed], alpha=a, beta=b, service_time=service_time)
 
 
 def step_reward(env: MSJMoldableEnv, time_sum: Any, blocked: Any, last_time: Any, last_blocked: Any) -> Any:

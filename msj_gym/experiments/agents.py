@@ -6,16 +6,21 @@ An agent spec is either
   ``maskable-ppo-sf-fig2-0.7``; :func:`shipped_agents` lists them), usable from any directory;
 * the path of a stable-baselines3 checkpoint (``.zip``). The algorithm, the env id and the env keywords
   it was trained with come from the ``.json`` beside it (written by ``msj_gym/agents/train.py`` and
-  ``msj_gym/agents/improve.py``), and are checked: an env other than ``MSJ-v0`` / ``MSJPreemptive-v0`` or a
-  keyword those envs do not take is refused. A checkpoint without its ``.json`` is refused too, unless
-  loaded with ``bare=True`` (``--bare-agents`` on the command line): the algorithms MaskablePPO, PPO,
-  A2C and DQN are then tried in turn and the env's defaults are used; or
+  ``msj_gym/agents/improve.py``), and are checked: an env other than those of :data:`AGENT_ENV_IDS`
+  (``MSJ-v0`` and ``MSJPreemptive-v0`` on the MSJ model, ``MSJMoldable-v0`` on the moldable loss
+  system, ``CompatAssign-v0`` on compatibility graphs) or a keyword its env does not take is refused.
+  A checkpoint without its ``.json`` is refused too, unless loaded with ``bare=True``
+  (``--bare-agents`` on the command line): the algorithms MaskablePPO, PPO, A2C and DQN are then
+  tried in turn and the env's defaults are used; or
 * ``module:attr``: an importable object with an SB3-style ``predict`` (``action_masks=`` optional), or
-  a callable that returns one when given the environment (e.g. ``msj_gym.env:RandomAgent``).
+  a callable that returns one when given the environment (e.g. ``msj_gym.env:RandomAgent``); it acts in
+  the env of the scenario's model (:data:`MODEL_ENV_IDS`).
 
-A run replaces the training workload and run length by the point's (scenario, load, arrivals,
-warm-up, seed) and keeps every other env keyword (observation layout, windows), so the agent sees the
-observation it was trained on, and the same job stream as every policy for that seed.
+An agent runs on a scenario of the model of its env only (:func:`check_agent` refuses it otherwise,
+naming its ``env_id``). A run replaces the training workload and run length by the point's (scenario,
+load or system size, arrivals, warm-up, seed) and keeps every other env keyword (observation layout,
+windows), so the agent sees the observation it was trained on, and the same job stream as every
+policy for that seed.
 """
 
 from __future__ import annotations
@@ -28,8 +33,11 @@ from typing import Any
 
 __all__ = [
     "AGENT_ENV_IDS",
+    "ENV_MODELS",
+    "MODEL_ENV_IDS",
     "AgentError",
     "AgentSpec",
+    "agent_files",
     "agent_label",
     "check_agent",
     "load_agent",
@@ -38,8 +46,38 @@ __all__ = [
     "shipped_agents",
 ]
 
-# env keywords that a leaderboard point sets; the rest come from the agent's training
-_POINT_KEYS = ("scenario", "num_servers", "load", "arrival_rate", "num_arrivals", "horizon", "warmup")
+#: The model each agent env acts on.
+ENV_MODELS: dict[str, str] = {
+    "MSJ-v0": "msj",
+    "MSJPreemptive-v0": "msj",
+    "MSJMoldable-v0": "moldable",
+    "CompatAssign-v0": "compatibility",
+}
+AGENT_ENV_IDS = tuple(ENV_MODELS)
+#: The env an agent given as ``module:attr`` (no metadata) acts in, per model of the scenario.
+MODEL_ENV_IDS: dict[str, str] = {
+    "msj": "MSJ-v0",
+    "moldable": "MSJMoldable-v0",
+    "compatibility": "CompatAssign-v0",
+}
+
+# per model, the env keywords that a leaderboard point sets; the rest come from the agent's training
+_POINT_KEYS: dict[str, tuple[str, ...]] = {
+    "msj": ("scenario", "num_servers", "load", "arrival_rate", "num_arrivals", "horizon", "warmup"),
+    "moldable": (
+        "scenario",
+        "system",
+        "num_servers",
+        "speed_up",
+        "arrival_rate",
+        "alpha",
+        "beta",
+        "service_time",
+        "num_arrivals",
+        "warmup",
+    ),
+    "compatibility": ("scenario", "load", "distribution", "num_arrivals", "warmup"),
+}
 _SB3_ALGOS = (
     ("maskable-ppo", "sb3_contrib", "MaskablePPO"),
     ("ppo", "stable_baselines3", "PPO"),
@@ -49,27 +87,45 @@ _SB3_ALGOS = (
 
 
 class AgentSpec:
-    """A loaded agent: its ``predict`` object, the env id and the env keywords it expects."""
+    """A loaded agent: its ``predict`` object, the env id and the env keywords it expects. An agent
+    given as ``module:attr`` has no env of its own (``any_env``): it acts in the scenario's model's."""
 
-    def __init__(self, spec: str, model: Any, env_id: str, env_kwargs: dict[str, Any], factory: bool) -> None:
+    def __init__(
+        self,
+        spec: str,
+        model: Any,
+        env_id: str,
+        env_kwargs: dict[str, Any],
+        factory: bool,
+        any_env: bool = False,
+    ) -> None:
         self.spec = spec
         self.model = model
         self.env_id = env_id
         self.env_kwargs = env_kwargs
         self.factory = factory  # model is a callable env -> agent
+        self.any_env = any_env
 
-    def make_env(self, scenario: Any, build: dict[str, Any], num_arrivals: int, warmup: int) -> Any:
-        """The agent's env on ``scenario`` (a name, a file or a workload) with ``build``'s keywords and
-        this run length; every other keyword is the agent's own."""
+    def env_id_for(self, model: str) -> str:
+        """The env the agent acts in on a scenario of ``model`` (``msj``, ``moldable``, ``compatibility``)."""
+        return MODEL_ENV_IDS[model] if self.any_env else self.env_id
+
+    def make_env(
+        self, scenario: Any, build: dict[str, Any], num_arrivals: int, warmup: int, model: str = "msj"
+    ) -> Any:
+        """The agent's env on ``scenario`` (a name, a file or a workload) of ``model`` with ``build``'s
+        keywords (:func:`env_build` of a point's) and this run length; every other keyword is the
+        agent's own."""
         import gymnasium as gym
 
         from ..registration import register_envs
 
         register_envs()
-
-        kwargs = {k: v for k, v in self.env_kwargs.items() if k not in _POINT_KEYS}
+        env_id = self.env_id_for(model)
+        keys = _POINT_KEYS[ENV_MODELS[env_id]]
+        kwargs = {k: v for k, v in self.env_kwargs.items() if k not in keys}
         kwargs.update(build, scenario=scenario, num_arrivals=num_arrivals, warmup=warmup)
-        return gym.make(self.env_id, **kwargs)
+        return gym.make(env_id, **kwargs)
 
     def agent_for(self, env: Any, seed: int = 0) -> Any:
         """The agent acting in ``env``; a factory that takes ``seed`` gets the point's seed, so that a
@@ -93,6 +149,39 @@ def agent_label(spec: str) -> str:
     if spec in shipped_agents() and not Path(spec).exists():
         return f"agent:{spec}"
     return f"agent:{Path(spec).stem}"
+
+
+def env_build(model: str, build: dict[str, Any]) -> dict[str, Any]:
+    """The env keywords of a leaderboard point's ``build``: a moldable point's size law by name
+    (``sizes``) becomes the env's ``service_time``; the others' are the env's keywords already."""
+    if model != "moldable":
+        return dict(build)
+    from .moldable import SIZE_LAWS
+
+    out = {k: v for k, v in build.items() if k != "sizes"}
+    out["service_time"] = SIZE_LAWS[build.get("sizes", "exponential")]
+    return out
+
+
+def agent_files(spec: str) -> tuple[str, ...]:
+    """The files an agent's decisions depend on beyond msj_gym's code, for the runs' code key: a
+    checkpoint (a path or a shipped name) and its ``.json``; the module that a ``module:attr`` names."""
+    path = Path(spec)
+    if not path.is_file() and ":" not in spec:
+        path = shipped_agents().get(spec, path)
+    if path.is_file():
+        meta = path.with_suffix(".json")
+        return tuple(str(p.resolve()) for p in (path, meta) if p.is_file())
+    if ":" in spec:
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec(spec.rpartition(":")[0])
+        except (ImportError, ValueError):
+            return ()
+        origin = getattr(found, "origin", None)
+        return (origin,) if origin and origin.endswith(".py") else ()
+    return ()
 
 
 def shipped_agents() -> dict[str, Path]:
@@ -121,23 +210,24 @@ def load_agent(spec: str, bare: bool = False) -> AgentSpec:
     )
 
 
-AGENT_ENV_IDS = ("MSJ-v0", "MSJPreemptive-v0")
-
-
-def _env_keywords() -> frozenset[str]:
-    """The keywords the MSJ envs take (both take the same)."""
+def _env_keywords(env_id: str) -> frozenset[str]:
+    """The keywords env ``env_id`` takes (the two MSJ envs take the same)."""
     import inspect
 
-    from ..env.msj_env import MSJEnv
-
-    params = inspect.signature(MSJEnv.__init__).parameters.values()
+    if env_id == "MSJMoldable-v0":
+        from ..env.moldable_env import MSJMoldableEnv as cls
+    elif env_id == "CompatAssign-v0":
+        from ..env.compat_env import CompatAssignEnv as cls  # type: ignore[assignment]
+    else:
+        from ..env.msj_env import MSJEnv as cls  # type: ignore[assignment]
+    params = inspect.signature(cls.__init__).parameters.values()
     return frozenset(p.name for p in params if p.kind is not p.VAR_KEYWORD and p.name != "self")
 
 
 def read_agent_metadata(spec: str, path: Path, bare: bool = False) -> dict[str, Any]:
     """The checked metadata of checkpoint ``path`` (its ``.json``): a JSON object whose ``env_id`` is
-    an MSJ env and whose ``env_kwargs`` are keywords of that env. Missing, it is an error unless
-    ``bare`` (then ``{}``: the env's defaults). Every problem is a one-line ``ValueError`` naming
+    one of :data:`AGENT_ENV_IDS` and whose ``env_kwargs`` are keywords of that env. Missing, it is an
+    error unless ``bare`` (then ``{}``: the env's defaults). Every problem is a one-line ``ValueError`` naming
     ``spec`` and the file."""
     meta_path = path.with_suffix(".json")
     if not meta_path.exists():
@@ -161,12 +251,12 @@ def read_agent_metadata(spec: str, path: Path, bare: bool = False) -> dict[str, 
     env_id = meta.get("env_id", "MSJ-v0")
     if env_id not in AGENT_ENV_IDS:
         raise ValueError(
-            f"{where}: env_id {env_id!r} is not an MSJ env; agents run in {' or '.join(AGENT_ENV_IDS)}"
+            f"{where}: env_id {env_id!r} is not an env agents run in ({', '.join(AGENT_ENV_IDS)})"
         )
     kwargs = meta.get("env_kwargs", {})
     if not isinstance(kwargs, dict):
         raise ValueError(f"{where}: env_kwargs: expected a JSON object, got {kwargs!r:.60}")
-    unknown = sorted(set(kwargs) - _env_keywords())
+    unknown = sorted(set(kwargs) - _env_keywords(env_id))
     if unknown:
         raise ValueError(
             f"{where}: env_kwargs {', '.join(map(repr, unknown))} are not keywords of {env_id}; "
@@ -215,9 +305,9 @@ def _load_object(spec: str) -> AgentSpec:
 
     obj = import_object(spec, "--agent")
     if hasattr(obj, "predict") and not isinstance(obj, type):
-        return AgentSpec(spec, obj, "MSJ-v0", {}, False)
+        return AgentSpec(spec, obj, "MSJ-v0", {}, False, any_env=True)
     if callable(obj):
-        return AgentSpec(spec, obj, "MSJ-v0", {}, True)
+        return AgentSpec(spec, obj, "MSJ-v0", {}, True, any_env=True)
     raise ValueError(f"--agent {spec!r}: expected an object with predict() or a callable env -> agent")
 
 
@@ -233,15 +323,24 @@ def check_agent(
     *,
     num_arrivals: int = 100,
     where: str | None = None,
+    model: str = "msj",
 ) -> None:
     """Fail early, in the parent process, if ``spec`` does not load (:func:`load_agent`, ``bare`` as
-    there), its agent cannot be made (an :class:`AgentError`), or it does not fit ``scenario``'s env
-    (e.g. a checkpoint trained on a workload with another number of classes). ``scenario`` may be a
-    workload; ``where`` names it in the messages (default: ``scenario 'NAME'``)."""
+    there), its agent cannot be made (an :class:`AgentError`), or it does not fit ``scenario``'s env:
+    its ``env_id`` acts on another model than ``model`` (the scenario's), or e.g. a checkpoint trained on
+    a workload with another number of classes or servers. ``scenario`` may be a workload; ``where``
+    names it in the messages (default: ``scenario 'NAME'``); ``build`` holds the env's keywords
+    (:func:`env_build`)."""
     where = where or f"scenario {scenario!r}"
     loaded = load_agent(spec, bare)
+    env_id = loaded.env_id_for(model)
+    if ENV_MODELS[env_id] != model:
+        raise ValueError(
+            f"--agent {spec!r}: env_id {env_id!r} acts on the {ENV_MODELS[env_id]} model, not on the "
+            f"{model} model of {where}"
+        )
     try:
-        env = loaded.make_env(scenario, build, num_arrivals=num_arrivals, warmup=0)
+        env = loaded.make_env(scenario, build, num_arrivals=num_arrivals, warmup=0, model=model)
     except (TypeError, ValueError) as exc:
         what = " ".join(str(exc).split()) or type(exc).__name__
         raise ValueError(f"--agent {spec!r}: its env does not build on {where}: {what}") from None
@@ -264,25 +363,52 @@ def check_agent(
             raise ValueError(
                 f"--agent {spec!r}: trained with actions {action_space}, but {where} has {env.action_space}"
             )
+        if loaded.any_env and model != "msj":
+            _first_decision(spec, env, agent, f"{env_id} on {where}")
     finally:
         env.close()
 
 
-def run_agent(point: Any) -> Any:
-    """Run ``point.agent`` through the env on the point's workload and seed; the SimulationResult."""
+def _first_decision(spec: str, env: Any, agent: Any, where: str) -> None:
+    """Ask an agent without metadata (``module:attr``) for the first decision of an episode: one that
+    was written for another env fails here, in one line, rather than in the middle of the runs."""
+    import inspect
+
+    try:
+        obs, info = env.reset(seed=0)
+        masked = "action_masks" in inspect.signature(agent.predict).parameters
+        extra = {"action_masks": info["action_mask"]} if masked else {}
+        action, _ = agent.predict(obs, deterministic=True, **extra)
+        if not env.action_space.contains(env.action_space.dtype.type(int(action))):
+            raise ValueError(f"action {action!r} is outside {env.action_space}")
+    except Exception as exc:  # an agent of another env fails in many ways
+        what = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(f"--agent {spec!r}: does not act in {where}: {type(exc).__name__}: {what}") from None
+
+
+def _where(model: str, build: dict[str, Any]) -> str:
+    """Where a point's run is, for its failure's message ("" for a trace sequence: no load)."""
+    if model == "moldable":
+        return f" at n = {build.get('num_servers')}"
+    return f" at load {build['load']}" if "load" in build else ""
+
+
+def run_agent(point: Any, model: str = "msj") -> Any:
+    """Run ``point.agent`` through the env of ``model`` on the point's workload and seed; the env's
+    result (a SimulationResult; on the moldable model a MoldableResult)."""
     from ..env.agents import rollout
 
     loaded = load_agent(point.agent, bare=True)  # admitted by the parent's checks (a bare one too)
     warmup = point.warmup if point.warmup is not None else point.num_arrivals // 10
-    env = loaded.make_env(point.scenario, dict(point.build), point.num_arrivals, warmup)
+    build = env_build(model, dict(point.build))
+    env = loaded.make_env(point.scenario, build, point.num_arrivals, warmup, model=model)
     try:
         return rollout(env, loaded.agent_for(env, point.seed), seed=point.seed)
     except Exception as exc:  # an agent's own failure (a bad action, an error in predict) names it
         what = " ".join(str(exc).split()) or type(exc).__name__
-        at = f" at load {point.build['load']}" if "load" in point.build else ""
         raise ValueError(
-            f"--agent {point.agent!r} failed on {point.scenario}{at} (seed {point.seed}): "
-            f"{type(exc).__name__}: {what}"
+            f"--agent {point.agent!r} failed on {point.scenario}{_where(model, point.build)} "
+            f"(seed {point.seed}): {type(exc).__name__}: {what}"
         ) from exc
     finally:
         env.close()

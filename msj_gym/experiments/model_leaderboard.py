@@ -28,7 +28,14 @@ whatever the policy: common random numbers), stored in ``runs.jsonl`` through
 :func:`~msj_gym.experiments.runner.run_points` and keyed by their point, the system's content and the
 code of the model, the policy and this module: a rerun resumes, and a changed input or code is refused
 (:class:`~msj_gym.experiments.runner.StaleRuns`). Intervals: Student-t 95 % over seeds; paired ratios to
-each point's leader, per seed. Agents are not supported on these models yet (one-line error).
+each point's leader, per seed.
+
+Agents (``--agent SPEC``, :mod:`.agents`: a shipped name, a checkpoint trained on ``MSJMoldable-v0`` or
+``CompatAssign-v0``, or ``module:attr``) run beside the policies through the model's env, on the same
+seeds: a seed fixes the job stream in the env as in the native run (a registered policy played
+through the env gives exactly its native values), so they are paired with the policies. Their runs
+are keyed by their checkpoint's bytes and metadata as a policy's by its code; an agent whose env is
+of another model, or whose spaces do not fit the scenario's env, is refused in one line before any run.
 """
 
 from __future__ import annotations
@@ -132,11 +139,13 @@ def compat_workload(scenario: str, load: float, law: str) -> Any:
 @dataclass(frozen=True)
 class ModelLeaderboardConfig:
     """What a moldable or compatibility leaderboard runs: ``scenarios`` of one model (``NAME`` or
-    ``NAME?sizes=LAW``), ``loads`` (the system sizes ``n`` of a moldable system, the load ``rho`` of a
-    compatibility one; None: the model's default, :data:`MODEL_DEFAULTS`), ``policies`` (ids of that
-    model, or a group ``all`` / ``non-preemptive`` / ``preemptive``), ``seeds``, ``arrivals`` per run
-    (None: the model's default) and ``warmup`` (None: a tenth), ``reference`` (the entrant of the
-    paired columns; None: each point's leader) and ``policy_params`` (id -> parameters)."""
+    ``NAME?sizes=LAW``), ``agents`` (specs of :mod:`.agents`, run through the model's env;
+    ``bare_agents`` admits checkpoints without metadata), ``loads`` (the system sizes ``n`` of a
+    moldable system, the load ``rho`` of a compatibility one; None: the model's default,
+    :data:`MODEL_DEFAULTS`), ``policies`` (ids of that model, or a group ``all`` / ``non-preemptive`` /
+    ``preemptive``), ``seeds``, ``arrivals`` per run (None: the model's default) and ``warmup`` (None:
+    a tenth), ``reference`` (the entrant of the paired columns; None: each point's leader) and
+    ``policy_params`` (id -> parameters)."""
 
     scenarios: tuple[str, ...]
     loads: tuple[float, ...] | None = None
@@ -146,6 +155,8 @@ class ModelLeaderboardConfig:
     warmup: int | None = None
     reference: str | None = None
     policy_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    agents: tuple[str, ...] = ()
+    bare_agents: bool = False  # admit checkpoints without their .json (see experiments.agents)
 
     def __post_init__(self) -> None:
         from .leaderboard import parse_seeds
@@ -160,7 +171,7 @@ class ModelLeaderboardConfig:
             )
         for s in self.scenarios:
             _law(s, self.model)
-        if not self.policies:
+        if not self.policies and not self.agents:
             raise ValueError("--policies: no policy to rank; give policy ids or a group")
         if self.arrivals is not None and (
             isinstance(self.arrivals, bool) or not isinstance(self.arrivals, int) or self.arrivals < 100
@@ -220,6 +231,9 @@ class ModelLeaderboardConfig:
         """The fields that determine the results (the folder's ``leaderboard.json`` records them)."""
         d = asdict(self)
         d.pop("reference")
+        d.pop("bare_agents")  # how agents are admitted; their runs are keyed by the checkpoint itself
+        if not self.agents:  # a folder of policies only keeps its identity from before agents
+            d.pop("agents")
         d["model"] = self.model
         d["arrivals"], d["warmup"] = self.num_arrivals, self.num_warmup
         if self.model == "moldable":
@@ -234,6 +248,7 @@ class ModelEntrant:
     preemptive: bool
     size_aware: bool
     params: dict[str, Any]
+    agent: str | None = None  # an agent's spec; ``policy`` is then its label
 
 
 def _entrants(config: ModelLeaderboardConfig, scenario: str) -> tuple[list[ModelEntrant], dict[str, str]]:
@@ -269,6 +284,8 @@ def _entrants(config: ModelLeaderboardConfig, scenario: str) -> tuple[list[Model
                 f"(or a group: {', '.join(POLICY_GROUPS)})"
             )
     unique = list(dict.fromkeys(ids))
+    if not unique and config.agents:
+        return _agent_entrants(config, scenario, []), {}
     for key in config.policy_params:
         if key not in unique:
             raise ValueError(f"--policy-param: {key!r} is not an entrant here ({', '.join(unique)})")
@@ -301,11 +318,36 @@ def _entrants(config: ModelLeaderboardConfig, scenario: str) -> tuple[list[Model
         out.append(ModelEntrant(pid, pid, bool(policy.preemptive), bool(policy.size_aware), params))
     if not out:
         raise ValueError(f"--policies: no policy of {', '.join(config.policies)} is defined on {scenario!r}")
+    out = _agent_entrants(config, scenario, out)
     if config.reference is not None and config.reference not in {e.label for e in out}:
         raise ValueError(
             f"--reference {config.reference!r}: not an entrant here ({', '.join(e.label for e in out)})"
         )
     return out, skipped
+
+
+def _agent_entrants(
+    config: ModelLeaderboardConfig, scenario: str, out: list[ModelEntrant]
+) -> list[ModelEntrant]:
+    """``out`` and the agents of ``config``, each checked against the scenario's env at every point of
+    the sweep (its model, spaces and keywords) before any run: one line naming the agent otherwise."""
+    from .agents import agent_label, check_agent, env_build, load_agent
+
+    model = config.model
+    labels = {e.label for e in out}
+    for spec in config.agents:
+        for x in config.loads or ():
+            build = env_build(model, _build(model, scenario, x))
+            where = f"scenario {scenario!r} at {'n = ' if model == 'moldable' else 'load '}{x:g}"
+            check_agent(spec, split_spec(scenario)[0], build, config.bare_agents, where=where, model=model)
+        label = agent_label(spec)
+        if label in labels:
+            raise ValueError(f"--agent {spec!r}: a second entrant named {label!r}; rename the file")
+        labels.add(label)
+        loaded = load_agent(spec, config.bare_agents)
+        preempts = loaded.env_kwargs.get("scheduler") == "balanced-fair"  # CompatAssign-v0's Algorithm 1
+        out.append(ModelEntrant(label, label, preempts, False, {}, agent=spec))
+    return out
 
 
 def _build(model: str, scenario: str, x: float) -> dict[str, Any]:
@@ -340,6 +382,7 @@ def plan(
                             build=build,
                             params=dict(e.params),
                             warmup=config.num_warmup,
+                            agent=e.agent,
                         )
                     )
     return points, entrants, skipped
@@ -365,17 +408,24 @@ def _policy_files(policy: str) -> list[str]:
 
 
 def run_moldable_point(point: Point) -> dict[str, Any]:
-    """One seeded run of a moldable scheme (:class:`~msj_gym.moldable.LossSimulator`)."""
-    from .moldable import run_loss
+    """One seeded run of a moldable scheme (:class:`~msj_gym.moldable.LossSimulator`), or of an agent
+    through ``MSJMoldable-v0`` (the same simulator, the same job stream for the seed)."""
+    from .moldable import loss_row, run_loss
 
-    return run_loss(moldable_system(point.scenario, point.build["num_servers"], point.build["sizes"]), point)
+    system = moldable_system(point.scenario, point.build["num_servers"], point.build["sizes"])
+    if point.agent is not None:
+        from .agents import run_agent
+
+        return loss_row(system, run_agent(point, model="moldable"))
+    return run_loss(system, point)
 
 
 def _moldable_code(point: Point) -> list[str]:
     root = Path(__file__).resolve().parents[1]
     files = [str(f) for f in (root / "moldable").glob("*.py")]
     files += [str(root / "analysis" / "moldable.py"), str(root / "experiments" / "moldable.py")]
-    return files + _policy_files(point.policy)
+    # an agent's checkpoint and the envs are added by the runner (runner._code_files)
+    return files + ([] if point.agent is not None else _policy_files(point.policy))
 
 
 run_moldable_point.code_files = _moldable_code  # type: ignore[attr-defined]
@@ -390,16 +440,21 @@ def moldable_content(point: Point) -> str:
 
 
 def run_compat_point(point: Point) -> dict[str, Any]:
-    """One seeded run of a compatibility-model scheduler (the runner's own queueing run)."""
-    from .runner import run_point
+    """One seeded run of a compatibility-model scheduler (the runner's own queueing run), or of an
+    agent choosing the servers through ``CompatAssign-v0`` (the same job stream for the seed)."""
+    from .runner import result_row, run_point
 
+    if point.agent is not None:
+        from .agents import run_agent
+
+        return result_row(run_agent(point, model="compatibility"))
     return run_point(point)
 
 
 def _compat_code(point: Point) -> list[str]:
     root = Path(__file__).resolve().parents[1]
     files = [str(root / "pooled.py"), str(root / "analysis" / "balanced_fairness.py")]
-    return files + _policy_files(point.policy)
+    return files + ([] if point.agent is not None else _policy_files(point.policy))
 
 
 run_compat_point.code_files = _compat_code  # type: ignore[attr-defined]
@@ -509,6 +564,8 @@ def _table(
         elif len(seeds) == 1:
             values[metric] = (values[metric][0], float(runs[e.label][seeds[0]]["ci95_half_width"]))
         kind = ("preemptive" if e.preemptive else "non-preemptive") + (", size-aware" if e.size_aware else "")
+        if e.agent is not None:
+            kind = "agent, preemptive" if e.preemptive else "agent"
         stable = all(bool(r["stable"]) for r in runs[e.label].values())
         rows.append(ModelRow(scenario, x, e.label, kind, 0, values, stable, len(seeds)))
     rows.sort(
@@ -640,7 +697,7 @@ def format_model_tables(report: dict[str, Any], markdown: bool = False) -> str:
                         _fmt(*r.values["mean_response_time"]),
                         *[_fmt(*r.values.get(c, (math.nan, math.nan))) for c in classes],
                     ]
-                    preempt = "" if r.rank == 0 else ("yes" if r.kind.startswith("preemptive") else "no")
+                    preempt = "" if r.rank == 0 else ("yes" if "preemptive" in r.kind.split(", ") else "no")
                     stable = "" if r.rank == 0 else ("yes" if r.stable else "UNSTABLE")
                     table.append([rank, r.entrant, preempt, *cells, ratio, gap, stable])
             title = (

@@ -147,6 +147,11 @@ def run_loss(system: Any, point: Point) -> dict[str, Any]:
     res = LossSimulator(
         system, policy, seed=point.seed, num_arrivals=point.num_arrivals, warmup=point.warmup
     ).run()
+    return loss_row(system, res)
+
+
+def loss_row(system: Any, res: Any) -> dict[str, Any]:
+    """The row the run store keeps of a :class:`~msj_gym.moldable.MoldableResult` on ``system``."""
     return {
         "blocking": res.blocking,
         "blocking_ci95": res.blocking_ci95,

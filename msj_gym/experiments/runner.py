@@ -165,9 +165,11 @@ def _code_files(point: Point, run: Run | None) -> tuple[str, ...]:
         if more is not None:
             files |= {str(f) for f in more(point)}
     if point.agent is not None:
+        from .agents import agent_files
+
         files |= {str(f) for f in (root / "env").glob("*.py")} | {str(root / "experiments" / "agents.py")}
-        if Path(point.agent).is_file():  # a checkpoint: its weights are part of the code
-            files.add(str(Path(point.agent).resolve()))
+        # a checkpoint (a path or a shipped name): its weights and metadata are part of the code
+        files |= set(agent_files(point.agent))
     elif run is None:
         from ..registry import policy_class, policy_ids, spec_source_files
 
@@ -228,6 +230,11 @@ def run_point(point: Point) -> dict[str, Any]:
             **point.options,
         )
         res = sim.run()
+    return result_row(res)
+
+
+def result_row(res: Any) -> dict[str, Any]:
+    """The metrics a run store keeps of a :class:`~msj_gym.metrics.result.SimulationResult`."""
     return {
         "mean_response_time": res.mean_response_time,
         "ci95_half_width": res.ci95_half_width,

@@ -131,7 +131,29 @@ def test_reference_rows_are_the_closed_forms() -> None:
         (["--scenario", "003-random-2?sizes=pareto"], "unknown size law 'pareto'"),
         (
             ["--scenario", "003-random-2", "--agent", "rollout-sf-fig2-0.7"],
-            "--agent 'rollout-sf-fig2-0.7': agents",
+            "--agent 'rollout-sf-fig2-0.7': env_id 'MSJ-v0' acts on the msj model, not on the compatibility",
+        ),
+        (
+            ["--scenario", "002-linear-mean-field", "--agent", "maskable-ppo-sf-fig2-0.7"],
+            "env_id 'MSJ-v0' acts on the msj model, not on the moldable model of scenario",
+        ),
+        (["--scenario", "002-linear-mean-field", "--agent", "nonesuch"], "--agent 'nonesuch': no such file"),
+        (
+            ["--scenario", "003-tree-symmetric", "--agent", "ppo-assign-random-d"],
+            "--agent 'ppo-assign-random-d': its env does not build on scenario '003-tree-symmetric' at load",
+        ),
+        (
+            ["--scenario", "002-linear-mean-field", "--agent", "ppo-assign-random-d"],
+            "env_id 'CompatAssign-v0' acts on the compatibility model, not on the moldable model",
+        ),
+        (
+            [
+                "--scenario",
+                "002-linear-mean-field",
+                "--agent",
+                "msj_gym.baselines:LeastLoadedAssignmentAgent",
+            ],
+            "LeastLoadedAssignmentAgent': does not act in MSJMoldable-v0 on scenario",
         ),
         (["--scenario", "002-linear-mean-field", "--metric", "p_wait"], "--metric 'p_wait': the moldable"),
     ],
@@ -142,3 +164,97 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, capsys,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("msj-gym: error: ") and message in err
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Agents beside the policies
+
+
+def _runs(out: Path) -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+
+
+def _by_entrant(out: Path, metric: str) -> dict[str, dict[tuple[float, int], float]]:
+    got: dict[str, dict[tuple[float, int], float]] = {}
+    for row in _runs(out):
+        got.setdefault(row["series"], {})[(row["x"], row["seed"])] = row[metric]
+    return got
+
+
+def test_moldable_agent_that_plays_the_p_scheme_scores_its_values(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """An agent playing the p-scheme through MSJMoldable-v0 gets exactly the native scheme's blocking
+    and execution time, seed by seed (the same job stream per seed); a rerun resumes; an edited agent
+    module is other code, refused before any run."""
+    mod = tmp_path / "moldable_agents_here.py"
+    mod.write_text(
+        "from msj_gym.env.moldable_env import MoldablePolicyAgent\n\n\n"
+        "def p_scheme(env):\n    return MoldablePolicyAgent('moldable-p-scheme', env)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "lb"
+    argv = ["leaderboard", "--scenario", "002-sub-linear-halfin-whitt", "--loads", "20,40", "--seeds", "2"]
+    argv += ["--arrivals", "1000", "--policies", "moldable-p-scheme,moldable-greedy"]
+    argv += ["--agent", "moldable_agents_here:p_scheme", "--workers", "1", "--out", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "agent:p_scheme" in text
+    for metric in ("blocking", "mean_execution_time"):
+        got = _by_entrant(out, metric)
+        assert got["agent:p_scheme"] == got["moldable-p-scheme"] != got["moldable-greedy"]
+    rows = [r for r in text.splitlines() if "agent:p_scheme" in r or r.startswith(("1 ", "2 ", "3 "))]
+    assert any("1 ± 0" in r for r in rows if "agent:p_scheme" in r or "moldable-p-scheme" in r)
+    assert _rows(out / "runs.jsonl") == 3 * 2 * 2
+    assert main(argv) == 0  # resumed: every run reused
+    assert capsys.readouterr().out == text and _rows(out / "runs.jsonl") == 12
+    from msj_gym.experiments import runner
+
+    mod.write_text(mod.read_text() + "# edited\n")
+    monkeypatch.setattr(runner, "_FILE_HASHES", {})  # a new process reads the files afresh
+    monkeypatch.setattr(runner, "_CODE", {})
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds runs of" in err and "code" in err
+    assert _rows(out / "runs.jsonl") == 12
+
+
+def test_compatibility_agents_that_play_policies_score_their_values(tmp_path: Path, capsys) -> None:
+    """Through CompatAssign-v0, the least-loaded assignment and the workload's own random draws give
+    exactly compat-least-loaded's and compat-fcfs's response times, seed by seed."""
+    out = tmp_path / "lb"
+    argv = [
+        "leaderboard",
+        "--scenario",
+        "003-random-2",
+        "--loads",
+        "0.6",
+        "--seeds",
+        "2",
+        "--arrivals",
+        "500",
+    ]
+    argv += ["--policies", "compat-fcfs,compat-least-loaded", "--workers", "1", "--out", str(out)]
+    argv += ["--agent", "msj_gym.baselines:LeastLoadedAssignmentAgent"]
+    argv += ["--agent", "msj_gym.env.compat_env:DrawnAssignmentAgent"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    got = _by_entrant(out, "mean_response_time")
+    assert got["agent:LeastLoadedAssignmentAgent"] == got["compat-least-loaded"]
+    assert got["agent:DrawnAssignmentAgent"] == got["compat-fcfs"] != got["compat-least-loaded"]
+    line = next(r for r in text.splitlines() if "agent:DrawnAssignmentAgent" in r)
+    assert " no " in line  # not preemptive: the env schedules by FCFS
+
+
+def test_agent_files_key_a_shipped_checkpoint_by_its_bytes() -> None:
+    from msj_gym.experiments.agents import agent_files, shipped_agents
+    from msj_gym.experiments.runner import Point, _code_files
+
+    name = "rollout-sf-fig2-0.7"
+    zip_path = shipped_agents()[name]
+    assert agent_files(name) == (str(zip_path.resolve()), str(zip_path.with_suffix(".json").resolve()))
+    point = Point("a", 0.5, "002-linear-mean-field", "agent:x", 0, 100, {}, agent=name)
+    assert str(zip_path.resolve()) in _code_files(point, None)
+    assert agent_files("msj_gym.baselines:LeastLoadedAssignmentAgent")[0].endswith("__init__.py")
