@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["remember_solution", "solved_table"]
+__all__ = ["remember_solution", "solved_table", "solver_version"]
 
 
 def _cache_dir() -> Path:
@@ -34,7 +34,8 @@ def _cache_dir() -> Path:
 
 
 @cache
-def _solver_version() -> str:
+def solver_version() -> str:
+    """A hash of the solver's source: a solution (or a failure) cached under another is not reused."""
     from msj_gym.analysis import optimal
 
     return hashlib.sha256(inspect.getsource(optimal).encode()).hexdigest()[:16]
@@ -79,7 +80,7 @@ def _cache_key(workload: Any, preemptive: bool, blocking_target: float) -> tuple
             "service_rates": [float.hex(x) for x in mu],
             "preemptive": bool(preemptive),
             "blocking_target": float.hex(float(blocking_target)),
-            "solver": _solver_version(),
+            "solver": solver_version(),
         },
         sort_keys=True,
     )

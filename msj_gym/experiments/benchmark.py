@@ -597,16 +597,23 @@ def _read_optima(path: Path, note: bool = True) -> dict[str, float | None]:
 
 def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[str, float], float]:
     """The exact non-preemptive optimum per point where solvable, cached in ``optima.json`` by the
-    point's scenario content (a failed solve of a large chain takes a minute: it is cached too)."""
+    point's scenario content, the solver's code and its state limit (a failed solve of a large chain
+    takes a while: it is cached too)."""
+    from ..analysis.solutions import solver_version
+    from .leaderboard import OPTIMUM_MAX_STATES
+
     path = out / "optima.json"
     cache = _read_optima(path)
+    # an entry holds for the solver's code and state limit it was made with: a faster solver or a
+    # higher limit may solve what failed before, and another solver is asked again
+    solver = f"{solver_version()}/{OPTIMUM_MAX_STATES}"
     result: dict[tuple[str, float], float] = {}
     changed = False
     for scenario, rho in config.points:
         if scenario in SEQUENCE_POINTS:  # a trace has no Markov decision process to solve
             continue
         content = scenario_content(Point("", rho, scenario, "", 0, 100, build={"load": rho}))
-        key = f"{scenario}@{rho!r}#{content}"
+        key = f"{scenario}@{rho!r}#{content}#{solver}"
         if key not in cache:
             cache[key] = exact_optima(scenario, rho).get("non-preemptive")
             changed = True

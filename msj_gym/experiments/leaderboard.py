@@ -814,7 +814,11 @@ def _report(
     return {"rows": rows, "standings": standings, "skipped": skipped, "config": config, "optima": optima}
 
 
-def exact_optima(scenario: str, load: float, max_states: int = 6_000_000) -> dict[str, float]:
+#: The largest chain (states) the leaderboard and the benchmark solve for an exact optimum.
+OPTIMUM_MAX_STATES = 6_000_000
+
+
+def exact_optima(scenario: str, load: float, max_states: int = OPTIMUM_MAX_STATES) -> dict[str, float]:
     """The exact optimal mean response times (``"non-preemptive"``, ``"preemptive"``) of a scenario at a
     load, where the Markov decision process is small enough to solve (see
     :mod:`msj_gym.analysis.optimal`; solved once and cached on disk); an empty dict elsewhere."""

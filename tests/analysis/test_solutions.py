@@ -43,7 +43,7 @@ def test_a_failed_solve_is_remembered_and_a_changed_limit_or_solver_retries(cach
         with pytest.raises(AssertionError, match="solved again"):
             call()
     monkeypatch.setattr(solved_tables, "_SOLVED", {})
-    monkeypatch.setattr(solved_tables, "_solver_version", lambda: "another solver")
+    monkeypatch.setattr(solved_tables, "solver_version", lambda: "another solver")
     with pytest.raises(AssertionError, match="solved again"):
         solved_tables.solved_table(workload, False, max_states=10)
 

@@ -319,3 +319,28 @@ def test_preemptive_entrants_are_scored_on_the_same_scale(tiny, tmp_path) -> Non
     ]
     sf = _at(again, 0.7, "server-filling")
     assert sf.kind == "preemptive" and sf.score > 100  # beats every non-preemptive heuristic
+
+
+def test_a_cached_optimum_holds_for_its_solver_and_limit_only(tmp_path, monkeypatch) -> None:
+    """An optimum that failed (or was solved) under another solver or state limit is asked for again:
+    a faster solver or a higher limit may solve what did not fit before."""
+    from msj_gym.experiments import leaderboard as lb
+
+    asked = []
+
+    def solve(scenario, load):
+        asked.append((scenario, load))
+        return {"non-preemptive": 2.5}
+
+    monkeypatch.setattr(bm, "exact_optima", solve)
+    config = bm.BenchmarkConfig(points=(("sf-fig2", 0.5),), seeds=2, arrivals=2000)
+    content = bm.scenario_content(bm.Point("", 0.5, "sf-fig2", "", 0, 100, build={"load": 0.5}))
+    old = f"sf-fig2@0.5#{content}"  # the key of an earlier release: no solver, no limit
+    (tmp_path / "optima.json").write_text(json.dumps({old: None}))
+    assert bm._optima(tmp_path, config, writable=True) == {("sf-fig2", 0.5): 2.5}
+    assert asked == [("sf-fig2", 0.5)]
+    assert bm._optima(tmp_path, config, writable=True) == {("sf-fig2", 0.5): 2.5}
+    assert asked == [("sf-fig2", 0.5)]  # the same solver and limit: the cached value
+    monkeypatch.setattr(lb, "OPTIMUM_MAX_STATES", lb.OPTIMUM_MAX_STATES * 2)
+    bm._optima(tmp_path, config, writable=True)
+    assert len(asked) == 2
