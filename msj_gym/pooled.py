@@ -28,6 +28,7 @@ from typing import Any
 from .core.policy import Policy
 from .core.simulator import Simulator
 from .metrics.result import SimulationResult
+from .workloads.compat import CompatWorkload
 
 __all__ = ["PooledSimulator"]
 
@@ -47,10 +48,12 @@ class PooledSimulator(Simulator):
     ``service_rate.NAME`` = sigma / delta_i (Bonald & Comte (2017), eq. 9).
     """
 
-    def __init__(self, workload: Any, policy: Policy, *, allow_unstable: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self, workload: CompatWorkload, policy: Policy, *, allow_unstable: bool = False, **kwargs: Any
+    ) -> None:
         from .analysis.balanced_fairness import stability_violation
 
-        if getattr(workload, "model", None) != "compatibility":
+        if not isinstance(workload, CompatWorkload):
             raise TypeError(
                 f"workload: expected a compatibility-graph CompatWorkload, got {type(workload).__name__}"
             )

@@ -152,15 +152,20 @@ def make_moldable_policy(policy_id: str, **params: Any) -> Any:
 
 def supports(policy: Any, workload: Any) -> str | None:
     """None if ``policy`` (a registered id, or a policy instance outside the registry) is defined on
-    ``workload``, else the reason it is not (one line)."""
+    ``workload`` (a :class:`~msj_gym.workloads.workload.WorkloadLike`), else the reason it is not (one
+    line)."""
     import numpy as np
 
     from msj_gym.core import Policy
+    from msj_gym.workloads.workload import WORKLOAD_MEMBERS, is_workload
 
+    if not is_workload(workload):
+        name = type(workload).__name__
+        return f"{name} is not a workload (it declares no {', '.join(WORKLOAD_MEMBERS)})"
     if isinstance(policy, Policy):
         candidate = policy
     else:
-        model = getattr(workload, "model", "msj")
+        model = workload.model
         spec = policy_spec(policy)
         if model not in spec.models:  # e.g. a moldable scheme has no for_workload to ask
             on = ", ".join(spec.models)

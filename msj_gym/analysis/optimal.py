@@ -268,14 +268,14 @@ def _from_steps(chain: MSJChain, step: np.ndarray) -> _Policy:
     # targets of the higher levels known, each configuration's is one look-up (work linear in the
     # dense array, where following every walk costs its length)
     flat_step = step.reshape(nR, gsize)
-    target = np.empty((nR, gsize), dtype=np.int64)
+    flat_target = np.empty((nR, gsize), dtype=np.int64)
     cells = grid_flat.ravel()
     for i in np.argsort(-level, kind="stable"):
         s = flat_step[i]
         moving = s >= 0
         nxt = chain.up[np.maximum(s, 0), i]
-        target[i] = np.where(moving, target.ravel()[np.where(moving, nxt, i) * gsize + cells], i)
-    target = target.reshape(step.shape)
+        flat_target[i] = np.where(moving, flat_target.ravel()[np.where(moving, nxt, i) * gsize + cells], i)
+    target = flat_target.reshape(step.shape)
     if chain.preemptive:
         # any configuration below t: the walk from r = 0
         post = target[0].ravel() * gsize + grid_flat.ravel()

@@ -377,7 +377,7 @@ class _CompatPolicy(Policy):
         return 0
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
-        if getattr(workload, "model", "msj") != MODEL:
+        if workload.model != MODEL:
             raise ValueError(
                 f"policy {self.policy_id!r}: defined on the job-server compatibility model "
                 f"(CompatWorkload), not on {type(workload).__name__}"
@@ -520,7 +520,7 @@ class CompatLeastLoaded(_CompatPolicy):
         return 1
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
-        if getattr(workload, "model", "msj") == MODEL and not any(c.choose for c in workload.classes):
+        if workload.model == MODEL and not any(c.choose for c in workload.classes):
             raise ValueError(
                 f"policy {self.policy_id!r}: no class of {workload.name!r} has a random assignment "
                 "(choose = d), so there is nothing to assign (it would be compat-fcfs)"

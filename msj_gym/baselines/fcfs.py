@@ -40,7 +40,7 @@ class FCFS(Policy):
     models: ClassVar[tuple[str, ...]] = ("msj",)
 
     def for_workload(self, workload: Any) -> Policy:
-        if getattr(workload, "model", "msj") == "compatibility":
+        if workload.model == "compatibility":
             raise ValueError(
                 "policy 'fcfs' runs on the msj model; FCFS on a compatibility workload is 'compat-fcfs'"
             )

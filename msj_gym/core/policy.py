@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..workloads.workload import WorkloadLike
 from .jit import call_compiled
 from .kernels import DecisionRule, decision_rule
 from .layout import Layout
@@ -104,11 +105,11 @@ class Policy:
             )
         return rule
 
-    def for_workload(self, workload: Any) -> Policy:
+    def for_workload(self, workload: WorkloadLike) -> Policy:
         """The policy that runs on ``workload``: itself if it is defined on the workload's ``model``
-        (``"msj"`` unless the workload says otherwise), else a ``ValueError``. A policy defined on
+        (:class:`~msj_gym.workloads.workload.WorkloadLike`), else a ``ValueError``. A policy defined on
         several models may return its variant for the workload's model."""
-        model = getattr(workload, "model", "msj")
+        model = workload.model
         if model not in self.models:
             raise ValueError(
                 f"policy {self.policy_id!r} is not defined on the {model} model "
@@ -125,7 +126,7 @@ class Policy:
         check = type(self).invariant
         return 0 if check is None else int(check(view, pdata))
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: WorkloadLike, rng: np.random.Generator) -> PolicyData:
         """Arrays for the kernel. The default carries no parameters; override to add them: declare the
         fields once as a :class:`~msj_gym.core.record.Record` (``FIELDS = Record("threshold", "keys")``,
         ids ``THRESHOLD, KEYS = FIELDS.ids``), pack them here

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics.result import SimulationResult, default_slowdown_tau, summarise
+from ..workloads.workload import WORKLOAD_MEMBERS, is_workload
 from . import state as S
 from .engine import advance, apply, batch_runner, check_invariants
 from .feed import ArrivalError, ArrivalFeed
@@ -84,6 +85,11 @@ class Simulator:
         slots: int = 1024,
         slowdown_tau: float | None = None,
     ) -> None:
+        if not is_workload(workload):
+            raise TypeError(
+                "workload: expected a workload (a Workload, a trace replay, a CompatWorkload, or an object "
+                f"declaring {', '.join(WORKLOAD_MEMBERS)}), got {type(workload).__name__}"
+            )
         if not isinstance(policy, Policy):
             raise TypeError(f"policy: expected a msj_gym Policy, got {type(policy).__name__}")
         if isinstance(slots, bool) or not isinstance(slots, int | np.integer) or slots < 1:

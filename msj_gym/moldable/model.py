@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -74,6 +74,7 @@ class MoldableClass:
 class MoldableSystem:
     """``num_servers`` servers shared by ``classes`` (names unique)."""
 
+    model: ClassVar[str] = "moldable"  # the policies defined on it declare this model
     num_servers: int
     classes: tuple[MoldableClass, ...]
 

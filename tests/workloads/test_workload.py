@@ -83,3 +83,32 @@ def test_trace_workload_classes_and_validation():
         TraceWorkload(8, [0.0, 1.0], [1, 1], [1.0, -1.0])
     with pytest.raises(ValueError, match=r"server_need: invalid value 9 for job 0"):
         TraceWorkload(8, [0.0], [9], [1.0])
+
+
+def test_every_models_workload_declares_its_model() -> None:
+    """The registry and the policies read a workload's model off ``WorkloadLike.model``: each of the
+    three models' workloads declares it, and one that declares nothing is refused in one line."""
+    from msj_gym import Simulator
+    from msj_gym.moldable.systems import MOLDABLE_SYSTEMS, build_moldable_system
+    from msj_gym.registry import make_policy, supports
+    from msj_gym.workloads.compat import COMPAT_SCENARIOS, build_compat_scenario
+    from msj_gym.workloads.scenarios import load_scenario
+    from msj_gym.workloads.trace import TraceWorkload
+    from msj_gym.workloads.workload import WorkloadLike, is_workload
+
+    queue = load_scenario("sf-fig2").build(load=0.5)
+    trace = TraceWorkload(4, [0.0, 1.0], [1, 2], [1.0, 2.0])
+    compat = build_compat_scenario(next(iter(COMPAT_SCENARIOS)))
+    moldable = build_moldable_system(next(iter(MOLDABLE_SYSTEMS)), num_servers=100)
+    for wl, model in ((queue, "msj"), (trace, "msj"), (compat, "compatibility"), (moldable, "moldable")):
+        assert isinstance(wl, WorkloadLike) and is_workload(wl) and wl.model == model
+    assert supports("fcfs", compat) is not None and supports("fcfs", queue) is None
+
+    class NotAWorkload:
+        num_servers = 4
+
+    assert not is_workload(NotAWorkload())
+    why = supports("fcfs", NotAWorkload())
+    assert why is not None and "NotAWorkload is not a workload" in why and "\n" not in why
+    with pytest.raises(TypeError, match=r"workload: expected a workload .* got NotAWorkload"):
+        Simulator(NotAWorkload(), make_policy("fcfs"))
