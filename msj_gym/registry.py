@@ -157,7 +157,7 @@ def supports(policy: Any, workload: Any) -> str | None:
     import numpy as np
 
     from msj_gym.core import Policy
-    from msj_gym.workloads.workload import WORKLOAD_MEMBERS, is_workload
+    from msj_gym.core.workload import WORKLOAD_MEMBERS, is_workload
 
     if not is_workload(workload):
         name = type(workload).__name__

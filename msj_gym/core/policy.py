@@ -8,11 +8,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..workloads.workload import WorkloadLike
 from .jit import call_compiled
 from .kernels import DecisionRule, decision_rule
 from .layout import Layout
 from .state import PolicyData
+from .workload import WorkloadLike
 
 __all__ = ["Param", "Policy"]
 

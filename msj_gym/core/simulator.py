@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from ..metrics.result import SimulationResult, default_slowdown_tau, summarise
-from ..workloads.workload import WORKLOAD_MEMBERS, is_workload
 from . import state as S
 from .engine import advance, apply, batch_runner, check_invariants
 from .feed import ArrivalError, ArrivalFeed
 from .policy import Policy
+from .workload import WORKLOAD_MEMBERS, is_workload
 
 __all__ = ["PolicyDriver", "SimulationError", "Simulator"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, cast, runtime_checkable
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -29,17 +29,14 @@ __all__ = [
     "MAX_LOAD",
     "MAX_SERVERS",
     "MIN_LOAD",
-    "WORKLOAD_MEMBERS",
     "ArrivalChunk",
     "ClassTable",
     "JobClass",
     "PoissonArrivals",
     "Workload",
-    "WorkloadLike",
     "check_integer",
     "check_load",
     "check_probability",
-    "is_workload",
 ]
 
 MAX_SERVERS = 2**24
@@ -127,39 +124,10 @@ class ArrivalChunk:
         return int(self.arrival_time.size)
 
 
-@runtime_checkable
-class WorkloadLike(Protocol):
-    """What a workload of any of msj_gym's models declares: its ``model`` (``"msj"``, the
-    multiserver-job queue; ``"moldable"``, the moldable loss system; ``"compatibility"``, job-server
-    compatibility graphs), which the policies defined on it declare too (``Policy.models``), its
-    servers and classes, and a document of itself (``to_dict``) that results are keyed by. The
-    registry asks a workload its model here, never its type's name."""
-
-    model: ClassVar[str]
-
-    @property
-    def num_servers(self) -> int: ...
-
-    @property
-    def num_classes(self) -> int: ...
-
-    def to_dict(self) -> dict[str, Any]: ...
-
-
-#: The members :class:`WorkloadLike` asks for, for the messages that name what is missing.
-WORKLOAD_MEMBERS = ("model", "num_servers", "num_classes", "to_dict")
-
-
-def is_workload(obj: object) -> bool:
-    """Whether ``obj`` declares what :class:`WorkloadLike` asks (its model, servers, classes and
-    ``to_dict``): the check every entry point makes before it reads a workload's model."""
-    return isinstance(obj, WorkloadLike)
-
-
 class ClassTable:
     """Per-class arrays derived from ``self.classes``; shared by synthetic workloads and traces."""
 
-    model: ClassVar[str] = "msj"  # the multiserver-job queue (see WorkloadLike)
+    model: ClassVar[str] = "msj"  # the multiserver-job queue (see msj_gym.core.workload.WorkloadLike)
     classes: Sequence[JobClass]
 
     @property

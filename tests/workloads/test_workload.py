@@ -89,12 +89,12 @@ def test_every_models_workload_declares_its_model() -> None:
     """The registry and the policies read a workload's model off ``WorkloadLike.model``: each of the
     three models' workloads declares it, and one that declares nothing is refused in one line."""
     from msj_gym import Simulator
+    from msj_gym.core.workload import WorkloadLike, is_workload
     from msj_gym.moldable.systems import MOLDABLE_SYSTEMS, build_moldable_system
     from msj_gym.registry import make_policy, supports
     from msj_gym.workloads.compat import COMPAT_SCENARIOS, build_compat_scenario
     from msj_gym.workloads.scenarios import load_scenario
     from msj_gym.workloads.trace import TraceWorkload
-    from msj_gym.workloads.workload import WorkloadLike, is_workload
 
     queue = load_scenario("sf-fig2").build(load=0.5)
     trace = TraceWorkload(4, [0.0, 1.0], [1, 2], [1.0, 2.0])
