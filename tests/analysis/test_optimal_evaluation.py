@@ -12,20 +12,8 @@ import scipy.sparse.linalg as spla
 
 from msj_gym import load_scenario
 from msj_gym.analysis import optimal as opt
-from msj_gym.workloads import JobClass, Workload
-from msj_gym.workloads.distributions import Exponential
-
-
-def _workload(k: int, rate: float, classes: list[tuple[int, float, float]]) -> Workload:
-    """``classes``: (server need, probability, mean service time)."""
-    return Workload(
-        num_servers=k,
-        arrival_rate=rate,
-        classes=tuple(
-            JobClass(server_need=n, probability=p, service_time=Exponential(mean=m), name=f"c{i}")
-            for i, (n, p, m) in enumerate(classes)
-        ),
-    )
+from msj_gym.workloads import Workload
+from tests.analysis.test_optimal import _workload
 
 
 def _chain(wl: Workload, buffers: list[int], preemptive: bool) -> opt.MSJChain:

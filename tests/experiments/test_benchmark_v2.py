@@ -16,30 +16,16 @@ from msj_gym.experiments import benchmark as bm
 from msj_gym.experiments.sequences import sequence_starts, sequence_workload
 from msj_gym.registry import make_policy
 from msj_gym.workloads.scenarios import load_scenario
+from tests.experiments.test_sequences import _log
 
 POLICIES = ["fcfs", "first-fit", "msf", "lsf", "wfp3-easy", "sjf", "easy-backfilling"]
 SEEDS = (0, 1, 2)
 
 
-def _log(path, jobs: int = 300) -> str:
-    """An SWF log with queueing (needs up to all 16 processors) and requested times above run times."""
-    rng = np.random.default_rng(5)
-    lines = ["; MaxProcs: 16"]
-    t = 0.0
-    for i in range(1, jobs + 1):
-        t += float(rng.exponential(12.0))
-        run = float(np.ceil(rng.lognormal(3.0, 1.0)))
-        procs = int(rng.choice([1, 2, 4, 8, 16]))
-        req = float(np.ceil(run * (1 + 3 * rng.random())))
-        lines.append(f"{i} {round(t)} -1 {run:g} {procs} -1 -1 {procs} {req:g} -1 1 1 1 -1 1 -1 -1 -1")
-    path.write_text("\n".join(lines) + "\n")
-    return f"swf:{path}"
-
-
 @pytest.fixture(scope="module")
 def v2(tmp_path_factory):
     folder = tmp_path_factory.mktemp("v2")
-    spec = _log(folder / "log.swf")
+    spec = _log(folder, jobs=300)
     points = {
         "log-a": bm.SequencePoint(spec, length=40, window=None),
         "log-b": bm.SequencePoint(spec + "?tau=30", length=60, window=200),
