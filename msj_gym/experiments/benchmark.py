@@ -463,9 +463,8 @@ def _kind(preemptive: bool, size_aware: bool, own: bool) -> str:
     """A policy's kind column: preemptive or not, and size-aware if it reads job sizes (a heuristic on
     a trace's requested times reads estimates it is given, not sizes)."""
     kind = ("preemptive" if preemptive else "non-preemptive") + (", size-aware" if size_aware else "")
-    return (
-        "user, " + kind if own else kind
-    )  # scored, never a reference: the scale must not depend on entrants
+    # a policy of the user's own is scored, never a reference: the scale must not depend on entrants
+    return "user, " + kind if own else kind
 
 
 def _plan(
