@@ -41,6 +41,7 @@ __all__ = [
     "agent_label",
     "check_agent",
     "load_agent",
+    "play_agent",
     "read_agent_metadata",
     "run_agent",
     "shipped_agents",
@@ -393,22 +394,41 @@ def _where(model: str, build: dict[str, Any]) -> str:
     return f" at load {build['load']}" if "load" in build else ""
 
 
+def play_agent(
+    spec: str,
+    scenario: Any,
+    build: dict[str, Any],
+    num_arrivals: int,
+    warmup: int,
+    seed: int,
+    where: str,
+    *,
+    bare: bool = True,
+    model: str = "msj",
+) -> Any:
+    """One episode of agent ``spec`` through its env on ``scenario`` (a name, a file or a workload) and
+    ``seed``; the env's result. A failure of the agent's own (a bad action, an error in ``predict``)
+    is one line naming the agent and ``where`` it ran."""
+    from ..env.agents import rollout
+
+    loaded = load_agent(spec, bare)
+    env = loaded.make_env(scenario, build, num_arrivals, warmup, model=model)
+    try:
+        return rollout(env, loaded.agent_for(env, seed), seed=seed)
+    except Exception as exc:  # an agent's own failure names it
+        what = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(f"--agent {spec!r} failed on {where}: {type(exc).__name__}: {what}") from exc
+    finally:
+        env.close()
+
+
 def run_agent(point: Any, model: str = "msj") -> Any:
     """Run ``point.agent`` through the env of ``model`` on the point's workload and seed; the env's
     result (a SimulationResult; on the moldable model a MoldableResult)."""
-    from ..env.agents import rollout
-
-    loaded = load_agent(point.agent, bare=True)  # admitted by the parent's checks (a bare one too)
     warmup = point.warmup if point.warmup is not None else point.num_arrivals // 10
+    where = f"{point.scenario}{_where(model, point.build)} (seed {point.seed})"
     build = env_build(model, dict(point.build))
-    env = loaded.make_env(point.scenario, build, point.num_arrivals, warmup, model=model)
-    try:
-        return rollout(env, loaded.agent_for(env, point.seed), seed=point.seed)
-    except Exception as exc:  # an agent's own failure (a bad action, an error in predict) names it
-        what = " ".join(str(exc).split()) or type(exc).__name__
-        raise ValueError(
-            f"--agent {point.agent!r} failed on {point.scenario}{_where(model, point.build)} "
-            f"(seed {point.seed}): {type(exc).__name__}: {what}"
-        ) from exc
-    finally:
-        env.close()
+    # bare (the default): the parent's checks admitted it, a checkpoint without metadata too
+    return play_agent(
+        point.agent, point.scenario, build, point.num_arrivals, warmup, point.seed, where, model=model
+    )

@@ -128,21 +128,10 @@ def _run_one(task: tuple[str, str, str, dict[str, Any], int, int, str, bool]) ->
     scenario, kind, spec, params, start, length, metric, bare = task
     wl = sequence_workload(_trace(scenario), start, length)
     if kind == "agent":
-        from ..env.agents import rollout
-        from .agents import load_agent
+        from .agents import play_agent
 
-        loaded = load_agent(spec, bare)
-        env = loaded.make_env(wl, {}, num_arrivals=length, warmup=0)
-        try:
-            result = rollout(env, loaded.agent_for(env, start), seed=start)
-        except Exception as exc:  # an agent's own failure (a bad action, an error in predict) names it
-            what = " ".join(str(exc).split()) or type(exc).__name__
-            raise ValueError(
-                f"--agent {spec!r} failed on the sequence of jobs {start}..{start + length - 1}: "
-                f"{type(exc).__name__}: {what}"
-            ) from exc
-        finally:
-            env.close()
+        where = f"the sequence of jobs {start}..{start + length - 1}"
+        result = play_agent(spec, wl, {}, length, 0, start, where, bare=bare)
         return float(getattr(result, metric))
     from ..core.simulator import Simulator
     from ..registry import policy_from_spec
