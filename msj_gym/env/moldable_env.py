@@ -289,7 +289,7 @@ def _named_system(
 ) -> MoldableSystem:
     """The named system ``scenario`` (``002-SPEEDUP-REGIME``) with ``num_servers`` servers (100) and
     size law ``service_time`` (Exp(1)); its speed-up and regime are the name's."""
-    from ..moldable.systems import MOLDABLE_SYSTEMS, REGIMES, SPEED_UPS
+    from ..moldable.systems import MOLDABLE_SYSTEMS, build_moldable_system
 
     if not isinstance(scenario, str) or scenario not in MOLDABLE_SYSTEMS:
         raise ValueError(f"scenario: expected one of {list(MOLDABLE_SYSTEMS)}, got {scenario!r}")
@@ -300,10 +300,8 @@ def _named_system(
     ]
     if given:
         raise ValueError(f"scenario: {scenario!r} sets the speed-up and traffic regime; drop {given[0]}")
-    speed, regime = MOLDABLE_SYSTEMS[scenario]
-    a, b = REGIMES[regime]
     n = 100 if num_servers is None else num_servers
-    return MoldableSystem.single(n, SPEED_UPS[speed], alpha=a, beta=b, service_time=service_time)
+    return build_moldable_system(scenario, num_servers=n, service_time=service_time)
 
 
 def step_reward(env: MSJMoldableEnv, time_sum: Any, blocked: Any, last_time: Any, last_blocked: Any) -> Any:

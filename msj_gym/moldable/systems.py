@@ -4,6 +4,10 @@ al. (2024), moldable jobs, Sec. 7), one class of unit-mean exponential jobs, as 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from ..workloads.distributions import Distribution
 from .model import LINEAR, SUB_LINEAR, MoldableSystem
 
 __all__ = ["MOLDABLE_SYSTEMS", "REGIMES", "SPEED_UPS", "build_moldable_system", "describe_moldable_system"]
@@ -33,15 +37,21 @@ def describe_moldable_system(name: str) -> str:
 
 
 def build_moldable_system(
-    name: str, *, num_servers: int = 100, arrival_rate: float | None = None
+    name: str,
+    *,
+    num_servers: int = 100,
+    arrival_rate: float | None = None,
+    service_time: Distribution | Mapping[str, Any] | None = None,
 ) -> MoldableSystem:
     """The named system with ``num_servers`` servers; ``arrival_rate`` (per server, = the load with unit
-    mean sizes) replaces the regime's ``lam_n`` if given."""
-    entry = MOLDABLE_SYSTEMS.get(name)
+    mean sizes) replaces the regime's ``lam_n`` if given; ``service_time``: the size law (Exp(1))."""
+    entry = MOLDABLE_SYSTEMS.get(name) if isinstance(name, str) else None
     if entry is None:
         raise ValueError(f"scenario: expected one of {list(MOLDABLE_SYSTEMS)}, got {name!r}")
     speed, regime = entry
     if arrival_rate is not None:
-        return MoldableSystem.single(num_servers, SPEED_UPS[speed], arrival_rate)
+        return MoldableSystem.single(num_servers, SPEED_UPS[speed], arrival_rate, service_time=service_time)
     alpha, beta = REGIMES[regime]
-    return MoldableSystem.single(num_servers, SPEED_UPS[speed], alpha=alpha, beta=beta)
+    return MoldableSystem.single(
+        num_servers, SPEED_UPS[speed], alpha=alpha, beta=beta, service_time=service_time
+    )
