@@ -438,10 +438,11 @@ def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], 
                 if scenario in SEQUENCE_POINTS:  # every sequence: a class-set agent has room for 32 needs
                     sp = SEQUENCE_POINTS[scenario]
                     for seed in config.seeds:
-                        where = f"{scenario}, the sequence of seed {seed} ({sp.run_scenario(seed)})"
+                        run = sp.run_scenario(seed)
+                        where = f"{scenario}, the sequence of seed {seed} ({run})"
                         check_agent(
                             spec,
-                            sp.run_scenario(seed),
+                            run,
                             {},
                             config.bare_agents,
                             num_arrivals=sp.length,
@@ -506,13 +507,14 @@ def _plan(
                 raise ValueError(
                     f"benchmark point {scenario}: two entrants share a name; give them ids of their own"
                 )
+            sequence = {seed: sp.run_scenario(seed) for seed in config.seeds}  # the same for every entrant
             for label, policy_spec, agent in runs:
                 for seed in config.seeds:
                     points.append(
                         Point(
                             series=label,
                             x=rho,
-                            scenario=sp.run_scenario(seed),
+                            scenario=sequence[seed],
                             policy=policy_spec,
                             seed=seed,
                             num_arrivals=sp.length,
