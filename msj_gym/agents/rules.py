@@ -21,21 +21,26 @@ from msj_gym.core.access import (
     first_waiting_of_class,
     free_servers,
     next_waiting_of_class,
+    region,
     service_time,
     start,
 )
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
 FIELDS = Record("class_order")  # the classes by (server need, class), as float ids
 (CLASS_ORDER,) = FIELDS.ids
+# one class's waiting jobs at a time: their slots and service times, sorted together
+WORK = Layout(ints={"slots": "slots"}, floats={"keys": "slots"})
+SLOTS, KEYS = WORK.ids
 
 
 @inline_jit
 def _lsf_shortest(view, sizes, pdata, actions):
     order = field(pdata.params, CLASS_ORDER)
-    slots, keys = pdata.iwork, pdata.fwork
+    slots, keys = region(pdata.iwork, SLOTS), region(pdata.fwork, KEYS)
     free = free_servers(view)
     n = 0
     for i in range(order.size):
@@ -73,11 +78,9 @@ class LsfShortest(Policy):
     preemptive = False
     size_aware = True
     kernel = _lsf_shortest
+    work = WORK
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
         needs = workload.server_needs
         order = sorted(range(len(needs)), key=lambda c: (int(needs[c]), c))  # once, not per decision
         return super().prepare(workload, rng)._replace(params=FIELDS.pack(class_order=np.array(order, float)))
-
-    def work_sizes(self, num_slots: int, num_servers: int, num_classes: int) -> tuple[int, int]:
-        return num_slots, num_slots

@@ -19,14 +19,14 @@ as the job's budget (``OP_BUDGET``) when the job starts, and at the budget's exp
 preempts the job (``OP_REQUEUE``, then a preemption). ``theta = sigma / m``, ``m`` the mean number of
 interruptions per job; ``m = 0`` is FCFS.
 
-Bookkeeping (``pdata``, kept across decisions and across slot growth, see ``with_work``): per server
-the list of jobs in the system that may use it, in service order, whose head is the job it serves; per
-job its servers, the number it holds and their total capacity. Each decision updates the lists for
-what happened since the last one (departures, spent budgets, arrivals: ``O(d)`` per job involved, plus
-one pass over the servers at instants with a departure or an expiry) and emits the jobs whose servers
-changed. The kernels are driven whole by the batch loop (they are not prefix-consistent); in debug mode
-``_compat_check`` recomputes the allocation from the engine's state alone and compares.
-"""
+Bookkeeping (``pdata``'s scratch, laid out by ``WORK``, kept across decisions and across slot growth,
+see ``with_work``): per server the list of jobs in the system that may use it, in service order, whose
+head is the job it serves; per job its servers, the number it holds and their total capacity. Each
+decision updates the lists for what happened since the last one (departures, spent budgets, arrivals:
+``O(d)`` per job involved, plus one pass over the servers at instants with a departure or an expiry) and
+emits the jobs whose servers changed. The kernels are driven whole by the batch loop (they are not
+prefix-consistent); in debug mode ``_compat_check`` recomputes the allocation from the engine's state
+alone and compares."""
 
 from __future__ import annotations
 
@@ -63,6 +63,7 @@ from msj_gym.core.access import (
     value,
 )
 from msj_gym.core.jit import inline_jit, kernel_jit
+from msj_gym.core.layout import Layout, region
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 
@@ -74,45 +75,70 @@ MODEL = "compatibility"
 # its pool as a C x S 0/1 table, ``pool``)
 FIELDS = Record("theta", "d", "shift", "capacity", "assign", "choose", "pool", nonfinite=("theta",))
 THETA, D, SHIFT, CAPACITY, ASSIGN, CHOOSE, POOL = FIELDS.ids
-# iwork = [memo: 4][head: S][tail: S][interrupted: S][dirty: 2S + 1][taken: S]
-#         [servers: cap*w][next: cap*w][prev: cap*w][held: cap][dirty stamp: cap][interrupt stamp: cap]
-#         [job id: cap]            (w = 2**b: the node of job s's q-th server is s*w + q, its slot a shift)
-# fwork = [rate: cap][work until the next interruption: cap]      (cap: slots the arrays are sized for)
-M_NARR, M_DONE, M_EXP, M_STAMP = 0, 1, 2, 3
-N_MEMO = 4
+# The bookkeeping (see the module docstring): per server (``S``) its list's head and tail (a node, -1:
+# empty), then the instant's interrupted jobs, changed jobs (up to 2S + 1) and per-server counts; per job
+# slot its servers, as nodes (the node of job s's q-th server is s * 2**b + q, so its slot is a shift),
+# each node's next and previous in its server's list, and per slot the servers held, the stamps of the
+# last decision that changed or interrupted it, its job id, its rate and its work until the next
+# interruption. ``memo``: what the engine had counted at the last decision.
+WORK = Layout(
+    ints={
+        "memo": "4",
+        "head": "servers",
+        "tail": "servers",
+        "interrupted": "servers",
+        "dirty": "2 * servers + 1",
+        "taken": "servers",
+        "node_server": "slots << shift",
+        "node_next": "slots << shift",
+        "node_prev": "slots << shift",
+        "held": "slots",
+        "dirty_stamp": "slots",
+        "interrupt_stamp": "slots",
+        "job_id": "slots",
+    },
+    floats={"rate": "slots", "fragment": "slots"},
+    params=FIELDS,
+)
+(
+    MEMO,
+    HEAD,
+    TAIL,
+    INTERRUPTED,
+    DIRTY,
+    TAKEN,
+    NODE_SERVER,
+    NODE_NEXT,
+    NODE_PREV,
+    HELD,
+    DIRTY_STAMP,
+    INTERRUPT_STAMP,
+    JOB_ID,
+    RATE,
+    FRAGMENT,
+) = WORK.ids
+M_NARR, M_DONE, M_EXP, M_STAMP = 0, 1, 2, 3  # memo: arrivals, departures, expiries, last stamp
 
 
 @inline_jit
-def _fixed(nserv):
-    return N_MEMO + 6 * nserv + 1
-
-
-@inline_jit
-def _parts(nserv, sh, iw, fw):
-    """Views of the bookkeeping arrays (layout above)."""
-    cap = fw.size // 2
-    h0 = N_MEMO
-    t0 = h0 + nserv
-    i0 = t0 + nserv
-    d0 = i0 + nserv
-    k0 = d0 + 2 * nserv + 1
-    x0 = _fixed(nserv)
-    nodes = cap << sh
+def _parts(pdata):
+    """Views of the bookkeeping's regions (``WORK``), all but the memo."""
+    iw, fw = pdata.iwork, pdata.fwork
     return (
-        iw[h0:t0],
-        iw[t0:i0],
-        iw[i0:d0],
-        iw[d0:k0],
-        iw[k0:x0],
-        iw[x0 : x0 + nodes],
-        iw[x0 + nodes : x0 + 2 * nodes],
-        iw[x0 + 2 * nodes : x0 + 3 * nodes],
-        iw[x0 + 3 * nodes : x0 + 3 * nodes + cap],
-        iw[x0 + 3 * nodes + cap : x0 + 3 * nodes + 2 * cap],
-        iw[x0 + 3 * nodes + 2 * cap : x0 + 3 * nodes + 3 * cap],
-        iw[x0 + 3 * nodes + 3 * cap : x0 + 3 * nodes + 4 * cap],
-        fw[:cap],
-        fw[cap : 2 * cap],
+        region(iw, HEAD),
+        region(iw, TAIL),
+        region(iw, INTERRUPTED),
+        region(iw, DIRTY),
+        region(iw, TAKEN),
+        region(iw, NODE_SERVER),
+        region(iw, NODE_NEXT),
+        region(iw, NODE_PREV),
+        region(iw, HELD),
+        region(iw, DIRTY_STAMP),
+        region(iw, INTERRUPT_STAMP),
+        region(iw, JOB_ID),
+        region(fw, RATE),
+        region(fw, FRAGMENT),
     )
 
 
@@ -235,22 +261,22 @@ def _least_loaded(view, par, nserv, sh, srv, count, s):
 
 @inline_jit
 def _compat_serve(view, pdata, actions):
-    par, iw, fw = pdata.params, pdata.iwork, pdata.fwork
+    par = pdata.params
     nserv = num_servers(view)
     d = int_value(par, D)
     sh = int_value(par, SHIFT)
     theta = value(par, THETA)
     mu = field(par, CAPACITY)
-    parts = _parts(nserv, sh, iw, fw)
-    head, tail, ilist, dlist, taken, srv, nxt, prv, held, dst, ist, jid, rate, frag = parts
-    stamp = iw[M_STAMP] + 1
-    iw[M_STAMP] = stamp
+    head, tail, ilist, dlist, taken, srv, nxt, prv, held, dst, ist, jid, rate, frag = _parts(pdata)
+    memo = region(pdata.iwork, MEMO)
+    stamp = memo[M_STAMP] + 1
+    memo[M_STAMP] = stamp
     ni = 0
     nd = 0
     # Departures and spent budgets: each such job heads the list of a server it held.
-    if num_departures(view) != iw[M_DONE] or num_expiries(view) != iw[M_EXP]:
-        iw[M_DONE] = num_departures(view)
-        iw[M_EXP] = num_expiries(view)
+    if num_departures(view) != memo[M_DONE] or num_expiries(view) != memo[M_EXP]:
+        memo[M_DONE] = num_departures(view)
+        memo[M_EXP] = num_expiries(view)
         for v in range(nserv):
             while head[v] >= 0:
                 s = head[v] >> sh
@@ -265,8 +291,8 @@ def _compat_serve(view, pdata, actions):
                     break
     # Arrivals since the last decision: the last ones of the engine's order, oldest first.
     narr = num_arrived(view)
-    new = narr - iw[M_NARR]
-    iw[M_NARR] = narr
+    new = narr - memo[M_NARR]
+    memo[M_NARR] = narr
     if new > 0:
         assign = int_value(par, ASSIGN)
         if assign == 1:
@@ -316,12 +342,12 @@ def _compat_check(view, pdata):
     order, every server serves the first job that may use it (idle if none may), a job runs iff it
     holds a server, on as many servers as it holds and at the sum of their capacities; and the
     kernel's lists agree."""
-    par, iw, fw = pdata.params, pdata.iwork, pdata.fwork
+    par = pdata.params
     nserv = num_servers(view)
     d = int_value(par, D)
     sh = int_value(par, SHIFT)
     mu = field(par, CAPACITY)
-    head, _, _, _, taken, srv, _, _, held, _, _, _, rate, _ = _parts(nserv, sh, iw, fw)
+    head, _, _, _, taken, srv, _, _, held, _, _, _, rate, _ = _parts(pdata)
     assign = int_value(par, ASSIGN)
     for v in range(nserv):
         taken[v] = 0
@@ -366,6 +392,7 @@ class _CompatPolicy(Policy):
     invariant = _compat_check
     models: ClassVar[tuple[str, ...]] = (MODEL,)
     decides_every_event = True  # its bookkeeping follows every arrival and departure
+    work = WORK
 
     def theta(self, workload: Any) -> float:
         """Mean work between two interruptions of a job (inf: never interrupted)."""
@@ -405,36 +432,23 @@ class _CompatPolicy(Policy):
         return 10 * num_servers + 2
 
     def with_work(self, pdata: PolicyData, num_slots: int, num_servers: int, num_classes: int) -> PolicyData:
-        """Bookkeeping sized for ``num_slots`` slots, the existing one copied over (it must survive the
-        engine's slot growth: slots keep their numbers)."""
-        w = 1 << int(FIELDS.get(pdata.params, "shift")[0])
-        old_cap = pdata.fwork.size // 2
-        if pdata.iwork.size and old_cap >= num_slots:
-            return pdata
-        cap = max(int(num_slots), 1)
-        fixed = _fixed(num_servers)
-        iw = np.zeros(fixed + cap * (3 * w + 4), dtype=np.int64)
-        fw = np.zeros(2 * cap)
-        if pdata.iwork.size:
-            iw[:fixed] = pdata.iwork[:fixed]
-            widths = (w, w, w, 1, 1, 1, 1)  # the per-slot sections, in layout order
-            for k, width in enumerate(widths):
-                lo_old = fixed + sum(widths[:k]) * old_cap
-                lo_new = fixed + sum(widths[:k]) * cap
-                iw[lo_new : lo_new + width * old_cap] = pdata.iwork[lo_old : lo_old + width * old_cap]
-            fw[:old_cap] = pdata.fwork[:old_cap]
-            fw[cap : cap + old_cap] = pdata.fwork[old_cap:]
-        else:
-            iw[N_MEMO : N_MEMO + 2 * num_servers] = -1  # empty server lists
-        return pdata._replace(iwork=iw, fwork=fw)
+        """Bookkeeping sized for ``num_slots`` slots (never fewer than it already holds), the existing
+        one carried over: it must survive the engine's slot growth, where slots keep their numbers."""
+        fresh = not WORK.laid_out(pdata)
+        slots = max(int(num_slots), 1 if fresh else WORK.get(pdata, "held").size)
+        out = WORK.with_work(pdata, slots, num_servers, num_classes, keep=True)
+        if fresh:
+            WORK.get(out, "head")[:] = -1  # empty server lists
+            WORK.get(out, "tail")[:] = -1
+        return out
 
     def busy_servers(self, pdata: PolicyData, num_servers: int) -> np.ndarray:
         """Which servers serve a job now (for observations)."""
-        return pdata.iwork[N_MEMO : N_MEMO + num_servers] >= 0
+        return WORK.get(pdata, "head") >= 0
 
     def serving_slots(self, pdata: PolicyData, num_servers: int) -> np.ndarray:
         """Per server, the engine slot of the job it serves now (-1: idle), for pictures."""
-        head = pdata.iwork[N_MEMO : N_MEMO + num_servers]
+        head = WORK.get(pdata, "head")
         # a list head is a node s * 2**b + q of job slot s
         return np.where(head >= 0, head >> int(FIELDS.get(pdata.params, "shift")[0]), -1)
 

@@ -158,6 +158,10 @@ class _Packing(Policy):
         return {}
 
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+        return self._packed(workload, rng, self.extra_params(workload))
+
+    def _packed(self, workload: Any, rng: np.random.Generator, extra: dict[str, Any]) -> PolicyData:
+        """The shared preparation, ``extra`` the values of the subclass's own fields."""
         base = super().prepare(workload, rng)
         needs = workload.server_needs
         groups = np.unique(needs)[::-1]
@@ -167,7 +171,7 @@ class _Packing(Policy):
             fast=self.fast_path,
             ngroup=groups.size,
             gmap=gmap,
-            **self.extra_params(workload),
+            **extra,
         )
         return base._replace(params=params, state=np.zeros(5))
 
@@ -404,15 +408,13 @@ class ServerFillingGittins(_Ranked):
     fast_path = False  # ranks of running jobs may rise with age, so every event is re-examined
     fields = GITTINS_FIELDS
 
-    def extra_params(self, workload: Any) -> dict[str, Any]:
-        self._tables = [gittins_rank_table(c.service_time) for c in workload.classes]
-        return {"inv_step": [inv_step for _, inv_step in self._tables]}
-
     def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
-        base = super().prepare(workload, rng)
+        # the rank tables give both a field (their grids' steps) and the kernel's table: computed once,
+        # here, rather than kept on the policy between the two
+        tables = [gittins_rank_table(c.service_time) for c in workload.classes]
+        base = self._packed(workload, rng, {"inv_step": [inv_step for _, inv_step in tables]})
         needs = workload.server_needs
-        table = np.array([needs[i] * ranks for i, (ranks, _) in enumerate(self._tables)])
-        return base._replace(table=table)
+        return base._replace(table=np.array([needs[i] * ranks for i, (ranks, _) in enumerate(tables)]))
 
 
 # First-Fit SRPT's parameters: the key (SIZE_AREA or SIZE_DURATION), where each class's kept waiting

@@ -194,9 +194,16 @@ class Layout:
         ihead, fhead = self._offsets(self.sizes(num_slots, num_servers, num_classes, params))
         return (int(ihead[-1]) if ihead.size else 0), (int(fhead[-1]) if fhead.size else 0)
 
-    def with_work(self, pdata: PolicyData, num_slots: int, num_servers: int, num_classes: int) -> PolicyData:
+    def with_work(
+        self, pdata: PolicyData, num_slots: int, num_servers: int, num_classes: int, *, keep: bool = False
+    ) -> PolicyData:
         """``pdata`` with scratch laid out for ``num_slots`` slots: itself if its headers already say
-        so (the scratch content survives), else fresh zeroed arrays with the new offsets written."""
+        so (the scratch content survives), else fresh zeroed arrays with the new offsets written.
+
+        ``keep``: if ``pdata``'s scratch is laid out by this layout for other sizes, each region of the
+        fresh arrays starts with the old region's content (as much of it as fits), for a policy whose
+        per-slot bookkeeping must survive the engine's slot growth (slots keep their numbers, so a
+        region indexed by slot keeps its meaning when it grows at the end)."""
         ihead, fhead = self._offsets(self.sizes(num_slots, num_servers, num_classes, pdata.params))
         if _holds(pdata.iwork, ihead) and _holds(pdata.fwork, fhead):
             return pdata
@@ -204,7 +211,28 @@ class Layout:
         fwork = np.zeros(max(int(fhead[-1]) if fhead.size else 0, 1))
         iwork[: ihead.size] = ihead
         fwork[: fhead.size] = fhead
+        if keep and self.laid_out(pdata):
+            for old, new, head in ((pdata.iwork, iwork, ihead), (pdata.fwork, fwork, fhead)):
+                for i in range(head.size - 1):
+                    lo, hi = int(old[i]), int(old[i + 1])
+                    n = min(hi - lo, int(head[i + 1] - head[i]))
+                    new[int(head[i]) : int(head[i]) + n] = old[lo : lo + n]
         return pdata._replace(iwork=iwork, fwork=fwork)
+
+    def laid_out(self, pdata: PolicyData) -> bool:
+        """Whether ``pdata``'s scratch carries this layout's headers (for any sizes): as many regions,
+        each offset within its array and none before the previous one. Freshly prepared data (empty
+        scratch) is not laid out, unless the layout has no regions in either array."""
+        for work, regions in ((pdata.iwork, self.ints), (pdata.fwork, self.floats)):
+            n = len(regions)
+            if not n:
+                continue
+            if work.size < n + 1:
+                return False
+            head = work[: n + 1]
+            if head[0] != n + 1 or head[-1] != work.size or bool((np.diff(head) < 0).any()):
+                return False
+        return True
 
     def get(self, pdata: PolicyData, name: str) -> np.ndarray:
         """From Python: region ``name`` of ``pdata``'s scratch (a view)."""

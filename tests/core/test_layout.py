@@ -94,3 +94,18 @@ def test_bad_uses() -> None:
         Layout(ints={"a": "table"}, params=PARAMS).sizes(1, 1, 1, PARAMS.pack(kept=1, table=[1, 2]))
     with pytest.raises(ValueError, match="negative size"):
         Layout(ints={"a": "servers - 5"}).sizes(1, 1, 1)
+
+
+def test_growth_keeps_each_regions_content_when_asked() -> None:
+    policy = _Laid()
+    assert not WORK.laid_out(_pdata())
+    pdata = policy.with_work(_pdata(), 10, 4, 3)
+    assert WORK.laid_out(pdata)
+    _fill(pdata.iwork, pdata.fwork)
+    WORK.get(pdata, "order")[:] = np.arange(25)
+    grown = WORK.with_work(pdata, 20, 4, 3, keep=True)
+    assert WORK.get(grown, "order").tolist() == [*range(25), *[0] * 20]
+    assert WORK.get(grown, "marks").tolist() == [2] * 4 and (WORK.get(grown, "keys") == 4.0).all()
+    shrunk = WORK.with_work(grown, 5, 4, 3, keep=True)  # as much as fits
+    assert WORK.get(shrunk, "order").tolist() == list(range(15))
+    assert not WORK.get(WORK.with_work(pdata, 20, 4, 3), "order").any()  # without keep: zeroed
