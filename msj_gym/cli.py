@@ -9,7 +9,13 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .moldable.model import MoldableSystem
+    from .workloads.compat import CompatWorkload
+    from .workloads.trace import TraceWorkload
+    from .workloads.workload import Workload
 
 __all__ = ["main"]
 
@@ -616,7 +622,12 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _print_queueing(
-    args: argparse.Namespace, result: Any, name: str, workload: Any, policy: Any, size: str
+    args: argparse.Namespace,
+    result: Any,
+    name: str,
+    workload: Workload | TraceWorkload | CompatWorkload,
+    policy: Any,
+    size: str,
 ) -> int:
     if result.num_measured == 0:  # stopped (queue limit, arrival cap) before any measured job left
         raise ValueError(
@@ -625,7 +636,14 @@ def _print_queueing(
     return _print_run(args, result, name, workload, policy, size)
 
 
-def _print_run(args: argparse.Namespace, result: Any, name: str, system: Any, policy: Any, size: str) -> int:
+def _print_run(
+    args: argparse.Namespace,
+    result: Any,
+    name: str,
+    system: Workload | TraceWorkload | CompatWorkload | MoldableSystem,
+    policy: Any,
+    size: str,
+) -> int:
     """A finished run: its JSON (``--json``) or its header line and summary."""
     if args.json:
         out = result.to_dict()
@@ -785,7 +803,7 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
-def _note_short_trace(workload: Any, arrivals: int | None) -> None:
+def _note_short_trace(workload: Workload | TraceWorkload, arrivals: int | None) -> None:
     """A one-line note when a trace holds fewer jobs than the run asks for: the run ends with the
     trace, and measures fewer jobs than ``arrivals`` minus the warm-up."""
     jobs = getattr(workload, "arrival_time", None)
@@ -988,7 +1006,9 @@ def _optimal(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_optimum(args: argparse.Namespace, workload: Any, sol: Any, heuristics: dict, words: list) -> None:
+def _print_optimum(
+    args: argparse.Namespace, workload: Workload, sol: Any, heuristics: dict, words: list
+) -> None:
     """The text report of ``msj-gym optimal``."""
     kind = "preemptive" if args.preemptive else "non-preemptive"
     v = sol.value

@@ -25,7 +25,11 @@ import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from msj_gym.core import Policy
+    from msj_gym.core.workload import WorkloadLike
 
 __all__ = [
     "ENGINE_MODELS",
@@ -150,7 +154,7 @@ def make_moldable_policy(policy_id: str, **params: Any) -> Any:
     return make_policy(policy_id, **params)
 
 
-def supports(policy: Any, workload: Any) -> str | None:
+def supports(policy: str | Policy, workload: WorkloadLike) -> str | None:
     """None if ``policy`` (a registered id, or a policy instance outside the registry) is defined on
     ``workload`` (a :class:`~msj_gym.workloads.workload.WorkloadLike`), else the reason it is not (one
     line)."""

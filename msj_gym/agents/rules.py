@@ -9,8 +9,6 @@ taken, see :func:`msj_gym.registry.policy_from_spec`).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from msj_gym.baselines._kit import sort_ascending
@@ -29,6 +27,7 @@ from msj_gym.core.jit import inline_jit
 from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.workloads.workload import ClassTable
 
 FIELDS = Record("class_order")  # the classes by (server need, class), as float ids
 (CLASS_ORDER,) = FIELDS.ids
@@ -80,7 +79,7 @@ class LsfShortest(Policy):
     kernel = _lsf_shortest
     work = WORK
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         needs = workload.server_needs
         order = sorted(range(len(needs)), key=lambda c: (int(needs[c]), c))  # once, not per decision
         return super().prepare(workload, rng)._replace(params=FIELDS.pack(class_order=np.array(order, float)))

@@ -8,10 +8,13 @@ The systems share the env's spaces when the observation is the padded class set
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
+
+if TYPE_CHECKING:
+    from msj_gym.core.workload import WorkloadLike
 
 __all__ = ["SystemsEnv"]
 
@@ -25,7 +28,9 @@ class SystemsEnv(gym.Env):
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium's own attribute
 
-    def __init__(self, systems: list[Any], env_id: str = "MSJ-v0", **env_kwargs: Any) -> None:
+    def __init__(
+        self, systems: list[WorkloadLike | str | dict[str, Any]], env_id: str = "MSJ-v0", **env_kwargs: Any
+    ) -> None:
         super().__init__()
         if not systems:
             raise ValueError("systems: expected at least one system, got none")

@@ -28,11 +28,11 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..core.jit import kernel_jit
+from ..workloads.compat import CompatWorkload
 
 __all__ = [
     "BalancedFairPerformance",
@@ -72,7 +72,7 @@ def capacity_of_sets(
 # Theorem 1
 
 
-def stability_violation(workload: Any) -> str | None:
+def stability_violation(workload: CompatWorkload) -> str | None:
     """None if the compatibility workload satisfies Theorem 1, else a description of a violated set.
 
     Classes with fixed servers are checked over every set of classes. A single class with a random
@@ -116,7 +116,7 @@ def stability_violation(workload: Any) -> str | None:
 
 
 def _check_sets(
-    caps: np.ndarray, sigma: float, classes: list[tuple[str, Sequence[int], float]]
+    caps: np.ndarray, sigma: float, classes: Sequence[tuple[str, Sequence[int], float]]
 ) -> str | None:
     mu = capacity_of_sets(caps, [srv for _, srv, _ in classes])
     lam = np.array([rate for _, _, rate in classes]) * sigma
@@ -331,7 +331,7 @@ def random_assignment_performance(
     )
 
 
-def workload_performance(workload: Any) -> BalancedFairPerformance:
+def workload_performance(workload: CompatWorkload) -> BalancedFairPerformance:
     """Balanced-fair per-class metrics of a :class:`~msj_gym.workloads.compat.CompatWorkload`: the
     symmetric reduction for a single random-assignment class on equal servers, recursion (4)
     otherwise."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..workloads.workload import ClassTable, Workload
 from .queueing import erlang_b
 
 __all__ = [
@@ -67,7 +68,7 @@ class BSPartition:
         }
 
 
-def relative_demands(workload: Any) -> np.ndarray:
+def relative_demands(workload: ClassTable) -> np.ndarray:
     """rho_i = alpha_i d_i n_i (Anselmi & Doncel (2024), Sec. 3.1): the server-time a random arrival brings to
     class i."""
     return (
@@ -151,22 +152,25 @@ def _make(k: int, needs: np.ndarray, rho: np.ndarray, psi: float, blocks: np.nda
     )
 
 
-def _offered(workload: Any) -> np.ndarray:
+def _offered(workload: Workload) -> np.ndarray:
     """lambda alpha_i d_i: the offered load (in jobs) of the loss system M/GI/s_i/s_i of class i."""
     return (
-        float(workload.arrival_rate)
+        # a built Workload's rate is a float: set in __post_init__, though declared optional
+        float(workload.arrival_rate)  # type: ignore[arg-type]
         * np.asarray(workload.probabilities, dtype=np.float64)
         * np.asarray(workload.mean_service_times, dtype=np.float64)
     )
 
 
-def _partition_of(workload: Any, partition: BSPartition | None) -> BSPartition:
+def _partition_of(workload: ClassTable, partition: BSPartition | None) -> BSPartition:
     if partition is not None:
         return partition
     return bs_partition(workload.num_servers, workload.server_needs, relative_demands(workload))
 
 
-def helper_probabilities(workload: Any, partition: BSPartition | None = None) -> tuple[np.ndarray, float]:
+def helper_probabilities(
+    workload: Workload, partition: BSPartition | None = None
+) -> tuple[np.ndarray, float]:
     """(per class E_{s_i}(lambda alpha_i d_i), P_H = sum_i alpha_i E_{s_i}(lambda alpha_i d_i)): under
     ModifiedBS-pi the fraction of class-i arrivals sent to the helpers (Property 1, eq. (11)) and the
     overall one (eq. (16)); BS-pi's P_H is at most the latter (Corollary 1). ``partition`` defaults to
@@ -177,19 +181,21 @@ def helper_probabilities(workload: Any, partition: BSPartition | None = None) ->
     return per_class, float(np.dot(p, per_class))
 
 
-def helper_load(workload: Any, partition: BSPartition | None = None) -> float:
+def helper_load(workload: Workload, partition: BSPartition | None = None) -> float:
     """(lambda / |H|) sum_i rho_i E_{s_i}(lambda alpha_i d_i): the load ModifiedBS-pi puts on the helpers
     (Anselmi & Doncel (2024), Sec. 5.2). Proposition 1: if it is < 1 and pi is throughput optimal, BS-pi is
     stable. ``inf`` when there are no helpers but some class can be blocked."""
     part = _partition_of(workload, partition)
     per_class, _ = helper_probabilities(workload, part)
-    work = float(workload.arrival_rate) * float(np.dot(relative_demands(workload), per_class))
+    # a built Workload's rate is a float: set in __post_init__, though declared optional
+    rate = float(workload.arrival_rate)  # type: ignore[arg-type]
+    work = rate * float(np.dot(relative_demands(workload), per_class))
     if part.helpers == 0:
         return 0.0 if work == 0.0 else math.inf
     return work / part.helpers
 
 
-def theorem1_limit(workload: Any) -> float:
+def theorem1_limit(workload: ClassTable) -> float:
     """sum_i alpha_i d_i: the limit of BS-pi's mean response time in the subcritical many-server regime
     (Theorem 1), i.e. the mean service time (zero wait)."""
     p = np.asarray(workload.probabilities, dtype=np.float64)

@@ -56,6 +56,8 @@ from typing import Any
 
 import numpy as np
 
+from ..workloads.workload import Workload
+
 __all__ = [
     "HEURISTICS",
     "MSJChain",
@@ -604,7 +606,7 @@ def _value(
     return value, marginals
 
 
-def _parameters(workload: Any) -> tuple[list[int], int, list[float], list[float]]:
+def _parameters(workload: Workload) -> tuple[list[int], int, list[float], list[float]]:
     """(needs, k, arrival rates, service rates) of a Poisson workload with exponential service."""
     classes = getattr(workload, "classes", None)
     if classes is None or not hasattr(workload, "arrival_rate"):
@@ -616,7 +618,9 @@ def _parameters(workload: Any) -> tuple[list[int], int, list[float], list[float]
                 f"times, got {cls.service_time.kind!r}"
             )
     needs = [int(c.server_need) for c in classes]
-    lam = [float(workload.arrival_rate) * c.probability for c in classes]
+    # a built Workload's rate is a float: set in __post_init__, though declared optional
+    rate = float(workload.arrival_rate)  # type: ignore[arg-type]
+    lam = [rate * c.probability for c in classes]
     mu = [1.0 / float(c.service_time.mean) for c in classes]
     return needs, int(workload.num_servers), lam, mu
 
@@ -663,7 +667,7 @@ class SolveEstimate:
         return f"{self.states} states at the first buffers {list(self.buffers)}: about {took} to solve"
 
 
-def estimate_solve(workload: Any, *, max_states: int = 3_000_000) -> SolveEstimate:
+def estimate_solve(workload: Workload, *, max_states: int = 3_000_000) -> SolveEstimate:
     """The size of the first chain :func:`solve_optimal` would build for ``workload`` (preemptive or
     not: the state limit counts both alike), and its expected solve time, found without building
     anything (counting the configurations stops past ``max_states``). A ``ValueError`` as in
@@ -799,7 +803,7 @@ _GIVE_UP = 0.1
 
 
 def solve_optimal(
-    workload: Any,
+    workload: Workload,
     *,
     preemptive: bool = False,
     buffers: Sequence[int] | None = None,
@@ -937,7 +941,7 @@ def _build_checked(
 
 
 def evaluate_heuristic(
-    workload: Any,
+    workload: Workload,
     policy_id: str,
     *,
     buffers: Sequence[int] | None = None,

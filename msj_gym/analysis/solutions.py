@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ..workloads.workload import Workload
+
 __all__ = ["remember_solution", "solved_table", "solver_version"]
 
 
@@ -42,7 +44,7 @@ def solver_version() -> str:
 
 
 def solved_table(
-    workload: Any, preemptive: bool, blocking_target: float = 1e-6, max_states: int = 6_000_000
+    workload: Workload, preemptive: bool, blocking_target: float = 1e-6, max_states: int = 6_000_000
 ) -> dict[str, Any]:
     """The solved optimal policy of ``workload`` as arrays (``table``, ``configs``, ``up``,
     ``buffers``) plus its ``value`` (``mean_response_time``, ``blocked``, ...); a ``ValueError`` where the
@@ -68,7 +70,7 @@ def solved_table(
 _SOLVED: dict[tuple[str, int], dict[str, Any] | ValueError] = {}
 
 
-def _cache_key(workload: Any, preemptive: bool, blocking_target: float) -> tuple[str, str]:
+def _cache_key(workload: Workload, preemptive: bool, blocking_target: float) -> tuple[str, str]:
     from msj_gym.analysis.optimal import _parameters
 
     needs, k, lam, mu = _parameters(workload)
@@ -88,7 +90,7 @@ def _cache_key(workload: Any, preemptive: bool, blocking_target: float) -> tuple
 
 
 def _solved(
-    key: str, key_doc: str, workload: Any, preemptive: bool, blocking_target: float, max_states: int
+    key: str, key_doc: str, workload: Workload, preemptive: bool, blocking_target: float, max_states: int
 ) -> dict[str, Any]:
     path = _cache_dir() / f"{key}.npz"
     if path.exists():
@@ -122,7 +124,9 @@ def _solved(
 
     kind = "preemptive" if preemptive else "non-preemptive"
     name = getattr(workload, "name", "the workload")
-    what = f"solving the exact {kind} optimum of {name} at load {float(workload.load):.4g}"
+    # a built Workload's load is a float: set in __post_init__, though declared optional
+    load = float(workload.load)  # type: ignore[arg-type]
+    what = f"solving the exact {kind} optimum of {name} at load {load:.4g}"
     estimate = estimate_solve(workload, max_states=max_states)
     with announce(f"{what} ({estimate.describe()})"):
         try:
@@ -206,7 +210,7 @@ def _remember_failure(path: Path, doc: str, error: str) -> None:
         pass  # a read-only cache: the failure costs its solve again in the next process
 
 
-def remember_solution(workload: Any, sol: Any, blocking_target: float) -> None:
+def remember_solution(workload: Workload, sol: Any, blocking_target: float) -> None:
     """Put a solution of :func:`msj_gym.analysis.optimal.solve_optimal` (solved for ``workload`` with
     ``blocking_target``) in the disk cache, so that ``mdp-optimal`` and the leaderboard use it instead of
     solving again, also where their own state limit would refuse the problem."""

@@ -18,9 +18,9 @@ with
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+
+from ..workloads.workload import ClassTable
 
 __all__ = ["SaturatedFCFS", "fcfs_saturated", "stability_limit"]
 
@@ -29,12 +29,12 @@ def _pow2(n: int) -> bool:
     return n >= 1 and n & (n - 1) == 0
 
 
-def _one_or_all(workload: Any) -> bool:
+def _one_or_all(workload: ClassTable) -> bool:
     needs = sorted(int(n) for n in workload.server_needs)
     return len(needs) == 2 and needs == [1, workload.num_servers]
 
 
-def _work_per_arrival(workload: Any) -> float:
+def _work_per_arrival(workload: ClassTable) -> float:
     """sum_i alpha_i E[S_i] n_i / k: the load per unit arrival rate."""
     a, m, n = workload.probabilities, workload.mean_service_times, workload.server_needs
     return float(np.sum(a * m * n) / workload.num_servers)
@@ -56,7 +56,7 @@ class SaturatedFCFS:
         )
 
 
-def fcfs_saturated(workload: Any, max_states: int = 5000) -> SaturatedFCFS | None:
+def fcfs_saturated(workload: ClassTable, max_states: int = 5000) -> SaturatedFCFS | None:
     """Solve the saturated FCFS chain of ``workload`` (exponential durations only; None otherwise or
     when the chain has more than ``max_states`` states).
 
@@ -168,7 +168,7 @@ def _count_packings(k: int, needs: list[int], cap: int) -> int:
     return total
 
 
-def stability_limit(policy_id: str | None, workload: Any) -> tuple[float, str] | None:
+def stability_limit(policy_id: str | None, workload: ClassTable) -> tuple[float, str] | None:
     """``(load limit, source)`` for ``policy_id`` on ``workload`` where a theorem gives it, else None.
     The source says whether the value is exact or a sufficient (lower) bound."""
     if policy_id is None:

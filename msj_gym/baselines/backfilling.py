@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
 from msj_gym.workloads.trace import requested_time_attribute
+from msj_gym.workloads.workload import ClassTable
 
 from ._kit import sort_ascending
 
@@ -53,7 +54,7 @@ def estimate(view, sizes, s, mode, factor, attribute):
     return service_time(sizes, s) * (1.0 + factor * estimate_noise(sizes, s))
 
 
-def estimate_fields(policy_id: str, estimates: str, factor: float, workload: Any) -> dict[str, float]:
+def estimate_fields(policy_id: str, estimates: str, factor: float, workload: ClassTable) -> dict[str, float]:
     """The kernel's estimate parameters (mode, f, requested-time attribute) for ``estimates`` of
     :data:`ESTIMATES` on ``workload``; a ValueError if it asks for requested times the workload does not
     carry, or for an f the mode does not use."""
@@ -225,7 +226,7 @@ class EasyBackfilling(Policy):
     def reads_sizes(self) -> bool:
         return self.estimates != "requested"
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         fields = estimate_fields(
             self.policy_id, self.estimates, self.param_values["estimate_factor"], workload

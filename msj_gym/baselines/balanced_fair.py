@@ -66,6 +66,7 @@ from msj_gym.core.jit import inline_jit, kernel_jit
 from msj_gym.core.layout import Layout, region
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.workloads.compat import CompatWorkload
 
 MODEL = "compatibility"
 
@@ -394,16 +395,16 @@ class _CompatPolicy(Policy):
     decides_every_event = True  # its bookkeeping follows every arrival and departure
     work = WORK
 
-    def theta(self, workload: Any) -> float:
+    def theta(self, workload: CompatWorkload) -> float:
         """Mean work between two interruptions of a job (inf: never interrupted)."""
         return np.inf
 
-    def assignment(self, workload: Any) -> int:
+    def assignment(self, workload: CompatWorkload) -> int:
         """How a job of a random-assignment class gets its servers: 0, those the workload drew for it
         (the paper's random assignment); 1, the least-loaded ones of its class's pool."""
         return 0
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: CompatWorkload, rng: np.random.Generator) -> PolicyData:
         if workload.model != MODEL:
             raise ValueError(
                 f"policy {self.policy_id!r}: defined on the job-server compatibility model "
@@ -502,7 +503,7 @@ class BalancedFair(_CompatPolicy):
     def interruptions_per_job(self) -> float:
         return float(self.param_values["m"])
 
-    def theta(self, workload: Any) -> float:
+    def theta(self, workload: CompatWorkload) -> float:
         m = self.interruptions_per_job
         return workload.mean_size / m if m > 0 else np.inf
 
@@ -530,10 +531,10 @@ class CompatLeastLoaded(_CompatPolicy):
     reference = "not from the papers: join-the-shortest-queue over compatible servers"
     interruptions_per_job = 0.0
 
-    def assignment(self, workload: Any) -> int:
+    def assignment(self, workload: CompatWorkload) -> int:
         return 1
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: CompatWorkload, rng: np.random.Generator) -> PolicyData:
         if workload.model == MODEL and not any(c.choose for c in workload.classes):
             raise ValueError(
                 f"policy {self.policy_id!r}: no class of {workload.name!r} has a random assignment "

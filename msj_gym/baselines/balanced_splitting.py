@@ -42,6 +42,7 @@ from msj_gym.core.jit import inline_jit
 from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.workloads.workload import ClassTable
 
 # pdata.params: the mode (MODE_BS or MODE_MODIFIED), the auxiliary policy (AUX_*), per class s_i, the
 # servers of its block A_i in jobs (C), and the helpers' priority key of each class (C; smaller first)
@@ -216,7 +217,7 @@ class _BalancedSplittingBase(Policy):
         ),
     }
 
-    def partition(self, workload: Any) -> BSPartition:
+    def partition(self, workload: ClassTable) -> BSPartition:
         """The static partition this policy uses on ``workload`` (Anselmi & Doncel (2024), eq. (2a)-(2b))."""
         given = _parse_demands(self.param_values["demands"], workload.num_classes)
         demands = relative_demands(workload) if given is None else given
@@ -225,7 +226,7 @@ class _BalancedSplittingBase(Policy):
         except ValueError as exc:
             raise ValueError(f"policy {self.policy_id!r}: {exc}") from None
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         part = self.partition(workload)
         if self.mode == MODE_MODIFIED and part.helpers == 0:
             raise ValueError(

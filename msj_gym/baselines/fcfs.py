@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from msj_gym.core import Policy
 from msj_gym.core.access import first_waiting, free_servers, next_waiting, server_need, start
 from msj_gym.core.jit import inline_jit
+from msj_gym.core.workload import WorkloadLike
 
 
 @inline_jit
@@ -39,7 +40,7 @@ class FCFS(Policy):
     kernel = _fcfs
     models: ClassVar[tuple[str, ...]] = ("msj",)
 
-    def for_workload(self, workload: Any) -> Policy:
+    def for_workload(self, workload: WorkloadLike) -> Policy:
         if workload.model == "compatibility":
             raise ValueError(
                 "policy 'fcfs' runs on the msj model; FCFS on a compatibility workload is 'compat-fcfs'"

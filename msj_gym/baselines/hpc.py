@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -87,6 +87,7 @@ from msj_gym.core.jit import inline_jit
 from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.workloads.workload import ClassTable
 
 from ._kit import sort_ascending
 from .backfilling import ESTIMATES, backfill_job, estimate, estimate_fields, shadow_time, smallest_need
@@ -313,7 +314,7 @@ class _Heuristic(Policy):
         notes = (f"estimates: {self.param_values['estimates']}",)
         return (*notes, "rlscheduler variant") if self.param_values["variant"] == "rlscheduler" else notes
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         fields = estimate_fields(
             self.policy_id, self.param_values["estimates"], self.param_values["estimate_factor"], workload

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from msj_gym.core import Policy
@@ -23,6 +21,7 @@ from msj_gym.core.jit import inline_jit
 from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.workloads.workload import ClassTable
 
 # The distinct server needs, decreasing ("groups"), and each class's group.
 FIELDS = Record("group_need", "gmap")
@@ -119,7 +118,7 @@ class MaxWeight(Policy):
     kernel = _max_weight
     work = WORK
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         needs = workload.server_needs
         groups = np.unique(needs)[::-1]

@@ -30,6 +30,7 @@ from msj_gym.core.access import (
 from msj_gym.core.jit import inline_jit
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.workloads.workload import ClassTable
 
 from ._kit import admit_fifo
 
@@ -189,7 +190,7 @@ class NMSR(Policy):
         "backfill": Param(bool, False, "first-fit backfilling of queue heads when not switching"),
     }
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         needs = np.asarray(workload.server_needs, dtype=np.int64)
         k = int(workload.num_servers)
         p = np.asarray(workload.probabilities, dtype=np.float64)

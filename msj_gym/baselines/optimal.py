@@ -8,7 +8,7 @@ like any other baseline.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from msj_gym.core.layout import Layout
 from msj_gym.core.policy import Param
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.workloads.workload import Workload
 
 __all__ = ["MDPOptimal", "MDPOptimalPreemptive"]
 
@@ -130,7 +131,7 @@ class _MDPOptimalBase(Policy):
         )
     }
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: Workload, rng: np.random.Generator) -> PolicyData:
         solved = solved_table(workload, self.preemptive, self.param_values["blocking_target"])
         configs, up, T = solved["configs"], solved["up"], solved["buffers"]
         nR, C = configs.shape

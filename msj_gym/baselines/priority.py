@@ -8,8 +8,6 @@ and share one kernel: repeatedly start the waiting job that fits with the smalle
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from msj_gym.core import Policy
@@ -32,6 +30,7 @@ from msj_gym.core.jit import inline_jit
 from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.workloads.workload import ClassTable
 
 from ._kit import PACK_GREEDY, fill_and_diff, sort_ascending
 
@@ -89,7 +88,7 @@ class _ClassPriority(Policy):
     def class_keys(self, needs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         return base._replace(params=FIELDS.pack(class_key=self.class_keys(workload.server_needs)))
 

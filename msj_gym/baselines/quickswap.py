@@ -35,6 +35,7 @@ from msj_gym.core.access import (
 from msj_gym.core.jit import inline_jit
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.workloads.workload import ClassTable
 
 from ._kit import admit_fifo
 
@@ -213,7 +214,7 @@ class MSFQ(Policy):
         ),
     }
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         needs = np.asarray(workload.server_needs)
         k = int(workload.num_servers)
         if needs.size != 2 or sorted(needs.tolist()) != [1, k]:
@@ -316,7 +317,7 @@ class AdaptiveQuickswap(Policy):
     decides_every_event = True
     kernel = _adaptive
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         return base._replace(
             params=ORDER_FIELDS.pack(order=_descending_order(np.asarray(workload.server_needs))),
@@ -438,7 +439,7 @@ class StaticQuickswap(Policy):
         "second_pass": Param(bool, False, "start the next class's jobs in the same event as the turn moves"),
     }
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         state = np.zeros(1 + workload.num_classes)
         state[0] = -1.0

@@ -52,6 +52,7 @@ from msj_gym.core.jit import inline_jit
 from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.workloads.workload import ClassTable
 
 from ._kit import (
     PACK_GREEDY,
@@ -153,14 +154,14 @@ class _Packing(Policy):
     fields: ClassVar[Record] = PACKING_FIELDS
     work = PACKING_WORK
 
-    def extra_params(self, workload: Any) -> dict[str, Any]:
+    def extra_params(self, workload: ClassTable) -> dict[str, Any]:
         """Values of the fields a subclass adds to ``PACKING_FIELDS`` (its ``fields``)."""
         return {}
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         return self._packed(workload, rng, self.extra_params(workload))
 
-    def _packed(self, workload: Any, rng: np.random.Generator, extra: dict[str, Any]) -> PolicyData:
+    def _packed(self, workload: ClassTable, rng: np.random.Generator, extra: dict[str, Any]) -> PolicyData:
         """The shared preparation, ``extra`` the values of the subclass's own fields."""
         base = super().prepare(workload, rng)
         needs = workload.server_needs
@@ -337,7 +338,7 @@ class ServerFillingSRPT(_Ranked):
 
     fields = SRPT_FIELDS
 
-    def extra_params(self, workload: Any) -> dict[str, Any]:
+    def extra_params(self, workload: ClassTable) -> dict[str, Any]:
         return {"order": SIZE_AREA}
 
 
@@ -408,7 +409,7 @@ class ServerFillingGittins(_Ranked):
     fast_path = False  # ranks of running jobs may rise with age, so every event is re-examined
     fields = GITTINS_FIELDS
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         # the rank tables give both a field (their grids' steps) and the kernel's table: computed once,
         # here, rather than kept on the policy between the two
         tables = [gittins_rank_table(c.service_time) for c in workload.classes]
@@ -498,7 +499,7 @@ class FirstFitSRPT(Policy):
     kernel = _ff_srpt
     work = FF_WORK
 
-    def prepare(self, workload: Any, rng: np.random.Generator) -> PolicyData:
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
         base = super().prepare(workload, rng)
         order = SIZE_DURATION if self.param_values["order"] == "duration" else SIZE_AREA
         per_class = workload.num_servers // workload.server_needs

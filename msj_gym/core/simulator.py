@@ -15,7 +15,7 @@ from . import state as S
 from .engine import advance, apply, batch_runner, check_invariants
 from .feed import ArrivalError, ArrivalFeed
 from .policy import Policy
-from .workload import WORKLOAD_MEMBERS, is_workload
+from .workload import WORKLOAD_MEMBERS, WorkloadLike, is_workload
 
 __all__ = ["PolicyDriver", "SimulationError", "Simulator"]
 
@@ -69,7 +69,7 @@ class Simulator:
 
     def __init__(
         self,
-        workload: Any,
+        workload: WorkloadLike,
         policy: Policy,
         *,
         seed: int = 0,
@@ -118,7 +118,10 @@ class Simulator:
                 raise ValueError(f"warmup_time: expected a time in [0, horizon), got {warmup_time!r}")
         if int(num_batches) < 2:
             raise ValueError(f"num_batches: expected an integer >= 2, got {num_batches!r}")
-        self.workload = workload
+        # What the run reads of its workload beyond the protocol (its arrival stream, classes, rates and
+        # loads) is each model's own, the MSJ and compatibility models' alike: not a type to name here.
+        wl: Any = workload
+        self.workload = wl
         self.policy = policy.for_workload(workload)
         self.seed = int(seed)
         self.num_arrivals = num_arrivals
@@ -137,14 +140,14 @@ class Simulator:
         if isinstance(max_jobs_in_system, bool) or int(max_jobs_in_system) < 1:
             raise ValueError(f"max_jobs_in_system: expected a positive integer, got {max_jobs_in_system!r}")
         self.max_jobs_in_system = int(max_jobs_in_system)
-        expected_f = num_arrivals if num_arrivals is not None else workload.arrival_rate * horizon
+        expected_f = num_arrivals if num_arrivals is not None else wl.arrival_rate * horizon
         if expected_f > self.MAX_ARRIVALS:  # a typo such as --horizon 1e308 would never finish
             what = "num_arrivals" if num_arrivals is not None else "horizon"
             value = num_arrivals if num_arrivals is not None else horizon
             raise ValueError(
                 f"{what}: {value!r} means about {expected_f:.3g} arrivals; the limit is {self.MAX_ARRIVALS:g}"
             )
-        expected = num_arrivals if num_arrivals is not None else int(workload.arrival_rate * horizon) + 1
+        expected = num_arrivals if num_arrivals is not None else int(wl.arrival_rate * horizon) + 1
         self._expected = expected
         if record_jobs is None:
             if num_arrivals is not None:

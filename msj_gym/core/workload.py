@@ -6,7 +6,7 @@ workload's model off :attr:`WorkloadLike.model`, never off its type's name.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeGuard, runtime_checkable
 
 __all__ = ["WORKLOAD_MEMBERS", "WorkloadLike", "is_workload"]
 
@@ -34,7 +34,7 @@ class WorkloadLike(Protocol):
 WORKLOAD_MEMBERS = ("model", "num_servers", "num_classes", "to_dict")
 
 
-def is_workload(obj: object) -> bool:
+def is_workload(obj: object) -> TypeGuard[WorkloadLike]:
     """Whether ``obj`` declares what :class:`WorkloadLike` asks (its model, servers, classes and
     ``to_dict``): the check every entry point makes before it reads a workload's model."""
     return isinstance(obj, WorkloadLike)

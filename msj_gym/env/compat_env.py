@@ -18,6 +18,7 @@ from ..core.engine import batch_runner
 from ..metrics.result import SimulationResult
 from ..pooled import PooledSimulator
 from ..registry import make_policy
+from ..workloads.compat import CompatWorkload
 
 __all__ = ["CompatAssignEnv", "DrawnAssignmentAgent", "RandomAssignmentAgent"]
 
@@ -97,7 +98,7 @@ class CompatAssignEnv(gym.Env):
 
     def __init__(
         self,
-        scenario: Any = "003-random-2",
+        scenario: str | CompatWorkload = "003-random-2",
         *,
         load: float | None = 0.7,
         distribution: str = "exponential",

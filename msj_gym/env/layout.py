@@ -11,9 +11,10 @@ that systems with different numbers of classes share one observation and action 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+
+from ..workloads.trace import TraceWorkload
+from ..workloads.workload import Workload
 
 # --- ``ep`` (int64): the env's integer parameters -------------------------------------------------
 (
@@ -81,7 +82,7 @@ def fpar_size(num_classes: int) -> int:
     return 5 * num_classes + 3
 
 
-def workload_floats(workload: Any, weights: np.ndarray) -> np.ndarray:
+def workload_floats(workload: Workload | TraceWorkload, weights: np.ndarray) -> np.ndarray:
     """``fpar`` for ``workload`` with reward weights ``weights`` (see the layout above). A service
     time without a finite second moment counts as a squared coefficient of variation of 1e6."""
     wl = workload
@@ -92,7 +93,9 @@ def workload_floats(workload: Any, weights: np.ndarray) -> np.ndarray:
     share = demand / demand.sum()
     scv = np.array([min(float(c.service_time.scv), 1e6) for c in wl.classes], dtype=np.float64)
     mean_need = float(np.dot(probs, needs))
-    fixed = [mean_need / wl.num_servers, float(wl.load)]
+    # a built Workload's load is a float: set in __post_init__, though declared optional
+    load = float(wl.load)  # type: ignore[arg-type]
+    fixed = [mean_need / wl.num_servers, load]
     return np.concatenate([means, weights, fixed, probs, share, np.nan_to_num(scv, nan=1e6), [probs @ means]])
 
 

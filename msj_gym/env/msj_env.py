@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import gymnasium as gym
 import numpy as np
@@ -19,6 +19,22 @@ from ..core.policy import Policy
 from ..core.simulator import PolicyDriver, SimulationError, Simulator
 from ..metrics.result import SimulationResult
 from ..registry import supports
+from ..workloads.trace import TraceWorkload
+from ..workloads.workload import Workload
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import TypeAlias
+
+    from ..workloads.gpu_traces import GPUTraceScenario
+    from ..workloads.scenarios import Scenario
+    from ..workloads.swf import SWFScenario
+
+    # what the env builds its workload from: what load_scenario reads, or a ready MSJ workload
+    ScenarioSource: TypeAlias = (
+        str | Path | Mapping[str, Any] | Scenario | GPUTraceScenario | SWFScenario | Workload | TraceWorkload
+    )
 from .act import encode_action, priority_plan
 from .layout import (
     EP_ACTIONS,
@@ -84,21 +100,23 @@ class EnvSnapshot(NamedTuple):
 
 
 def resolve_workload(
-    scenario: Any, num_servers: int | None, load: float | None, arrival_rate: float | None
-) -> Any:
+    scenario: ScenarioSource, num_servers: int | None, load: float | None, arrival_rate: float | None
+) -> Workload | TraceWorkload:
     """A workload from a scenario name, file path, mapping, :class:`Scenario` or workload object."""
     from ..workloads.scenarios import Scenario, load_scenario
 
     if hasattr(scenario, "arrivals") and hasattr(scenario, "num_servers"):
-        if num_servers is not None and num_servers != scenario.num_servers:
+        # a ready workload is told by what it has, not by its class, as the simulator tells it
+        ready = cast("Workload | TraceWorkload", scenario)
+        if num_servers is not None and num_servers != ready.num_servers:
             raise ValueError(
-                f"num_servers: a ready workload has k={scenario.num_servers}; got num_servers={num_servers!r}"
+                f"num_servers: a ready workload has k={ready.num_servers}; got num_servers={num_servers!r}"
             )
         if load is not None:
-            return scenario.with_load(load)
+            return ready.with_load(load)
         if arrival_rate is not None:
-            return scenario.with_arrival_rate(arrival_rate)
-        return scenario
+            return ready.with_arrival_rate(arrival_rate)
+        return ready
     sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     return sc.build(num_servers=num_servers, load=load, arrival_rate=arrival_rate)
 
@@ -290,7 +308,7 @@ class MSJEnv(gym.Env):
 
     def __init__(
         self,
-        scenario: Any = _DEFAULT_SCENARIO,
+        scenario: ScenarioSource = _DEFAULT_SCENARIO,
         *,
         num_servers: int | None = None,
         load: float | None = None,
@@ -466,7 +484,7 @@ class MSJEnv(gym.Env):
         self._invalid = 0
 
     # ------------------------------------------------------------------------------------------------
-    def workload_parameters(self, workload: Any) -> tuple[np.ndarray, float]:
+    def workload_parameters(self, workload: Workload | TraceWorkload) -> tuple[np.ndarray, float]:
         """What of the env's setup depends on the workload beyond its classes: the compiled step's float
         parameters ``fpar`` (mean service times, which scale the observation's ages; class weights;
         mean server need / k) and the reward scale (``reward="mean"`` with a ``horizon``: 1 / the
@@ -476,11 +494,14 @@ class MSJEnv(gym.Env):
         fpar = workload_floats(wl, weights)
         return fpar, 1.0 / self._expected_arrivals(wl) if self.reward_mode == "mean" else 1.0
 
-    def _expected_arrivals(self, workload: Any) -> float:
+    def _expected_arrivals(self, workload: Workload | TraceWorkload) -> float:
         """An episode's expected arrivals on ``workload`` (``num_arrivals``, or rate * ``horizon``)."""
-        return self.num_arrivals if self.num_arrivals is not None else workload.arrival_rate * self.horizon
+        if self.num_arrivals is not None:
+            return self.num_arrivals
+        # without num_arrivals the env has a horizon, and a built Workload's rate is a float
+        return workload.arrival_rate * self.horizon  # type: ignore[operator]
 
-    def max_arrivals_for(self, workload: Any) -> int:
+    def max_arrivals_for(self, workload: Workload | TraceWorkload) -> int:
         """The arrival cap of an episode on ``workload``: ``max_arrivals`` if given, else twice the
         expected arrivals plus slack and the warm start's arrivals."""
         warm = self.warm_start_arrivals if self.warm_start is not None else 0
@@ -546,7 +567,9 @@ class MSJEnv(gym.Env):
         info["seed"] = run_seed
         return self._observation(), info
 
-    def make_simulator(self, run_seed: int, slots: int = 1024, workload: Any = None) -> Simulator:
+    def make_simulator(
+        self, run_seed: int, slots: int = 1024, workload: Workload | TraceWorkload | None = None
+    ) -> Simulator:
         """The simulator of an episode with job-stream seed ``run_seed`` (before any warm start): the
         agent's slot as its policy, this env's measurement and limits; ``slots`` initial job slots;
         ``workload``: another load of this env's workload (the vector env's per-env loads)."""

@@ -26,6 +26,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..core import state as S
+from ..moldable.model import MoldableSystem
+from ..workloads.compat import CompatWorkload
+from ..workloads.workload import ClassTable
 
 __all__ = [
     "CompatFrameRenderer",
@@ -253,7 +256,7 @@ class FrameRenderer:
     QUEUE_X0 = 490
     CELL = 24  # queue block (pixels, with its gap)
 
-    def __init__(self, workload: Any) -> None:
+    def __init__(self, workload: ClassTable) -> None:
         require_pillow()
         self.k = int(workload.num_servers)
         self.names = [cls.name or f"class{c}" for c, cls in enumerate(workload.classes)]
@@ -414,7 +417,7 @@ class MoldableFrameRenderer:
     PANEL_X0 = 490
     BLOCK = 40  # the arriving job's block
 
-    def __init__(self, system: Any) -> None:
+    def __init__(self, system: MoldableSystem) -> None:
         require_pillow()
         self.k = int(system.num_servers)
         self.names = [cls.name or f"class{c}" for c, cls in enumerate(system.classes)]
@@ -573,7 +576,7 @@ class CompatFrameRenderer:
     WIDTH = 800
     HEADER = 30
 
-    def __init__(self, workload: Any) -> None:
+    def __init__(self, workload: CompatWorkload) -> None:
         require_pillow()
         self.n = int(workload.num_servers)
         self.caps = [float(c) for c in workload.capacities]

@@ -25,6 +25,7 @@ from ..core.jit import entry_point
 from ..core.simulator import SimulationError
 from ..metrics.result import SimulationResult, assess_stability
 from ..native import spin
+from ..workloads import TraceWorkload, Workload
 from .batch import (
     allocate_batch,
     batch_reset,
@@ -507,11 +508,11 @@ class MSJVectorEnv(NativeVectorEnv):
         return self._loads.copy()
 
     @property
-    def workloads(self) -> list[Any]:
+    def workloads(self) -> list[Workload | TraceWorkload]:
         """Each environment's workload in its current episode."""
         return list(self._workloads)
 
-    def _workload_at(self, load: float) -> Any:
+    def _workload_at(self, load: float) -> Workload | TraceWorkload:
         """The workload at ``load``, built as the single env builds it from its keywords (as
         :func:`~msj_gym.env.msj_env.resolve_workload` does), the scenario loaded once."""
         scenario = self.env_kwargs.get("scenario", _DEFAULT_SCENARIO)

@@ -29,7 +29,10 @@ import importlib
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..core.workload import WorkloadLike
 
 __all__ = [
     "AGENT_ENV_IDS",
@@ -112,7 +115,12 @@ class AgentSpec:
         return MODEL_ENV_IDS[model] if self.any_env else self.env_id
 
     def make_env(
-        self, scenario: Any, build: dict[str, Any], num_arrivals: int, warmup: int, model: str = "msj"
+        self,
+        scenario: str | WorkloadLike,
+        build: dict[str, Any],
+        num_arrivals: int,
+        warmup: int,
+        model: str = "msj",
     ) -> Any:
         """The agent's env on ``scenario`` (a name, a file or a workload) of ``model`` with ``build``'s
         keywords (:func:`env_build` of a point's) and this run length; every other keyword is the
@@ -318,7 +326,7 @@ class AgentError(ValueError):
 
 def check_agent(
     spec: str,
-    scenario: Any,
+    scenario: str | WorkloadLike,
     build: dict[str, Any],
     bare: bool = False,
     *,
@@ -396,7 +404,7 @@ def _where(model: str, build: dict[str, Any]) -> str:
 
 def play_agent(
     spec: str,
-    scenario: Any,
+    scenario: str | WorkloadLike,
     build: dict[str, Any],
     num_arrivals: int,
     warmup: int,

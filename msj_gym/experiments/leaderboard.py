@@ -38,7 +38,8 @@ from typing import Any
 
 from ..atomic import atomic_path, atomic_savefig, atomic_write_text
 from ..metrics.stats import replication_ci
-from ..workloads.workload import check_load
+from ..workloads.trace import TraceWorkload
+from ..workloads.workload import Workload, check_load
 from .runner import Point, check_backend, hold_folder, provenance, run_points
 
 __all__ = [
@@ -437,7 +438,7 @@ def _entrants(
 
 
 def _own_entrant(
-    spec: str, scenario: str, workload: Any, params: dict[str, Any], labels: set[str]
+    spec: str, scenario: str, workload: Workload | TraceWorkload, params: dict[str, Any], labels: set[str]
 ) -> Entrant:
     """The entrant of a policy of the user's own, ``module:attr`` (checked here: it imports, is a
     Policy, is defined on the workload, its id is not taken). Its runs carry the spec, and each worker

@@ -20,6 +20,8 @@ from typing import Any
 from ..analysis.moldable import lp_optimum
 from ..atomic import atomic_path, atomic_savefig
 from ..metrics.stats import replication_ci
+from ..moldable.loss import MoldableResult
+from ..moldable.model import MoldableSystem
 from ..moldable.systems import REGIMES, SPEED_UPS
 from .runner import Point, run_points
 
@@ -137,7 +139,7 @@ def _run_moldable(point: Point) -> dict[str, Any]:
     return run_loss(system, point)
 
 
-def run_loss(system: Any, point: Point) -> dict[str, Any]:
+def run_loss(system: MoldableSystem, point: Point) -> dict[str, Any]:
     """One seeded run of ``point.policy`` (a moldable scheme's id, with ``point.params``) on ``system``
     (a :class:`~msj_gym.moldable.MoldableSystem`): the row the run store keeps."""
     from ..moldable.loss import LossSimulator
@@ -150,7 +152,7 @@ def run_loss(system: Any, point: Point) -> dict[str, Any]:
     return loss_row(system, res)
 
 
-def loss_row(system: Any, res: Any) -> dict[str, Any]:
+def loss_row(system: MoldableSystem, res: MoldableResult) -> dict[str, Any]:
     """The row the run store keeps of a :class:`~msj_gym.moldable.MoldableResult` on ``system``."""
     return {
         "blocking": res.blocking,

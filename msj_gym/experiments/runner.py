@@ -32,10 +32,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..atomic import OutputError
 from ..metrics.stats import replication_ci
+
+if TYPE_CHECKING:
+    from ..workloads.compat import CompatWorkload
+    from ..workloads.trace import TraceWorkload
+    from ..workloads.workload import Workload
 
 __all__ = [
     "BACKENDS",
@@ -85,7 +90,7 @@ class Point:
         return json.dumps(d, sort_keys=True)
 
 
-def build_workload(scenario: str, build: dict[str, Any]) -> Any:
+def build_workload(scenario: str, build: dict[str, Any]) -> Workload | TraceWorkload:
     """A point's workload: a scenario (a trace ``swf:FILE`` or ``FORMAT:PATH`` too) with its
     overrides."""
     from ..workloads.scenarios import load_scenario
@@ -107,7 +112,9 @@ def scenario_content(point: Point) -> str:
         from ..workloads.compat import COMPAT_SCENARIOS, build_compat_scenario
 
         if point.scenario in COMPAT_SCENARIOS:
-            wl: Any = build_compat_scenario(point.scenario, **point.build)
+            wl: CompatWorkload | Workload | TraceWorkload = build_compat_scenario(
+                point.scenario, **point.build
+            )
         else:
             wl = build_workload(point.scenario, point.build)
         h = hashlib.sha256(json.dumps(wl.to_dict(), sort_keys=True, default=repr).encode())
@@ -216,7 +223,9 @@ def run_point(point: Point) -> dict[str, Any]:
         if point.scenario in COMPAT_SCENARIOS:  # job-server compatibility model (Bonald & Comte 2017)
             from ..pooled import PooledSimulator
 
-            wl: Any = build_compat_scenario(point.scenario, **point.build)
+            wl: CompatWorkload | Workload | TraceWorkload = build_compat_scenario(
+                point.scenario, **point.build
+            )
             simulator: Any = PooledSimulator
         else:
             wl = build_workload(point.scenario, point.build)

@@ -28,11 +28,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..metrics.stats import replication_ci
+
+if TYPE_CHECKING:
+    from ..workloads.trace import TraceWorkload
 
 __all__ = ["SequenceProtocol", "format_sequences", "run_sequences", "sequence_starts", "sequence_workload"]
 
@@ -58,7 +61,7 @@ def sequence_starts(
     return rng.integers(length, m - length - 1, size=count)
 
 
-def sequence_workload(trace: Any, start: int, length: int) -> Any:
+def sequence_workload(trace: TraceWorkload, start: int, length: int) -> TraceWorkload:
     """Jobs ``start .. start + length - 1`` of a trace replay (a
     :class:`~msj_gym.workloads.trace.TraceWorkload`), their times kept, as a workload of their own."""
     return trace.jobs(int(start), int(length))
@@ -106,10 +109,10 @@ class SequenceProtocol:
 # what an episode's result through the env does not hold (it keeps no per-job records)
 _NOT_IN_ENV = frozenset({"response_time_p50", "response_time_p95", "response_time_p99"})
 
-_TRACES: dict[str, Any] = {}
+_TRACES: dict[str, TraceWorkload] = {}
 
 
-def _trace(scenario: str) -> Any:
+def _trace(scenario: str) -> TraceWorkload:
     """The scenario's replay, built once per process."""
     if scenario not in _TRACES:
         from ..workloads.scenarios import load_scenario

@@ -30,18 +30,20 @@ SYNTHETIC_TAU_FRACTION = 0.1
 
 
 def default_slowdown_tau(workload: Any) -> float:
-    """The bounded slowdown's tau for ``workload``, in its time unit: the workload's own
-    ``slowdown_tau`` if it declares one (a recorded trace: 10 s, :data:`TRACE_SLOWDOWN_TAU`), else a tenth
-    of its mean service time per arrival (sum of class probability x mean service time): a synthetic
-    workload has no unit, and a tenth of the mean bounds the slowdown of the short jobs the way 10 s
-    does on the traces, whose jobs run for minutes to hours."""
+    """The bounded slowdown's tau for ``workload`` (a :class:`~msj_gym.core.workload.WorkloadLike` the
+    simulator runs), in its time unit: the workload's own ``slowdown_tau`` if it declares one (a
+    recorded trace: 10 s, :data:`TRACE_SLOWDOWN_TAU`), else a tenth of its mean service time per arrival
+    (sum of class probability x mean service time): a synthetic workload has no unit, and a tenth of the
+    mean bounds the slowdown of the short jobs the way 10 s does on the traces, whose jobs run for
+    minutes to hours."""
+    # Typed Any: the metrics sit below the core and beside the workloads, and import neither.
     tau = getattr(workload, "slowdown_tau", None)
     if tau is not None:
         return float(tau)
-    if hasattr(workload, "mean_service_times"):
-        mean = float(np.sum(workload.probabilities * workload.mean_service_times))
-    else:  # a compatibility-graph workload: one size distribution for every class
+    if workload.model == "compatibility":  # one size distribution for every class
         mean = float(getattr(workload, "mean_size", math.nan))
+    else:
+        mean = float(np.sum(workload.probabilities * workload.mean_service_times))
     return SYNTHETIC_TAU_FRACTION * mean if math.isfinite(mean) and mean > 0 else float("nan")
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core.jit import kernel_jit
 from ..core.policy import Param
+from .model import MoldableSystem
 
 __all__ = ["AllocationRule", "MoldablePolicy", "allocate", "make_rule"]
 
@@ -99,7 +100,7 @@ class MoldablePolicy:
             n: spec.kind(params.get(n, spec.default)) for n, spec in self.params_spec.items()
         }
 
-    def prepare(self, system: Any) -> AllocationRule:  # pragma: no cover - abstract
+    def prepare(self, system: MoldableSystem) -> AllocationRule:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def decide(self, rule: AllocationRule, c: int, busy_by_class: np.ndarray, idle: int, u: float) -> int:

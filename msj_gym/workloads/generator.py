@@ -32,12 +32,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from .distributions import Deterministic, Distribution, Erlang, Exponential, HyperExponential, Uniform
-from .workload import JobClass, Workload
+from .workload import ClassTable, JobClass, Workload
 
 __all__ = ["SystemDistribution", "load_limit", "sample_system", "sample_systems"]
 
@@ -75,7 +74,7 @@ class SystemDistribution:
             raise ValueError(f"load_share: expected 0 < low <= high < 1, got {self.load_share}")
 
 
-def load_limit(workload: Any) -> float:
+def load_limit(workload: ClassTable) -> float:
     """The load below which Static Quickswap is stable by Chen et al.'s sufficient condition
     (Sec. 5.1, Remark 1), as a load: ``sum_i alpha_i E[S_i] n_i / k / sum_i alpha_i E[S_i] /
     floor(k / n_i)``."""

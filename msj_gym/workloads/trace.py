@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -18,19 +18,19 @@ __all__ = ["REQUESTED_TIME", "TraceWorkload", "replay_length", "requested_time_a
 REQUESTED_TIME = "requested_time"
 
 
-def requested_time_attribute(workload: Any) -> int | None:
+def requested_time_attribute(workload: ClassTable) -> int | None:
     """The index of the per-job attribute holding the requested time (its float64 bits), or None if
     ``workload`` carries no requested times (a synthetic workload, a GPU trace)."""
     names = tuple(getattr(workload, "job_attribute_names", ()))
     return names.index(REQUESTED_TIME) if REQUESTED_TIME in names else None
 
 
-def replay_length(workload: Any) -> int | None:
+def replay_length(workload: ClassTable) -> int | None:
     """How many jobs a finite workload (a trace replay) holds, which is also its default run length;
     None for an endless (synthetic) one."""
     if not getattr(workload, "finite", False):
         return None
-    return int(np.asarray(workload.arrival_time).size)
+    return int(np.asarray(cast(TraceWorkload, workload).arrival_time).size)  # only a replay is finite
 
 
 class TraceWorkload(ClassTable):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -128,7 +128,13 @@ class ClassTable:
     """Per-class arrays derived from ``self.classes``; shared by synthetic workloads and traces."""
 
     model: ClassVar[str] = "msj"  # the multiserver-job queue (see msj_gym.core.workload.WorkloadLike)
+    num_servers: int
     classes: Sequence[JobClass]
+
+    if TYPE_CHECKING:
+        # every concrete table documents itself (a workload's results are keyed by it); declared for the
+        # type checker only, so that a table lacking it still fails the runtime WorkloadLike check
+        def to_dict(self) -> dict[str, Any]: ...
 
     @property
     def num_classes(self) -> int:
