@@ -348,6 +348,18 @@ def _round_tasks(
     ]
 
 
+def _weights_digest(model: Any) -> str:
+    """A digest of ``model``'s policy weights (and buffers): the network that drives a later round's
+    episodes, so that its decisions are never reused for another network."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.policy.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
 def _normalise(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The costs as each decision's deviations from its mean, in units of its system's typical
     deviation (the root mean square over the system's decisions, at least 0.01), so that every
@@ -557,15 +569,22 @@ def main(argv: list[str] | None = None) -> Path:
         f"(picks {[args.bases[j] for j in chosen]})"
     )
     selector_weights = {k: v.clone() for k, v in selector.policy.state_dict().items() if ".select" in k}
-    unused = ("out", "data", "workers", "threads", "backend", "address", "rounds", "candidates")
-    key = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in unused}, default=str)
+    # what a round's decisions depend on: the systems, their best bases (from the tables), the sampling,
+    # and from round 2 the network that drives the episodes (its weights: whatever chose it, e.g.
+    # --candidates or the selection settings). The following's tuning, done after every round, is not.
+    collecting = (
+        "seed", "systems", "select_seeds", "select_arrivals", "bases", "sizes", "decisions",
+        "episode_arrivals", "skip", "tail", "sample_every", "explore",
+    )  # fmt: skip
+    key = json.dumps({k: getattr(args, k) for k in sorted(collecting)}, default=str)
     data: dict[str, np.ndarray] | None = None
     model, score, t_collect = None, math.inf, 0.0
     from msj_gym.agents._cli import read_round, write_round
 
     for r in range(args.rounds):
         cached = None if args.data is None else args.data / f"round-{r + 1}.npz"
-        part = read_round(cached, f"{key}/{r}")
+        round_key = f"{key}/{r}" if model is None else f"{key}/{r}/{_weights_digest(model)}"
+        part = read_round(cached, round_key)
         if part is not None:
             log(f"round {r + 1}: {len(part['cost'])} compared decisions from {cached}")
         else:
@@ -584,7 +603,7 @@ def main(argv: list[str] | None = None) -> Path:
             parts.sort(key=lambda p: int(p["system"][0]) if len(p["system"]) else -1)
             part = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
             t_collect += time.perf_counter() - t1
-            write_round(cached, f"{key}/{r}", part)
+            write_round(cached, round_key, part)
         data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
         train = _normalise(data)
         train["base"] = np.full(len(train["cost"]), -1, dtype=np.int64)

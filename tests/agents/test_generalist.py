@@ -58,7 +58,7 @@ def test_collection_is_the_same_in_one_process_in_workers_and_on_ray() -> None:
     _same(one, _collect("ray", 2))
 
 
-def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path) -> None:
+def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> None:
     out = tmp_path / "g.zip"
     generalist.main([*TINY, "--out", str(out), "--data", str(tmp_path / "data")])
     meta = json.loads(out.with_suffix(".json").read_text())
@@ -73,6 +73,20 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path) -> None:
     # each round's decisions and kept fit are in the data folder
     text = sorted(p.name for p in (tmp_path / "data").iterdir())
     assert text == ["round-1.npz", "round-1.zip", "round-2.npz", "round-2.zip"]
+    # a rerun that changes only the following's tuning (after every round) reuses both rounds' decisions
+    capsys.readouterr()
+    rerun = [
+        *TINY,
+        "--follow-biases",
+        "5",
+        "--out",
+        str(tmp_path / "b.zip"),
+        "--data",
+        str(tmp_path / "data"),
+    ]
+    generalist.main(rerun)
+    said = capsys.readouterr().out
+    assert "round 1: 40 compared decisions from" in said and "round 2: 40 compared decisions from" in said
     from msj_gym.experiments.agents import load_agent
 
     loaded = load_agent(str(out))
@@ -103,3 +117,16 @@ def test_bad_arguments(argv: list[str], match: str, capsys) -> None:
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert match in err, err
+
+
+def test_the_weights_digest_tells_networks_apart() -> None:
+    import gymnasium as gym
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy
+
+    env = gym.make("MSJ-v0", scenario="sf-fig2", **generalist.env_kwargs(False, ("first-fit",)))
+    a, b = (MaskablePPO(ClassSetMaskablePolicy, env, seed=s, policy_kwargs={"hidden": 8}) for s in (0, 1))
+    assert generalist._weights_digest(a) != generalist._weights_digest(b)
+    b.policy.load_state_dict(a.policy.state_dict())
+    assert generalist._weights_digest(a) == generalist._weights_digest(b)
