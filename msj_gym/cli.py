@@ -41,6 +41,7 @@ def _policy_params(items: Sequence[str]) -> dict[str, str]:
 
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .analysis.optimal import DEFAULT_MAX_STATES
 
     parser = argparse.ArgumentParser(prog="msj-gym", description="Multiserver-job scheduling simulator.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -115,7 +116,10 @@ def _parser() -> argparse.ArgumentParser:
         "--blocking", type=float, default=1e-6, help="largest fraction of arrivals the truncation may lose"
     )
     opt.add_argument(
-        "--max-states", type=int, default=3_000_000, help="refuse chains larger than this (default 3e6)"
+        "--max-states",
+        type=int,
+        default=DEFAULT_MAX_STATES,
+        help=f"refuse chains larger than this (default {DEFAULT_MAX_STATES:,})",
     )
     opt.add_argument(
         "--max-minutes",

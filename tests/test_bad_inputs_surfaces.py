@@ -618,7 +618,7 @@ def test_bad_optimal_flag_before_the_solve(flags, needles, capsys, tmp_path):
     ("scenario", "flags", "needles"),
     [
         ("three", ["--png", "{tmp}/p.png"], ["--png", "two classes", "has 3"]),
-        ("bs-fig1", [], ["--max-states 3000000", "more states"]),
+        ("bs-fig1", [], ["--max-states 6000000", "more states"]),
         ("lognormal", [], ["service_time", "exponential", "'lognormal'"]),
     ],
     ids=["png-three-classes", "too-large", "not-exponential"],

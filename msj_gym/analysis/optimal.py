@@ -651,6 +651,10 @@ def _initial_buffers(needs: Sequence[int], k: int, lam: Sequence[float], mu: Seq
 # of about 3 either way, enough to tell seconds from hours before anything is solved.
 SECONDS_PER_STATE_POWER = 3.7e-6
 
+#: The largest chain (states) solved unless a caller says otherwise: one-or-all at load 0.9 (4.7 M
+#: states, about 3 GB at the peak) fits, and so does every two-class point of the benchmark.
+DEFAULT_MAX_STATES = 6_000_000
+
 
 @dataclass(frozen=True)
 class SolveEstimate:
@@ -667,7 +671,7 @@ class SolveEstimate:
         return f"{self.states} states at the first buffers {list(self.buffers)}: about {took} to solve"
 
 
-def estimate_solve(workload: Workload, *, max_states: int = 3_000_000) -> SolveEstimate:
+def estimate_solve(workload: Workload, *, max_states: int = DEFAULT_MAX_STATES) -> SolveEstimate:
     """The size of the first chain :func:`solve_optimal` would build for ``workload`` (preemptive or
     not: the state limit counts both alike), and its expected solve time, found without building
     anything (counting the configurations stops past ``max_states``). A ``ValueError`` as in
@@ -809,7 +813,7 @@ def solve_optimal(
     buffers: Sequence[int] | None = None,
     blocking_target: float = 1e-6,
     check_buffers: bool = True,
-    max_states: int = 3_000_000,
+    max_states: int = DEFAULT_MAX_STATES,
     tol: float = 1e-7,
     max_iterations: int = 100,
     log: Callable[[str], None] | None = None,
@@ -946,7 +950,7 @@ def evaluate_heuristic(
     *,
     buffers: Sequence[int] | None = None,
     blocking_target: float = 1e-6,
-    max_states: int = 3_000_000,
+    max_states: int = DEFAULT_MAX_STATES,
 ) -> PolicyValue:
     """The exact value of a class-level heuristic (:data:`HEURISTICS`). Without ``buffers`` they grow
     as in :func:`solve_optimal` until the blocked fractions fall below ``blocking_target`` or the next

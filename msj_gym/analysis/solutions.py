@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..workloads.workload import Workload
+from .optimal import DEFAULT_MAX_STATES
 
 __all__ = ["remember_solution", "solved_table", "solver_version"]
 
@@ -44,7 +45,7 @@ def solver_version() -> str:
 
 
 def solved_table(
-    workload: Workload, preemptive: bool, blocking_target: float = 1e-6, max_states: int = 6_000_000
+    workload: Workload, preemptive: bool, blocking_target: float = 1e-6, max_states: int = DEFAULT_MAX_STATES
 ) -> dict[str, Any]:
     """The solved optimal policy of ``workload`` as arrays (``table``, ``configs``, ``up``,
     ``buffers``) plus its ``value`` (``mean_response_time``, ``blocked``, ...); a ``ValueError`` where the

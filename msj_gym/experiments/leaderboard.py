@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.optimal import DEFAULT_MAX_STATES
 from ..atomic import atomic_path, atomic_savefig, atomic_write_text
 from ..metrics.stats import replication_ci
 from ..workloads.trace import TraceWorkload
@@ -815,8 +816,9 @@ def _report(
     return {"rows": rows, "standings": standings, "skipped": skipped, "config": config, "optima": optima}
 
 
-#: The largest chain (states) the leaderboard and the benchmark solve for an exact optimum.
-OPTIMUM_MAX_STATES = 6_000_000
+#: The largest chain (states) the leaderboard and the benchmark solve for an exact optimum: the solver's
+#: own default.
+OPTIMUM_MAX_STATES = DEFAULT_MAX_STATES
 
 
 def exact_optima(scenario: str, load: float, max_states: int = OPTIMUM_MAX_STATES) -> dict[str, float]:
