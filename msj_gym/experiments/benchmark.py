@@ -1058,6 +1058,8 @@ def _score_model_point(
             v = value[e][s]
             if e == low_ref:  # exactly, whatever the rounding
                 sc = 0.0
+            elif by[s]["stable"] and v == highs[s]:  # the best on this seed: exactly 100 (or 0 if naive)
+                sc = 0.0 if lows[s] == highs[s] else 100.0
             elif by[s]["stable"] and math.isfinite(v):
                 if lows[s] == highs[s]:  # the naive policy the best on this seed: an empty scale
                     sc = 100.0 if v <= highs[s] else 0.0
