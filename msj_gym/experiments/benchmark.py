@@ -61,6 +61,38 @@ next to a source checkout); v1 needs none. v2 has a **published split** (:data:`
 agents may be trained, tuned and selected on its train points only, and its score (the aggregates,
 the profile plot) is over the test points; the train points' aggregates are reported apart.
 
+**The other models' points** (v2, :data:`MODEL_POINTS_V2`): v2 also holds points of the moldable loss
+system (Ghanbarian et al. 2024; x = the number of servers n, its regime setting the load) and of
+job-server compatibility graphs (Bonald & Comte 2017; x = the load), so that one suite covers every
+model the project simulates. Each is run by the model leaderboard's machinery
+(:func:`.model_leaderboard.plan`, :func:`~.model_leaderboard.run_moldable_point` /
+:func:`~.model_leaderboard.run_compat_point`, its content keys) into the same resumable, stale-safe
+``runs.jsonl``: every policy registered on the model and every agent that fits the point's env, on the
+benchmark's seeds (common random numbers), ``arrivals`` scaled by the model leaderboard's default run
+length (a moldable run is ten times as long: 200,000 arrivals by default, 20,000 with ``--quick``). A
+point is scored on the metric that leaderboard ranks by (:func:`.model_leaderboard.ranked_metric`,
+whatever ``metric``): the moldable cost per arrival ``(1 - P_B) E[T] + 2 P_B``, the compatibility mean
+response time; the same formula, per seed:
+
+* score 0, the **naive reference**: on a compatibility point the paper's random assignment
+  (``compat-fcfs``: FCFS over the servers each job draws) if it is stable on every seed, else the
+  worst policy that is; on a moldable point the weakest of the paper's schemes by cost at the point
+  (the highest mean over the seeds): greedy (``p = e_d``) in the mean-field regime, but the p-scheme
+  in the Halfin-Whitt regime, where greedy's lost jobs are cheap at ``c = 2`` and it costs least.
+  (The model leaderboard's own reference rows are no policy to be 0.)
+* score 100, the **best reference on that seed**: the lowest value among the model's policies stable
+  on every seed (attainable, as on the trace points). The model leaderboard's reference row, the LP
+  optimum ``T*`` of the moldable system (its ``n -> infinity`` limit, a bound no finite system meets)
+  or balanced fairness (exact, with random assignment: the expectation of ``compat-fcfs``'s mean), is
+  reported beside the scale (``bound``), never as its 100.
+
+An entrant runs on its own model's points only (a policy is registered on one model; an agent's env
+acts on one), so no aggregate spans the models: each model is a **section** of its own, with its own
+entrants and its IQM and intervals over its test points (the train points' apart), after the MSJ
+section, which is the score of v1 and v2's queueing and trace points, its numbers as before. An agent
+that fits no point of a section (another model's) has no aggregate there and is listed as n/a beside
+it; one that fits some of a section's points scores 0 at the others, flagged ``n/a``.
+
 Aggregates follow the ``rliable`` conventions (Agarwal et al., NeurIPS 2021): over the matrix of
 per-run scores (seeds x points), the **interquartile mean** (IQM: the mean of the middle 50 % of all
 runs) with a **stratified bootstrap** 95 % percentile interval (seeds resampled with replacement
@@ -76,7 +108,9 @@ dependency of msj-gym; ``msj-gym benchmark`` says so if it is missing).
 Outputs in ``out``: ``runs.jsonl`` (the runs), ``benchmark.json`` (the suite version and run length:
 a folder of another suite is refused; entrants may be added by later commands, reusing the stored
 baseline runs), ``optima.json`` (the exact optima, cached), ``benchmark.md``, ``benchmark.csv``
-(aggregates), ``benchmark-points.csv`` (per point) and ``benchmark-profile.png`` (performance profiles).
+(aggregates), ``benchmark-points.csv`` (per point) and ``benchmark-profile.png`` (performance profiles
+of the MSJ section). With points of several models (v2) both CSVs have a ``model`` column (``msj``,
+``moldable``, ``compatibility``), and the points' one the model reference (``bound_ref``, ``bound``).
 """
 
 from __future__ import annotations
@@ -267,12 +301,14 @@ def point_split(suite: str, point: tuple[str, float]) -> str:
 
 @dataclass(frozen=True)
 class BenchmarkConfig:
-    """What a benchmark runs: the suite (``points``), seeds and run length, whether the preemptive
-    baselines enter, the agent specs (shipped name, ``.zip`` path or ``module:attr``) and ``policies``
-    of your own (``module:attr`` naming a Policy class or instance: scored, never a reference), and
-    the ``metric`` the runs are scored on (not part of :meth:`identity`: it only rescores the runs)."""
+    """What a benchmark runs: the suite (``points``: the suite version's, or a subset such as
+    :func:`parse_points` picks; a moldable or compatibility point is checked as its model leaderboard
+    checks its sweep), seeds and run length, whether the preemptive baselines enter, the agent specs
+    (shipped name, ``.zip`` path or ``module:attr``) and ``policies`` of your own (``module:attr``
+    naming a Policy class or instance: scored, never a reference), and the ``metric`` the runs are
+    scored on (not part of :meth:`identity`: it only rescores the runs)."""
 
-    points: tuple[tuple[str, float], ...] | None = None  # None: BENCHMARK_SUITE
+    points: tuple[tuple[str, float], ...] | None = None  # None: the suite's (suite_points)
     seeds: tuple[int, ...] = tuple(range(DEFAULT_SEEDS))
     arrivals: int = DEFAULT_ARRIVALS
     warmup: int | None = None
@@ -363,7 +399,8 @@ class BenchmarkConfig:
 
     def metric_at(self, scenario: str) -> str:
         """The metric a point is scored on: ``metric``, or a trace point's own (the mean bounded
-        slowdown) where the benchmark is scored on the default metric."""
+        slowdown) where the benchmark is scored on the default metric; a moldable or compatibility
+        point's is always its model leaderboard's ranked metric (the cost, the mean response time)."""
         if scenario in SEQUENCE_POINTS and self.by_default_metric:
             return SEQUENCE_POINTS[scenario].metric
         from .model_leaderboard import ranked_metric, scenario_model

@@ -289,3 +289,27 @@ def test_a_model_agent_that_fits_no_point_is_refused(tmp_path) -> None:
         with pytest.raises(ValueError, match="making the agent failed") as err:
             bm.run_benchmark(config, tmp_path / "out", workers=1, progress=False)
     assert "\n" not in str(err.value) and not (tmp_path / "out").exists()
+
+
+def test_v1_has_one_section_and_its_files_as_before(tmp_path, monkeypatch) -> None:
+    """v1 is the MSJ queue alone: no model section, and its tables and CSV columns as they were."""
+    monkeypatch.setattr(bm, "_policy_ids", lambda preemptive: ["fcfs", "first-fit", "msf"])
+    monkeypatch.setattr(bm, "exact_optima", lambda scenario, load: {})
+    config = bm.BenchmarkConfig(points=(("sf-fig2", 0.5),), seeds=(0, 1), arrivals=300)
+    assert config.models == ("msj",) and config.split(("sf-fig2", 0.5)) == ""
+    report = bm.run_benchmark(config, tmp_path / "out", workers=1, progress=False)
+    assert set(report["sections"]) == {"msj"}
+    assert report["aggregates"] is report["sections"]["msj"]["aggregates"]
+    text = bm.format_benchmark(report)
+    assert text.startswith("benchmark suite v1: 1 points x 2 seeds x 300 arrivals (30 warm-up); score 0")
+    assert "moldable" not in text and "MSJ" not in text
+    with open(tmp_path / "out" / "benchmark.csv") as f:
+        assert next(csv.reader(f)) == [
+            "rank", "entrant", "kind", "iqm", "iqm_lo", "iqm_hi", "mean", "p_improve", "p_lo", "p_hi",
+            "flagged",
+        ]  # fmt: skip
+    with open(tmp_path / "out" / "benchmark-points.csv") as f:
+        assert next(csv.reader(f)) == [
+            "scenario", "load", "entrant", "kind", "mean_response_time", "score", "scores_per_seed", "flag",
+            "low_ref", "t_low", "high_ref", "t_high",
+        ]  # fmt: skip
