@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -313,3 +314,29 @@ def test_v1_has_one_section_and_its_files_as_before(tmp_path, monkeypatch) -> No
             "scenario", "load", "entrant", "kind", "mean_response_time", "score", "scores_per_seed", "flag",
             "low_ref", "t_low", "high_ref", "t_high",
         ]  # fmt: skip
+
+
+def test_a_model_run_of_other_code_is_refused(suite, monkeypatch) -> None:
+    """The model points' runs are stale-safe as the others: an edited agent module is other code, and a
+    rerun into the folder is refused in one line before any run."""
+    from msj_gym.experiments import runner
+
+    folder, config, _ = suite
+    module = folder / "benchmark_model_agents.py"
+    before = (folder / "out" / "runs.jsonl").read_text()
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setattr(bm, "_policy_ids", lambda preemptive: ["fcfs", "first-fit", "msf"])
+    monkeypatch.setattr(bm, "exact_optima", lambda scenario, load: {})
+    monkeypatch.setitem(MODEL_DEFAULTS["moldable"], "arrivals", bm.DEFAULT_ARRIVALS)
+    monkeypatch.setattr(runner, "_FILE_HASHES", {})  # a new process reads the files afresh
+    monkeypatch.setattr(runner, "_CODE", {})
+    module.write_text(MODULE + "# edited\n")
+    try:
+        with pytest.raises(runner.StaleRuns) as err:  # the moldable agent alone: the MSJ runs are reused
+            bm.run_benchmark(
+                replace(config, agents=(MOLDABLE_REPLAY,)), folder / "out", workers=1, progress=False
+            )
+    finally:
+        module.write_text(MODULE)
+    assert "\n" not in str(err.value) and "code" in str(err.value) and "p_scheme" in str(err.value)
+    assert (folder / "out" / "runs.jsonl").read_text() == before
