@@ -1426,7 +1426,9 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
     on = "" if config.by_default_metric else f" on {config.metric}"
     intro = (
         f"# msj_gym benchmark{on} (suite {config.suite})\n\n"
-        f"Seeds {', '.join(map(str, config.seeds))}; {config.arrivals} arrivals per run; code "
+        f"Seeds {', '.join(map(str, config.seeds))}; {config.arrivals} arrivals per run"
+        + "".join(f" ({m} runs: {config.model_arrivals(m)})" for m in config.models if m != "msj")
+        + "; code "
         f"{provenance()['git_revision']}. IQM and P(improve) with stratified-bootstrap 95 % intervals "
         f"({BOOTSTRAP_REPS} resamples of the seeds within each point).\n\n"
     )
