@@ -287,9 +287,16 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--suite",
         default="v1",
-        help="the suite version: v1 (8 queueing points, the default) or v2 (v1's points and trace points "
-        "of the HPC protocol, with a published train/test split; needs the Parallel Workloads Archive "
-        "logs, found as swf: scenarios find them)",
+        help="the suite version: v1 (8 queueing points, the default) or v2 (v1's points, trace points "
+        "of the HPC protocol and moldable and compatibility points, with a published train/test split; "
+        "its trace points need the Parallel Workloads Archive logs, found as swf: scenarios find them)",
+    )
+    bench.add_argument(
+        "--points",
+        default="",
+        metavar="SCENARIO@X,...",
+        help="run only these points of the suite (e.g. 002-sub-linear-halfin-whitt@4000,003-random-2@0.7): "
+        "a subset, scored over its own points, in a folder of its own",
     )
     bench.add_argument(
         "--preemptive", action="store_true", help="enter the preemptive baselines too (same scale)"
@@ -494,13 +501,15 @@ def _benchmark(args: argparse.Namespace) -> int:
     _require_scipy("benchmark", "scipy.stats")  # the statistics; the exact optima need scipy.sparse too
 
     from .atomic import check_output_folder
-    from .experiments.benchmark import QUICK, BenchmarkConfig, format_benchmark, run_benchmark
+    from .experiments.benchmark import QUICK, BenchmarkConfig, format_benchmark, parse_points, run_benchmark
 
     workers = _workers(args)  # every flag and agent is checked before anything is written to --out
     check_output_folder("--out", args.out, "benchmark.json")
     extra: dict[str, Any] = dict(QUICK) if args.quick else {}
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     _importable_from_here([*policies, *args.agent])
+    if args.points.strip():
+        extra["points"] = parse_points(args.points, args.suite)
     config = BenchmarkConfig(
         agents=tuple(args.agent),
         policies=policies,

@@ -61,6 +61,38 @@ next to a source checkout); v1 needs none. v2 has a **published split** (:data:`
 agents may be trained, tuned and selected on its train points only, and its score (the aggregates,
 the profile plot) is over the test points; the train points' aggregates are reported apart.
 
+**The other models' points** (v2, :data:`MODEL_POINTS_V2`): v2 also holds points of the moldable loss
+system (Ghanbarian et al. 2024; x = the number of servers n, its regime setting the load) and of
+job-server compatibility graphs (Bonald & Comte 2017; x = the load), so that one suite covers every
+model the project simulates. Each is run by the model leaderboard's machinery
+(:func:`.model_leaderboard.plan`, :func:`~.model_leaderboard.run_moldable_point` /
+:func:`~.model_leaderboard.run_compat_point`, its content keys) into the same resumable, stale-safe
+``runs.jsonl``: every policy registered on the model and every agent that fits the point's env, on the
+benchmark's seeds (common random numbers), ``arrivals`` scaled by the model leaderboard's default run
+length (a moldable run is ten times as long: 200,000 arrivals by default, 20,000 with ``--quick``). A
+point is scored on the metric that leaderboard ranks by (:func:`.model_leaderboard.ranked_metric`,
+whatever ``metric``): the moldable cost per arrival ``(1 - P_B) E[T] + 2 P_B``, the compatibility mean
+response time; the same formula, per seed:
+
+* score 0, the **naive reference**: on a compatibility point the paper's random assignment
+  (``compat-fcfs``: FCFS over the servers each job draws) if it is stable on every seed, else the
+  worst policy that is; on a moldable point the weakest of the paper's schemes by cost at the point
+  (the highest mean over the seeds): greedy (``p = e_d``) in the mean-field regime, but the p-scheme
+  in the Halfin-Whitt regime, where greedy's lost jobs are cheap at ``c = 2`` and it costs least.
+  (The model leaderboard's own reference rows are no policy to be 0.)
+* score 100, the **best reference on that seed**: the lowest value among the model's policies stable
+  on every seed (attainable, as on the trace points). The model leaderboard's reference row, the LP
+  optimum ``T*`` of the moldable system (its ``n -> infinity`` limit, a bound no finite system meets)
+  or balanced fairness (exact, with random assignment: the expectation of ``compat-fcfs``'s mean), is
+  reported beside the scale (``bound``), never as its 100.
+
+An entrant runs on its own model's points only (a policy is registered on one model; an agent's env
+acts on one), so no aggregate spans the models: each model is a **section** of its own, with its own
+entrants and its IQM and intervals over its test points (the train points' apart), after the MSJ
+section, which is the score of v1 and v2's queueing and trace points, its numbers as before. An agent
+that fits no point of a section (another model's) has no aggregate there and is listed as n/a beside
+it; one that fits some of a section's points scores 0 at the others, flagged ``n/a``.
+
 Aggregates follow the ``rliable`` conventions (Agarwal et al., NeurIPS 2021): over the matrix of
 per-run scores (seeds x points), the **interquartile mean** (IQM: the mean of the middle 50 % of all
 runs) with a **stratified bootstrap** 95 % percentile interval (seeds resampled with replacement
@@ -76,7 +108,9 @@ dependency of msj-gym; ``msj-gym benchmark`` says so if it is missing).
 Outputs in ``out``: ``runs.jsonl`` (the runs), ``benchmark.json`` (the suite version and run length:
 a folder of another suite is refused; entrants may be added by later commands, reusing the stored
 baseline runs), ``optima.json`` (the exact optima, cached), ``benchmark.md``, ``benchmark.csv``
-(aggregates), ``benchmark-points.csv`` (per point) and ``benchmark-profile.png`` (performance profiles).
+(aggregates), ``benchmark-points.csv`` (per point) and ``benchmark-profile.png`` (performance profiles
+of the MSJ section). With points of several models (v2) both CSVs have a ``model`` column (``msj``,
+``moldable``, ``compatibility``), and the points' one the model reference (``bound_ref``, ``bound``).
 """
 
 from __future__ import annotations
@@ -180,21 +214,82 @@ SEQUENCE_POINTS: dict[str, SequencePoint] = {
 TRACE_POINTS_V2: tuple[tuple[str, float], ...] = tuple(
     (n, float(p.length)) for n, p in SEQUENCE_POINTS.items()
 )
+#: Suite v2's points of the other two models the project simulates, each run by the model leaderboard's
+#: machinery (:mod:`.model_leaderboard`) and scored against that model's own policies. A moldable
+#: point's x is its number of servers n (its regime sets the load), a compatibility point's its load.
+#: Moldable: the sub-linear speed-up in the Halfin-Whitt regime at n = 100 and 1000 (the systems
+#: ``ppo-moldable-hw`` was trained on: train points), at n = 4000 (the paper's size, never trained on)
+#: and in the mean-field regime at n = 1000 (lam = 0.8, another regime; both test points).
+#: Compatibility: random assignment to d = 2 or 3 of 100 servers (``ppo-assign-random-d`` was trained
+#: on both at loads 0.6, 0.75 and 0.9): 003-random-3 at 0.75 and 003-random-2 at 0.9 (trained on: train
+#: points), 003-random-2 at 0.7 (moderate) and 003-random-3 at 0.85 (heavy), loads it never saw (test).
+MODEL_POINTS_V2: tuple[tuple[str, float], ...] = (
+    ("002-sub-linear-halfin-whitt", 100.0),
+    ("002-sub-linear-halfin-whitt", 1000.0),
+    ("002-sub-linear-halfin-whitt", 4000.0),
+    ("002-sub-linear-mean-field", 1000.0),
+    ("003-random-2", 0.7),
+    ("003-random-3", 0.75),
+    ("003-random-2", 0.9),
+    ("003-random-3", 0.85),
+)
 #: Suite v2's published split: the points an agent may be trained, tuned or selected on. Every other
 #: point of v2 is a test point, and the score is the test points' (Procgen's and rliable's convention).
+#: A point on a system and load a shipped agent was trained on is a train point.
 TRAIN_POINTS_V2: tuple[tuple[str, float], ...] = (
     ("sf-fig2", 0.7),
     ("one-or-all", 0.7),
     ("four-class", 0.7),
     ("swf-sdsc-sp2", 1024.0),
+    ("002-sub-linear-halfin-whitt", 100.0),
+    ("002-sub-linear-halfin-whitt", 1000.0),
+    ("003-random-3", 0.75),
+    ("003-random-2", 0.9),
 )
+#: The models of the suite's sections, in the order they are reported: the MSJ queue (its queueing and
+#: trace points, the score of v1), then the moldable loss system and the compatibility graphs.
+MODELS = ("msj", "moldable", "compatibility")
+#: A compatibility point's lower reference (score 0): the paper's random assignment (FCFS over the
+#: servers each job draws), if stable on every seed.
+COMPAT_NAIVE = "compat-fcfs"
 
 
 def suite_points(suite: str) -> tuple[tuple[str, float], ...]:
-    """The points of a suite version: v1's eight queueing points; v2's are v1's and the trace points."""
+    """The points of a suite version: v1's eight queueing points; v2's are v1's, the trace points and
+    the moldable and compatibility points."""
     if suite not in SUITE_VERSIONS:
         raise ValueError(f"--suite: expected one of {', '.join(SUITE_VERSIONS)}, got {suite!r}")
-    return BENCHMARK_SUITE if suite == "v1" else (*BENCHMARK_SUITE, *TRACE_POINTS_V2)
+    if suite == "v1":
+        return BENCHMARK_SUITE
+    return (*BENCHMARK_SUITE, *TRACE_POINTS_V2, *MODEL_POINTS_V2)
+
+
+def point_model(point: tuple[str, float]) -> str:
+    """The model a suite point is of: ``"moldable"``, ``"compatibility"`` or ``"msj"`` (a queueing or
+    trace point)."""
+    from .model_leaderboard import scenario_model
+
+    return "msj" if point[0] in SEQUENCE_POINTS else scenario_model(point[0])
+
+
+def parse_points(text: str, suite: str) -> tuple[tuple[str, float], ...]:
+    """``SCENARIO@X,...`` (``msj-gym benchmark --points``): a subset of ``suite``'s points, in the
+    suite's order; a point that is not the suite's is a one-line error naming it."""
+    known = suite_points(suite)
+    chosen: list[tuple[str, float]] = []
+    for item in (t.strip() for t in text.split(",")):
+        name, at, x = item.rpartition("@")
+        try:
+            point = (name, float(x)) if at and name else None
+        except ValueError:
+            point = None
+        if point is None or point not in known:
+            names = ", ".join(f"{sc}@{v:g}" for sc, v in known)
+            raise ValueError(f"--points {item!r}: not a point of suite {suite} (its points: {names})")
+        chosen.append(point)
+    if len(set(chosen)) != len(chosen):
+        raise ValueError(f"--points {text!r}: the same point given twice")
+    return tuple(p for p in known if p in chosen)
 
 
 def point_split(suite: str, point: tuple[str, float]) -> str:
@@ -206,12 +301,14 @@ def point_split(suite: str, point: tuple[str, float]) -> str:
 
 @dataclass(frozen=True)
 class BenchmarkConfig:
-    """What a benchmark runs: the suite (``points``), seeds and run length, whether the preemptive
-    baselines enter, the agent specs (shipped name, ``.zip`` path or ``module:attr``) and ``policies``
-    of your own (``module:attr`` naming a Policy class or instance: scored, never a reference), and
-    the ``metric`` the runs are scored on (not part of :meth:`identity`: it only rescores the runs)."""
+    """What a benchmark runs: the suite (``points``: the suite version's, or a subset such as
+    :func:`parse_points` picks; a moldable or compatibility point is checked as its model leaderboard
+    checks its sweep), seeds and run length, whether the preemptive baselines enter, the agent specs
+    (shipped name, ``.zip`` path or ``module:attr``) and ``policies`` of your own (``module:attr``
+    naming a Policy class or instance: scored, never a reference), and the ``metric`` the runs are
+    scored on (not part of :meth:`identity`: it only rescores the runs)."""
 
-    points: tuple[tuple[str, float], ...] | None = None  # None: BENCHMARK_SUITE
+    points: tuple[tuple[str, float], ...] | None = None  # None: the suite's (suite_points)
     seeds: tuple[int, ...] = tuple(range(DEFAULT_SEEDS))
     arrivals: int = DEFAULT_ARRIVALS
     warmup: int | None = None
@@ -237,6 +334,8 @@ class BenchmarkConfig:
                     f"benchmark point {sc}@{length:g}: a trace point's x is its sequences' length, "
                     f"{SEQUENCE_POINTS[sc].length}"
                 )
+            if point_model((sc, length)) != "msj":
+                self._check_model_point(sc, length)
         object.__setattr__(self, "seeds", parse_seeds(self.seeds))
         if len(self.seeds) < 2:
             raise ValueError("--seeds: the bootstrap needs at least 2 seeds per point")
@@ -254,6 +353,45 @@ class BenchmarkConfig:
         if len(set(self.policies)) != len(self.policies):
             raise ValueError("--policies: the same policy given twice")
 
+    def _check_model_point(self, scenario: str, x: float) -> None:
+        """A moldable or compatibility point's x, checked as the model leaderboard checks its sweep."""
+        from .model_leaderboard import ModelLeaderboardConfig
+
+        try:
+            ModelLeaderboardConfig(scenarios=(scenario,), loads=(x,), seeds=(0,), arrivals=100)
+        except ValueError as exc:
+            raise ValueError(f"benchmark point {scenario}@{x:g}: {exc}") from None
+
+    def model_arrivals(self, model: str) -> int:
+        """The run length at a point of ``model``: ``arrivals`` on the MSJ queue; on another model the
+        same multiple of that model's leaderboard default as ``arrivals`` is of the MSJ default (the
+        moldable system's 200,000 and the compatibility graphs' 20,000 at the default 20,000)."""
+        if model == "msj":
+            return self.arrivals
+        from .model_leaderboard import MODEL_DEFAULTS
+
+        return self.arrivals * int(MODEL_DEFAULTS[model]["arrivals"]) // DEFAULT_ARRIVALS
+
+    def model_warmup(self, model: str) -> int:
+        """The warm-up at a point of ``model``, scaled as :meth:`model_arrivals`."""
+        return self.warmup_arrivals * self.model_arrivals(model) // self.arrivals
+
+    def section_points(self, model: str, part: str = "test") -> tuple[tuple[str, float], ...]:
+        """The points of ``model`` in ``part`` of the split (``"test"``: every point not a train
+        point, all of them in v1; ``"train"``)."""
+        assert self.points is not None
+        mine = [p for p in self.points if point_model(p) == model]
+        if part == "train":
+            return tuple(p for p in mine if self.split(p) == "train")
+        return tuple(p for p in mine if self.split(p) != "train")
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models of the suite's points, in :data:`MODELS` order."""
+        assert self.points is not None
+        present = {point_model(p) for p in self.points}
+        return tuple(m for m in MODELS if m in present)
+
     @property
     def by_default_metric(self) -> bool:
         """Scored on the mean response time, the one metric whose exact optimum is known."""
@@ -261,9 +399,15 @@ class BenchmarkConfig:
 
     def metric_at(self, scenario: str) -> str:
         """The metric a point is scored on: ``metric``, or a trace point's own (the mean bounded
-        slowdown) where the benchmark is scored on the default metric."""
+        slowdown) where the benchmark is scored on the default metric; a moldable or compatibility
+        point's is always its model leaderboard's ranked metric (the cost, the mean response time)."""
         if scenario in SEQUENCE_POINTS and self.by_default_metric:
             return SEQUENCE_POINTS[scenario].metric
+        from .model_leaderboard import ranked_metric, scenario_model
+
+        model = "msj" if scenario in SEQUENCE_POINTS else scenario_model(scenario)
+        if model != "msj":  # a moldable or compatibility run has its model's metrics only
+            return ranked_metric(model)
         return self.metric
 
     def split(self, point: tuple[str, float]) -> str:
@@ -323,6 +467,10 @@ class Scale:
     high_ref: str
     best_heuristic: str
     metric: str = DEFAULT_METRIC
+    # a moldable or compatibility point: its model's reference row (the LP optimum, balanced fairness),
+    # a bound or an expectation reported beside the scale, never its 100
+    bound_ref: str = ""
+    bound: float = math.nan
 
 
 @dataclass
@@ -426,16 +574,21 @@ def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], 
 
     unfit: dict[str, dict[tuple[str, float], str]] = {}
     labels: set[str] = set()
+    several = len(config.models) > 1
     for spec in config.agents:
-        load_agent(spec, config.bare_agents)
+        loaded = load_agent(spec, config.bare_agents)
         label = agent_label(spec)
         if label in labels:
             raise ValueError(f"--agent {spec!r}: a second entrant named {label!r}; rename the file")
         labels.add(label)
         unfit[spec] = {}
+        failed: dict[str, AgentError] = {}  # model -> the agent's own failure on its env
         for scenario, rho in config.points:
+            model = point_model((scenario, rho))
             try:
-                if scenario in SEQUENCE_POINTS:  # every sequence: a class-set agent has room for 32 needs
+                if model != "msj":
+                    _check_model_agent(spec, config, scenario, rho, model)
+                elif scenario in SEQUENCE_POINTS:  # every sequence: a class-set agent has room for 32 needs
                     sp = SEQUENCE_POINTS[scenario]
                     for seed in config.seeds:
                         run = sp.run_scenario(seed)
@@ -450,14 +603,47 @@ def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], 
                         )
                 else:
                     check_agent(spec, scenario, {"load": rho}, bare=config.bare_agents)
-            except AgentError:
-                raise
+                    if several and loaded.any_env:  # an agent of another model's env may build on MSJ-v0
+                        _probe(spec, config, scenario, rho)
+            except AgentError as exc:
+                failed.setdefault(model, exc)
+                unfit[spec][(scenario, rho)] = str(exc)
             except ValueError as exc:
                 unfit[spec][(scenario, rho)] = str(exc)
+        fits = {point_model(p) for p in config.points if p not in unfit[spec]}
+        for model, exc in failed.items():
+            # an agent that cannot be made on a model's env is broken, unless it is another model's
+            # agent (a module:attr agent has no env of its own): it then only misfits that model
+            if model in fits or not fits:
+                raise exc
         if len(unfit[spec]) == len(config.points):
             first = next(iter(unfit[spec].values())).removeprefix(f"--agent {spec!r}: ")
             raise ValueError(f"--agent {spec!r}: fits no point of the suite (e.g. {first})")
     return unfit
+
+
+def _check_model_agent(spec: str, config: BenchmarkConfig, scenario: str, x: float, model: str) -> None:
+    """Whether agent ``spec`` acts in the env of a moldable or compatibility point (a ValueError if it
+    does not fit; an :class:`~.agents.AgentError` if it cannot be made)."""
+    from .agents import check_agent, env_build
+    from .model_leaderboard import _build
+
+    build = env_build(model, _build(model, scenario, x))
+    where = f"benchmark point {scenario}@{x:g}"
+    check_agent(spec, scenario, build, config.bare_agents, where=where, model=model)
+
+
+def _probe(spec: str, config: BenchmarkConfig, scenario: str, rho: float) -> None:
+    """Ask a ``module:attr`` agent for its first decision on an MSJ point (of a suite with points of
+    several models): one written for another model's env fails here and misfits the point."""
+    from .agents import _first_decision, load_agent
+
+    loaded = load_agent(spec, config.bare_agents)
+    env = loaded.make_env(scenario, {"load": rho}, num_arrivals=100, warmup=0)
+    try:
+        _first_decision(spec, env, loaded.agent_for(env), f"MSJ-v0 on benchmark point {scenario}@{rho:g}")
+    finally:
+        env.close()
 
 
 def _kind(preemptive: bool, size_aware: bool, own: bool) -> str:
@@ -483,6 +669,8 @@ def _plan(
     owner: list[tuple[str, float]] = []
     kinds: dict[tuple[str, float], dict[str, str]] = {}
     for scenario, rho in config.points:
+        if point_model((scenario, rho)) != "msj":  # run by the model leaderboard's machinery
+            continue
         agents = [a for a in config.agents if (scenario, rho) not in unfit[a]]
         if scenario in SEQUENCE_POINTS:
             sp = SEQUENCE_POINTS[scenario]
@@ -539,6 +727,41 @@ def _plan(
             kinds[(scenario, rho)][e.label] = kind
         points += pts
         owner += [(scenario, rho)] * len(pts)
+    return points, kinds, owner
+
+
+def _plan_model(
+    config: BenchmarkConfig, unfit: dict[str, dict[tuple[str, float], str]], model: str
+) -> tuple[list[Point], dict[tuple[str, float], dict[str, str]], list[tuple[str, float]]]:
+    """The runs of ``model``'s points, as :func:`_plan`'s: per point the model leaderboard's plan
+    (:func:`.model_leaderboard.plan`) of every policy of the model and the agents that fit the point,
+    on the benchmark's seeds, so that every entrant sees the same job streams (common random numbers)."""
+    from .model_leaderboard import ModelLeaderboardConfig, plan
+
+    points: list[Point] = []
+    owner: list[tuple[str, float]] = []
+    kinds: dict[tuple[str, float], dict[str, str]] = {}
+    for scenario, x in config.points:
+        if point_model((scenario, x)) != model:
+            continue
+        agents = [a for a in config.agents if (scenario, x) not in unfit[a]]
+        lb = ModelLeaderboardConfig(
+            scenarios=(scenario,),
+            loads=(x,),
+            policies=("all",),
+            agents=tuple(agents),
+            seeds=config.seeds,
+            arrivals=config.model_arrivals(model),
+            warmup=config.model_warmup(model),
+            bare_agents=True,  # admitted by _check_agents already
+        )
+        pts, entrants, _ = plan(lb)
+        kinds[(scenario, x)] = {
+            e.label: "agent" if e.agent else _kind(e.preemptive, e.size_aware, False)
+            for e in entrants[scenario]
+        }
+        points += pts
+        owner += [(scenario, x)] * len(pts)
     return points, kinds, owner
 
 
@@ -611,8 +834,8 @@ def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[st
     result: dict[tuple[str, float], float] = {}
     changed = False
     for scenario, rho in config.points:
-        if scenario in SEQUENCE_POINTS:  # a trace has no Markov decision process to solve
-            continue
+        if point_model((scenario, rho)) != "msj" or scenario in SEQUENCE_POINTS:
+            continue  # a trace, a moldable or compatibility system: no MSJ Markov decision process
         content = scenario_content(Point("", rho, scenario, "", 0, 100, build={"load": rho}))
         key = f"{scenario}@{rho!r}#{content}#{solver}"
         if key not in cache:
@@ -638,14 +861,32 @@ def run_benchmark(
     ``{"scales", "points", "aggregates", "config", "files"}``."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
     check_backend(backend, workers, address)
+    from .model_leaderboard import moldable_content, run_compat_point, run_moldable_point
+
     unfit = _check_agents(config)  # every check before anything is written
     points, kinds, owner = _plan(config, unfit)
+    # the other models' points: their runs and content keys are the model leaderboard's
+    others = {m: _plan_model(config, unfit, m) for m in config.models if m != "msj"}
     with hold_folder(out) as writable:
         _check_out(out, config, writable)
         _read_optima(out / "optima.json", note=False)  # another file of that name is refused before any run
         results = run_points(
             points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
         )
+        for model, (pts, kds, own) in others.items():
+            moldable = model == "moldable"
+            results += run_points(
+                pts,
+                out / "runs.jsonl",
+                progress,
+                backend=backend,
+                workers=workers,
+                address=address,
+                run=run_moldable_point if moldable else run_compat_point,
+                content=moldable_content if moldable else scenario_content,
+            )
+            points, owner = [*points, *pts], [*owner, *own]
+            kinds.update(kds)
         # another metric's 100 is the best heuristic: no optimum to solve for it
         optima = _optima(out, config, writable) if config.by_default_metric else {}
         report = score(config, points, results, kinds, optima, unfit, owner)
@@ -677,7 +918,6 @@ def score(
     """Scales, per-point scores and aggregates of finished runs (see the module docstring), each point
     on its metric (:meth:`BenchmarkConfig.metric_at`); ``owner`` names the suite point of each run
     (default: its scenario and x)."""
-    from .agents import agent_label
 
     owner = owner if owner is not None else [(p.scenario, p.x) for p in points]
     runs: dict[tuple[str, float], dict[str, dict[int, dict[str, Any]]]] = {}
@@ -686,6 +926,14 @@ def score(
     scales: list[Scale] = []
     rows: list[PointScore] = []
     for scenario, rho in config.points:
+        if point_model((scenario, rho)) != "msj":
+            scale, mine = _score_model_point(
+                config, scenario, rho, runs[(scenario, rho)], kinds[(scenario, rho)]
+            )
+            scales.append(scale)
+            rows += mine
+            rows += _unfit_rows(config, scenario, rho, unfit)
+            continue
         metric = config.metric_at(scenario)
         # lower is better but for the utilisation: rank by sign * value
         sign = -1.0 if METRICS[metric][1] else 1.0
@@ -753,23 +1001,114 @@ def score(
             if not flag and not all(math.isfinite(v) for v in value[e].values()):
                 flag = "n/a"  # no value of the metric (an agent's percentiles: the env keeps no records)
             rows.append(PointScore(scenario, rho, e, kind_of[e], mean_v[e], scores, flag))
-        for spec, where in unfit.items():
-            if (scenario, rho) in where:
-                rows.append(
-                    PointScore(
-                        scenario, rho, agent_label(spec), "agent", math.nan, [0.0] * len(config.seeds), "n/a"
-                    )
-                )
-    aggregates = _aggregate(config.test_points, rows, scales)
-    train = _aggregate(config.train_points, rows, scales) if config.train_points else []
+        rows += _unfit_rows(config, scenario, rho, unfit)
+    # one section per model: an entrant runs on its own model's points only, so each model's points
+    # are aggregated apart (the MSJ section is the score of v1, its numbers as before)
+    sections: dict[str, dict[str, Any]] = {}
+    for model in config.models:
+        test, train = config.section_points(model, "test"), config.section_points(model, "train")
+        outside = _outside(config, unfit, model)
+        sections[model] = {
+            "aggregates": _aggregate(test, rows, scales, outside) if test else [],
+            "train_aggregates": _aggregate(train, rows, scales, outside) if train else [],
+            "outside": sorted(outside),
+        }
+    msj = sections.get("msj", {"aggregates": [], "train_aggregates": [], "outside": []})
     return {
         "config": config,
         "scales": scales,
         "points": rows,
-        "aggregates": aggregates,
-        "train_aggregates": train,
+        "aggregates": msj["aggregates"],
+        "train_aggregates": msj["train_aggregates"],
+        "sections": sections,
         "unfit": unfit,
     }
+
+
+def _unfit_rows(
+    config: BenchmarkConfig, scenario: str, x: float, unfit: dict[str, dict[tuple[str, float], str]]
+) -> list[PointScore]:
+    """An agent that does not fit a point scores 0 there, flagged ``n/a``."""
+    from .agents import agent_label
+
+    return [
+        PointScore(scenario, x, agent_label(spec), "agent", math.nan, [0.0] * len(config.seeds), "n/a")
+        for spec, where in unfit.items()
+        if (scenario, x) in where
+    ]
+
+
+def _outside(config: BenchmarkConfig, unfit: dict[str, dict[tuple[str, float], str]], model: str) -> set[str]:
+    """The agents that fit no point of ``model``'s section (another model's agents): they have no
+    aggregate there, and are named as ``n/a`` beside it."""
+    from .agents import agent_label
+
+    mine = [p for p in config.points if point_model(p) == model]
+    return {agent_label(spec) for spec, where in unfit.items() if all(p in where for p in mine)}
+
+
+def _score_model_point(
+    config: BenchmarkConfig,
+    scenario: str,
+    x: float,
+    at: dict[str, dict[int, dict[str, Any]]],
+    kind_of: dict[str, str],
+) -> tuple[Scale, list[PointScore]]:
+    """The scale and scores of a moldable or compatibility point, on its model's ranked metric
+    (:func:`.model_leaderboard.ranked_metric`, lower is better). The references are the model's
+    registered policies stable on every seed; score 0 is the naive one (compatibility: random assignment,
+    ``compat-fcfs``; moldable: the weakest scheme by cost at the point, over the seeds), score 100 the
+    best reference on each seed (attainable, as on the trace points); the model's reference row
+    (:func:`.model_leaderboard._references`) is reported as ``bound``."""
+    from .model_leaderboard import _references, _run_values, ranked_metric
+
+    model = point_model((scenario, x))
+    metric = ranked_metric(model)
+    value = {e: {s: _run_values(model, r)[metric] for s, r in by.items()} for e, by in at.items()}
+    mean_v = {e: float(np.mean(list(v.values()))) for e, v in value.items()}
+    stable = {e: all(bool(r["stable"]) for r in by.values()) for e, by in at.items()}
+    refs = [e for e in at if kind_of[e] != "agent" and stable[e] and math.isfinite(mean_v[e])]
+    if not refs:
+        raise ValueError(f"benchmark point {scenario}@{x:g}: no {model} policy is stable on every seed")
+    best = min(refs, key=lambda e: mean_v[e])
+    naive = COMPAT_NAIVE if model == "compatibility" else None
+    low_ref = naive if naive in refs else max(refs, key=lambda e: mean_v[e])
+    lows = value[low_ref]
+    highs = {s: min(value[e][s] for e in refs) for s in config.seeds}
+    bound = _references(model, scenario, x)
+    scale = Scale(
+        scenario,
+        x,
+        mean_v[low_ref],
+        low_ref,
+        float(np.mean(list(highs.values()))),
+        f"best {model} policy per seed",
+        best,
+        metric,
+        bound[0].entrant if bound else "",
+        bound[0].values[metric][0] if bound else math.nan,
+    )
+    rows = []
+    for e, by in at.items():
+        scores = []
+        for s in config.seeds:
+            v = value[e][s]
+            if e == low_ref:  # exactly, whatever the rounding
+                sc = 0.0
+            elif by[s]["stable"] and v == highs[s]:  # the best on this seed: exactly 100 (or 0 if naive)
+                sc = 0.0 if lows[s] == highs[s] else 100.0
+            elif by[s]["stable"] and math.isfinite(v):
+                if lows[s] == highs[s]:  # the naive policy the best on this seed: an empty scale
+                    sc = 100.0 if v <= highs[s] else 0.0
+                else:
+                    sc = 100 * (lows[s] - v) / (lows[s] - highs[s])
+            else:
+                sc = 0.0
+            scores.append(max(sc, 0.0))
+        rows.append(
+            PointScore(scenario, x, e, kind_of[e], mean_v[e], scores, "" if stable[e] else "unstable")
+        )
+    return scale, rows
 
 
 def _matrix(rows: list[PointScore], entrant: str, points: Sequence[tuple[str, float]]) -> np.ndarray | None:
@@ -782,11 +1121,15 @@ def _matrix(rows: list[PointScore], entrant: str, points: Sequence[tuple[str, fl
 
 
 def _aggregate(
-    points: Sequence[tuple[str, float]], rows: list[PointScore], scales: list[Scale]
+    points: Sequence[tuple[str, float]],
+    rows: list[PointScore],
+    scales: list[Scale],
+    outside: set[str] | frozenset[str] = frozenset(),
 ) -> list[Aggregate]:
-    """IQM, mean and P(improve on the best heuristic) per entrant over ``points``, best IQM first."""
+    """IQM, mean and P(improve on the best heuristic) per entrant over ``points``, best IQM first;
+    the entrants ``outside`` (agents of another model) have none."""
     wanted = set(points)
-    rows = [r for r in rows if (r.scenario, r.load) in wanted]
+    rows = [r for r in rows if (r.scenario, r.load) in wanted and r.entrant not in outside]
     by_point = {(s.scenario, s.load): s for s in scales}
     best = np.array(
         [
@@ -834,114 +1177,240 @@ def _f(x: float, digits: int = 1) -> str:
     return f"{x:.{digits}f}" if math.isfinite(x) else "n/a"
 
 
-def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
-    """The aggregate table (entrants by IQM), the scales and the per-point scores."""
-    from .leaderboard import _render
-
-    config: BenchmarkConfig = report["config"]
-    lines: list[str] = []
-    head = [
-        "rank",
-        "entrant",
-        "kind",
-        "IQM score [95% CI]",
-        "mean score",
-        "P(improve on best heuristic) [95% CI]",
-        "flagged points (unstable; n/a: does not fit)",
-    ]
-
-    def ranked(aggregates: list[Aggregate]) -> list[list[str]]:
-        return [
-            [
-                str(i),
-                a.entrant,
-                a.kind,
-                f"{_f(a.iqm)} [{_f(a.iqm_lo)}, {_f(a.iqm_hi)}]",
-                _f(a.mean),
-                f"{a.p_improve:.2f} [{a.p_lo:.2f}, {a.p_hi:.2f}]",
-                ", ".join(a.flagged),
-            ]
-            for i, a in enumerate(aggregates, 1)
+def _ranked(aggregates: list[Aggregate]) -> list[list[str]]:
+    return [
+        [
+            str(i),
+            a.entrant,
+            a.kind,
+            f"{_f(a.iqm)} [{_f(a.iqm_lo)}, {_f(a.iqm_hi)}]",
+            _f(a.mean),
+            f"{a.p_improve:.2f} [{a.p_lo:.2f}, {a.p_hi:.2f}]",
+            ", ".join(a.flagged),
         ]
+        for i, a in enumerate(aggregates, 1)
+    ]
 
-    title = (
-        f"benchmark suite {config.suite}: {len(config.points)} points x {len(config.seeds)} seeds x "
-        f"{config.arrivals} arrivals ({config.warmup_arrivals} warm-up); score 0 = FCFS (or the lower "
-        "reference), 100 = the exact non-preemptive optimum (or the best size-oblivious heuristic)"
-    )
-    if not config.by_default_metric:
-        title = (
-            f"benchmark suite {config.suite}: {len(config.points)} points x {len(config.seeds)} seeds x "
-            f"{config.arrivals} arrivals ({config.warmup_arrivals} warm-up), scored on {config.metric}; "
-            "score 0 = FCFS (or the lower reference), 100 = the best size-oblivious heuristic by "
-            f"{config.metric} (the exact optimum is of the mean response time only)"
-        )
-    traces = [p for p in config.points if p[0] in SEQUENCE_POINTS]
-    if traces:
-        title += (
-            f"; at the trace points ({', '.join(p[0] for p in traces)}) a run is one sequence of the "
-            "HPC protocol, scored on its own metric (see the scales)"
-        )
-    if config.train_points:
-        title += (
-            f"; the score is over the {len(config.test_points)} test points of the published split "
-            f"(train points: {', '.join(f'{sc}@{x:g}' for sc, x in config.train_points)})"
-        )
-    lines += _render(title, head, ranked(report["aggregates"]), markdown)
-    if config.train_points:
-        lines += _render(
-            "the train points, which agents may be tuned on (not the score)",
-            head,
-            ranked(report["train_aggregates"]),
-            markdown,
-        )
-    mixed = len({s.metric for s in report["scales"]}) > 1
-    head = [
-        "scenario",
-        "load" if not traces else "load (trace: jobs per sequence)",
-        "score 0 (lower reference)",
-        "T_low" if config.by_default_metric else f"{config.metric} low",
-        "score 100 (upper reference)",
-        "T_high" if config.by_default_metric else f"{config.metric} high",
-        "best heuristic",
-    ]
-    table = [
-        [s.scenario, f"{s.load:g}", s.low_ref, f"{s.low:.4g}", s.high_ref, f"{s.high:.4g}", s.best_heuristic]
-        + ([s.metric] if mixed else [])
-        for s in report["scales"]
-    ]
-    if mixed:
-        head.append("metric")
-    lines += _render("the scale of each point", head, table, markdown)
-    entrants = [a.entrant for a in report["aggregates"]]
-    entrants += [e for e in dict.fromkeys(r.entrant for r in report["points"]) if e not in entrants]
-    by = {(r.scenario, r.load, r.entrant): r for r in report["points"]}
+
+_AGGREGATE_HEAD = [
+    "rank",
+    "entrant",
+    "kind",
+    "IQM score [95% CI]",
+    "mean score",
+    "P(improve on best heuristic) [95% CI]",
+    "flagged points (unstable; n/a: does not fit)",
+]
+
+
+def _per_point(
+    report: dict[str, Any],
+    points: Sequence[tuple[str, float]],
+    aggregates: list[Aggregate],
+    outside: Sequence[str] = (),
+) -> tuple[list[str], list[list[str]]]:
+    """The per-point table of ``points``: each entrant's mean score over the seeds."""
+    config: BenchmarkConfig = report["config"]
+    wanted = set(points)
+    here = [r for r in report["points"] if (r.scenario, r.load) in wanted and r.entrant not in outside]
+    entrants = [a.entrant for a in aggregates]
+    entrants += [e for e in dict.fromkeys(r.entrant for r in here) if e not in entrants]
+    by = {(r.scenario, r.load, r.entrant): r for r in here}
     head = [
         "entrant",
-        *(
-            f"{s}@{rho:g}" + (" (train)" if config.split((s, rho)) == "train" else "")
-            for s, rho in config.points
-        ),
+        *(f"{s}@{rho:g}" + (" (train)" if config.split((s, rho)) == "train" else "") for s, rho in points),
     ]
     table = []
     for e in entrants:
         cells = []
-        for s, rho in config.points:
+        for s, rho in points:
             r = by.get((s, rho, e))
             if r is None:
                 cells.append("-")
             else:
                 cells.append(_f(r.score) + {"": "", "unstable": " (U)", "n/a": " (n/a)"}[r.flag])
         table.append([e, *cells])
-    no_value = "" if config.by_default_metric else f", or its runs have no value of {config.metric}"
+    return head, table
+
+
+def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
+    """The aggregate table (entrants by IQM), the scales and the per-point scores; with points of the
+    other models (suite v2), a section of the same tables per model after the MSJ queue's."""
+    from .leaderboard import _render
+
+    config: BenchmarkConfig = report["config"]
+    lines: list[str] = []
+    head = _AGGREGATE_HEAD
+    ranked = _ranked
+    msj_points = [p for p in config.points if point_model(p) == "msj"]
+    msj_test, msj_train = config.section_points("msj", "test"), config.section_points("msj", "train")
+    others = [m for m in config.models if m != "msj"]
+    what = f"{len(msj_points)} points" if not others else f"{len(msj_points)} MSJ points"
+    title = (
+        f"benchmark suite {config.suite}: {what} x {len(config.seeds)} seeds x "
+        f"{config.arrivals} arrivals ({config.warmup_arrivals} warm-up); score 0 = FCFS (or the lower "
+        "reference), 100 = the exact non-preemptive optimum (or the best size-oblivious heuristic)"
+    )
+    if not config.by_default_metric:
+        title = (
+            f"benchmark suite {config.suite}: {what} x {len(config.seeds)} seeds x "
+            f"{config.arrivals} arrivals ({config.warmup_arrivals} warm-up), scored on {config.metric}; "
+            "score 0 = FCFS (or the lower reference), 100 = the best size-oblivious heuristic by "
+            f"{config.metric} (the exact optimum is of the mean response time only)"
+        )
+    traces = [p for p in msj_points if p[0] in SEQUENCE_POINTS]
+    if traces:
+        title += (
+            f"; at the trace points ({', '.join(p[0] for p in traces)}) a run is one sequence of the "
+            "HPC protocol, scored on its own metric (see the scales)"
+        )
+    if msj_train:
+        title += (
+            f"; the score is over the {len(msj_test)} test points of the published split "
+            f"(train points: {', '.join(f'{sc}@{x:g}' for sc, x in msj_train)})"
+        )
+    if others:
+        title += f"; the {' and '.join(others)} points are scored in sections of their own below"
+    msj = report["sections"].get("msj")
+    if msj_points:
+        lines += _render(title, head, ranked(report["aggregates"]), markdown)
+        if msj_train:
+            lines += _render(
+                "the train points, which agents may be tuned on (not the score)",
+                head,
+                ranked(report["train_aggregates"]),
+                markdown,
+            )
+        if msj and msj["outside"]:
+            lines.append(_outside_note(msj["outside"], "MSJ"))
+        scales = [s for s in report["scales"] if (s.scenario, s.load) in set(msj_points)]
+        mixed = len({s.metric for s in scales}) > 1
+        head = [
+            "scenario",
+            "load" if not traces else "load (trace: jobs per sequence)",
+            "score 0 (lower reference)",
+            "T_low" if config.by_default_metric else f"{config.metric} low",
+            "score 100 (upper reference)",
+            "T_high" if config.by_default_metric else f"{config.metric} high",
+            "best heuristic",
+        ]
+        table = [
+            [
+                s.scenario,
+                f"{s.load:g}",
+                s.low_ref,
+                f"{s.low:.4g}",
+                s.high_ref,
+                f"{s.high:.4g}",
+                s.best_heuristic,
+            ]
+            + ([s.metric] if mixed else [])
+            for s in scales
+        ]
+        if mixed:
+            head.append("metric")
+        lines += _render("the scale of each point", head, table, markdown)
+        head, table = _per_point(report, msj_points, report["aggregates"], msj["outside"] if msj else ())
+        no_value = "" if config.by_default_metric else f", or its runs have no value of {config.metric}"
+        lines += _render(
+            "mean score per point over seeds ((U): unstable on some seed, scored 0 there; (n/a): the agent "
+            f"does not fit this point's environment{no_value}; -: the policy is not defined there)",
+            head,
+            table,
+            markdown,
+        )
+    for model in others:
+        lines += _format_section(report, model, markdown)
+    return "\n".join(lines)
+
+
+def _outside_note(outside: Sequence[str], model: str) -> str:
+    return (
+        f"n/a at every {model} point (their env acts on another model; no score here): "
+        + ", ".join(outside)
+        + "\n"
+    )
+
+
+#: What a model section's metric is, in its title.
+_MODEL_METRIC = {
+    "moldable": "the cost per arrival (1 - P_B) E[T] + 2 P_B (the model leaderboard's ranking)",
+    "compatibility": "the mean response time (the model leaderboard's ranking)",
+}
+_MODEL_LOW = {
+    "moldable": "the weakest scheme by cost at the point (over the seeds)",
+    "compatibility": "random assignment (compat-fcfs)",
+}
+
+
+def _format_section(report: dict[str, Any], model: str, markdown: bool) -> list[str]:
+    """The tables of a moldable or compatibility section: aggregates over its test points (and its
+    train points apart), its scales with the model's reference row, and the scores per point."""
+    from .leaderboard import _render
+
+    config: BenchmarkConfig = report["config"]
+    section = report["sections"][model]
+    points = [p for p in config.points if point_model(p) == model]
+    test, train = config.section_points(model, "test"), config.section_points(model, "train")
+    x = "n" if model == "moldable" else "load"
+    title = (
+        f"{model} points of suite {config.suite}: {len(points)} points ({x}) x {len(config.seeds)} seeds x "
+        f"{config.model_arrivals(model)} arrivals ({config.model_warmup(model)} warm-up), scored on "
+        f"{_MODEL_METRIC[model]}; score 0 = {_MODEL_LOW[model]}, 100 = the best {model} policy on each "
+        f"seed; the score is over the {len(test)} test points"
+    )
+    if train:
+        title += f" (train points: {', '.join(f'{sc}@{v:g}' for sc, v in train)})"
+    lines = ["## the " + model + " points\n"] if markdown else []
+    head = [*_AGGREGATE_HEAD]
+    head[5] = f"P(improve on best {model} policy) [95% CI]"
+    lines += _render(title, head, _ranked(section["aggregates"]), markdown)
+    if train:
+        lines += _render(
+            f"the {model} train points, which agents may be tuned on (not the score)",
+            head,
+            _ranked(section["train_aggregates"]),
+            markdown,
+        )
+    if section["outside"]:
+        lines.append(_outside_note(section["outside"], model))
+    scales = [s for s in report["scales"] if (s.scenario, s.load) in set(points)]
+    metric = scales[0].metric if scales else ""
+    head = [
+        "scenario",
+        x,
+        "score 0 (lower reference)",
+        f"{metric} low",
+        "score 100 (upper reference)",
+        f"{metric} high (mean over seeds)",
+        f"best {model} policy",
+        "model reference (not the scale)",
+        f"its {metric}",
+    ]
+    table = [
+        [
+            s.scenario,
+            f"{s.load:g}",
+            s.low_ref,
+            f"{s.low:.4g}",
+            s.high_ref,
+            f"{s.high:.4g}",
+            s.best_heuristic,
+            s.bound_ref,
+            f"{s.bound:.4g}" if math.isfinite(s.bound) else "n/a",
+        ]
+        for s in scales
+    ]
+    lines += _render(f"the scale of each {model} point", head, table, markdown)
+    head, table = _per_point(report, points, section["aggregates"], section["outside"])
     lines += _render(
-        "mean score per point over seeds ((U): unstable on some seed, scored 0 there; (n/a): the agent "
-        f"does not fit this point's environment{no_value}; -: the policy is not defined there)",
+        f"mean score per {model} point over seeds ((U): unstable on some seed, scored 0 there; (n/a): the "
+        "agent does not fit this point's environment)",
         head,
         table,
         markdown,
     )
-    return "\n".join(lines)
+    return lines
 
 
 def _output_names(out: Path, metric: str = DEFAULT_METRIC) -> list[Path]:
@@ -957,7 +1426,9 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
     on = "" if config.by_default_metric else f" on {config.metric}"
     intro = (
         f"# msj_gym benchmark{on} (suite {config.suite})\n\n"
-        f"Seeds {', '.join(map(str, config.seeds))}; {config.arrivals} arrivals per run; code "
+        f"Seeds {', '.join(map(str, config.seeds))}; {config.arrivals} arrivals per run"
+        + "".join(f" ({m} runs: {config.model_arrivals(m)})" for m in config.models if m != "msj")
+        + "; code "
         f"{provenance()['git_revision']}. IQM and P(improve) with stratified-bootstrap 95 % intervals "
         f"({BOOTSTRAP_REPS} resamples of the seeds within each point).\n\n"
     )
@@ -967,9 +1438,15 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
             "(the exact optimum is of the mean response time only).\n\n"
         )
     _atomic_write(md, intro + format_benchmark(report, markdown=True))
-    # a suite with a published split (v2) says of each row which part it is over; v1's files are as they were
+    # a suite with a published split (v2) says of each row which part it is over, and one with points of
+    # several models which model's section; v1's files are as they were
     split = bool(config.train_points)
-    parts = [("test", report["aggregates"])] + ([("train", report["train_aggregates"])] if split else [])
+    several = len(config.models) > 1
+    parts = [
+        (model, part, report["sections"][model][key])
+        for model in config.models
+        for part, key in [("test", "aggregates")] + ([("train", "train_aggregates")] if split else [])
+    ]
     _atomic_csv(
         agg_csv,
         [
@@ -985,7 +1462,8 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
             "p_hi",
             "flagged",
         ]
-        + (["split"] if split else []),
+        + (["split"] if split else [])
+        + (["model"] if several else []),
         (
             [
                 i,
@@ -1001,7 +1479,8 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
                 "; ".join(a.flagged),
             ]
             + ([part] if split else [])
-            for part, aggregates in parts
+            + ([model] if several else [])
+            for model, part, aggregates in parts
             for i, a in enumerate(aggregates, 1)
         ),
     )
@@ -1012,6 +1491,8 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
         scores = " ".join(f"{x:.6g}" for x in r.scores)
         head = [r.scenario, r.load, r.entrant, r.kind, r.value, r.score, scores, r.flag]
         more = [sc.metric, config.split((r.scenario, r.load))] if split else []
+        if several:
+            more += [point_model((r.scenario, r.load)), sc.bound_ref, sc.bound]
         return [*head, sc.low_ref, sc.low, sc.high_ref, sc.high, *more]
 
     # the value column is named after the metric (mean_response_time by default); with trace points
@@ -1020,7 +1501,15 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
     header = ["scenario", "load", "entrant", "kind", value, "score", "scores_per_seed", "flag"]
     _atomic_csv(
         pts_csv,
-        [*header, "low_ref", "t_low", "high_ref", "t_high", *(["metric", "split"] if split else [])],
+        [
+            *header,
+            "low_ref",
+            "t_low",
+            "high_ref",
+            "t_high",
+            *(["metric", "split"] if split else []),
+            *(["model", "bound_ref", "bound"] if several else []),
+        ],
         map(point_row, report["points"]),
     )
     files = [md, agg_csv, pts_csv]
@@ -1039,8 +1528,12 @@ def _plot(report: dict[str, Any], path: Path) -> Path | None:
     except ImportError:
         return None
     config: BenchmarkConfig = report["config"]
-    aggs = report["aggregates"]
-    mats = {a.entrant: _matrix(report["points"], a.entrant, config.test_points) for a in aggs}
+    aggs = report["aggregates"]  # the MSJ section's: the other models' entrants have sections of their own
+    if not aggs:
+        return None
+    test = config.section_points("msj", "test")
+    msj_count = sum(point_model(p) == "msj" for p in config.points)
+    mats = {a.entrant: _matrix(report["points"], a.entrant, test) for a in aggs}
     top = max([100.0] + [float(m.max()) for m in mats.values() if m is not None])
     right = min(top * 1.02, PROFILE_MAX)  # a few runs far above 100 (a narrow scale) would squash the rest
     taus = np.linspace(0, right, 400)
@@ -1091,7 +1584,7 @@ def _plot(report: dict[str, Any], path: Path) -> Path | None:
     ax.set_title(
         f"msj-gym benchmark suite {config.suite}"
         + ("" if config.by_default_metric else f" on {config.metric}")
-        + f": performance profiles over {len(config.points)} points x "
+        + f": performance profiles over {msj_count} {'MSJ ' if len(config.models) > 1 else ''}points x "
         f"{len(config.seeds)} seeds ({config.arrivals} arrivals); code {provenance()['git_revision'][:12]}",
         fontsize=10,
     )

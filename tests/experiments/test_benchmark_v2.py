@@ -35,6 +35,7 @@ def v2(tmp_path_factory):
         mp.setattr(bm, "SEQUENCE_POINTS", points)
         mp.setattr(bm, "TRACE_POINTS_V2", (("log-a", 40.0), ("log-b", 60.0)))
         mp.setattr(bm, "TRAIN_POINTS_V2", (("log-a", 40.0),))
+        mp.setattr(bm, "MODEL_POINTS_V2", ())  # the moldable and compatibility points: test_benchmark_models
         mp.setattr(bm, "_policy_ids", lambda preemptive: list(POLICIES))
         mp.setattr(bm, "exact_optima", lambda scenario, load: {})
         config = bm.BenchmarkConfig(suite="v2", seeds=SEEDS, arrivals=2000)
