@@ -169,6 +169,25 @@ def test_a_metric_where_higher_is_better_swaps_the_references() -> None:
     assert ff.scores == pytest.approx([50.0, 50.0], rel=1e-12)
 
 
+def test_a_seed_whose_lower_reference_beats_the_exact_optimum_is_scaled_by_its_mean() -> None:
+    """A short run can end below the optimum, a long-run mean: its seed's 0 is the lower reference's
+    mean over the seeds; a point whose lower reference is not worse on average is still refused."""
+    config = bm.BenchmarkConfig(points=(("sf-fig2", 0.5),), seeds=2, arrivals=2000)
+    values = {"nmsr": (4.0, 2.0), "first-fit": (3.0, 2.5)}  # nmsr, the worst on average, is 2.0 on seed 1
+    points, results = [], []
+    for entrant, per_seed in values.items():
+        for seed, v in zip(config.seeds, per_seed, strict=True):
+            points.append(SimpleNamespace(scenario="sf-fig2", x=0.5, series=entrant, seed=seed))
+            results.append({"mean_response_time": v, "stable": True})
+    kinds = {("sf-fig2", 0.5): dict.fromkeys(values, "non-preemptive")}
+    report = bm.score(config, points, results, kinds, {("sf-fig2", 0.5): 2.2}, {})
+    ff = next(r for r in report["points"] if r.entrant == "first-fit")
+    # seed 0: (4 - 3) / (4 - 2.2); seed 1: nmsr's mean 3.0 is the 0, (3 - 2.5) / (3 - 2.2)
+    assert ff.scores == pytest.approx([100 / 1.8, 100 * 0.5 / 0.8], rel=1e-12)
+    with pytest.raises(ValueError, match="the scale is empty"):
+        bm.score(config, points, results, kinds, {("sf-fig2", 0.5): 3.5}, {})
+
+
 def test_aggregates_on_known_inputs() -> None:
     const = np.full((5, 4), 42.0)
     assert bm.iqm(const) == 42.0
