@@ -311,7 +311,7 @@ class NativeVectorEnv(VectorEnv):
         truncations = self._over.copy()
         terminations = np.zeros(self.num_envs, dtype=np.bool_)
         infos.update(self._step_infos(None))
-        ended = np.flatnonzero(truncations)
+        ended = np.flatnonzero(truncations) if truncations.any() else self._all[:0]
         if ended.size:
             infos.update(self._final_infos(ended))
         if mode == AutoresetMode.NEXT_STEP:
@@ -606,8 +606,11 @@ class MSJVectorEnv(NativeVectorEnv):
         self._step_batch(idx, actions)
         status = self._status
         while True:
-            # ST_EVENT is 0: a decision is due
-            pending = np.flatnonzero(status) if idx is self._all else idx[status[idx] != S.ST_EVENT]
+            # ST_EVENT is 0: a decision is due (any() first: most steps leave no request to serve)
+            if idx is self._all:
+                pending = np.flatnonzero(status) if status.any() else idx[:0]
+            else:
+                pending = idx[status[idx] != S.ST_EVENT]
             if pending.size == 0:
                 return
             resume: list[int] = []
