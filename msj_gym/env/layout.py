@@ -77,14 +77,23 @@ def class_features(reveal_sizes: bool) -> int:
 # --- ``fpar`` (float64): what the step needs of the workload beyond the state ------------------------
 # [0, C) mean service time per class; [C, 2C) reward weight per class; 2C: mean server need / k;
 # 2C + 1: the offered load; [2C + 2, 3C + 2) arrival share; [3C + 2, 4C + 2) load share;
-# [4C + 2, 5C + 2) squared coefficient of variation of the service time; 5C + 2: mean service time.
+# [4C + 2, 5C + 2) squared coefficient of variation of the service time; 5C + 2: mean service time;
+# then the class-set observation's columns that only depend on the workload, computed once per
+# workload by ``observe.class_set_constants`` (a logarithm each, which the step would otherwise take at
+# every decision): 5C + 3 the load column, 5C + 4 the size-of-system column, and from 5C + 5 three per
+# class: the server-need column, the mean-duration column and the variability column.
+F_SET_LOAD, F_SET_SYSTEM, F_SET_CLASS = 3, 4, 5  # offsets from 5C of the constants above
+SET_CONSTANTS_PER_CLASS = 3
+
+
 def fpar_size(num_classes: int) -> int:
-    return 5 * num_classes + 3
+    return 5 * num_classes + F_SET_CLASS + SET_CONSTANTS_PER_CLASS * num_classes
 
 
 def workload_floats(workload: Workload | TraceWorkload, weights: np.ndarray) -> np.ndarray:
-    """``fpar`` for ``workload`` with reward weights ``weights`` (see the layout above). A service
-    time without a finite second moment counts as a squared coefficient of variation of 1e6."""
+    """``fpar`` for ``workload`` with reward weights ``weights`` (see the layout above), the class-set
+    constants still zero (``observe.class_set_constants`` fills them in). A service time without a
+    finite second moment counts as a squared coefficient of variation of 1e6."""
     wl = workload
     means = np.asarray(wl.mean_service_times, dtype=np.float64)
     probs = np.asarray(wl.probabilities, dtype=np.float64)
@@ -96,7 +105,10 @@ def workload_floats(workload: Workload | TraceWorkload, weights: np.ndarray) -> 
     # a built Workload's load is a float: set in __post_init__, though declared optional
     load = float(wl.load)  # type: ignore[arg-type]
     fixed = [mean_need / wl.num_servers, load]
-    return np.concatenate([means, weights, fixed, probs, share, np.nan_to_num(scv, nan=1e6), [probs @ means]])
+    constants = np.zeros(fpar_size(means.size) - 5 * means.size - 3)
+    return np.concatenate(
+        [means, weights, fixed, probs, share, np.nan_to_num(scv, nan=1e6), [probs @ means], constants]
+    )
 
 
 # --- sizes -----------------------------------------------------------------------------------------

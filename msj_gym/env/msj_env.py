@@ -63,6 +63,7 @@ from .layout import (
     workload_floats,
 )
 from .modes import ACTION_MODES, OBSERVATION_MODES, Shape, mode_named
+from .observe import class_set_constants
 from .stepping import reward_paid, step_of
 
 __all__ = ["AgentSlot", "EnvSnapshot", "MSJEnv", "MSJPreemptiveEnv", "resolve_workload"]
@@ -492,6 +493,7 @@ class MSJEnv(gym.Env):
         wl = workload
         weights = np.asarray(wl.load_weights, dtype=np.float64) / np.asarray(wl.probabilities)
         fpar = workload_floats(wl, weights)
+        class_set_constants(fpar, int(wl.num_servers), np.asarray(wl.server_needs, dtype=np.int64))
         return fpar, 1.0 / self._expected_arrivals(wl) if self.reward_mode == "mean" else 1.0
 
     def _expected_arrivals(self, workload: Workload | TraceWorkload) -> float:

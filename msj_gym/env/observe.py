@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.jit import internal_jit
+from ..core.jit import internal_jit, kernel_jit
 from ..core.state import (
     ARRIVAL,
     ATTAINED,
@@ -41,23 +41,29 @@ from .layout import (
     EP_PWIN,
     EP_REVEAL,
     EP_SLOTS,
+    F_SET_CLASS,
+    F_SET_LOAD,
+    F_SET_SYSTEM,
     OBS_CLASSES,
     OBS_FLAT,
     QUEUE_FEATURES,
     RUNNING_FEATURES,
     SET_CLASS_FEATURES,
+    SET_CONSTANTS_PER_CLASS,
     SET_SIZE_FEATURES,
     SET_SYSTEM_FEATURES,
     SYSTEM_FEATURES,
 )
 
-__all__ = ["OBSERVATION_WRITERS", "squash", "write_class_set", "write_flat"]
+__all__ = ["OBSERVATION_WRITERS", "class_set_constants", "squash", "write_class_set", "write_flat"]
 
 
 @internal_jit
 def squash(x):
     # log1p first: queues and ages span orders of magnitude, and an unstable queue must stay visible
-    lg = np.log1p(max(x, 0.0))  # max: a remaining time may round to a hair below 0
+    v = max(x, 0.0)  # max: a remaining time may round to a hair below 0
+    # log1p(+-0) is +-0 exactly: empty queues are common, and the call is most of an observation's cost
+    lg = v if v == 0.0 else np.log1p(v)
     return lg / (1.0 + lg)
 
 
@@ -134,6 +140,25 @@ def write_flat(sim, ep, fpar, obs, work):
             p += width
 
 
+@kernel_jit
+def class_set_constants(fpar, k, needs):
+    """Fill in ``fpar``'s class-set constants (see :mod:`msj_gym.env.layout`) of a workload with ``k``
+    servers and class server needs ``needs`` (int64), its other entries already set. Compiled with
+    the step's own ``squash``, so that the step copies exactly what it would have computed."""
+    nclass = needs.size
+    load = fpar[2 * nclass + 1]
+    mean_time = fpar[5 * nclass + 2]
+    at = 5 * nclass
+    fpar[at + F_SET_LOAD] = squash(1.0 / (1.0 - load)) if load < 1.0 else 1.0
+    fpar[at + F_SET_SYSTEM] = min(np.log2(k) / 16.0, 1.0)
+    for c in range(nclass):
+        q = at + F_SET_CLASS + SET_CONSTANTS_PER_CLASS * c
+        fpar[q] = squash(k / needs[c])
+        fpar[q + 1] = squash(fpar[c] / mean_time)
+        fpar[q + 2] = squash(fpar[4 * nclass + 2 + c])
+    return 0
+
+
 @internal_jit
 def write_class_set(sim, ep, fpar, obs, work):
     """The class-set observation: ``SET_SYSTEM_FEATURES`` system features, then one row per class slot
@@ -148,7 +173,6 @@ def write_class_set(sim, ep, fpar, obs, work):
     free = iv[I_FREE]
     mean_need = fpar[2 * nclass]
     load = fpar[2 * nclass + 1]
-    mean_time = fpar[5 * nclass + 2]
     demand = 0.0
     for c in range(nclass):
         demand += ci[C_NWAIT, c] * ci[C_NEED, c]
@@ -156,9 +180,9 @@ def write_class_set(sim, ep, fpar, obs, work):
     obs[1] = free / k
     obs[2] = squash(iv[I_NSYS] * mean_need)
     obs[3] = squash(demand / k)
-    obs[4] = min(np.log2(k) / 16.0, 1.0)
+    obs[4] = fpar[5 * nclass + F_SET_SYSTEM]
     obs[5] = nclass / slots
-    obs[6] = squash(1.0 / (1.0 - load)) if load < 1.0 else 1.0
+    obs[6] = fpar[5 * nclass + F_SET_LOAD]
     obs[7] = mean_need
     p = SET_SYSTEM_FEATURES
     for c in range(nclass):
@@ -167,14 +191,15 @@ def write_class_set(sim, ep, fpar, obs, work):
         h = ci[C_HEAD, c]
         m = fpar[c]
         share = fpar[3 * nclass + 2 + c]
+        constants = 5 * nclass + F_SET_CLASS + SET_CONSTANTS_PER_CLASS * c
         obs[p] = 1.0
         obs[p + 1] = need / k
-        obs[p + 2] = squash(k / need)
+        obs[p + 2] = fpar[constants]
         obs[p + 3] = fpar[2 * nclass + 2 + c]
         obs[p + 4] = share
         obs[p + 5] = min(load * share, 1.0)
-        obs[p + 6] = squash(m / mean_time)
-        obs[p + 7] = squash(fpar[4 * nclass + 2 + c])
+        obs[p + 6] = fpar[constants + 1]
+        obs[p + 7] = fpar[constants + 2]
         obs[p + 8] = squash(waiting)
         obs[p + 9] = squash(waiting * need / k)
         obs[p + 10] = ci[C_NRUN, c] * need / k

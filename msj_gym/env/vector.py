@@ -91,6 +91,9 @@ class NativeVectorEnv(VectorEnv):
     _worker_kernel: Any = None  # the compiled polling loop of a worker thread (set per instance: its modes)
     final_info_keys: ClassVar[tuple[str, ...]] = ()  # what the single env adds to an episode's last info
     _o_invalid: ClassVar[int]
+    # Each step writes every environment's observation into a new array, handed out as it is, instead
+    # of writing one buffer and copying it (a subclass that implements _swap_obs sets it)
+    _fresh_obs: bool = False
     _obs: np.ndarray
     _mask: np.ndarray
     _out: np.ndarray
@@ -158,6 +161,11 @@ class NativeVectorEnv(VectorEnv):
     def _run(self, idx: np.ndarray, actions: np.ndarray) -> None:
         """A step of the environments ``idx``, serving their requests until each is at a decision or
         its episode is over (then ``_over`` is set)."""
+        raise NotImplementedError
+
+    def _swap_obs(self, started: np.ndarray | None) -> None:
+        """With ``_fresh_obs``: a new observation array for the compiled step to write, holding the
+        current observations of the environments ``started`` (``None``: every row is written next)."""
         raise NotImplementedError
 
     def _rewards(self, restart: np.ndarray) -> np.ndarray:
@@ -266,6 +274,9 @@ class NativeVectorEnv(VectorEnv):
                     f"got {reset_mask!r}"
                 )
             idx = np.flatnonzero(reset_mask).astype(np.int64)
+        if self._fresh_obs:
+            # the observations handed out before stay the caller's: the others' rows are observed again
+            self._swap_obs(None if reset_mask is None else np.flatnonzero(self._started & ~reset_mask))
         infos = self._start_episodes(idx, [seeds[i] for i in idx.tolist()])
         infos.update(self._step_infos(idx if reset_mask is not None else None))
         return self._observation(), infos
@@ -289,7 +300,9 @@ class NativeVectorEnv(VectorEnv):
                 "reset them first (autoreset_mode='Disabled')"
             )
         np.copyto(self._actions, a)
-        self._out[:] = 0.0
+        self._out.fill(0.0)
+        if self._fresh_obs:
+            self._swap_obs(None)  # the step writes every environment's observation
         if restart.size:
             # new episodes, advanced to their first decision by this very step (action -1)
             infos = self._start_episodes(restart, [None] * restart.size, advance=False)
@@ -299,7 +312,7 @@ class NativeVectorEnv(VectorEnv):
         truncations = self._over.copy()
         terminations = np.zeros(self.num_envs, dtype=np.bool_)
         infos.update(self._step_infos(None))
-        ended = np.flatnonzero(truncations)
+        ended = np.flatnonzero(truncations) if truncations.any() else self._all[:0]
         if ended.size:
             infos.update(self._final_infos(ended))
         if mode == AutoresetMode.NEXT_STEP:
@@ -333,7 +346,12 @@ class NativeVectorEnv(VectorEnv):
                 f"actions: expected an integer array of shape ({n},) in [0, {m}), got shape {a.shape} "
                 f"and dtype {a.dtype}"
             )
-        if n and (a.min() < 0 or a.max() >= m):
+        # int64 (what sample_actions and most agents give): one pass, a negative action read as huge
+        if a.dtype == np.int64:
+            out_of_range = n and a.view(np.uint64).max() >= m
+        else:
+            out_of_range = n and (a.min() < 0 or a.max() >= m)
+        if out_of_range:
             bad = int(np.flatnonzero((a < 0) | (a >= m))[0])
             raise ValueError(
                 f"actions: expected integers in [0, {m}) (Discrete({m})), got {a[bad]} for env {bad}"
@@ -341,7 +359,8 @@ class NativeVectorEnv(VectorEnv):
         return a.astype(np.int64, copy=False)
 
     def _observation(self, force_copy: bool = False) -> Any:
-        return self._obs.copy() if (self.copy or force_copy) else self._obs
+        # a fresh array is the caller's as it is: the next step or reset writes another one
+        return self._obs.copy() if (self.copy and not self._fresh_obs) or force_copy else self._obs
 
     # --------------------------------------------------------------------------------------------
     def action_masks(self) -> np.ndarray:
@@ -499,6 +518,8 @@ class MSJVectorEnv(NativeVectorEnv):
         self._capped = np.zeros(n, dtype=np.bool_)
         self._overflowed = np.zeros(n, dtype=np.bool_)
         self._stalled = np.zeros(n, dtype=np.bool_)
+        # Worker threads hold the arrays they were started with: with them, one buffer and a copy.
+        self._fresh_obs = self.copy and self.threads == 1
         self._bind()
 
     # --------------------------------------------------------------------------------------------
@@ -568,6 +589,15 @@ class MSJVectorEnv(NativeVectorEnv):
     def _step_envs(self, idx: np.ndarray, actions: np.ndarray) -> None:
         self._step_fn(self._b, idx, actions, *self._step_tail)
 
+    def _swap_obs(self, started: np.ndarray | None) -> None:
+        # Rows of environments never started stay zero, as in the one buffer. The others' current
+        # observations are written again from their states (the step's observe-only call writes what
+        # their last step wrote, mask included), not copied from the array the caller may have changed.
+        self._obs = np.empty_like(self._obs) if started is None else np.zeros_like(self._obs)
+        self._step_tail = (self._ep, self._fpar, self._obs, *self._step_tail[3:])
+        if started is not None and started.size:
+            self._step_envs(started.astype(np.int64), self._observe_only)
+
     def _worker_tail(self) -> tuple[Any, ...]:
         return self._step_tail
 
@@ -577,8 +607,11 @@ class MSJVectorEnv(NativeVectorEnv):
         self._step_batch(idx, actions)
         status = self._status
         while True:
-            # ST_EVENT is 0: a decision is due
-            pending = np.flatnonzero(status) if idx is self._all else idx[status[idx] != S.ST_EVENT]
+            # ST_EVENT is 0: a decision is due (any() first: most steps leave no request to serve)
+            if idx is self._all:
+                pending = np.flatnonzero(status) if status.any() else idx[:0]
+            else:
+                pending = idx[status[idx] != S.ST_EVENT]
             if pending.size == 0:
                 return
             resume: list[int] = []
@@ -655,7 +688,8 @@ class MSJVectorEnv(NativeVectorEnv):
 
     def _rewards(self, restart: np.ndarray) -> np.ndarray:
         rewards = self._out[:, O_REWARD] * self._reward_scale
-        rewards[restart] = 0.0
+        if restart.size:
+            rewards[restart] = 0.0
         return rewards
 
     def _step_infos(self, idx: np.ndarray | None) -> dict[str, Any]:
@@ -717,7 +751,7 @@ class MSJVectorEnv(NativeVectorEnv):
         return mean, stable and bool(total), int(total)
 
     def _observation(self, force_copy: bool = False) -> Any:
-        flat = self._obs.copy() if (self.copy or force_copy) else self._obs
+        flat = super()._observation(force_copy)
         proto = self.single_env
         return proto._obs_mode.present(flat, proto.shape)
 

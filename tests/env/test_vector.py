@@ -88,6 +88,42 @@ def _compare_runs(native, sync, mode: str, steps: int, seeds, masked: bool = Tru
     return ends
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_observations_handed_out_stay_the_callers(threads: int) -> None:
+    """With copy=True every observation returned is the caller's: a later step or partial reset leaves
+    it as it was, and changing it changes nothing the env returns later (one thread writes each step
+    into a new array, two copy one buffer)."""
+    kwargs = {"scenario": "sf-fig2", "observation": "classes", "actions": "priority", **SMALL}
+    native = gym.make_vec("MSJ-v0", num_envs=3, threads=threads, autoreset_mode="Disabled", **kwargs)
+    sync = gym.make_vec(
+        "MSJ-v0",
+        num_envs=3,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": "Disabled"},
+        **kwargs,
+    )
+    obs, _ = native.reset(seed=[5, 6, 7])
+    expected, _ = sync.reset(seed=[5, 6, 7])
+    rng = np.random.default_rng(0)
+    resets = 0
+    for _ in range(300):
+        kept, kept_copy = obs, obs.copy()
+        obs[:] = 7.0  # the caller's to change
+        obs, _, _, trunc, _ = native.step(native.unwrapped.sample_actions(rng))
+        expected, _, _, _, _ = sync.step(np.asarray(native.unwrapped._actions))
+        assert obs is not kept and np.array_equal(obs, expected)
+        assert (kept == 7.0).all() and not np.array_equal(kept, kept_copy)
+        if trunc.any():
+            obs[:] = 7.0
+            obs, _ = native.reset(options={"reset_mask": trunc.copy()})
+            expected, _ = sync.reset(options={"reset_mask": trunc.copy()})
+            assert np.array_equal(obs, expected)
+            resets += 1
+    assert resets >= 2
+    native.close()
+    sync.close()
+
+
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
 def test_equals_sync_vector_env_of_single_envs(mode: str) -> None:
     """Env i with seed s follows the single env with seed s bit for bit (observations, rewards, flags,
