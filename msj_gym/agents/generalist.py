@@ -198,8 +198,10 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
         **env_kwargs(a["sizes"], a["bases"]),
     ).unwrapped
     base = policy_from_spec(a["bases"][task["best"]], "--bases")
-    player = BranchPlayer(env, base)
     follow = _policy_from_state(task["follow"], env)
+    if follow is not None:
+        return _collect_following(task, follow)
+    player = BranchPlayer(env, base)
     sampling, streams = task["seed"].spawn(2)
     rng = np.random.default_rng(sampling)
     episode_seeds = streams.generate_state(10_000, dtype=np.uint64)
@@ -225,21 +227,96 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
                 mask_l.append(mine)
                 cost_l.append(costs)
             if rng.random() < a["explore"]:
-                action = int(rng.choice(np.flatnonzero(mine)))
-            elif follow is not None:
-                action = int(follow.predict(obs, action_masks=mask, deterministic=True)[0])
+                obs, _, _, over, info = env.step(int(rng.choice(np.flatnonzero(mine))))
             else:
                 obs, _, _, over, info = env.step_policy(base)
-                continue
-            obs, _, _, over, info = env.step(action)
+    return _decisions(obs_l, mask_l, cost_l, n_act, task["index"])
+
+
+def _decisions(
+    obs_l: list[np.ndarray], mask_l: list[np.ndarray], cost_l: list[np.ndarray], n_act: int, index: int
+) -> dict[str, np.ndarray]:
     n = len(cost_l)
     return {
         "obs": np.array(obs_l, dtype=np.float32).reshape(n, -1),
         "mask": np.array(mask_l, dtype=np.bool_).reshape(n, n_act),
         "cost": np.array(cost_l).reshape(n, n_act),
         "base_cost": np.full(n, np.nan),  # no base decision is compared (msj_gym.agents.improve.fit reads it)
-        "system": np.full(n, task["index"], dtype=np.int64),
+        "system": np.full(n, index, dtype=np.int64),
     }
+
+
+#: Episodes a worker plays side by side when a fitted network drives them (rounds after the first),
+#: so that the network decides for all of them in one batch instead of one decision at a time.
+FOLLOW_EPISODES = 16
+
+
+def _collect_following(task: dict[str, Any], follow: Any) -> dict[str, np.ndarray]:
+    """:func:`collect_system` for a round whose episodes the fitted network ``follow`` drives:
+    :data:`FOLLOW_EPISODES` episodes side by side, each with its own env, branch player, sampling
+    stream and episode seeds, stepped in a fixed order so that the data depend on the task alone."""
+    import gymnasium as gym
+
+    from msj_gym.core import state as S
+    from msj_gym.env.branches import BranchPlayer
+    from msj_gym.registry import policy_from_spec
+
+    a = task["args"]
+    base = policy_from_spec(a["bases"][task["best"]], "--bases")
+    lanes = []
+    for seq in task["seed"].spawn(FOLLOW_EPISODES):
+        env = gym.make(
+            "MSJ-v0",
+            scenario=task["system"],
+            num_arrivals=a["episode_arrivals"],
+            **env_kwargs(a["sizes"], a["bases"]),
+        ).unwrapped
+        sampling, streams = seq.spawn(2)
+        seeds = streams.generate_state(1_000, dtype=np.uint64)
+        obs, info = env.reset(seed=int(seeds[0] >> np.uint64(1)))
+        lanes.append(
+            {"env": env, "player": BranchPlayer(env, base), "rng": np.random.default_rng(sampling),
+             "seeds": seeds, "episode": 1, "obs": obs, "info": info}
+        )  # fmt: skip
+    n_act = lanes[0]["env"].action_space.n
+    others = np.array([j != task["best"] for j in range(len(a["bases"]))])  # advisors not followed
+    obs_l, mask_l, cost_l = [], [], []
+    while len(cost_l) < task["decisions"]:
+        asked, actions = [], {}
+        for i, lane in enumerate(lanes):
+            env, rng, mask = lane["env"], lane["rng"], lane["info"]["action_mask"]
+            arrived = int(env.core.sim.iv[S.I_NARR])
+            window = a["skip"] <= arrived < a["episode_arrivals"] - a["tail"]
+            mine = mask.copy()
+            mine[n_act - others.size :] &= ~others
+            if window and mine.sum() >= 2 and rng.random() < 1.0 / a["sample_every"]:
+                if len(cost_l) < task["decisions"]:
+                    valid = np.flatnonzero(mine)
+                    costs = np.full(n_act, np.nan)
+                    costs[valid] = lane["player"].costs(valid)
+                    obs_l.append(lane["obs"])
+                    mask_l.append(mine)
+                    cost_l.append(costs)
+            if rng.random() < a["explore"]:
+                actions[i] = int(rng.choice(np.flatnonzero(mine)))
+            else:
+                asked.append(i)
+        if asked:
+            chosen, _ = follow.predict(
+                np.array([lanes[i]["obs"] for i in asked]),
+                action_masks=np.array([lanes[i]["info"]["action_mask"] for i in asked]),
+                deterministic=True,
+            )
+            actions.update(zip(asked, (int(x) for x in chosen), strict=True))
+        for i, lane in enumerate(lanes):
+            obs, _, _, over, info = lane["env"].step(actions[i])
+            if over:
+                if lane["episode"] >= lane["seeds"].size:
+                    raise RuntimeError("generalist: a lane ran out of episode seeds")
+                obs, info = lane["env"].reset(seed=int(lane["seeds"][lane["episode"]] >> np.uint64(1)))
+                lane["episode"] += 1
+            lane["obs"], lane["info"] = obs, info
+    return _decisions(obs_l, mask_l, cost_l, n_act, task["index"])
 
 
 def base_table(task: dict[str, Any]) -> dict[str, Any]:

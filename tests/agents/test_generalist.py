@@ -24,14 +24,16 @@ TINY = [
 ]  # fmt: skip
 
 
-def _tasks(backend_args: list[str]) -> list[dict]:
+def _tasks(backend_args: list[str], follow: dict | None = None) -> list[dict]:
     args = generalist.parse_args([*TINY, *backend_args, "--out", "x.zip"])
     systems = sample_systems(args.seed, args.systems)
-    return generalist._round_tasks(args, systems, np.arange(len(systems)) % 3, 0, None)
+    return generalist._round_tasks(
+        args, systems, np.arange(len(systems)) % 3, int(follow is not None), follow
+    )
 
 
-def _collect(backend: str, workers: int) -> list[dict[str, np.ndarray]]:
-    tasks = _tasks([])
+def _collect(backend: str, workers: int, follow: dict | None = None) -> list[dict[str, np.ndarray]]:
+    tasks = _tasks([], follow)
     done = sorted(
         map_unordered(generalist.collect_system, tasks, backend, workers), key=lambda x: x[0]["index"]
     )
@@ -56,6 +58,27 @@ def test_collection_is_the_same_in_one_process_in_workers_and_on_ray() -> None:
     _same(one, _collect("local", 2))
     pytest.importorskip("ray", reason="the Ray backend needs ray (the dev or ray extra)")
     _same(one, _collect("ray", 2))
+
+
+def test_a_round_driven_by_the_network_is_the_same_in_one_process_and_in_workers() -> None:
+    """Later rounds: episodes side by side, the network deciding for all of them in one batch."""
+    import gymnasium as gym
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy
+
+    args = generalist.parse_args([*TINY, "--out", "x.zip"])
+    env = gym.make(
+        "MSJ-v0", scenario=sample_systems(args.seed, 1)[0], **generalist.env_kwargs(False, args.bases)
+    )
+    net = MaskablePPO(ClassSetMaskablePolicy, env, seed=0, policy_kwargs={"hidden": 8}, device="cpu")
+    follow = {"policy_kwargs": {"hidden": 8}, "weights": net.policy.state_dict()}
+    one = _collect("local", 1, follow)
+    assert sum(len(p["cost"]) for p in one) == 40
+    for part in one:
+        assert (~np.isnan(part["cost"]) == part["mask"]).all()
+    _same(one, _collect("local", 2, follow))
+    assert not np.array_equal(one[0]["obs"], _collect("local", 1)[0]["obs"])  # not the base's episodes
 
 
 def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> None:
