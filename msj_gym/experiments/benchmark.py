@@ -861,7 +861,7 @@ def run_benchmark(
     ``{"scales", "points", "aggregates", "config", "files"}``."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
     check_backend(backend, workers, address)
-    from .model_leaderboard import moldable_content, run_compat_point, run_moldable_point
+    from .model_leaderboard import run_model_points
 
     unfit = _check_agents(config)  # every check before anything is written
     points, kinds, owner = _plan(config, unfit)
@@ -874,16 +874,8 @@ def run_benchmark(
             points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
         )
         for model, (pts, kds, own) in others.items():
-            moldable = model == "moldable"
-            results += run_points(
-                pts,
-                out / "runs.jsonl",
-                progress,
-                backend=backend,
-                workers=workers,
-                address=address,
-                run=run_moldable_point if moldable else run_compat_point,
-                content=moldable_content if moldable else scenario_content,
+            results += run_model_points(
+                model, pts, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
             )
             points, owner = [*points, *pts], [*owner, *own]
             kinds.update(kds)
@@ -994,11 +986,7 @@ def score(
                 elif e == best and exact is None and not sequences:
                     x = 100.0
                 elif by[s]["stable"] and math.isfinite(v):
-                    if lows[s] == highs[s]:  # an empty scale: as good as every heuristic, or not
-                        x = 100.0 if sign * (v - highs[s]) <= 0 else 0.0
-                    else:
-                        # (low - v) / (low - high) rises towards the high reference in either direction
-                        x = 100 * (lows[s] - v) / (lows[s] - highs[s])
+                    x = _scaled(v, lows[s], highs[s], sign)
                 else:
                     x = 0.0
                 scores.append(max(x, 0.0))
@@ -1103,10 +1091,7 @@ def _score_model_point(
             elif by[s]["stable"] and v == highs[s]:  # the best on this seed: exactly 100 (or 0 if naive)
                 sc = 0.0 if lows[s] == highs[s] else 100.0
             elif by[s]["stable"] and math.isfinite(v):
-                if lows[s] == highs[s]:  # the naive policy the best on this seed: an empty scale
-                    sc = 100.0 if v <= highs[s] else 0.0
-                else:
-                    sc = 100 * (lows[s] - v) / (lows[s] - highs[s])
+                sc = _scaled(v, lows[s], highs[s], 1.0)  # lower is better on every model's metric
             else:
                 sc = 0.0
             scores.append(max(sc, 0.0))
@@ -1176,6 +1161,29 @@ def _aggregate(
 
 
 # ----------------------------------------------------------------------------- output
+
+
+def _scaled(v: float, low: float, high: float, sign: float) -> float:
+    """A stable run's value ``v`` on the seed's scale from ``low`` (0) to ``high`` (100), before the
+    clamp at 0; ``sign`` -1 where higher is better. An empty scale (``low == high``, the naive policy as
+    good as the best on that seed): 100 if ``v`` is as good as the best, else 0."""
+    if low == high:
+        return 100.0 if sign * (v - high) <= 0 else 0.0
+    # (low - v) / (low - high) rises towards the high reference in either direction
+    return 100 * (low - v) / (low - high)
+
+
+def _scale_cells(s: Scale) -> list[str]:
+    """A scale's row in the tables of scales: the point, its references and values, its best policy."""
+    return [
+        s.scenario,
+        f"{s.load:g}",
+        s.low_ref,
+        f"{s.low:.4g}",
+        s.high_ref,
+        f"{s.high:.4g}",
+        s.best_heuristic,
+    ]
 
 
 def _f(x: float, digits: int = 1) -> str:
@@ -1299,19 +1307,7 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
             "T_high" if config.by_default_metric else f"{config.metric} high",
             "best heuristic",
         ]
-        table = [
-            [
-                s.scenario,
-                f"{s.load:g}",
-                s.low_ref,
-                f"{s.low:.4g}",
-                s.high_ref,
-                f"{s.high:.4g}",
-                s.best_heuristic,
-            ]
-            + ([s.metric] if mixed else [])
-            for s in scales
-        ]
+        table = [_scale_cells(s) + ([s.metric] if mixed else []) for s in scales]
         if mixed:
             head.append("metric")
         lines += _render("the scale of each point", head, table, markdown)
@@ -1393,18 +1389,7 @@ def _format_section(report: dict[str, Any], model: str, markdown: bool) -> list[
         f"its {metric}",
     ]
     table = [
-        [
-            s.scenario,
-            f"{s.load:g}",
-            s.low_ref,
-            f"{s.low:.4g}",
-            s.high_ref,
-            f"{s.high:.4g}",
-            s.best_heuristic,
-            s.bound_ref,
-            f"{s.bound:.4g}" if math.isfinite(s.bound) else "n/a",
-        ]
-        for s in scales
+        [*_scale_cells(s), s.bound_ref, f"{s.bound:.4g}" if math.isfinite(s.bound) else "n/a"] for s in scales
     ]
     lines += _render(f"the scale of each {model} point", head, table, markdown)
     head, table = _per_point(report, points, section["aggregates"], section["outside"])

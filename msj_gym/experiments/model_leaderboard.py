@@ -741,6 +741,31 @@ def format_model_tables(report: dict[str, Any], markdown: bool = False) -> str:
 # Running and writing
 
 
+def run_model_points(
+    model: str,
+    points: Sequence[Point],
+    path: Path,
+    progress: bool,
+    *,
+    backend: str,
+    workers: int,
+    address: str | None,
+) -> list[dict[str, Any]]:
+    """Run (or resume) ``points`` of ``model`` (``"moldable"`` or ``"compatibility"``) into the run file
+    ``path`` with that model's runner and content key (the leaderboard's and the benchmark's alike)."""
+    moldable = model == "moldable"
+    return run_points(
+        points,
+        path,
+        progress,
+        backend=backend,
+        workers=workers,
+        address=address,
+        run=run_moldable_point if moldable else run_compat_point,
+        content=moldable_content if moldable else scenario_content,
+    )
+
+
 def run_model_leaderboard(
     config: ModelLeaderboardConfig,
     out: Path,
@@ -759,18 +784,16 @@ def run_model_leaderboard(
     workers = workers if workers is not None else (os.cpu_count() or 1)
     check_backend(backend, workers, address)
     points, entrants, skipped = plan(config)
-    moldable = config.model == "moldable"
     with hold_folder(out) as writable:
         _check_out(out, config, writable)  # type: ignore[arg-type]
-        results = run_points(
+        results = run_model_points(
+            config.model,
             points,
             out / "runs.jsonl",
             progress,
             backend=backend,
             workers=workers,
             address=address,
-            run=run_moldable_point if moldable else run_compat_point,
-            content=moldable_content if moldable else scenario_content,
         )
         report = _report(config, points, results, entrants, skipped)
         names = [out / "leaderboard.md", out / "leaderboard.csv"]
