@@ -54,23 +54,30 @@ def load_agent(path: Path) -> tuple[Any, dict[str, Any]]:
     return loaded.model, meta
 
 
-def run_stamp(checkpoint: Path) -> str:
-    """What every row of an evaluation depends on besides its policy and seed: the checkpoint's bytes,
-    the simulator's code, the environments, the baselines and ``msj_gym.agents.rules`` (a hash)."""
+def code_stamp(*files: Path) -> str:
+    """A hash of the simulator's code (core, workloads, metrics), the environments, the baselines and
+    the bytes of ``files``: what an agent's data or results come from."""
     import hashlib
 
     import msj_gym.baselines
     import msj_gym.env
-    from msj_gym.agents import rules
     from msj_gym.experiments.runner import code_version
 
     h = hashlib.sha256(code_version().encode())
-    h.update(Path(checkpoint).read_bytes())
     for package in (msj_gym.baselines, msj_gym.env):
         for f in sorted(Path(package.__file__).parent.glob("*.py")):
             h.update(f.name.encode() + f.read_bytes())
-    h.update(Path(rules.__file__).read_bytes())
+    for f in files:
+        h.update(Path(f).read_bytes())
     return h.hexdigest()[:16]
+
+
+def run_stamp(checkpoint: Path) -> str:
+    """What every row of an evaluation depends on besides its policy and seed: the checkpoint's bytes,
+    the simulator's code, the environments, the baselines and ``msj_gym.agents.rules`` (a hash)."""
+    from msj_gym.agents import rules
+
+    return code_stamp(Path(checkpoint), Path(rules.__file__))
 
 
 def evaluate(

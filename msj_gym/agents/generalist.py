@@ -646,14 +646,18 @@ def main(argv: list[str] | None = None) -> Path:
         f"(picks {[args.bases[j] for j in chosen]})"
     )
     selector_weights = {k: v.clone() for k, v in selector.policy.state_dict().items() if ".select" in k}
-    # what a round's decisions depend on: the systems, their best bases (from the tables), the sampling,
-    # and from round 2 the network that drives the episodes (its weights: whatever chose it, e.g.
-    # --candidates or the selection settings). The following's tuning, done after every round, is not.
+    from msj_gym.agents.evaluate import code_stamp
+
+    # what a round's decisions depend on: the code, the systems, their best bases (from the tables),
+    # the sampling, and from round 2 the network that drives the episodes (its weights: whatever chose
+    # it, e.g. --candidates or the selection settings). The following's tuning, after every round, not.
     collecting = (
         "seed", "systems", "select_seeds", "select_arrivals", "bases", "sizes", "decisions",
         "episode_arrivals", "skip", "tail", "sample_every", "explore",
     )  # fmt: skip
-    key = json.dumps({k: getattr(args, k) for k in sorted(collecting)}, default=str)
+    key = json.dumps(
+        {k: getattr(args, k) for k in sorted(collecting)} | {"code": code_stamp(Path(__file__))}, default=str
+    )
     data: dict[str, np.ndarray] | None = None
     model, score, t_collect = None, math.inf, 0.0
     from msj_gym.agents._cli import read_round, write_round
