@@ -10,7 +10,9 @@ per seed for every entrant), and scores each run against the references' runs on
     score = 100 * (T_low - T) / (T_low - T_high)
 
 * ``T_low``, the **lower reference** (score 0): FCFS's mean response time on that seed when FCFS is
-  stable on every seed of the point; else the worst reference heuristic stable on every seed.
+  stable on every seed of the point; else the worst reference heuristic stable on every seed. On a
+  seed where that run ends below the exact optimum (a long-run mean; only runs far shorter than the
+  suite's, as with ``--quick``, do), its mean over the seeds is that seed's ``T_low``.
   (The masked random agent, ``msj_gym.env:RandomAgent``, is no reference: it idles at random, is
   unstable at every point of the suite, even ``sf-fig2`` at 0.5, and its unstable runs through the env
   are slow. It can enter as ``--agent msj_gym.env:RandomAgent``.)
