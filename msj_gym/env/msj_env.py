@@ -55,6 +55,7 @@ from .layout import (
     O_ELAPSED,
     O_INVALID,
     O_REWARD,
+    OBS_CLASSES,
     OBSERVE_ONLY,
     REWARD_AREA,
     REWARD_SLOWDOWN,
@@ -493,7 +494,8 @@ class MSJEnv(gym.Env):
         wl = workload
         weights = np.asarray(wl.load_weights, dtype=np.float64) / np.asarray(wl.probabilities)
         fpar = workload_floats(wl, weights)
-        class_set_constants(fpar, int(wl.num_servers), np.asarray(wl.server_needs, dtype=np.int64))
+        if self._obs_mode.code == OBS_CLASSES:  # only the class-set writer reads them: no compile else
+            class_set_constants(fpar, int(wl.num_servers), np.asarray(wl.server_needs, dtype=np.int64))
         return fpar, 1.0 / self._expected_arrivals(wl) if self.reward_mode == "mean" else 1.0
 
     def _expected_arrivals(self, workload: Workload | TraceWorkload) -> float:
