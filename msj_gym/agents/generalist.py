@@ -11,7 +11,9 @@ driven by the base heuristics (first round) or by the last fitted network (later
 ``--explore`` of the decisions random, decisions are sampled and every valid action is tried: take
 it, then let a base heuristic play the episode out natively, all branches of a decision in one
 compiled call (:class:`msj_gym.env.branches.BranchPlayer`), every branch on the same future jobs
-(common random numbers). With several bases (``--bases``), an action's cost is the least over the
+(common random numbers). With ``--persist M`` a branch keeps its action for the next ``M`` decisions
+(while it stays valid) before the base plays on, which prices a choice that is cheap once and costly
+when made at every decision. With several bases (``--bases``), an action's cost is the least over the
 bases of its play-out's cost: the rollout of the best heuristic for that state, which is at least as
 good as each heuristic (parallel rollout; Chang, Givan & Chong 2004). The network
 (:class:`msj_gym.agents.set_policy.ClassSetMaskablePolicy`) is fitted to minimise the expected cost of its
@@ -77,6 +79,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--tail", type=int, default=800, help="arrivals after the last sampled decision")
     ap.add_argument("--sample-every", type=float, default=6.0, help="mean decisions between two samples")
     ap.add_argument("--explore", type=float, default=0.1, help="share of decisions made at random")
+    ap.add_argument(
+        "--persist",
+        type=int,
+        default=1,
+        help="a compared action is kept for this many decisions (while valid) before the base plays on",
+    )
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--learning-rate", type=float, default=1e-3)
     ap.add_argument("--hidden", type=int, default=64)
@@ -98,7 +106,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     ap.set_defaults(loss="expected-cost")  # msj_gym.agents.improve.fit's loss
     args = ap.parse_args(argv)
-    positive = ("systems", "select_systems", "selector_systems", "rounds", "decisions", "epochs", "hidden")
+    positive = (
+        "systems", "select_systems", "selector_systems", "rounds", "decisions", "epochs", "hidden", "persist",
+    )  # fmt: skip
     for name in (*positive, "candidates"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')}: expected a positive integer, got {getattr(args, name)}")
@@ -188,7 +198,6 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
     import msj_gym  # noqa: F401  (registers the envs)
     from msj_gym.core import state as S
     from msj_gym.env.branches import BranchPlayer
-    from msj_gym.registry import policy_from_spec
 
     a = task["args"]
     env = gym.make(
@@ -197,16 +206,18 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
         num_arrivals=a["episode_arrivals"],
         **env_kwargs(a["sizes"], a["bases"]),
     ).unwrapped
-    base = policy_from_spec(a["bases"][task["best"]], "--bases")
     follow = _policy_from_state(task["follow"], env)
     if follow is not None:
         return _collect_following(task, follow)
-    player = BranchPlayer(env, base)
+    # the base is the env's advisor: the episodes follow it and the branches play out following it,
+    # from its data as the run has it (a Quickswap's phase carries over, as when the agent follows it)
+    player = BranchPlayer(env, env.advisors[task["best"]], persist=a.get("persist", 1))
     sampling, streams = task["seed"].spawn(2)
     rng = np.random.default_rng(sampling)
     episode_seeds = streams.generate_state(10_000, dtype=np.uint64)
     n_act = env.action_space.n
     others = np.array([j != task["best"] for j in range(len(a["bases"]))])  # advisors not followed
+    base_action = n_act - others.size + task["best"]
     obs_l, mask_l, cost_l = [], [], []
     episode = 0
     while len(cost_l) < task["decisions"] and episode < episode_seeds.size:
@@ -229,7 +240,7 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
             if rng.random() < a["explore"]:
                 obs, _, _, over, info = env.step(int(rng.choice(np.flatnonzero(mine))))
             else:
-                obs, _, _, over, info = env.step_policy(base)
+                obs, _, _, over, info = env.step(base_action)
     return _decisions(obs_l, mask_l, cost_l, n_act, task["index"])
 
 
@@ -259,10 +270,8 @@ def _collect_following(task: dict[str, Any], follow: Any) -> dict[str, np.ndarra
 
     from msj_gym.core import state as S
     from msj_gym.env.branches import BranchPlayer
-    from msj_gym.registry import policy_from_spec
 
     a = task["args"]
-    base = policy_from_spec(a["bases"][task["best"]], "--bases")
     lanes = []
     for seq in task["seed"].spawn(FOLLOW_EPISODES):
         env = gym.make(
@@ -275,7 +284,8 @@ def _collect_following(task: dict[str, Any], follow: Any) -> dict[str, np.ndarra
         seeds = streams.generate_state(1_000, dtype=np.uint64)
         obs, info = env.reset(seed=int(seeds[0] >> np.uint64(1)))
         lanes.append(
-            {"env": env, "player": BranchPlayer(env, base), "rng": np.random.default_rng(sampling),
+            {"env": env, "player": BranchPlayer(env, env.advisors[task["best"]], persist=a.get("persist", 1)),
+             "rng": np.random.default_rng(sampling),
              "seeds": seeds, "episode": 1, "obs": obs, "info": info}
         )  # fmt: skip
     n_act = lanes[0]["env"].action_space.n
@@ -408,7 +418,7 @@ def _round_tasks(
     share = -(-args.decisions // len(systems))
     worker_args = {
         k: getattr(args, k)
-        for k in ("episode_arrivals", "skip", "tail", "sample_every", "explore", "sizes", "bases")
+        for k in ("episode_arrivals", "skip", "tail", "sample_every", "explore", "sizes", "bases", "persist")
     }
     seeds = np.random.SeedSequence([args.seed, r]).spawn(len(systems))
     return [
@@ -653,7 +663,7 @@ def main(argv: list[str] | None = None) -> Path:
     # it, e.g. --candidates or the selection settings). The following's tuning, after every round, not.
     collecting = (
         "seed", "systems", "select_seeds", "select_arrivals", "bases", "sizes", "decisions",
-        "episode_arrivals", "skip", "tail", "sample_every", "explore",
+        "episode_arrivals", "skip", "tail", "sample_every", "explore", "persist",
     )  # fmt: skip
     key = json.dumps(
         {k: getattr(args, k) for k in sorted(collecting)} | {"code": code_stamp(Path(__file__))}, default=str

@@ -62,6 +62,15 @@ def _at_cap(sim, st, cap, finite):
 
 
 @internal_jit
+def _due(mask, own):
+    """Whether the env has a decision for the agent: one of its own actions but "wait" is valid."""
+    for i in range(1, own):
+        if mask[i]:
+            return True
+    return False
+
+
+@internal_jit
 def _decide(plain, sized, size_aware, view, sizes, pdata, actions):
     if size_aware:
         return sized(view, sizes, pdata, actions)
@@ -97,14 +106,17 @@ def _player(step: Any) -> Any:
         words,
         offsets,
         branch_actions,
+        persist,
+        own,
         rewards,
         areas,
         status,
     ):
         """For each ``branch_actions[b]`` (an env action, ``BASE_DECISION``, or ``_WORDS - j``: the engine
         words ``words[offsets[j]:offsets[j + 1]]``, an advisor's decision): from ``sim`` (a decision
-        of the env with mask ``mask0``), take it as the env's step does, then let the base play the episode
-        out natively. ``rewards[b]``: the step's reward, ``areas[b]``: what the play-out pays (both
+        of the env with mask ``mask0``), take it as the env's step does (an env action: at the next
+        ``persist - 1`` decisions too, while it stays valid), then let the base play the episode out
+        natively. ``rewards[b]``: the steps' reward, ``areas[b]``: what the play-out pays (both
         unscaled); ``status[b]``: ``_PLAYED``, ``_ENDED`` (the episode ended within the step) or
         ``_PYTHON`` (the branch needs the Python path)."""
         preemptive = sim.iv[S.I_PREEMPTIVE] != 0
@@ -114,8 +126,8 @@ def _player(step: Any) -> Any:
             for i in range(out.size):
                 out[i] = 0.0
             a = branch_actions[b]
+            _fresh(pdata, template)  # following an advisor: its data as the run has it now
             if a == BASE_DECISION:
-                _fresh(pdata, template)
                 n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
                 if n > 0 and apply(scratch, actions, n) != S.E_NONE:
                     status[b] = _PYTHON
@@ -128,11 +140,20 @@ def _player(step: Any) -> Any:
                     status[b] = _PYTHON
                     continue
                 a = -1
-            st = step(scratch, a, ep, fpar, obs, mask, out, work)
-            at_cap = _at_cap(scratch, st, cap, finite)
-            while at_cap == 2:
-                st = step(scratch, -1, ep, fpar, obs, mask, out, work)
+            taken = 0
+            while True:
+                st = step(scratch, a, ep, fpar, obs, mask, out, work)  # out[0] adds up the steps' rewards
                 at_cap = _at_cap(scratch, st, cap, finite)
+                # the env's own loop: past the cap, and (an advisor followed) past the events where
+                # nothing is to be decided, at which an advisor that follows every event is asked
+                while at_cap == 2 or (own > 0 and at_cap == 0 and st == S.ST_EVENT and not _due(mask, own)):
+                    if at_cap == 0 and every_event:
+                        _decide(plain, sized, size_aware, view, sizes, pdata, actions)
+                    st = step(scratch, -1, ep, fpar, obs, mask, out, work)
+                    at_cap = _at_cap(scratch, st, cap, finite)
+                taken += 1
+                if taken >= persist or a < 0 or at_cap != 0 or st != S.ST_EVENT or not mask[a]:
+                    break
             rewards[b] = out[0]
             areas[b] = 0.0
             status[b] = _PLAYED
@@ -143,7 +164,8 @@ def _player(step: Any) -> Any:
                 status[b] = _PYTHON
                 continue
             start = reward_paid(scratch.fv, ep)
-            _fresh(pdata, template)
+            if own == 0:  # a base of its own starts afresh, as play_out prepares it
+                _fresh(pdata, template)
             n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
             if n > 0 and apply(scratch, actions, n) != S.E_NONE:
                 status[b] = _PYTHON
@@ -204,10 +226,23 @@ class BranchPlayer:
 
     ``costs(actions)`` returns, per entry of ``actions`` (env actions, an advisor's included, or
     :data:`BASE_DECISION` for the base's own decision as ``step_policy`` makes it), minus the reward
-    the episode would still pay: ``-(step reward + play-out reward)`` in the env's reward units."""
+    the episode would still pay: ``-(step reward + play-out reward)`` in the env's reward units.
 
-    def __init__(self, env: Any, base: Policy) -> None:
+    With ``persist`` > 1 an env action is a commitment rather than one decision: the branch takes it
+    again at each of the next ``persist - 1`` decisions while it stays valid (stopping at the first
+    where the mask rules it out), and only then does the base take over. A one-decision deviation
+    is nearly free when the base repairs it at once (one more narrow job ahead of a waiting wide
+    one costs little if the base then holds servers for the wide job); the same choice made at
+    every decision may starve a class, and a persistent branch prices that. The base's own decision
+    and the advisors' are single decisions whatever ``persist``."""
+
+    def __init__(self, env: Any, base: Policy, persist: int = 1) -> None:
+        if isinstance(persist, bool) or not isinstance(persist, int | np.integer) or persist < 1:
+            raise ValueError(f"persist: expected a positive integer, got {persist!r}")
+        self.persist = int(persist)
         env = getattr(env, "unwrapped", env)
+        # the base is one of the env's advisors: the play-outs follow it as its action does
+        self.follows = next((j for j, p in enumerate(env.advisors) if p is base), None)
         if env.weighted:
             raise ValueError("BranchPlayer: weighted=True rewards are not supported; make the env unweighted")
         base = env._baseline("base", base)
@@ -262,14 +297,16 @@ class BranchPlayer:
                 rule.sized.compile(tuple(types))
             else:
                 rule.plain.compile((types[0], *types[2:]))
-        # the env's step parameters without the stops for the advisors' bookkeeping (none here)
+        # the env's step parameters; the stops for the advisors' bookkeeping only where one is followed
         self._ep = env._ep.copy()
-        self._ep[EP_ADVISE] = 0
+        if self.follows is None:
+            self._ep[EP_ADVISE] = 0
+        self._own = 0 if self.follows is None else env._n_actions - len(env.advisors)
         sample = (sim, *self._fixed, self._ep, env._fpar, self._obs, env._mask, self._mask, self._out)
         feed = core.arrivals
         self._cap, self._finite = int(feed.max_arrivals), bool(feed.finite)
         ints = np.zeros(1, np.int64)
-        tail = (ints, ints, ints, np.zeros(1), np.zeros(1), ints)
+        tail = (ints, ints, ints, self.persist, self._own, np.zeros(1), np.zeros(1), ints)
         self._play = _compiled((*sample, self._work, self._cap, self._finite, *tail))
         self._shape = shape
 
@@ -288,6 +325,11 @@ class BranchPlayer:
         branches = actions.copy()
         advised = actions >= first
         branches[advised] = _WORDS - (actions[advised] - first)
+        if self.follows is not None:
+            # the advisor's data as the run has it (asked at this decision already): the play-outs
+            # go on from it, and its own decision is its advice, not a second question
+            self._template.state[:] = self._advisor_data().state
+            branches[actions == BASE_DECISION] = _WORDS - self.follows
         words = np.concatenate([np.zeros(0, dtype=np.int64), *env._advice])
         offsets = np.cumsum([0, *(a.size for a in env._advice)]).astype(np.int64)
         self._play(
@@ -309,6 +351,8 @@ class BranchPlayer:
             words,
             offsets,
             branches,
+            self.persist,
+            self._own,
             rewards,
             areas,
             status,
@@ -328,22 +372,49 @@ class BranchPlayer:
         self.python_branches += n - played
         return out
 
+    def _advisor_data(self) -> Any:
+        """The followed advisor's data now, as the env keeps it."""
+        entry = self.env._drivers.get(id(self.base))
+        if entry is None or entry[0] is not self.base:
+            raise RuntimeError("BranchPlayer: the followed advisor has not been asked at this decision")
+        return entry[1].pdata
+
     def _python_branch(self, action: int) -> float:
-        return float(python_costs(self.env, self.base, np.array([action]))[0])
+        return float(python_costs(self.env, self.base, np.array([action]), self.persist)[0])
 
 
-def python_costs(env: Any, base: Policy, actions: np.ndarray) -> np.ndarray:
+def python_costs(env: Any, base: Policy, actions: np.ndarray, persist: int = 1) -> np.ndarray:
     """What :meth:`BranchPlayer.costs` computes, the slow way, branch by branch from Python: the
-    env's own snapshot, step (or ``step_policy`` for :data:`BASE_DECISION`) and ``play_out``; the env
-    is restored afterwards."""
+    env's own snapshot, step (or ``step_policy`` for :data:`BASE_DECISION`; an env action again at
+    the next ``persist - 1`` decisions where it stays valid) and ``play_out``; where ``base`` is one
+    of the env's advisors, its action at every decision to the end instead of ``play_out``. The env
+    is restored afterwards. Where a branch takes several steps, their rewards are scaled one by one
+    where the compiled loop scales their sum (and a followed advisor's play-out adds the steps'
+    rewards where the compiled one takes the difference of the run's totals), so the two agree to
+    rounding, not bit for bit."""
     env = getattr(env, "unwrapped", env)
     snap = env.snapshot()
     out = np.empty(len(actions))
+    advice = env._n_actions - len(env.advisors)  # actions from here on are advisors' decisions
+    follows = next((advice + j for j, p in enumerate(env.advisors) if p is base), None)
     try:
         for i, a in enumerate(np.asarray(actions).tolist()):
             env.restore(snap)
-            _, reward, _, truncated, _ = env.step_policy(base) if a == BASE_DECISION else env.step(a)
-            out[i] = -(reward + (0.0 if truncated else env.play_out(base)))
+            if a == BASE_DECISION and follows is not None:
+                a = follows
+            _, reward, _, truncated, info = env.step_policy(base) if a == BASE_DECISION else env.step(a)
+            taken = 1
+            while taken < persist and 0 <= a < advice and not truncated and info["action_mask"][a]:
+                _, more, _, truncated, info = env.step(a)
+                reward += more
+                taken += 1
+            if follows is None:
+                out[i] = -(reward + (0.0 if truncated else env.play_out(base)))
+                continue
+            while not truncated:
+                _, more, _, truncated, _ = env.step(follows)
+                reward += more
+            out[i] = -reward
     finally:
         env.restore(snap)
     return out

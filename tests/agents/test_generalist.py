@@ -128,6 +128,7 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
         (["--bases", "easy-backfilling"], "--bases: 'easy-backfilling' preempts or reads sizes"),
         (["--bases", "nope"], "--bases 'nope'"),
         (["--systems", "0"], "--systems: expected a positive integer, got 0"),
+        (["--persist", "0"], "--persist: expected a positive integer, got 0"),
         (["--skip", "300", "--tail", "1800"], "--skip + --tail"),
         (["--out", "g.pt"], "--out: expected a .zip path"),
         (["--retune", "nope.zip"], "--retune: expected a checkpoint .zip with its .json"),
