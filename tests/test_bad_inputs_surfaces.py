@@ -586,7 +586,7 @@ OPTIMAL_CASES = [
     (["--max-minutes", "0"], ["--max-minutes", "0.0"]),
     (["--max-minutes", "nan"], ["--max-minutes", "nan"]),
     (["--max-minutes", "-1"], ["--max-minutes", "-1.0"]),
-    (["--load", "0.95"], ["--max-minutes 10", "387810 states", "about 15 min"]),
+    (["--load", "0.96"], ["--max-minutes 10", "595120 states", "about 13 min"]),
     (["--load", "0.9", "--max-minutes", "0.01"], ["--max-minutes 0.01", "states at the first buffers"]),
     (["--max-states", "0"], ["--max-states", "got 0"]),
     (["--max-states", str(10**9)], ["--max-states", "1000000000"]),

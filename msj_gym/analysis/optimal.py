@@ -646,10 +646,13 @@ def _initial_buffers(needs: Sequence[int], k: int, lam: Sequence[float], mu: Seq
 
 
 # Seconds of a whole solve per (states of the first chain) ** 1.5: the sparse factorisations grow a
-# little faster than the chain, and the buffers grow from there 2 to 4 times. Measured on one core
-# (sf-fig2 at loads 0.7 and 0.9, one-or-all at 0.7: 2 s to 2 min); the estimate is good to a factor
-# of about 3 either way, enough to tell seconds from hours before anything is solved.
-SECONDS_PER_STATE_POWER = 3.7e-6
+# little faster than the chain, and the buffers grow from there 2 to 4 times. Fitted to the wall times
+# of six solves with the evaluation on post-decision states (docs/optimal.md's table: sf-fig2 at 0.7
+# and 0.9, one-or-all at loads 0.51, 0.77, 0.897 and 0.9; 3.5 s to 6 min), as the constant whose
+# largest over- and under-estimate are equal: each within a factor of 2.6, enough to tell seconds
+# from hours before anything is solved. (3.7e-6, measured before that evaluation, overstated five of
+# the six 2 to 5.5 times.)
+SECONDS_PER_STATE_POWER = 1.75e-6
 
 #: The largest chain (states) solved unless a caller says otherwise: one-or-all at load 0.9 (4.7 M
 #: states, about 3 GB at the peak) fits, and so does every two-class point of the benchmark.
