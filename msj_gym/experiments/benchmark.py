@@ -661,8 +661,8 @@ def _plan(
 ) -> tuple[list[Point], dict[tuple[str, float], dict[str, str]], list[tuple[str, float]]]:
     """Every run, per point the kind of each entrant (label -> kind), and the point of each run."""
     from ..registry import make_policy, policy_from_spec, supports
-    from ..workloads.scenarios import load_scenario
     from .agents import agent_label
+    from .runner import resolve_scenario
     from .sequences import _trace
 
     ids = _policy_ids(config.preemptive)
@@ -678,7 +678,7 @@ def _plan(
             sp = SEQUENCE_POINTS[scenario]
             workload = _trace(sp.scenario)
         else:
-            workload = load_scenario(scenario).build(load=rho)
+            workload = resolve_scenario(scenario).build(load=rho)
         here = [pid for pid in ids if supports(pid, workload) is None]
         # a policy of the user's own enters where it is defined (elsewhere it has no score, like a baseline)
         here += [spec for spec in config.policies if supports(own[spec], workload) is None]

@@ -263,10 +263,10 @@ def trace_jobs(scenario: str) -> int | None:
     if scenario not in _TRACE_JOBS:
         if not is_trace_spec(scenario):
             return None
-        from ..workloads.scenarios import load_scenario
         from ..workloads.trace import replay_length
+        from .runner import resolve_scenario
 
-        _TRACE_JOBS[scenario] = replay_length(load_scenario(scenario).build())
+        _TRACE_JOBS[scenario] = replay_length(resolve_scenario(scenario).build())
     return _TRACE_JOBS[scenario]
 
 
@@ -296,24 +296,28 @@ def _agent_sees_sizes(env_kwargs: dict[str, Any]) -> bool:
     )
 
 
-def _support_reason(pid: str, scenario: str, load: float) -> str | None:
-    """Why policy ``pid`` is not defined on ``scenario`` at ``load`` (None if it is); module-level for
-    the process pool of :func:`_prepare`."""
+def _support_reason(pid: str, source: Any, load: float) -> str | None:
+    """Why policy ``pid`` is not defined on the resolved scenario ``source`` at ``load`` (None if it
+    is); module-level for the process pool of :func:`_prepare`."""
     from ..registry import supports
-    from ..workloads.scenarios import load_scenario
 
-    return supports(pid, load_scenario(scenario).build(load=load))
+    return supports(pid, source.build(load=load))
 
 
-def _warm_policy(pid: str, scenario: str, load: float, params: dict[str, Any]) -> None:
+def _warm_policy(pid: str, scenario: str, source: Any, load: float, params: dict[str, Any]) -> None:
     """Compile ``pid``'s decision rule (and, the first time, the engine loop) with a tiny run."""
     from .runner import Point, _warm
 
-    _warm(Point(pid, load, scenario, pid, 0, 50, build={"load": load}, params=params))
+    _warm(Point(pid, load, scenario, pid, 0, 50, build={"load": load}, params=params, source=source))
 
 
 def _prepare(
-    solve: list[str], compile_: list[str], scenario: str, config: LeaderboardConfig, workers: int
+    solve: list[str],
+    compile_: list[str],
+    scenario: str,
+    source: Any,
+    config: LeaderboardConfig,
+    workers: int,
 ) -> None:
     """Settle the policies whose support depends on the load (the exact optimum: solving it is what
     says whether it fits) at every load, and compile the other policies meanwhile, in ``workers``
@@ -322,14 +326,14 @@ def _prepare(
     checks and runs that follow read them."""
     from .runner import process_pool
 
-    solves = sorted(((pid, scenario, rho) for pid in solve for rho in config.loads), key=lambda j: -j[2])
+    solves = sorted(((pid, source, rho) for pid in solve for rho in config.loads), key=lambda j: -j[2])
     if workers < 2 or not solves:
         return
     rho = config.loads[0]
     with process_pool(min(workers, len(solves) + len(compile_))) as pool:
         futures = [pool.submit(_support_reason, *job) for job in solves]  # largest first
         futures += [
-            pool.submit(_warm_policy, pid, scenario, rho, dict(config.policy_params.get(pid, {})))
+            pool.submit(_warm_policy, pid, scenario, source, rho, dict(config.policy_params.get(pid, {})))
             for pid in compile_
         ]
         for fut in futures:
@@ -337,16 +341,17 @@ def _prepare(
 
 
 def _entrants(
-    config: LeaderboardConfig, scenario: str, workers: int = 1
+    config: LeaderboardConfig, scenario: str, workers: int = 1, source: Any = None
 ) -> tuple[list[Entrant], dict[str, str]]:
-    """The entrants of ``scenario`` and the policies of a group left out (id -> reason)."""
+    """The entrants of ``scenario`` (resolved to ``source`` by the plan, else now) and the policies of a
+    group left out (id -> reason)."""
     from ..registry import ENGINE_MODELS, list_policies, supports
-    from ..workloads.scenarios import load_scenario
     from .agents import agent_label, check_agent, load_agent
+    from .runner import resolve_scenario
 
     known = list_policies(ENGINE_MODELS)
-
-    workload = load_scenario(scenario).build(load=config.loads[0])
+    source = resolve_scenario(scenario) if source is None else source
+    workload = source.build(load=config.loads[0])
     jobs = getattr(workload, "arrival_time", None)
     if (
         getattr(workload, "finite", False)
@@ -394,13 +399,12 @@ def _entrants(
         for pid in unique
         if pid not in by_load
     }
-    _prepare(by_load, [pid for pid, why in first.items() if why is None], scenario, config, workers)
+    _prepare(by_load, [pid for pid, why in first.items() if why is None], scenario, source, config, workers)
     for pid in unique:
         reason = first[pid] if pid in first else supports(pid, workload)
         if reason is None and pid in by_load:
-            scenario_ = load_scenario(scenario)
             for rho in config.loads[1:]:
-                reason = supports(pid, scenario_.build(load=rho))
+                reason = supports(pid, source.build(load=rho))
                 if reason is not None:
                     reason = f"at load {rho:g}: {reason}"
                     break
@@ -464,13 +468,18 @@ def plan(
     config: LeaderboardConfig, workers: int = 1
 ) -> tuple[list[Point], dict[str, list[Entrant]], dict[str, dict[str, str]]]:
     """Every run of the leaderboard, and per scenario its entrants and the policies left out
-    (``workers`` processes settle the load-dependent ones, solving the exact optima in parallel)."""
+    (``workers`` processes settle the load-dependent ones, solving the exact optima in parallel).
+    Each scenario is resolved once, here: its entrants are settled on that object and every run
+    carries it (``Point.source``)."""
+    from .runner import resolve_scenario
+
     points: list[Point] = []
     entrants: dict[str, list[Entrant]] = {}
     skipped: dict[str, dict[str, str]] = {}
     for scenario in config.scenarios:
         config.check_run_length(scenario)
-        entrants[scenario], skipped[scenario] = _entrants(config, scenario, workers)
+        source = resolve_scenario(scenario)
+        entrants[scenario], skipped[scenario] = _entrants(config, scenario, workers, source)
         for e in entrants[scenario]:
             for rho in config.loads:
                 for seed in config.seeds:
@@ -486,6 +495,7 @@ def plan(
                             params=dict(e.params),
                             warmup=config.warmup_for(scenario),
                             agent=e.agent,
+                            source=source,
                         )
                     )
     return points, entrants, skipped
@@ -711,12 +721,12 @@ class Standing:
 
 
 def _standings(
-    scenario: str, rows: list[Row], entrants: list[Entrant], loads: Sequence[float]
+    scenario: str, rows: list[Row], entrants: list[Entrant], loads: Sequence[float], source: Any = None
 ) -> list[Standing]:
     from ..analysis.stability import stability_limit
-    from ..workloads.scenarios import load_scenario
+    from .runner import resolve_scenario
 
-    workload = load_scenario(scenario).build(load=loads[0])
+    workload = (resolve_scenario(scenario) if source is None else source).build(load=loads[0])
     out = []
     for e in entrants:
         mine = sorted((r for r in rows if r.entrant == e.label), key=lambda r: r.load)
@@ -790,8 +800,10 @@ def _report(
 ) -> dict[str, Any]:
     """The ranked rows, standings and exact optima of a leaderboard's finished runs."""
     grouped: dict[tuple[str, float], dict[str, dict[int, dict[str, Any]]]] = {}
+    sources: dict[str, Any] = {}  # each scenario as the plan resolved it
     for p, r in zip(points, results, strict=True):
         grouped.setdefault((p.scenario, p.x), {}).setdefault(p.series, {})[p.seed] = r
+        sources.setdefault(p.scenario, p.source)
     rows: list[Row] = []
     standings: list[Standing] = []
     optima: dict[tuple[str, float], dict[str, float]] = {}
@@ -805,14 +817,16 @@ def _report(
             )
             # the exact optimum is of the mean response time: a reference for that metric alone
             by_t = config.metric == "mean_response_time"
-            optima[(scenario, rho)] = best = exact_optima(scenario, rho) if by_t else {}
+            optima[(scenario, rho)] = best = (
+                exact_optima(scenario, rho, source=sources.get(scenario)) if by_t else {}
+            )
             for row in at:
                 exact = best.get("preemptive" if preempts[row.entrant] else "non-preemptive")
                 if exact is not None:
                     row.gap = (row.mean_response_time - exact) / exact
             mine += at
         rows += mine
-        standings += _standings(scenario, mine, entrants[scenario], config.loads)
+        standings += _standings(scenario, mine, entrants[scenario], config.loads, sources.get(scenario))
     return {"rows": rows, "standings": standings, "skipped": skipped, "config": config, "optima": optima}
 
 
@@ -821,14 +835,17 @@ def _report(
 OPTIMUM_MAX_STATES = DEFAULT_MAX_STATES
 
 
-def exact_optima(scenario: str, load: float, max_states: int = OPTIMUM_MAX_STATES) -> dict[str, float]:
+def exact_optima(
+    scenario: str, load: float, max_states: int = OPTIMUM_MAX_STATES, source: Any = None
+) -> dict[str, float]:
     """The exact optimal mean response times (``"non-preemptive"``, ``"preemptive"``) of a scenario at a
     load, where the Markov decision process is small enough to solve (see
-    :mod:`msj_gym.analysis.optimal`; solved once and cached on disk); an empty dict elsewhere."""
+    :mod:`msj_gym.analysis.optimal`; solved once and cached on disk); an empty dict elsewhere. ``source``:
+    the scenario as a plan resolved it (else the name is resolved now)."""
     from ..analysis.solutions import solved_table
-    from ..workloads.scenarios import load_scenario
+    from .runner import resolve_scenario
 
-    workload = load_scenario(scenario).build(load=load)
+    workload = (resolve_scenario(scenario) if source is None else source).build(load=load)
     out: dict[str, float] = {}
     for kind, preemptive in (("non-preemptive", False), ("preemptive", True)):
         try:

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -52,6 +52,7 @@ __all__ = [
     "code_version",
     "hold_folder",
     "provenance",
+    "resolve_scenario",
     "run_point",
     "run_points",
     "scenario_content",
@@ -67,7 +68,9 @@ class Point:
     ``module:attr`` naming a policy class or instance outside the registry (a string: a worker imports
     the module itself). With ``agent`` (a checkpoint path or ``module:attr``, see
     :mod:`msj_gym.experiments.agents`) the run goes through ``MSJ-v0`` driven by that agent, and
-    ``policy`` is only its label."""
+    ``policy`` is only its label. ``source`` is the scenario its plan resolved ``scenario`` to
+    (:func:`resolve_scenario`): the run builds from that object, not from the name again, so every run
+    of a plan simulates the scenario as the plan read it once; it is not part of the point's key."""
 
     series: str
     x: float
@@ -80,9 +83,15 @@ class Point:
     warmup: int | None = None
     options: dict[str, Any] = field(default_factory=dict)  # more Simulator keywords
     agent: str | None = None
+    source: Any = field(default=None, compare=False, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The point's fields as JSON-ready data, its resolved ``source`` left out."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "source"}
+        return json.loads(json.dumps(d))
 
     def key(self) -> str:
-        d = asdict(self)
+        d = self.as_dict()
         d.pop("series")
         d.pop("x")
         if d["agent"] is None:  # keys of policy runs predate agents: keep them
@@ -90,12 +99,19 @@ class Point:
         return json.dumps(d, sort_keys=True)
 
 
-def build_workload(scenario: str, build: dict[str, Any]) -> Workload | TraceWorkload:
-    """A point's workload: a scenario (a trace ``swf:FILE`` or ``FORMAT:PATH`` too) with its
-    overrides."""
+def resolve_scenario(scenario: str) -> Any:
+    """The scenario object a name stands for (a built-in, a scenario file, a trace ``swf:FILE`` or
+    ``FORMAT:PATH``): what a plan reads once and hands to every run of that scenario. A one-line
+    ``ValueError`` for a name that is none of these."""
     from ..workloads.scenarios import load_scenario
 
-    return load_scenario(scenario).build(**build)
+    return load_scenario(scenario)
+
+
+def build_workload(scenario: str, build: dict[str, Any], source: Any = None) -> Workload | TraceWorkload:
+    """A point's workload: a scenario (a trace ``swf:FILE`` or ``FORMAT:PATH`` too) with its
+    overrides, built from ``source`` where the plan resolved it (else the name is resolved now)."""
+    return (resolve_scenario(scenario) if source is None else source).build(**build)
 
 
 _CONTENT: dict[str, str] = {}
@@ -104,8 +120,11 @@ _CONTENT: dict[str, str] = {}
 def scenario_content(point: Point) -> str:
     """A hash of what ``point`` simulates: its built workload's ``to_dict()`` (the scenario document
     after evaluation, at the point's overrides) and, for a trace, every job's arrival, class, need and
-    size, so an edited scenario file or a swapped trace is a different run. Cached per process."""
-    cache_key = json.dumps([point.scenario, point.build], sort_keys=True)
+    size, so an edited scenario file or a swapped trace is a different run. Cached per process, by
+    the name, the overrides and the resolved scenario's own description (a scenario file edited
+    between two plans of one process is hashed anew)."""
+    own = None if point.source is None else repr(point.source)
+    cache_key = json.dumps([point.scenario, point.build, own], sort_keys=True)
     if cache_key not in _CONTENT:
         import numpy as np
 
@@ -116,7 +135,7 @@ def scenario_content(point: Point) -> str:
                 point.scenario, **point.build
             )
         else:
-            wl = build_workload(point.scenario, point.build)
+            wl = build_workload(point.scenario, point.build, point.source)
         h = hashlib.sha256(json.dumps(wl.to_dict(), sort_keys=True, default=repr).encode())
         for name in (
             "arrival_time",
@@ -228,7 +247,7 @@ def run_point(point: Point) -> dict[str, Any]:
             )
             simulator: Any = PooledSimulator
         else:
-            wl = build_workload(point.scenario, point.build)
+            wl = build_workload(point.scenario, point.build, point.source)
             simulator = Simulator
         sim = simulator(
             wl,
@@ -715,7 +734,7 @@ def run_points(
 
         for p, metrics in _execute(todo, run or run_point, backend, workers, address, start_bar):
             full, c, v = keys[p.key()]
-            row = {"key": full, **asdict(p), **metrics, "content": c, "code": v, "provenance": prov}
+            row = {"key": full, **p.as_dict(), **metrics, "content": c, "code": v, "provenance": prov}
             try:
                 with results.open("a") as fh:
                     fh.write(json.dumps(row) + "\n")
