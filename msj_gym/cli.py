@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .core.policy import Policy
     from .moldable.model import MoldableSystem
+    from .moldable.policy import MoldablePolicy
     from .workloads.compat import CompatWorkload
     from .workloads.trace import TraceWorkload
     from .workloads.workload import Workload
@@ -752,7 +754,7 @@ def _render(args: argparse.Namespace) -> int:
         raise ValueError("render needs Pillow and matplotlib: pip install msj-gym[plot]") from None
     import gymnasium as gym
 
-    from .env import PolicyAgent
+    from .env import MSJEnv, PolicyAgent
     from .env.render import DecisionFrames, FrameRenderer, ScheduleRecorder, gantt_png, write_gif
     from .workloads.scenarios import load_scenario
 
@@ -783,20 +785,28 @@ def _render(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     obs, info = env.reset(seed=args.seed)
     recorder = ScheduleRecorder() if kind == ".png" else DecisionFrames(env, max_frames=args.max_frames)
-    if kind == ".png":
+    if isinstance(recorder, ScheduleRecorder):
         recorder.after(env)
     truncated = False
     while not truncated:
         action, _ = agent.predict(obs)
-        recorder.before(env if kind == ".png" else action)
+        if isinstance(recorder, ScheduleRecorder):
+            recorder.before(env)
+        else:
+            recorder.before(action)
         obs, _, _, truncated, info = env.step(action)
-        recorder.after(env if kind == ".png" else truncated)
-        if isinstance(recorder, DecisionFrames) and recorder.full:
-            break  # the frame budget is spent: running on would only cost time
+        if isinstance(recorder, ScheduleRecorder):
+            recorder.after(env)
+        else:
+            recorder.after(truncated)
+            if recorder.full:
+                break  # the frame budget is spent: running on would only cost time
     names = [c.name or f"class{i}" for i, c in enumerate(workload.classes)]
     head = f"{workload.name}  k={workload.num_servers}  load={workload.load:.3g}  policy {policy.policy_id}  "
     if truncated:
-        result = env.unwrapped.result()
+        core = env.unwrapped
+        assert isinstance(core, MSJEnv)  # what MSJ-v0 and MSJPreemptive-v0 make
+        result = core.result()
         title = (
             head + f"seed {args.seed}, {args.arrivals} arrivals: mean response time "
             f"{result.mean_response_time:.4g}" + ("" if result.stable else " (unstable)")
@@ -833,7 +843,7 @@ def _note_short_trace(workload: Workload | TraceWorkload, arrivals: int | None) 
         )
 
 
-def _print_policy(pid: str, cls: type) -> None:
+def _print_policy(pid: str, cls: type[Policy] | type[MoldablePolicy]) -> None:
     preemption = "preemptive" if cls.preemptive else "non-preemptive"
     flags = f"{preemption}, {'size-aware' if cls.size_aware else 'size-oblivious'}"
     print(f"  {pid:<24} {flags:<32} {cls.reference}")

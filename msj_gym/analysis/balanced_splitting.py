@@ -15,12 +15,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..workloads.workload import ClassTable, Workload
 from .queueing import erlang_b
+
+if TYPE_CHECKING:
+    from ..workloads.trace import TraceWorkload
 
 __all__ = [
     "BSPartition",
@@ -152,7 +155,7 @@ def _make(k: int, needs: np.ndarray, rho: np.ndarray, psi: float, blocks: np.nda
     )
 
 
-def _offered(workload: Workload) -> np.ndarray:
+def _offered(workload: Workload | TraceWorkload) -> np.ndarray:
     """lambda alpha_i d_i: the offered load (in jobs) of the loss system M/GI/s_i/s_i of class i."""
     return (
         # a built Workload's rate is a float: set in __post_init__, though declared optional
@@ -169,7 +172,7 @@ def _partition_of(workload: ClassTable, partition: BSPartition | None) -> BSPart
 
 
 def helper_probabilities(
-    workload: Workload, partition: BSPartition | None = None
+    workload: Workload | TraceWorkload, partition: BSPartition | None = None
 ) -> tuple[np.ndarray, float]:
     """(per class E_{s_i}(lambda alpha_i d_i), P_H = sum_i alpha_i E_{s_i}(lambda alpha_i d_i)): under
     ModifiedBS-pi the fraction of class-i arrivals sent to the helpers (Property 1, eq. (11)) and the

@@ -134,7 +134,9 @@ class MultiClassOptimum:
 
 
 def multiclass_optimum(
-    arrival_rates: Sequence[float], service_rates: Sequence[float], speed_ups: Sequence[Sequence[float]]
+    arrival_rates: Sequence[float] | np.ndarray,
+    service_rates: Sequence[float] | np.ndarray,
+    speed_ups: Sequence[Sequence[float]],
 ) -> MultiClassOptimum:
     """Solve (Q): min sum_k sum_i x_{k,i} s.t. sum_i mu_k s_k(i) x_{k,i} = lam_k for every k and
     sum_{k,i} i x_{k,i} <= 1, by the decomposition (Q1)/(Q2) and water-filling (Sec. 6)."""

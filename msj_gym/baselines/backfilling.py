@@ -226,7 +226,8 @@ class EasyBackfilling(Policy):
     def reads_sizes(self) -> bool:
         return self.estimates != "requested"
 
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         base = super().prepare(workload, rng)
         fields = estimate_fields(
             self.policy_id, self.estimates, self.param_values["estimate_factor"], workload

@@ -404,7 +404,8 @@ class _CompatPolicy(Policy):
         (the paper's random assignment); 1, the least-loaded ones of its class's pool."""
         return 0
 
-    def prepare(self, workload: CompatWorkload, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: CompatWorkload, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         if workload.model != MODEL:
             raise ValueError(
                 f"policy {self.policy_id!r}: defined on the job-server compatibility model "
@@ -425,6 +426,8 @@ class _CompatPolicy(Policy):
         # Interruption draws: child 0 of the policy's stream (stateless, so preparing twice for one
         # run gives the same stream).
         ss = rng.bit_generator.seed_seq
+        # the run's policy stream is seeded by a SeedSequence (numpy's legacy seeding alone has none)
+        assert isinstance(ss, np.random.SeedSequence)
         child = np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, 0), pool_size=ss.pool_size)
         return base._replace(params=params, rng=np.random.Generator(np.random.PCG64(child)))
 
@@ -534,7 +537,8 @@ class CompatLeastLoaded(_CompatPolicy):
     def assignment(self, workload: CompatWorkload) -> int:
         return 1
 
-    def prepare(self, workload: CompatWorkload, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: CompatWorkload, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         if workload.model == MODEL and not any(c.choose for c in workload.classes):
             raise ValueError(
                 f"policy {self.policy_id!r}: no class of {workload.name!r} has a random assignment "

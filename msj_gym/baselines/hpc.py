@@ -314,7 +314,8 @@ class _Heuristic(Policy):
         notes = (f"estimates: {self.param_values['estimates']}",)
         return (*notes, "rlscheduler variant") if self.param_values["variant"] == "rlscheduler" else notes
 
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         base = super().prepare(workload, rng)
         fields = estimate_fields(
             self.policy_id, self.param_values["estimates"], self.param_values["estimate_factor"], workload

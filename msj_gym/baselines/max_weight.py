@@ -118,7 +118,8 @@ class MaxWeight(Policy):
     kernel = _max_weight
     work = WORK
 
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         base = super().prepare(workload, rng)
         needs = workload.server_needs
         groups = np.unique(needs)[::-1]

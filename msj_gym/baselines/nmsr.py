@@ -190,7 +190,8 @@ class NMSR(Policy):
         "backfill": Param(bool, False, "first-fit backfilling of queue heads when not switching"),
     }
 
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         needs = np.asarray(workload.server_needs, dtype=np.int64)
         k = int(workload.num_servers)
         p = np.asarray(workload.probabilities, dtype=np.float64)

@@ -131,7 +131,8 @@ class _MDPOptimalBase(Policy):
         )
     }
 
-    def prepare(self, workload: Workload, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: Workload, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         solved = solved_table(workload, self.preemptive, self.param_values["blocking_target"])
         configs, up, T = solved["configs"], solved["up"], solved["buffers"]
         nR, C = configs.shape

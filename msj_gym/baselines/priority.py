@@ -88,7 +88,8 @@ class _ClassPriority(Policy):
     def class_keys(self, needs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         base = super().prepare(workload, rng)
         return base._replace(params=FIELDS.pack(class_key=self.class_keys(workload.server_needs)))
 

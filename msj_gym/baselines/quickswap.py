@@ -214,7 +214,8 @@ class MSFQ(Policy):
         ),
     }
 
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         needs = np.asarray(workload.server_needs)
         k = int(workload.num_servers)
         if needs.size != 2 or sorted(needs.tolist()) != [1, k]:
@@ -317,7 +318,8 @@ class AdaptiveQuickswap(Policy):
     decides_every_event = True
     kernel = _adaptive
 
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         base = super().prepare(workload, rng)
         return base._replace(
             params=ORDER_FIELDS.pack(order=_descending_order(np.asarray(workload.server_needs))),
@@ -439,7 +441,8 @@ class StaticQuickswap(Policy):
         "second_pass": Param(bool, False, "start the next class's jobs in the same event as the turn moves"),
     }
 
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         base = super().prepare(workload, rng)
         state = np.zeros(1 + workload.num_classes)
         state[0] = -1.0

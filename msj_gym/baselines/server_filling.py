@@ -158,7 +158,8 @@ class _Packing(Policy):
         """Values of the fields a subclass adds to ``PACKING_FIELDS`` (its ``fields``)."""
         return {}
 
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         return self._packed(workload, rng, self.extra_params(workload))
 
     def _packed(self, workload: ClassTable, rng: np.random.Generator, extra: dict[str, Any]) -> PolicyData:
@@ -409,7 +410,8 @@ class ServerFillingGittins(_Ranked):
     fast_path = False  # ranks of running jobs may rise with age, so every event is re-examined
     fields = GITTINS_FIELDS
 
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         # the rank tables give both a field (their grids' steps) and the kernel's table: computed once,
         # here, rather than kept on the policy between the two
         tables = [gittins_rank_table(c.service_time) for c in workload.classes]
@@ -499,7 +501,8 @@ class FirstFitSRPT(Policy):
     kernel = _ff_srpt
     work = FF_WORK
 
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         base = super().prepare(workload, rng)
         order = SIZE_DURATION if self.param_values["order"] == "duration" else SIZE_AREA
         per_class = workload.num_servers // workload.server_needs

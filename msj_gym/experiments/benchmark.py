@@ -329,6 +329,7 @@ class BenchmarkConfig:
             object.__setattr__(self, "points", suite_points(self.suite))
         elif self.suite not in SUITE_VERSIONS:
             suite_points(self.suite)  # the one-line error
+        assert self.points is not None
         object.__setattr__(self, "points", tuple((str(sc), float(rho)) for sc, rho in self.points))
         for sc, length in self.points:
             if sc in SEQUENCE_POINTS and length != SEQUENCE_POINTS[sc].length:
@@ -433,6 +434,7 @@ class BenchmarkConfig:
 
     def identity(self) -> dict[str, Any]:
         """What a folder's runs are comparable on (entrants may be added later)."""
+        assert self.points is not None
         return {
             "suite": self.suite,
             "points": [[s, rho] for s, rho in self.points],
@@ -574,6 +576,7 @@ def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], 
     there). An agent that fits no point at all is refused: it would only score 0 everywhere."""
     from .agents import AgentError, agent_label, check_agent, load_agent
 
+    assert config.points is not None
     unfit: dict[str, dict[tuple[str, float], str]] = {}
     labels: set[str] = set()
     several = len(config.models) > 1
@@ -613,11 +616,11 @@ def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], 
             except ValueError as exc:
                 unfit[spec][(scenario, rho)] = str(exc)
         fits = {point_model(p) for p in config.points if p not in unfit[spec]}
-        for model, exc in failed.items():
+        for model, error in failed.items():
             # an agent that cannot be made on a model's env is broken, unless it is another model's
             # agent (a module:attr agent has no env of its own): it then only misfits that model
             if model in fits or not fits:
-                raise exc
+                raise error
         if len(unfit[spec]) == len(config.points):
             first = next(iter(unfit[spec].values())).removeprefix(f"--agent {spec!r}: ")
             raise ValueError(f"--agent {spec!r}: fits no point of the suite (e.g. {first})")
@@ -670,6 +673,7 @@ def _plan(
     points: list[Point] = []
     owner: list[tuple[str, float]] = []
     kinds: dict[tuple[str, float], dict[str, str]] = {}
+    assert config.points is not None
     for scenario, rho in config.points:
         if point_model((scenario, rho)) != "msj":  # run by the model leaderboard's machinery
             continue
@@ -743,6 +747,7 @@ def _plan_model(
     points: list[Point] = []
     owner: list[tuple[str, float]] = []
     kinds: dict[tuple[str, float], dict[str, str]] = {}
+    assert config.points is not None
     for scenario, x in config.points:
         if point_model((scenario, x)) != model:
             continue
@@ -835,6 +840,7 @@ def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[st
     solver = f"{solver_version()}/{OPTIMUM_MAX_STATES}"
     result: dict[tuple[str, float], float] = {}
     changed = False
+    assert config.points is not None
     for scenario, rho in config.points:
         if point_model((scenario, rho)) != "msj" or scenario in SEQUENCE_POINTS:
             continue  # a trace, a moldable or compatibility system: no MSJ Markov decision process
@@ -843,8 +849,9 @@ def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[st
         if key not in cache:
             cache[key] = exact_optima(scenario, rho).get("non-preemptive")
             changed = True
-        if cache[key] is not None:
-            result[(scenario, rho)] = float(cache[key])
+        optimum = cache[key]
+        if optimum is not None:
+            result[(scenario, rho)] = float(optimum)
     if changed and writable:
         _atomic_write(path, json.dumps(cache, indent=2, sort_keys=True) + "\n")
     return result
@@ -915,10 +922,11 @@ def score(
 
     owner = owner if owner is not None else [(p.scenario, p.x) for p in points]
     runs: dict[tuple[str, float], dict[str, dict[int, dict[str, Any]]]] = {}
-    for p, r, at in zip(points, results, owner, strict=True):
-        runs.setdefault(at, {}).setdefault(p.series, {})[p.seed] = r
+    for p, r, where in zip(points, results, owner, strict=True):
+        runs.setdefault(where, {}).setdefault(p.series, {})[p.seed] = r
     scales: list[Scale] = []
     rows: list[PointScore] = []
+    assert config.points is not None
     for scenario, rho in config.points:
         if point_model((scenario, rho)) != "msj":
             scale, mine = _score_model_point(
@@ -1038,6 +1046,7 @@ def _outside(config: BenchmarkConfig, unfit: dict[str, dict[tuple[str, float], s
     aggregate there, and are named as ``n/a`` beside it."""
     from .agents import agent_label
 
+    assert config.points is not None
     mine = [p for p in config.points if point_model(p) == model]
     return {agent_label(spec) for spec, where in unfit.items() if all(p in where for p in mine)}
 
@@ -1254,6 +1263,7 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
     from .leaderboard import _render
 
     config: BenchmarkConfig = report["config"]
+    assert config.points is not None
     lines: list[str] = []
     head = _AGGREGATE_HEAD
     ranked = _ranked
@@ -1352,6 +1362,7 @@ def _format_section(report: dict[str, Any], model: str, markdown: bool) -> list[
     from .leaderboard import _render
 
     config: BenchmarkConfig = report["config"]
+    assert config.points is not None
     section = report["sections"][model]
     points = [p for p in config.points if point_model(p) == model]
     test, train = config.section_points(model, "test"), config.section_points(model, "train")
@@ -1520,13 +1531,18 @@ def _plot(report: dict[str, Any], path: Path) -> Path | None:
     except ImportError:
         return None
     config: BenchmarkConfig = report["config"]
+    assert config.points is not None
     aggs = report["aggregates"]  # the MSJ section's: the other models' entrants have sections of their own
     if not aggs:
         return None
     test = config.section_points("msj", "test")
     msj_count = sum(point_model(p) == "msj" for p in config.points)
-    mats = {a.entrant: _matrix(report["points"], a.entrant, test) for a in aggs}
-    top = max([100.0] + [float(m.max()) for m in mats.values() if m is not None])
+    mats: dict[str, np.ndarray] = {}
+    for a in aggs:
+        m = _matrix(report["points"], a.entrant, test)
+        assert m is not None  # an aggregate's entrant entered every test point (_aggregate skips the others)
+        mats[a.entrant] = m
+    top = max([100.0] + [float(m.max()) for m in mats.values()])
     right = min(top * 1.02, PROFILE_MAX)  # a few runs far above 100 (a narrow scale) would squash the rest
     taus = np.linspace(0, right, 400)
     fig, ax = plt.subplots(figsize=(11, 6.5))

@@ -84,7 +84,7 @@ def _fig3_analysis(metric: str, lam: float) -> dict[str, float | None]:
 
 
 ONE_OR_ALL_LAMBDAS = tuple(round(5.0 + 0.25 * i, 2) for i in range(12))  # 5.0 .. 7.75
-QUICKSWAP_FAMILY = {
+QUICKSWAP_FAMILY: dict[str, tuple[str, dict[str, Any]]] = {
     "MSF": ("msf", {}),
     "First-Fit": ("first-fit", {}),
     "Static Quickswap": ("static-quickswap", {}),
@@ -136,7 +136,7 @@ def _bf_analysis(scenario: str, distribution: str) -> Callable[[str, float], dic
 
 # Anselmi & Doncel (2024), Balanced Splitting: the policies of its Figs. 1-3. "MSF" there is the preemptive
 # Most Servers First of its Sec. 2; BS-pi runs with pi = FCFS (Sec. 6).
-BS_FAMILY = {
+BS_FAMILY: dict[str, tuple[str, dict[str, Any]]] = {
     "BS-FCFS": ("bs", {}),
     "FCFS": ("fcfs", {}),
     "MSF": ("msf-preemptive", {}),
@@ -392,7 +392,7 @@ def sample_path(name: str, out: Path, arrivals: int | None = None) -> tuple[Path
     """Write ``out/NAME.csv`` (series, time, jobs in system after each event) and ``out/NAME.png``."""
     import gymnasium as gym
 
-    from ..env import PolicyAgent
+    from ..env import MSJEnv, PolicyAgent
 
     spec = SAMPLE_PATHS[name]
     rows: list[tuple[str, float, int]] = []
@@ -401,7 +401,9 @@ def sample_path(name: str, out: Path, arrivals: int | None = None) -> tuple[Path
             "MSJ-v0", scenario=spec.scenario, num_arrivals=arrivals or spec.arrivals, warmup=0, **spec.build
         )
         agent = PolicyAgent(policy, env)
-        env.unwrapped.decide_every_event(True)  # a point per event, whatever the policy
+        core = env.unwrapped
+        assert isinstance(core, MSJEnv)  # what MSJ-v0 makes
+        core.decide_every_event(True)  # a point per event, whatever the policy
         obs, info = env.reset(seed=0)
         truncated = False
         while not truncated:

@@ -275,8 +275,8 @@ class Entrant:
     label: str
     policy: str | None  # policy id or module:attr, or None for an agent
     agent: str | None
-    preemptive: bool | None
-    size_aware: bool | None
+    preemptive: bool
+    size_aware: bool
     params: dict[str, Any]
     notes: tuple[str, ...] = ()  # how it decides, for the kind column (e.g. its run-time estimates)
 

@@ -630,9 +630,9 @@ def _report(
             mine += _table(config.model, scenario, x, grouped[key], entrants[scenario], config.reference)
         rows += mine
         ranks: dict[str, list[int]] = {}
-        for r in mine:
-            if r.rank:
-                ranks.setdefault(r.entrant, []).append(r.rank)
+        for row in mine:
+            if row.rank:
+                ranks.setdefault(row.entrant, []).append(row.rank)
         standings[scenario] = sorted(((e, sum(v) / len(v)) for e, v in ranks.items()), key=lambda t: t[1])
     return {"config": config, "rows": rows, "standings": standings, "skipped": skipped}
 

@@ -216,7 +216,7 @@ def _rank(protocol: SequenceProtocol, scores: dict[str, list[float]]) -> list[di
     from .leaderboard import METRICS
 
     higher = METRICS[protocol.metric][1]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for pid, values in scores.items():
         est = replication_ci(values)
         rows.append({"policy": pid, "mean": est.mean, "ci95": est.ci95_half_width})
