@@ -44,6 +44,7 @@ __all__ = [
     "register_agent_folder",
     "register_policy",
     "shipped_agents",
+    "stability_limit",
     "supports",
 ]
 
@@ -180,6 +181,17 @@ def supports(policy: str | Policy, workload: WorkloadLike) -> str | None:
     except ValueError as exc:
         return str(exc)
     return None
+
+
+def stability_limit(policy: str | Policy, workload: WorkloadLike) -> tuple[float, str] | None:
+    """``(load limit, source)`` of ``policy`` (a registered id, ``module:attr``, or a policy instance) on
+    ``workload`` where a theorem gives one, as the policy itself declares it
+    (:meth:`~msj_gym.core.Policy.stability_limit`; the theorems are in :mod:`msj_gym.analysis.stability`);
+    None where none applies. The source says whether the value is exact or a sufficient (lower) bound."""
+    from msj_gym.core import Policy
+
+    candidate = policy if isinstance(policy, Policy) else policy_from_spec(policy, "policy")
+    return candidate.stability_limit(workload)
 
 
 def import_object(spec: str, field: str) -> Any:

@@ -13,7 +13,14 @@ from .balanced_splitting import (
 )
 from .one_or_all import OneOrAllAnalysis, one_or_all_msfq
 from .queueing import erlang_b, erlang_c, mg1_mean_response_time, mmk_mean_response_time
-from .stability import SaturatedFCFS, fcfs_saturated, stability_limit
+from .stability import (
+    SaturatedFCFS,
+    fcfs_limit,
+    fcfs_saturated,
+    msf_one_or_all_limit,
+    server_filling_limit,
+    static_quickswap_limit,
+)
 
 __all__ = [
     "BSPartition",
@@ -22,14 +29,17 @@ __all__ = [
     "bs_partition",
     "erlang_b",
     "erlang_c",
+    "fcfs_limit",
     "fcfs_saturated",
     "helper_load",
     "helper_probabilities",
     "mg1_mean_response_time",
     "mmk_mean_response_time",
+    "msf_one_or_all_limit",
     "one_or_all_msfq",
     "relative_demands",
-    "stability_limit",
+    "server_filling_limit",
+    "static_quickswap_limit",
     "theorem1_limit",
     "theorem2_bound",
 ]

@@ -1,6 +1,7 @@
 """Stability limits of policies, where a theorem gives one: the largest load at which a policy is
 stable (the sup of the loads rho = lambda * sum_i alpha_i E[S_i] n_i / k of its stability region, the
-class mix held fixed).
+class mix held fixed). One function per theorem; a policy declares which applies to it in its
+``stability_limit`` method, and :func:`msj_gym.registry.stability_limit` asks the policy.
 
 * ServerFilling and its SRPT / Gittins variants: 1 when k and every server need are powers of two
   (Grosof & Harchol-Balter (2023), Sec. 6; Anselmi & Doncel (2024), Sec. 1).
@@ -22,7 +23,14 @@ import numpy as np
 
 from ..workloads.workload import ClassTable
 
-__all__ = ["SaturatedFCFS", "fcfs_saturated", "stability_limit"]
+__all__ = [
+    "SaturatedFCFS",
+    "fcfs_limit",
+    "fcfs_saturated",
+    "msf_one_or_all_limit",
+    "server_filling_limit",
+    "static_quickswap_limit",
+]
 
 
 def _pow2(n: int) -> bool:
@@ -168,31 +176,38 @@ def _count_packings(k: int, needs: list[int], cap: int) -> int:
     return total
 
 
-def stability_limit(policy_id: str | None, workload: ClassTable) -> tuple[float, str] | None:
-    """``(load limit, source)`` for ``policy_id`` on ``workload`` where a theorem gives it, else None.
-    The source says whether the value is exact or a sufficient (lower) bound."""
-    if policy_id is None:
-        return None
+def server_filling_limit(workload: ClassTable) -> tuple[float, str] | None:
+    """ServerFilling and its SRPT / Gittins variants: throughput-optimal (limit 1) when k and every
+    server need are powers of two; no theorem otherwise."""
     k = int(workload.num_servers)
-    needs = [int(n) for n in workload.server_needs]
-    if policy_id in ("server-filling", "server-filling-srpt", "server-filling-gittins"):
-        if _pow2(k) and all(_pow2(n) for n in needs):
-            return 1.0, "Grosof & Harchol-Balter (2023), Sec. 6: throughput-optimal (k, needs powers of two)"
-        return None
-    if policy_id in ("msf", "msfq") and _one_or_all(workload):
-        return 1.0, "Chen et al. (2026), Thm. 5.1: throughput-optimal on one-or-all"
-    if policy_id == "static-quickswap":
-        a, m = workload.probabilities, workload.mean_service_times
-        per_rate = float(np.sum(a * m / np.floor(k / np.asarray(needs))))
-        limit = _work_per_arrival(workload) / per_rate
-        if abs(limit - 1.0) < 1e-12:
-            return 1.0, "Chen et al. (2026), Remark 1: throughput-optimal (every need divides k)"
-        return limit, "Chen et al. (2026), Sec. 5.1: sufficient condition (a lower bound)"
-    if policy_id == "fcfs":
-        sat = fcfs_saturated(workload)
-        if sat is not None:
-            return (
-                sat.load_limit,
-                f"saturated FCFS chain, exact for exponential durations ({sat.states} states)",
-            )
+    if _pow2(k) and all(_pow2(int(n)) for n in workload.server_needs):
+        return 1.0, "Grosof & Harchol-Balter (2023), Sec. 6: throughput-optimal (k, needs powers of two)"
     return None
+
+
+def msf_one_or_all_limit(workload: ClassTable) -> tuple[float, str] | None:
+    """MSF (non-preemptive) and every MSFQ: throughput-optimal on a one-or-all workload."""
+    if _one_or_all(workload):
+        return 1.0, "Chen et al. (2026), Thm. 5.1: throughput-optimal on one-or-all"
+    return None
+
+
+def static_quickswap_limit(workload: ClassTable) -> tuple[float, str]:
+    """Static Quickswap: the sufficient condition ``lambda * sum_i alpha_i E[S_i] / floor(k / n_i) < 1``
+    as a load (a lower bound on the limit), which is 1 when every need divides k."""
+    k = int(workload.num_servers)
+    a, m = workload.probabilities, workload.mean_service_times
+    per_rate = float(np.sum(a * m / np.floor(k / np.asarray(workload.server_needs, dtype=np.float64))))
+    limit = _work_per_arrival(workload) / per_rate
+    if abs(limit - 1.0) < 1e-12:
+        return 1.0, "Chen et al. (2026), Remark 1: throughput-optimal (every need divides k)"
+    return limit, "Chen et al. (2026), Sec. 5.1: sufficient condition (a lower bound)"
+
+
+def fcfs_limit(workload: ClassTable) -> tuple[float, str] | None:
+    """FCFS with exponential durations: exact, from the saturated system (:func:`fcfs_saturated`); None
+    where its chain is not solved (other durations, too many states)."""
+    sat = fcfs_saturated(workload)
+    if sat is None:
+        return None
+    return sat.load_limit, f"saturated FCFS chain, exact for exponential durations ({sat.states} states)"

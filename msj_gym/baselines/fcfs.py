@@ -8,6 +8,7 @@ from msj_gym.core import Policy
 from msj_gym.core.access import first_waiting, free_servers, next_waiting, server_need, start
 from msj_gym.core.jit import inline_jit
 from msj_gym.core.workload import WorkloadLike
+from msj_gym.workloads.workload import ClassTable
 
 
 @inline_jit
@@ -34,6 +35,17 @@ class FCFS(Policy):
     """
 
     policy_id = "fcfs"
+
+    def stability_limit(self, workload: WorkloadLike) -> tuple[float, str] | None:
+        """Exact for exponential durations: the saturated system's throughput (the saturation rule of
+        Foss & Chernova), where its Markov chain is small enough to solve."""
+        if not isinstance(workload, ClassTable):
+            return None
+        # the analysis package loads on demand, so that importing the policies stays cheap
+        from msj_gym.analysis.stability import fcfs_limit
+
+        return fcfs_limit(workload)
+
     preemptive = False
     size_aware = False
     reference = "Anselmi & Doncel (2024), Sec. 2; Grosof & Harchol-Balter (2023), Sec. 2"

@@ -30,6 +30,7 @@ from msj_gym.core.jit import inline_jit
 from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.core.workload import WorkloadLike
 from msj_gym.workloads.workload import ClassTable
 
 from ._kit import PACK_GREEDY, fill_and_diff, sort_ascending
@@ -124,6 +125,16 @@ class MostServersFirst(_ClassPriority):
 
     policy_id = "msf"
     reference = "Grosof & Harchol-Balter (2023), Sec. 5.3; Chen et al. (2026), Sec. 1"
+
+    def stability_limit(self, workload: WorkloadLike) -> tuple[float, str] | None:
+        """Throughput-optimal on a one-or-all workload (Chen et al. (2026), Thm. 5.1: MSF is MSFQ with
+        threshold 0)."""
+        if not isinstance(workload, ClassTable):
+            return None
+        # the analysis package loads on demand, so that importing the policies stays cheap
+        from msj_gym.analysis.stability import msf_one_or_all_limit
+
+        return msf_one_or_all_limit(workload)
 
     def class_keys(self, needs: np.ndarray) -> np.ndarray:
         return -needs.astype(np.float64)

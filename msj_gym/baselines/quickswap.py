@@ -35,6 +35,7 @@ from msj_gym.core.access import (
 from msj_gym.core.jit import inline_jit
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.core.workload import WorkloadLike
 from msj_gym.workloads.workload import ClassTable
 
 from ._kit import admit_fifo
@@ -197,6 +198,16 @@ class MSFQ(Policy):
     """
 
     policy_id = "msfq"
+
+    def stability_limit(self, workload: WorkloadLike) -> tuple[float, str] | None:
+        """Throughput-optimal on a one-or-all workload, at every threshold (Chen et al. (2026), Thm. 5.1)."""
+        if not isinstance(workload, ClassTable):
+            return None
+        # the analysis package loads on demand, so that importing the policies stays cheap
+        from msj_gym.analysis.stability import msf_one_or_all_limit
+
+        return msf_one_or_all_limit(workload)
+
     reference = "Chen et al. (2026), Quickswap, Sec. 4"
     preemptive = False
     size_aware = False
@@ -432,6 +443,17 @@ class StaticQuickswap(Policy):
     """
 
     policy_id = "static-quickswap"
+
+    def stability_limit(self, workload: WorkloadLike) -> tuple[float, str] | None:
+        """Chen et al. (2026), Sec. 5.1's sufficient condition as a load (a lower bound on the limit; 1,
+        throughput-optimal, when every need divides k, Remark 1)."""
+        if not isinstance(workload, ClassTable):
+            return None
+        # the analysis package loads on demand, so that importing the policies stays cheap
+        from msj_gym.analysis.stability import static_quickswap_limit
+
+        return static_quickswap_limit(workload)
+
     reference = "Chen et al. (2026), Quickswap, Sec. 4.2"
     preemptive = False
     size_aware = False

@@ -52,6 +52,7 @@ from msj_gym.core.jit import inline_jit
 from msj_gym.core.layout import Layout
 from msj_gym.core.record import Record
 from msj_gym.core.state import PolicyData
+from msj_gym.core.workload import WorkloadLike
 from msj_gym.workloads.workload import ClassTable
 
 from ._kit import (
@@ -157,6 +158,16 @@ class _Packing(Policy):
     def extra_params(self, workload: ClassTable) -> dict[str, Any]:
         """Values of the fields a subclass adds to ``PACKING_FIELDS`` (its ``fields``)."""
         return {}
+
+    def stability_limit(self, workload: WorkloadLike) -> tuple[float, str] | None:
+        """Throughput-optimal when k and every need are powers of two (Grosof & Harchol-Balter (2023),
+        Sec. 6), for ServerFilling and its ranked variants alike."""
+        if not isinstance(workload, ClassTable):
+            return None
+        # the analysis package loads on demand, so that importing the policies stays cheap
+        from msj_gym.analysis.stability import server_filling_limit
+
+        return server_filling_limit(workload)
 
     # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
     def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]

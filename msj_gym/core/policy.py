@@ -182,6 +182,13 @@ class Policy:
         as a trace's requested times). Leaderboards classify an entrant by it."""
         return bool(self.size_aware)
 
+    def stability_limit(self, workload: WorkloadLike) -> tuple[float, str] | None:
+        """``(load limit, source)``: the largest load at which a theorem says this policy is stable on
+        ``workload`` (the class mix held fixed), and where that comes from, saying whether the value is
+        exact or a sufficient (lower) bound; None where no theorem applies (the default). The
+        leaderboard's standings print it beside the empirical stability."""
+        return None
+
     def kind_notes(self) -> tuple[str, ...]:
         """Short notes on how this instance decides, for a leaderboard's kind column (e.g. which run-time
         estimates it uses); none by default."""

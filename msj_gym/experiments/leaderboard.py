@@ -12,7 +12,7 @@ time, response-time percentiles, makespan, utilisation, ...); then the unstable 
 averages are not steady-state values. The paired columns compare the ranked metric. Across a load sweep each
 entrant's *empirical stability limit* is bracketed between the largest load up to which it was
 stable on every seed and the first load at which it was not, next to the theoretical limit where a
-theorem gives one (see :func:`msj_gym.analysis.stability_limit`).
+theorem gives one (see :func:`msj_gym.registry.stability_limit`).
 
 Outputs in ``out``: ``runs.jsonl`` (one row per run, appended as it finishes, with provenance and
 the hashes of the scenario content and code it ran: a rerun after a scenario file, trace or the code
@@ -723,7 +723,7 @@ class Standing:
 def _standings(
     scenario: str, rows: list[Row], entrants: list[Entrant], loads: Sequence[float], source: Any = None
 ) -> list[Standing]:
-    from ..analysis.stability import stability_limit
+    from ..registry import policy_from_spec, stability_limit
     from .runner import resolve_scenario
 
     workload = (resolve_scenario(scenario) if source is None else source).build(load=loads[0])
@@ -737,7 +737,8 @@ def _standings(
                 first_bad = r.load
                 break
             up_to = r.load
-        theory = stability_limit(e.policy, workload) if e.policy else None
+        # the theory a policy declares for itself (its parameters included)
+        theory = stability_limit(policy_from_spec(e.policy, "policy", **e.params), workload) if e.policy else None
         out.append(
             Standing(
                 scenario=scenario,

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from msj_gym import Simulator
-from msj_gym.analysis import fcfs_saturated, stability_limit
+from msj_gym.analysis import fcfs_saturated
 from msj_gym.baselines import make_policy
 from msj_gym.metrics.stats import replication_ci
+from msj_gym.registry import stability_limit
 from msj_gym.workloads import JobClass, Workload
 from msj_gym.workloads.distributions import Exponential
 from msj_gym.workloads.scenarios import load_scenario
@@ -57,6 +58,26 @@ def test_theorem_limits() -> None:
     assert 0.9 < value < 1.0 and "sufficient" in source
     assert stability_limit("server-filling", borg) is None  # needs are not all powers of two
     assert fcfs_saturated(load_scenario("bs-fig1").build()) is None  # too many states: no answer
+    assert stability_limit("msfq", sf)[0] == 1.0  # at every threshold
+    assert stability_limit("adaptive-quickswap", sf) is None  # the paper claims none
+
+
+def test_a_policy_declares_its_own_theory() -> None:
+    """The registry asks the policy: an instance, a registered id and a policy outside the registry
+    alike; one that declares nothing has no limit."""
+    from msj_gym.core import Policy
+
+    sf = load_scenario("sf-fig2").build()
+    assert stability_limit(make_policy("static-quickswap"), sf) == stability_limit("static-quickswap", sf)
+
+    class Declared(Policy):
+        policy_id = "declared"
+
+        def stability_limit(self, workload):
+            return 0.5, "a theorem of its own"
+
+    assert stability_limit(Declared(), sf) == (0.5, "a theorem of its own")
+    assert Policy.stability_limit(make_policy("first-fit"), sf) is None
 
 
 def test_saturated_fcfs_on_one_or_all_with_many_servers() -> None:

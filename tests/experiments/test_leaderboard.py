@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from msj_gym.analysis import stability_limit
+from msj_gym.registry import stability_limit
 from msj_gym.cli import main
 from msj_gym.experiments.leaderboard import (
     TERMINAL_WIDTH,
