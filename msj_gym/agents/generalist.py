@@ -7,15 +7,17 @@ with the class-set observation and an equivariant network.
 The systems come from :func:`msj_gym.workloads.generator.sample_systems` (``--systems`` of them for
 training, ``--select-systems`` others for choosing among fits; both from ``--seed``). On each, as in
 ``msj_gym/agents/improve.py`` (one step of approximate policy iteration, classification-based): along episodes
-driven by the base heuristics (first round) or by the last fitted network (later rounds), with
-``--explore`` of the decisions random, decisions are sampled and every valid action is tried: take
-it, then let a base heuristic play the episode out natively, all branches of a decision in one
-compiled call (:class:`msj_gym.env.branches.BranchPlayer`), every branch on the same future jobs
-(common random numbers). With ``--persist M`` a branch keeps its action for the next ``M`` decisions
-(while it stays valid) before the base plays on, which prices a choice that is cheap once and costly
-when made at every decision. With several bases (``--bases``), an action's cost is the least over the
-bases of its play-out's cost: the rollout of the best heuristic for that state, which is at least as
-good as each heuristic (parallel rollout; Chang, Givan & Chong 2004). The network
+driven by the system's base (the best of ``--bases`` there, by the heuristics' tables; first round)
+or by the last fitted network (later rounds), with ``--explore`` of the decisions random, decisions
+are sampled and every valid action is tried: take it, then follow the base to the end of the episode,
+all branches of a decision in one compiled call (:class:`msj_gym.env.branches.BranchPlayer`), every
+branch on the same future jobs (common random numbers). The base is the env's own advisor, so a
+branch follows it exactly as the agent's "follow" action does, from the advisor's data as the run has
+it: Adaptive Quickswap's draining phase, Static Quickswap's turn carry into the play-out (a base
+prepared afresh for every branch forgot them, and rated holding servers for a waiting wide job
+as no better than starting narrow jobs). With ``--persist M`` a branch keeps its action for the next
+``M`` decisions (while it stays valid) before the base takes over, which prices a choice that is
+cheap once and costly when made at every decision. The network
 (:class:`msj_gym.agents.set_policy.ClassSetMaskablePolicy`) is fitted to minimise the expected cost of its
 action distribution with an entropy bonus (``msj_gym.agents.improve.fit``), on the costs of every round, and
 the fit kept is the one whose simulated mean response time is best relative to the best base on the
