@@ -738,7 +738,9 @@ def _standings(
                 break
             up_to = r.load
         # the theory a policy declares for itself (its parameters included)
-        theory = stability_limit(policy_from_spec(e.policy, "policy", **e.params), workload) if e.policy else None
+        theory = (
+            stability_limit(policy_from_spec(e.policy, "policy", **e.params), workload) if e.policy else None
+        )
         out.append(
             Standing(
                 scenario=scenario,

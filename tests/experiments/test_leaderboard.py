@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from msj_gym.registry import stability_limit
 from msj_gym.cli import main
 from msj_gym.experiments.leaderboard import (
     TERMINAL_WIDTH,
@@ -22,6 +21,7 @@ from msj_gym.experiments.leaderboard import (
     parse_seeds,
     run_leaderboard,
 )
+from msj_gym.registry import stability_limit
 from msj_gym.workloads.scenarios import load_scenario
 
 SMALL = dict(policies=("fcfs", "msf", "server-filling"), loads="0.5,0.7", seeds=2, arrivals=3000)
