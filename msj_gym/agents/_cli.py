@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = [
     "ArgumentParser",
@@ -35,7 +35,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` whose errors are a :class:`UsageError` (one line, exit code 2 under
     :func:`run_script`) instead of the usage text and ``SystemExit``; ``--help`` shows the usage."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
 

@@ -21,9 +21,13 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from msj_gym.core import Policy
+    from msj_gym.env.msj_env import MSJEnv
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -64,8 +68,8 @@ def code_stamp(*files: Path) -> str:
     from msj_gym.experiments.runner import code_version
 
     h = hashlib.sha256(code_version().encode())
-    for package in (msj_gym.baselines, msj_gym.env):
-        for f in sorted(Path(package.__file__).parent.glob("*.py")):
+    for init in (msj_gym.baselines.__file__, msj_gym.env.__file__):  # the packages' __init__.py
+        for f in sorted(Path(init).parent.glob("*.py")):
             h.update(f.name.encode() + f.read_bytes())
     for f in files:
         h.update(Path(f).read_bytes())
@@ -99,7 +103,9 @@ def evaluate(
     env_kwargs = dict(meta.get("env_kwargs", {}))
     env_kwargs.update(num_arrivals=arrivals, warmup=warmup)
     env = gym.make(meta.get("env_id", "MSJ-v0"), **env_kwargs)
-    workload = env.unwrapped.workload
+    # what is read here is an MSJ env's (MSJ-v0, MSJPreemptive-v0): the envs of the baselines' model
+    msj_env = cast("MSJEnv", env.unwrapped)
+    workload = msj_env.workload
     done: set[tuple[str, int]] = set()
     rows: list[dict[str, Any]] = []
     stamp = run_stamp(checkpoint)
@@ -129,11 +135,11 @@ def evaluate(
                 done.add((row["policy"], row["seed"]))
     # every baseline the env allows that is defined on this workload (MSFQ, e.g., needs a one-or-all
     # one); an agent that may preempt meets the preemptive policies too
-    pool = list(POLICIES) if env.unwrapped.preemptive else non_preemptive()
+    pool = list(POLICIES) if msj_env.preemptive else non_preemptive()
     policies = [label, *(p for p in pool if supports(p, workload) is None)]
     # rules outside the registry: --also, and the base the agent was learned from if it is one
     base = meta.get("base")
-    extra = {}
+    extra: dict[str, Policy] = {}
     for spec in (*also, *([base] if isinstance(base, str) and ":" in base else [])):
         policy = policy_from_spec(spec, "--also")
         extra.setdefault(policy.policy_id, policy)
@@ -176,7 +182,7 @@ def rank(rows: list[dict[str, Any]], label: str) -> list[dict[str, Any]]:
     for r in rows:
         by.setdefault(r["policy"], {})[r["seed"]] = r
     agent = by[label]
-    table = []
+    table: list[dict[str, Any]] = []
     for pid, runs in by.items():
         seeds = sorted(runs)
         est = replication_ci([runs[s]["mean_response_time"] for s in seeds])

@@ -200,6 +200,7 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
     import msj_gym  # noqa: F401  (registers the envs)
     from msj_gym.core import state as S
     from msj_gym.env.branches import BranchPlayer
+    from msj_gym.env.msj_env import MSJEnv
 
     a = task["args"]
     env = gym.make(
@@ -208,6 +209,7 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
         num_arrivals=a["episode_arrivals"],
         **env_kwargs(a["sizes"], a["bases"]),
     ).unwrapped
+    assert isinstance(env, MSJEnv)  # what MSJ-v0 makes
     follow = _policy_from_state(task["follow"], env)
     if follow is not None:
         return _collect_following(task, follow)
@@ -220,10 +222,13 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
     n_act = env.action_space.n
     others = np.array([j != task["best"] for j in range(len(a["bases"]))])  # advisors not followed
     base_action = n_act - others.size + task["best"]
-    obs_l, mask_l, cost_l = [], [], []
+    obs_l: list[np.ndarray] = []
+    mask_l: list[np.ndarray] = []
+    cost_l: list[np.ndarray] = []
     episode = 0
     while len(cost_l) < task["decisions"] and episode < episode_seeds.size:
         obs, info = env.reset(seed=int(episode_seeds[episode] >> np.uint64(1)))
+        assert env.core is not None  # reset() made it
         episode += 1
         over = False
         while not over and len(cost_l) < task["decisions"]:
@@ -247,7 +252,11 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def _decisions(
-    obs_l: list[np.ndarray], mask_l: list[np.ndarray], cost_l: list[np.ndarray], n_act: int, index: int
+    obs_l: list[np.ndarray],
+    mask_l: list[np.ndarray],
+    cost_l: list[np.ndarray],
+    n_act: int | np.integer,  # a Discrete space's n is a NumPy integer
+    index: int,
 ) -> dict[str, np.ndarray]:
     n = len(cost_l)
     return {
@@ -272,9 +281,10 @@ def _collect_following(task: dict[str, Any], follow: Any) -> dict[str, np.ndarra
 
     from msj_gym.core import state as S
     from msj_gym.env.branches import BranchPlayer
+    from msj_gym.env.msj_env import MSJEnv
 
     a = task["args"]
-    lanes = []
+    lanes: list[dict[str, Any]] = []
     for seq in task["seed"].spawn(FOLLOW_EPISODES):
         env = gym.make(
             "MSJ-v0",
@@ -282,6 +292,7 @@ def _collect_following(task: dict[str, Any], follow: Any) -> dict[str, np.ndarra
             num_arrivals=a["episode_arrivals"],
             **env_kwargs(a["sizes"], a["bases"]),
         ).unwrapped
+        assert isinstance(env, MSJEnv)  # what MSJ-v0 makes
         sampling, streams = seq.spawn(2)
         seeds = streams.generate_state(1_000, dtype=np.uint64)
         obs, info = env.reset(seed=int(seeds[0] >> np.uint64(1)))
@@ -292,7 +303,9 @@ def _collect_following(task: dict[str, Any], follow: Any) -> dict[str, np.ndarra
         )  # fmt: skip
     n_act = lanes[0]["env"].action_space.n
     others = np.array([j != task["best"] for j in range(len(a["bases"]))])  # advisors not followed
-    obs_l, mask_l, cost_l = [], [], []
+    obs_l: list[np.ndarray] = []
+    mask_l: list[np.ndarray] = []
+    cost_l: list[np.ndarray] = []
     while len(cost_l) < task["decisions"]:
         asked, actions = [], {}
         for i, lane in enumerate(lanes):
@@ -508,7 +521,8 @@ def _retune(args: argparse.Namespace, select: list[Any], seeds: list[int], table
     from msj_gym.atomic import atomic_path, atomic_write_text
 
     meta = json.loads(args.retune.with_suffix(".json").read_text())
-    model = MaskablePPO.load(args.retune, device="cpu")
+    # Any: its network is the class-set one (ClassSetNetwork), with buffers SB3's types do not know
+    model: Any = MaskablePPO.load(args.retune, device="cpu")
     kwargs, best = meta["env_kwargs"], table["means"].min(axis=1)
     net = model.policy.mlp_extractor
     net.follow_bias.fill_(0.0)
@@ -722,9 +736,11 @@ def main(argv: list[str] | None = None) -> Path:
             # no selection system with a stable base ranks no fit: the latest (on the most data) is kept
             if model is None or math.isnan(got) or got < score:
                 model, score = candidate, got
+        assert model is not None  # --candidates is at least 1 (parse_args)
         log(f"round {r + 1}: kept selection ratio {score:.4f}")
         if args.data is not None:  # each round's kept fit, to look at or to start from
             model.save(args.data / f"round-{r + 1}.zip")
+    assert model is not None and data is not None  # --rounds is at least 1 (parse_args)
     chosen_bias, chosen_age, score = tune_following(
         model,
         score,

@@ -224,8 +224,10 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
     import msj_gym  # noqa: F401  (registers the envs)
     from msj_gym.core import state as S
     from msj_gym.env.branches import BASE_DECISION, BranchPlayer, python_costs
+    from msj_gym.env.msj_env import MSJEnv
 
     env = gym.make(args.env_id, num_arrivals=args.episode_arrivals, **env_kwargs_of(args)).unwrapped
+    assert isinstance(env, MSJEnv)  # what MSJ-v0 and MSJPreemptive-v0 (--env-id's choices) make
     base = base_policy(args.base)
     base_action = BaseActions(base, env)
     compiled = not args.python_branches and type(base).kernel is not None
@@ -240,10 +242,15 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
     priority = args.actions != "jobs"
     # the advisor's action is the base's decision when the base advises; else no action names it
     delegate = env.num_classes + 1 if priority and args.advisor == args.base else -1
-    obs_l, mask_l, cost_l, base_l, base_cost_l = [], [], [], [], []
+    obs_l: list[np.ndarray] = []
+    mask_l: list[np.ndarray] = []
+    cost_l: list[np.ndarray] = []
+    base_l: list[int] = []
+    base_cost_l: list[float] = []
     t0, episode = time.perf_counter(), 0
     while len(cost_l) < args.decisions:
         obs, info = env.reset(seed=int(episode_seeds[episode] >> np.uint64(1)))
+        assert env.core is not None  # reset() made it
         episode += 1
         over = False
         while not over and len(cost_l) < args.decisions:
@@ -407,7 +414,8 @@ def main(argv: list[str] | None = None) -> Path:
     unused = ("out", "data", "threads", "rounds")
     key = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in unused}, default=str)
     data: dict[str, np.ndarray] | None = None
-    model, scores, t_collect = None, {}, 0.0
+    model, t_collect = None, 0.0
+    scores: dict[str, float] = {}  # the kept fit's
     from msj_gym.agents._cli import read_round, write_round
 
     for r in range(args.rounds):
@@ -449,6 +457,7 @@ def main(argv: list[str] | None = None) -> Path:
                 or fitted["selection_mean_response_time"] < best[1]["selection_mean_response_time"]
             ):
                 best = (candidate, fitted)
+        assert best is not None  # --candidates is at least 1 (_check_args)
         kept = model is not None and (
             scores["selection_mean_response_time"] <= best[1]["selection_mean_response_time"]
         )
@@ -457,6 +466,8 @@ def main(argv: list[str] | None = None) -> Path:
             log(f"round {r + 1}: no fit beats round {r}'s ({previous:.4f}); it is kept")
         else:
             model, scores = best
+    # --rounds is at least 1 (_check_args), and the first round keeps a fit
+    assert model is not None and data is not None
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model.save(args.out)

@@ -79,7 +79,8 @@ class LsfShortest(Policy):
     kernel = _lsf_shortest
     work = WORK
 
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         needs = workload.server_needs
         order = sorted(range(len(needs)), key=lambda c: (int(needs[c]), c))  # once, not per decision
         return super().prepare(workload, rng)._replace(params=FIELDS.pack(class_order=np.array(order, float)))

@@ -21,7 +21,7 @@ class slot plus wait, plus the advisor's), the features per class from the obser
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch as th
@@ -66,6 +66,12 @@ class ClassSetNetwork(nn.Module):
     """The SB3 "mlp extractor" of the class-set policies: ``forward`` returns the action logits
     (``latent_dim_pi`` = the number of actions) and the value's latent features."""
 
+    # the buffers registered in __init__ (nn.Module's attribute lookup gives a type checker no more
+    # than "a tensor or a module")
+    follow_bias: th.Tensor
+    select_bias: th.Tensor
+    follow_when_age: th.Tensor
+
     def __init__(
         self,
         slots: int,
@@ -90,6 +96,7 @@ class ClassSetNetwork(nn.Module):
         self.other = nn.Sequential(_mlp([hidden, hidden], activation), nn.Linear(hidden, 1 + extra))
         self.value = _mlp([hidden, hidden], activation)
         for head in (self.score[-1], self.other[-1]):  # near-uniform initial policy
+            assert isinstance(head, nn.Linear)
             nn.init.orthogonal_(head.weight, gain=0.01)
             nn.init.zeros_(head.bias)
         # With advisors: which one to follow, from what does not change within an episode (the
@@ -178,26 +185,35 @@ class ClassSetNetwork(nn.Module):
         return self._logits(obs, emb, context, present), self.value(context)
 
 
-class _ClassSetMixin:
+if TYPE_CHECKING:
+    # what the mixin is mixed into, for the type checker; at run time it is a plain class, so that
+    # it goes first in the bases of both policies (MaskableActorCriticPolicy is an optional import)
+    _MixinBase = ActorCriticPolicy
+else:
+    _MixinBase = object
+
+
+class _ClassSetMixin(_MixinBase):
     """What both SB3 policy classes share: the class-set network as the "mlp extractor", fed the
     observation itself, with its logits used as they are (no linear action layer on top)."""
 
     def _build_mlp_extractor(self) -> None:
-        slots, features, extra = set_layout(self.observation_space, self.action_space)  # type: ignore[attr-defined]
+        slots, features, extra = set_layout(self.observation_space, self.action_space)
         kwargs = dict(getattr(self, "set_kwargs", {}))
-        self.mlp_extractor = ClassSetNetwork(slots, features, extra, **kwargs)
+        # not an SB3 MlpExtractor, but it has all SB3 uses of one: forward, forward_actor,
+        # forward_critic, latent_dim_pi and latent_dim_vf
+        self.mlp_extractor = ClassSetNetwork(slots, features, extra, **kwargs)  # type: ignore[assignment]
 
     def _build(self, lr_schedule: Any) -> None:
-        ortho = self.ortho_init  # type: ignore[has-type]
+        ortho = self.ortho_init
         self.ortho_init = False  # the network initialises itself (small score heads)
-        super()._build(lr_schedule)  # type: ignore[misc]
+        super()._build(lr_schedule)
         self.ortho_init = ortho
         self.action_net = nn.Identity()
-        # the optimizer again, without the linear action layer just replaced
-        self.optimizer = self.optimizer_class(  # type: ignore[attr-defined]
-            self.parameters(),  # type: ignore[attr-defined]
-            lr=lr_schedule(1),
-            **self.optimizer_kwargs,  # type: ignore[attr-defined]
+        # the optimizer again, without the linear action layer just replaced (as SB3 makes it: its
+        # optimizer classes take ``lr``, which torch's base Optimizer does not declare)
+        self.optimizer = self.optimizer_class(  # type: ignore[call-arg]
+            self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
         )
 
 

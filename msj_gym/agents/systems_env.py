@@ -8,6 +8,7 @@ The systems share the env's spaces when the observation is the padded class set
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -29,7 +30,10 @@ class SystemsEnv(gym.Env):
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium's own attribute
 
     def __init__(
-        self, systems: list[WorkloadLike | str | dict[str, Any]], env_id: str = "MSJ-v0", **env_kwargs: Any
+        self,
+        systems: Sequence[WorkloadLike | str | dict[str, Any]],
+        env_id: str = "MSJ-v0",
+        **env_kwargs: Any,
     ) -> None:
         super().__init__()
         if not systems:

@@ -99,6 +99,7 @@ def build_model(algo: str, env: Any, seed: int, args: argparse.Namespace) -> Any
         policy = ClassSetMaskablePolicy if algo == "maskable-ppo" else ClassSetPolicy
         common["policy_kwargs"] = {"hidden": args.net_arch[0]}
     if algo in ("ppo", "maskable-ppo"):
+        Algo: Any  # MaskablePPO or PPO, which take the same arguments here
         if algo == "maskable-ppo":
             from sb3_contrib import MaskablePPO as Algo
         else:
@@ -180,7 +181,9 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
         env: Any = SystemsEnv(systems, args.env_id, **base)
     else:
         env = gym.make(args.env_id, **env_kwargs)
-    observations, masks, actions = [], [], []
+    observations: list[Any] = []
+    masks: list[Any] = []
+    actions: list[Any] = []
     seed = 10**6 + args.seed  # far from the evaluation seeds
     obs, info = env.reset(seed=seed)
     agent = imitation_agent(args.imitate, env)
@@ -444,12 +447,12 @@ def main(argv: list[str] | None = None) -> Path:
         from msj_gym.workloads.generator import sample_systems
 
         # the generalist's training systems (msj_gym.agents.generalist draws the same ones from --seed)
-        systems = sample_systems(args.seed, args.systems)
+        sampled = sample_systems(args.seed, args.systems)
         for key in ("scenario", "load", "num_servers"):
             env_kwargs.pop(key, None)
         kwargs = dict(env_kwargs)
         venv = make_vec_env(
-            lambda: SystemsEnv(systems, args.env_id, **kwargs), n_envs=args.n_envs, seed=args.seed
+            lambda: SystemsEnv(sampled, args.env_id, **kwargs), n_envs=args.n_envs, seed=args.seed
         )
     elif len(systems) > 1:
         from msj_gym.agents.systems_env import SystemsEnv

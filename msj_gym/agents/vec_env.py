@@ -29,11 +29,12 @@ import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
 
 from msj_gym.env.moldable_vector import MSJMoldableVectorEnv
-from msj_gym.env.vector import MSJPreemptiveVectorEnv, MSJVectorEnv, NativeVectorEnv
+from msj_gym.env.vector import MSJPreemptiveVectorEnv, MSJVectorEnv
 
 __all__ = ["VECTOR_ENVS", "MSJSB3VecEnv"]
 
-VECTOR_ENVS: dict[str, type[NativeVectorEnv]] = {
+# the concrete classes (NativeVectorEnv itself declares no constructor: each model has its own keywords)
+VECTOR_ENVS: dict[str, type[MSJVectorEnv] | type[MSJMoldableVectorEnv]] = {
     "MSJ-v0": MSJVectorEnv,
     "MSJPreemptive-v0": MSJPreemptiveVectorEnv,
     "MSJMoldable-v0": MSJMoldableVectorEnv,

@@ -306,6 +306,7 @@ class MSJEnv(gym.Env):
 
     # gymnasium's Env declares metadata an instance attribute (set per instance, as wrappers do)
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
+    action_space: spaces.Discrete  # gymnasium's Env declares any space; this env's actions are numbered
     preemptive = False
 
     def __init__(
