@@ -259,7 +259,14 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         # a shipped agent's name; anything else fails in load_agent with its one-line reason
         args.checkpoint = shipped_agents().get(str(args.checkpoint), args.checkpoint)
     warmup = args.warmup if args.warmup is not None else args.arrivals // 10
-    load_agent(args.checkpoint)  # a checkpoint that does not load fails here, before any run
+    _, meta = load_agent(args.checkpoint)  # a checkpoint that does not load fails here, before any run
+    if meta["env_id"] not in ("MSJ-v0", "MSJPreemptive-v0"):
+        # this script replays the MSJ queue; the other models' agents run in their model's leaderboard
+        raise ValueError(
+            f"checkpoint {str(args.checkpoint)!r}: an agent of {meta['env_id']}; this script evaluates "
+            "MSJ-v0 and MSJPreemptive-v0 agents (rank it with msj-gym leaderboard --scenario SYSTEM "
+            "--agent ...)"
+        )
     from msj_gym.registry import policy_from_spec
 
     for spec in args.also:

@@ -87,6 +87,10 @@ def test_evaluate_rejects_bad_input(tmp_path: pathlib.Path) -> None:
         evaluate.parse_seeds("a-b")
     with pytest.raises(ValueError, match="no such file"):
         evaluate.main([str(tmp_path / "missing.zip")])
+    # an agent of another model: one line naming its env, before any run
+    with pytest.raises(ValueError, match="an agent of MSJMoldable-v0; this script evaluates MSJ-v0"):
+        evaluate.main(["ppo-moldable-hw", "--out", str(tmp_path / "m.jsonl")])
+    assert not (tmp_path / "m.jsonl").exists()
 
 
 def test_shipped_checkpoint_beats_fcfs_on_a_held_out_seed() -> None:
