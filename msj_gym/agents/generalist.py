@@ -9,15 +9,15 @@ training, ``--select-systems`` others for choosing among fits; both from ``--see
 ``msj_gym/agents/improve.py`` (one step of approximate policy iteration, classification-based): along episodes
 driven by the system's base (the best of ``--bases`` there, by the heuristics' tables; first round)
 or by the last fitted network (later rounds), with ``--explore`` of the decisions random, decisions
-are sampled and every valid action is tried: take it, then follow the base to the end of the episode,
-all branches of a decision in one compiled call (:class:`msj_gym.env.branches.BranchPlayer`), every
-branch on the same future jobs (common random numbers). The base is the env's own advisor, so a
-branch follows it exactly as the agent's "follow" action does, from the advisor's data as the run has
-it: Adaptive Quickswap's draining phase, Static Quickswap's turn carry into the play-out (a base
-prepared afresh for every branch forgot them, and rated holding servers for a waiting wide job
-as no better than starting narrow jobs). With ``--persist M`` a branch keeps its action for the next
-``M`` decisions (while it stays valid) before the base takes over, which prices a choice that is
-cheap once and costly when made at every decision. The network
+are sampled and every valid action is tried: take it, then let the base play the episode out, all
+branches of a decision in one compiled call (:class:`msj_gym.env.branches.BranchPlayer`), every branch
+on the same future jobs (common random numbers). The base is prepared afresh for every branch, as a
+native run starts it (``--play-out fresh``, the default, which the shipped agents were trained with),
+or is the env's own advisor, followed as the agent's "follow" action does from the advisor's data as
+the run has it (``--play-out advisor``): Adaptive Quickswap's draining phase and Static Quickswap's
+turn carry into the play-out, where a fresh base forgets them. With ``--persist M`` a branch keeps
+its action for the next ``M`` decisions (while it stays valid) before the base takes over, which
+prices a choice that is cheap once and costly when made at every decision. The network
 (:class:`msj_gym.agents.set_policy.ClassSetMaskablePolicy`) is fitted to minimise the expected cost of its
 action distribution with an entropy bonus (``msj_gym.agents.improve.fit``), on the costs of every round, and
 the fit kept is the one whose simulated mean response time is best relative to the best base on the
@@ -81,6 +81,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--tail", type=int, default=800, help="arrivals after the last sampled decision")
     ap.add_argument("--sample-every", type=float, default=6.0, help="mean decisions between two samples")
     ap.add_argument("--explore", type=float, default=0.1, help="share of decisions made at random")
+    ap.add_argument(
+        "--play-out",
+        choices=("fresh", "advisor"),
+        default="fresh",
+        help="the branches' base: prepared afresh per branch, or the env's advisor followed with its data",
+    )
     ap.add_argument(
         "--persist",
         type=int,
@@ -190,6 +196,16 @@ def _policy_from_state(state: dict[str, Any] | None, env: Any) -> Any:
     return model
 
 
+def _base(env: Any, task: dict[str, Any]) -> Any:
+    """The system's base as ``--play-out`` has the branches play it: its advisor in the env (its data
+    carried on), or a policy of its own prepared afresh for every branch."""
+    if task["args"].get("play_out", "fresh") == "advisor":
+        return env.advisors[task["best"]]
+    from msj_gym.registry import policy_from_spec
+
+    return policy_from_spec(task["args"]["bases"][task["best"]], "--bases")
+
+
 def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
     """The compared decisions of one system (a worker's unit of work): observations, masks and each
     valid action's cost with the system's best base (``task["best"]``) playing the branches out (NaN
@@ -213,9 +229,8 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
     follow = _policy_from_state(task["follow"], env)
     if follow is not None:
         return _collect_following(task, follow)
-    # the base is the env's advisor: the episodes follow it and the branches play out following it,
-    # from its data as the run has it (a Quickswap's phase carries over, as when the agent follows it)
-    player = BranchPlayer(env, env.advisors[task["best"]], persist=a.get("persist", 1))
+    base = _base(env, task)
+    player = BranchPlayer(env, base, persist=a.get("persist", 1))
     sampling, streams = task["seed"].spawn(2)
     rng = np.random.default_rng(sampling)
     episode_seeds = streams.generate_state(10_000, dtype=np.uint64)
@@ -246,8 +261,10 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
                 cost_l.append(costs)
             if rng.random() < a["explore"]:
                 obs, _, _, over, info = env.step(int(rng.choice(np.flatnonzero(mine))))
-            else:
+            elif base is env.advisors[task["best"]]:  # the advisor followed, as its action does
                 obs, _, _, over, info = env.step(base_action)
+            else:
+                obs, _, _, over, info = env.step_policy(base)
     return _decisions(obs_l, mask_l, cost_l, n_act, task["index"])
 
 
@@ -297,7 +314,7 @@ def _collect_following(task: dict[str, Any], follow: Any) -> dict[str, np.ndarra
         seeds = streams.generate_state(1_000, dtype=np.uint64)
         obs, info = env.reset(seed=int(seeds[0] >> np.uint64(1)))
         lanes.append(
-            {"env": env, "player": BranchPlayer(env, env.advisors[task["best"]], persist=a.get("persist", 1)),
+            {"env": env, "player": BranchPlayer(env, _base(env, task), persist=a.get("persist", 1)),
              "rng": np.random.default_rng(sampling),
              "seeds": seeds, "episode": 1, "obs": obs, "info": info}
         )  # fmt: skip
@@ -431,10 +448,9 @@ def _round_tasks(
     args: argparse.Namespace, systems: list[Any], best: np.ndarray, r: int, follow: Any
 ) -> list[dict[str, Any]]:
     share = -(-args.decisions // len(systems))
-    worker_args = {
-        k: getattr(args, k)
-        for k in ("episode_arrivals", "skip", "tail", "sample_every", "explore", "sizes", "bases", "persist")
-    }
+    passed = ["episode_arrivals", "skip", "tail", "sample_every", "explore", "sizes", "bases"]
+    passed += ["persist", "play_out"]
+    worker_args = {k: getattr(args, k) for k in passed}
     seeds = np.random.SeedSequence([args.seed, r]).spawn(len(systems))
     return [
         {
@@ -679,7 +695,7 @@ def main(argv: list[str] | None = None) -> Path:
     # it, e.g. --candidates or the selection settings). The following's tuning, after every round, not.
     collecting = (
         "seed", "systems", "select_seeds", "select_arrivals", "bases", "sizes", "decisions",
-        "episode_arrivals", "skip", "tail", "sample_every", "explore", "persist",
+        "episode_arrivals", "skip", "tail", "sample_every", "explore", "persist", "play_out",
     )  # fmt: skip
     key = json.dumps(
         {k: getattr(args, k) for k in sorted(collecting)} | {"code": code_stamp(Path(__file__))}, default=str

@@ -32,8 +32,10 @@ def _tasks(backend_args: list[str], follow: dict | None = None) -> list[dict]:
     )
 
 
-def _collect(backend: str, workers: int, follow: dict | None = None) -> list[dict[str, np.ndarray]]:
-    tasks = _tasks([], follow)
+def _collect(
+    backend: str, workers: int, follow: dict | None = None, more: list[str] | None = None
+) -> list[dict[str, np.ndarray]]:
+    tasks = _tasks(more or [], follow)
     done = sorted(
         map_unordered(generalist.collect_system, tasks, backend, workers), key=lambda x: x[0]["index"]
     )
@@ -58,6 +60,22 @@ def test_collection_is_the_same_in_one_process_in_workers_and_on_ray() -> None:
     _same(one, _collect("local", 2))
     pytest.importorskip("ray", reason="the Ray backend needs ray (the dev or ray extra)")
     _same(one, _collect("ray", 2))
+
+
+def test_the_advisor_play_out_is_the_same_in_one_process_and_in_workers() -> None:
+    """``--play-out advisor --persist 2``: the branches follow the system's base as the env's advisor
+    (its data carried on) and keep their action for two decisions; the data do not depend on the
+    workers, and the costs are not the fresh base's."""
+    more = ["--play-out", "advisor", "--persist", "2"]
+    one = _collect("local", 1, more=more)
+    assert sum(len(p["cost"]) for p in one) == 40
+    for part in one:
+        assert (~np.isnan(part["cost"]) == part["mask"]).all()
+    _same(one, _collect("local", 2, more=more))
+    fresh = _collect("local", 1)
+    assert not all(
+        np.array_equal(a["cost"], b["cost"], equal_nan=True) for a, b in zip(one, fresh, strict=True)
+    )
 
 
 def test_a_round_driven_by_the_network_is_the_same_in_one_process_and_in_workers() -> None:
@@ -129,6 +147,7 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
         (["--bases", "nope"], "--bases 'nope'"),
         (["--systems", "0"], "--systems: expected a positive integer, got 0"),
         (["--persist", "0"], "--persist: expected a positive integer, got 0"),
+        (["--play-out", "native"], "--play-out: invalid choice: 'native'"),
         (["--skip", "300", "--tail", "1800"], "--skip + --tail"),
         (["--out", "g.pt"], "--out: expected a .zip path"),
         (["--retune", "nope.zip"], "--retune: expected a checkpoint .zip with its .json"),
