@@ -8,8 +8,14 @@ inside one compiled loop: for each branch it copies the state into a scratch sta
 stream, which the engine only reads, is shared: every branch sees the same future jobs, the common
 random numbers), takes the action with the env's own step, and runs the base's compiled decision rule
 to the end of the episode with the engine's own loop. The results are the Python path's, bit for bit
-(tested); a branch that needs something of Python (more job slots in a long queue, more arrivals) is
-redone by the Python path.
+where a branch is one step and a play-out (tested; to rounding where it takes several steps, see
+:func:`python_costs`); a branch that needs something of Python (more job slots in a long queue, more
+arrivals) is redone by the Python path.
+
+The base is either a policy of its own, prepared afresh for every branch as a native run starts it,
+or one of the env's advisors: then every branch follows that advisor to the end as the agent's action
+for it does, from the advisor's data as the run has it (a Quickswap's phase), so that the costs are
+those of the heuristic the agent would really follow.
 
 The base must be a policy with a compiled kernel whose decisions do not draw from its random
 generator (every MSJ baseline); its data is prepared fresh for every branch, as ``play_out`` does.
@@ -126,7 +132,7 @@ def _player(step: Any) -> Any:
             for i in range(out.size):
                 out[i] = 0.0
             a = branch_actions[b]
-            _fresh(pdata, template)  # following an advisor: its data as the run has it now
+            _fresh(pdata, template)  # the base's data at this decision (the advisor's, if it is followed)
             if a == BASE_DECISION:
                 n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
                 if n > 0 and apply(scratch, actions, n) != S.E_NONE:
@@ -234,7 +240,12 @@ class BranchPlayer:
     is nearly free when the base repairs it at once (one more narrow job ahead of a waiting wide
     one costs little if the base then holds servers for the wide job); the same choice made at
     every decision may starve a class, and a persistent branch prices that. The base's own decision
-    and the advisors' are single decisions whatever ``persist``."""
+    and the advisors' are single decisions whatever ``persist``.
+
+    A ``base`` that is one of ``env``'s advisors (the same object) is followed: every branch goes on as
+    the agent's action for that advisor does, from the advisor's data as the env keeps it, asked at
+    every event where the env asks it (:attr:`follows` is its index); and :data:`BASE_DECISION` is the
+    advisor's advice at this decision. Another ``base`` is prepared afresh for every branch."""
 
     def __init__(self, env: Any, base: Policy, persist: int = 1) -> None:
         if isinstance(persist, bool) or not isinstance(persist, int | np.integer) or persist < 1:
