@@ -132,7 +132,8 @@ def _player(step: Any) -> Any:
             for i in range(out.size):
                 out[i] = 0.0
             a = branch_actions[b]
-            _fresh(pdata, template)  # the base's data at this decision (the advisor's, if it is followed)
+            if own > 0 or a == BASE_DECISION:  # the base decides or keeps books within the branch's step
+                _fresh(pdata, template)  # its data at this decision (the advisor's, if it is followed)
             if a == BASE_DECISION:
                 n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
                 if n > 0 and apply(scratch, actions, n) != S.E_NONE:
