@@ -196,6 +196,24 @@ def _policy_from_state(state: dict[str, Any] | None, env: Any) -> Any:
     return model
 
 
+def _system_env(task: dict[str, Any]) -> Any:
+    """The agent's env on the task's system, episodes of ``--episode-arrivals`` (unwrapped)."""
+    import gymnasium as gym
+
+    import msj_gym  # noqa: F401  (registers the envs)
+    from msj_gym.env.msj_env import MSJEnv
+
+    a = task["args"]
+    env = gym.make(
+        "MSJ-v0",
+        scenario=task["system"],
+        num_arrivals=a["episode_arrivals"],
+        **env_kwargs(a["sizes"], a["bases"]),
+    ).unwrapped
+    assert isinstance(env, MSJEnv)  # what MSJ-v0 makes
+    return env
+
+
 def _base(env: Any, task: dict[str, Any]) -> Any:
     """The system's base as ``--play-out`` has the branches play it: its advisor in the env (its data
     carried on), or a policy of its own prepared afresh for every branch."""
@@ -211,21 +229,11 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
     valid action's cost with the system's best base (``task["best"]``) playing the branches out (NaN
     where invalid; the other bases' advisor actions count as invalid: the agent follows the one its
     selector picks, and on a training system that is the best one)."""
-    import gymnasium as gym
-
-    import msj_gym  # noqa: F401  (registers the envs)
     from msj_gym.core import state as S
     from msj_gym.env.branches import BranchPlayer
-    from msj_gym.env.msj_env import MSJEnv
 
     a = task["args"]
-    env = gym.make(
-        "MSJ-v0",
-        scenario=task["system"],
-        num_arrivals=a["episode_arrivals"],
-        **env_kwargs(a["sizes"], a["bases"]),
-    ).unwrapped
-    assert isinstance(env, MSJEnv)  # what MSJ-v0 makes
+    env = _system_env(task)
     follow = _policy_from_state(task["follow"], env)
     if follow is not None:
         return _collect_following(task, follow)
@@ -261,7 +269,7 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
                 cost_l.append(costs)
             if rng.random() < a["explore"]:
                 obs, _, _, over, info = env.step(int(rng.choice(np.flatnonzero(mine))))
-            elif base is env.advisors[task["best"]]:  # the advisor followed, as its action does
+            elif player.follows is not None:  # the advisor followed, as its action does
                 obs, _, _, over, info = env.step(base_action)
             else:
                 obs, _, _, over, info = env.step_policy(base)
@@ -294,22 +302,13 @@ def _collect_following(task: dict[str, Any], follow: Any) -> dict[str, np.ndarra
     """:func:`collect_system` for a round whose episodes the fitted network ``follow`` drives:
     :data:`FOLLOW_EPISODES` episodes side by side, each with its own env, branch player, sampling
     stream and episode seeds, stepped in a fixed order so that the data depend on the task alone."""
-    import gymnasium as gym
-
     from msj_gym.core import state as S
     from msj_gym.env.branches import BranchPlayer
-    from msj_gym.env.msj_env import MSJEnv
 
     a = task["args"]
     lanes: list[dict[str, Any]] = []
     for seq in task["seed"].spawn(FOLLOW_EPISODES):
-        env = gym.make(
-            "MSJ-v0",
-            scenario=task["system"],
-            num_arrivals=a["episode_arrivals"],
-            **env_kwargs(a["sizes"], a["bases"]),
-        ).unwrapped
-        assert isinstance(env, MSJEnv)  # what MSJ-v0 makes
+        env = _system_env(task)
         sampling, streams = seq.spawn(2)
         seeds = streams.generate_state(1_000, dtype=np.uint64)
         obs, info = env.reset(seed=int(seeds[0] >> np.uint64(1)))
