@@ -54,9 +54,10 @@ def log(message: str) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(
-        prog="python -m msj_gym.agents.generalist", description=__doc__.split("\n\n")[0]
-    )
+    from msj_gym.agents._cli import ArgumentParser
+
+    # a refusal is one line under run_script, as the other agents' scripts and msj-gym make it
+    ap = ArgumentParser(prog="python -m msj_gym.agents.generalist", description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", action="store_true", help="size-aware: shortest jobs first, sizes observed")
     ap.add_argument("--bases", default=None, help="comma-separated base heuristics (default by --sizes)")
     ap.add_argument("--systems", type=int, default=48, help="training systems drawn from the generator")
