@@ -1,8 +1,8 @@
 """The bad-input catalogue, continued (``tests/test_bad_inputs.py`` holds the first part): every entry
 point added since, each case refused with exit code 2 and ONE line on stderr that names the field or
 flag and the value, no traceback, nothing on stdout and nothing written. The surfaces: the
-``python -m msj_gym.agents.improve / evaluate / train`` scripts, the GPU-trace loaders and SWF replay,
-``msj-gym benchmark`` and the agents' metadata (benchmark and leaderboard), ``msj-gym optimal``,
+``python -m msj_gym.agents.improve / evaluate / train / generalist`` scripts, the GPU-trace loaders and
+SWF replay, ``msj-gym benchmark`` and the agents' metadata (benchmark and leaderboard), ``msj-gym optimal``,
 ``msj-gym render``, ``msj_gym.testing.check_policy`` and the env keywords and vector-env seeds."""
 
 from __future__ import annotations
@@ -195,6 +195,21 @@ def test_evaluate_checks_the_checkpoints_metadata(meta, needles, capsys, tmp_pat
     _script("evaluate", [str(ckpt), "--seeds", "1", "--arrivals", "200"], needles, capsys, tmp_path)
 
 
+GENERALIST_CASES = [
+    (["--persist", "0"], ["--persist", "got 0"]),
+    (["--persist", "-3"], ["--persist", "got -3"]),
+    (["--persist", "two"], ["--persist", "'two'"]),
+    (["--play-out", "native"], ["--play-out", "'native'"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("flags", "needles"), GENERALIST_CASES, ids=[" ".join(c[0]) for c in GENERALIST_CASES]
+)
+def test_bad_generalist_flag(flags, needles, capsys, tmp_path):
+    _script("generalist", [*flags, "--out", str(tmp_path / "g.zip")], needles, capsys, tmp_path)
+
+
 EVALUATE_CASES = [
     (["--arrivals", "10"], ["--arrivals 10", "[100,"]),
     (["--arrivals", "99"], ["--arrivals 99"]),
@@ -224,6 +239,14 @@ def test_evaluate_missing_checkpoint_and_odd_out(capsys, tmp_path):
     afile.write_text("x")
     argv = [SHIPPED, "--seeds", "1", "--arrivals", "200", "--out", str(afile / "eval.jsonl")]
     _script("evaluate", argv, ["--out", "afile"], capsys, tmp_path)
+
+
+def test_evaluate_refuses_an_agent_of_another_model(capsys, tmp_path):
+    pytest.importorskip("sb3_contrib")
+    argv = ["ppo-moldable-hw", "--out", str(tmp_path / "eval.jsonl")]
+    _script(
+        "evaluate", argv, ["ppo-moldable-hw.zip", "an agent of MSJMoldable-v0", "MSJ-v0"], capsys, tmp_path
+    )
 
 
 def test_evaluate_refuses_a_stale_out_in_one_line(capsys, tmp_path):
