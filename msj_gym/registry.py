@@ -312,8 +312,32 @@ def shipped_agents() -> dict[str, Path]:
     return out
 
 
+_AGENT_LOADERS: dict[str, str] = {}  # checkpoint "algo" -> "module:attr" of its loader
+
+
+def register_agent_loader(algo: str, entry_point: str) -> None:
+    """Make checkpoints whose metadata name ``algo`` (a learning method that is not stable-baselines3's)
+    load through ``entry_point`` (``"module:attr"``, imported when such a checkpoint is loaded): a
+    function ``(path, metadata) -> {"factory": env -> agent, "native": (policy spec, params) or None}``
+    that raises a one-line ``ValueError`` for a file it cannot read. ``native`` names the policy whose
+    native runs equal the agent's episodes through its env, run for run, where there is one."""
+    _AGENT_LOADERS[algo] = entry_point
+
+
+def agent_algos() -> list[str]:
+    """The checkpoint algorithms registered with their own loader."""
+    return sorted(_AGENT_LOADERS)
+
+
+def agent_loader(algo: Any) -> Any:
+    """The loader of checkpoints of ``algo`` (:func:`register_agent_loader`), or None (an SB3 one)."""
+    entry = _AGENT_LOADERS.get(algo) if isinstance(algo, str) else None
+    return None if entry is None else import_object(entry, "agent loader")
+
+
 # The agents trained here, shipped with the package (``msj_gym/agents/checkpoints``).
 register_agent_folder("msj_gym.agents")
+register_agent_loader("scored-assignment", "msj_gym.agents.assign_search:load_checkpoint")
 
 # The built-in policies of the source papers (package ``msj_gym.baselines``), in the order every listing uses.
 _MSJ = ("msj",)

@@ -210,6 +210,35 @@ def test_bad_generalist_flag(flags, needles, capsys, tmp_path):
     _script("generalist", [*flags, "--out", str(tmp_path / "g.zip")], needles, capsys, tmp_path)
 
 
+ASSIGN_SEARCH_CASES = [
+    (["--load", "1.2"], ["--load 1.2", "(0, 1)"]),
+    (["--load", "0.7,0.8,0.9"], ["--load '0.7,0.8,0.9'", "one per scenario (2)"]),
+    (["--load", "high"], ["--load 'high'", "numbers"]),
+    (
+        ["--scenario", "003-tree-symmetric", "--load", "0.7"],
+        ["--scenario '003-tree-symmetric'", "nothing to assign"],
+    ),
+    (["--scenario", "sf-fig2"], ["--scenario 'sf-fig2'", "not a compatibility system"]),
+    (["--elite", "16"], ["--elite 16", "[1, 15]"]),
+    (["--population", "1"], ["--population 1", "[2,"]),
+    (["--arrivals", "10"], ["--arrivals 10", "[1000,"]),
+    (["--init-std", "0"], ["--init-std 0.0", "(0, 100]"]),
+    (["--init-std", "nan"], ["--init-std nan"]),
+    (["--workers", "0"], ["--workers 0"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("flags", "needles"), ASSIGN_SEARCH_CASES, ids=[" ".join(c[0]) for c in ASSIGN_SEARCH_CASES]
+)
+def test_bad_assign_search_flag(flags, needles, capsys, tmp_path):
+    _script("assign_search", [*flags, "--out", str(tmp_path / "a.zip")], needles, capsys, tmp_path)
+
+
+def test_assign_search_out_must_be_a_zip(capsys, tmp_path):
+    _script("assign_search", ["--out", str(tmp_path / "a.txt")], ["--out", "a .zip path"], capsys, tmp_path)
+
+
 EVALUATE_CASES = [
     (["--arrivals", "10"], ["--arrivals 10", "[100,"]),
     (["--arrivals", "99"], ["--arrivals 99"]),

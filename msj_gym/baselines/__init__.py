@@ -10,7 +10,13 @@ from msj_gym.moldable.policy import MoldablePolicy
 from msj_gym.registry import make_moldable_policy, supports
 
 from .backfilling import EasyBackfilling
-from .balanced_fair import BalancedFair, CompatLeastLoaded, LeastLoadedAssignmentAgent
+from .balanced_fair import (
+    BalancedFair,
+    CompatLeastLoaded,
+    CompatScoredAssignment,
+    LeastLoadedAssignmentAgent,
+    ScoredAssignmentAgent,
+)
 from .balanced_splitting import BalancedSplitting, ModifiedBalancedSplitting
 from .fcfs import FCFS
 from .hpc import F1, SJF, UNICEP, WFP3, F1Easy, SJFEasy, UNICEPEasy, WFP3Easy
@@ -61,6 +67,7 @@ __all__ = [
     "BalancedFair",
     "BalancedSplitting",
     "CompatLeastLoaded",
+    "CompatScoredAssignment",
     "EasyBackfilling",
     "F1Easy",
     "FirstFit",
@@ -77,6 +84,7 @@ __all__ = [
     "PScheme",
     "Reserved",
     "SJFEasy",
+    "ScoredAssignmentAgent",
     "ServerFilling",
     "ServerFillingGittins",
     "ServerFillingSRPT",

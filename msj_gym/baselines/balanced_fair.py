@@ -72,10 +72,19 @@ MODEL = "compatibility"
 
 # params: theta (mean work between interruptions, inf: never), d (servers per job, at most), b (node
 # stride 2**b >= d), each server's capacity C_0 .. C_{S-1}, and the assignment: 0 = the servers the
-# workload drew for each job, 1 = the least-loaded of its class's pool (per class its d, ``choose``, and
-# its pool as a C x S 0/1 table, ``pool``)
-FIELDS = Record("theta", "d", "shift", "capacity", "assign", "choose", "pool", nonfinite=("theta",))
-THETA, D, SHIFT, CAPACITY, ASSIGN, CHOOSE, POOL = FIELDS.ids
+# workload drew for each job, 1 = the least-loaded of its class's pool, 2 = the lowest-scored ones
+# (per class its d, ``choose``, and its pool as a C x S 0/1 table, ``pool``; the score's ``weights``,
+# one per feature of SCORE_FEATURES)
+FIELDS = Record(
+    "theta", "d", "shift", "capacity", "assign", "choose", "pool", "weights", nonfinite=("theta",)
+)
+THETA, D, SHIFT, CAPACITY, ASSIGN, CHOOSE, POOL, WEIGHTS = FIELDS.ids
+#: What the scored assignment weighs per server of the arriving job's pool, each scale-free: the jobs
+#: allowed on it (least-loaded's count); the time to clear them, the sum over its list of one mean
+#: size over each job's rate (its current one, or the capacity of all its servers if it waits);
+#: that of the job it serves now alone; its own slowness, one over its capacity. Times are in mean
+#: job sizes over unit capacity.
+SCORE_FEATURES = ("jobs", "clearing_time", "serving_time", "slowness")
 # The bookkeeping (see the module docstring): per server (``S``) its list's head and tail (a node, -1:
 # empty), then the instant's interrupted jobs, changed jobs (up to 2S + 1) and per-server counts; per job
 # slot its servers, as nodes (the node of job s's q-th server is s * 2**b + q, so its slot is a shift),
@@ -90,6 +99,8 @@ WORK = Layout(
         "interrupted": "servers",
         "dirty": "2 * servers + 1",
         "taken": "servers",
+        "allowed": "servers",
+        "drawn": "servers",
         "node_server": "slots << shift",
         "node_next": "slots << shift",
         "node_prev": "slots << shift",
@@ -108,6 +119,8 @@ WORK = Layout(
     INTERRUPTED,
     DIRTY,
     TAKEN,
+    ALLOWED,
+    DRAWN,
     NODE_SERVER,
     NODE_NEXT,
     NODE_PREV,
@@ -212,10 +225,59 @@ def _list_lengths(nserv, sh, head, nxt, count):
 
 
 @inline_jit
-def _least_loaded(view, par, nserv, sh, srv, count, s):
-    """Give job ``s`` the ``d`` servers of its class's pool with the fewest jobs allowed on them (the
-    servers the workload drew for it first among equals, then the cyclic order from the first one
-    drawn), sorted; a class without random assignment keeps its fixed servers."""
+def _server_score(v, count, head, nxt, sh, srv, rate, mu, d, w):
+    """``w`` times :data:`SCORE_FEATURES` of server ``v`` (lower is better), for a job about to join
+    its list; with weights (1, 0, 0, 0) it is the list's length itself."""
+    score = w[0] * count[v]
+    if w[1] != 0.0 or w[2] != 0.0:
+        clearing = 0.0
+        serving = 0.0
+        node = head[v]
+        while node != -1:
+            k = node >> sh
+            r = rate[k]
+            if r <= 0.0:  # waiting: it will run on all its servers at best
+                for q in range(d):
+                    u = srv[(k << sh) + q]
+                    if u < 0:
+                        break
+                    r += mu[u]
+            if node == head[v]:
+                serving = 1.0 / r
+            clearing += 1.0 / r
+            node = nxt[node]
+        score += w[1] * clearing + w[2] * serving
+    if w[3] != 0.0:
+        score += w[3] / mu[v]
+    return score
+
+
+@inline_jit
+def _pick_server(nserv, start, allowed, drawn, count, assign, w, head, nxt, sh, srv, rate, mu, d):
+    """The next server of an arriving job among the ``allowed`` ones (1/0 per server): the fewest jobs
+    (``assign`` 1) or the lowest score (2), then the servers the workload ``drawn`` for the job (1/0),
+    then the cyclic order from ``start``, the first server drawn. Shared by the decision rule and by
+    :func:`next_assigned_server` (the same choice through ``CompatAssign-v0``)."""
+    best = -1
+    best_score = 0.0
+    best_drawn = 0
+    for o in range(nserv):
+        v = (start + o) % nserv
+        if allowed[v] == 0:
+            continue
+        score = (
+            float(count[v]) if assign == 1 else _server_score(v, count, head, nxt, sh, srv, rate, mu, d, w)
+        )
+        undrawn = 1 - drawn[v]
+        if best == -1 or score < best_score or (score == best_score and undrawn < best_drawn):
+            best, best_score, best_drawn = v, score, undrawn
+    return best
+
+
+@inline_jit
+def _assign_servers(view, pdata, par, nserv, sh, srv, count, s):
+    """Give job ``s`` the ``d`` servers of its class's pool that :func:`_pick_server` picks one after
+    another, sorted; a class without random assignment keeps its fixed servers."""
     c = job_class(view, s)
     k = int(field(par, CHOOSE)[c])
     d = int_value(par, D)
@@ -225,32 +287,26 @@ def _least_loaded(view, par, nserv, sh, srv, count, s):
             srv[base + q] = job_attribute(view, s, q)
         return
     pool = field(par, POOL)
+    allowed = region(pdata.iwork, ALLOWED)
+    drawn = region(pdata.iwork, DRAWN)
+    for v in range(nserv):
+        allowed[v] = 1 if pool[c * nserv + v] != 0.0 else 0
+        drawn[v] = 0
+    for r in range(k):
+        drawn[job_attribute(view, s, r)] = 1
+    head = region(pdata.iwork, HEAD)
+    nxt = region(pdata.iwork, NODE_NEXT)
+    rate = region(pdata.fwork, RATE)
+    assign = int_value(par, ASSIGN)
+    w = field(par, WEIGHTS)
+    mu = field(par, CAPACITY)
     start = job_attribute(view, s, 0)
     for q in range(d):
         srv[base + q] = -1
     for q in range(k):
-        best = -1
-        best_key = 0
-        for o in range(nserv):
-            v = (start + o) % nserv
-            if pool[c * nserv + v] == 0.0:
-                continue
-            taken = False
-            for r in range(q):
-                if srv[base + r] == v:
-                    taken = True
-                    break
-            if taken:
-                continue
-            drawn = False
-            for r in range(k):
-                if job_attribute(view, s, r) == v:
-                    drawn = True
-                    break
-            key = 2 * count[v] + (0 if drawn else 1)
-            if best == -1 or key < best_key:
-                best, best_key = v, key
-        srv[base + q] = best
+        v = _pick_server(nserv, start, allowed, drawn, count, assign, w, head, nxt, sh, srv, rate, mu, d)
+        srv[base + q] = v
+        allowed[v] = 0
     for q in range(1, k):  # sorted, as the environment writes a job's servers
         v = srv[base + q]
         r = q - 1
@@ -258,6 +314,26 @@ def _least_loaded(view, par, nserv, sh, srv, count, s):
             srv[base + r + 1] = srv[base + r]
             r -= 1
         srv[base + r + 1] = v
+
+
+@kernel_jit
+def next_assigned_server(par, iwork, fwork, assign, weights, allowed, drawn, start, count):
+    """The server an assignment rule (``assign`` 1: least-loaded, 2: scored with ``weights``) picks next
+    for the job about to arrive, among the ``allowed`` servers (1/0 per server; ``drawn``: 1 for the
+    servers the workload drew for it, the first of them ``start``), from the scheduler's bookkeeping
+    (``params``, ``iwork`` and ``fwork`` of ``compat-fcfs``'s policy data, kept by ``CompatAssign-v0``):
+    the same choice as the decision rule's, so an agent following it through the environment runs
+    exactly the native policy. ``count`` is scratch, one integer per server."""
+    sh = int_value(par, SHIFT)
+    d = int_value(par, D)
+    head = region(iwork, HEAD)
+    nxt = region(iwork, NODE_NEXT)
+    srv = region(iwork, NODE_SERVER)
+    rate = region(fwork, RATE)
+    mu = field(par, CAPACITY)
+    nserv = count.size
+    _list_lengths(nserv, sh, head, nxt, count)
+    return _pick_server(nserv, start, allowed, drawn, count, assign, weights, head, nxt, sh, srv, rate, mu, d)
 
 
 @inline_jit
@@ -296,14 +372,14 @@ def _compat_serve(view, pdata, actions):
     memo[M_NARR] = narr
     if new > 0:
         assign = int_value(par, ASSIGN)
-        if assign == 1:
+        if assign >= 1:
             _list_lengths(nserv, sh, head, nxt, taken)
         s = last_in_system(view)
         for _ in range(new - 1):
             s = prev_in_system(view, s)
         while s != -1:
-            if assign == 1:
-                _least_loaded(view, par, nserv, sh, srv, taken, s)
+            if assign >= 1:
+                _assign_servers(view, pdata, par, nserv, sh, srv, taken, s)
                 for q in range(d):
                     if srv[(s << sh) + q] >= 0:
                         taken[srv[(s << sh) + q]] += 1
@@ -357,7 +433,7 @@ def _compat_check(view, pdata):
         n = 0
         r = 0.0
         for q in range(d):
-            v = srv[(s << sh) + q] if assign == 1 else job_attribute(view, s, q)
+            v = srv[(s << sh) + q] if assign >= 1 else job_attribute(view, s, q)
             if srv[(s << sh) + q] != v:
                 return 1
             if v < 0:
@@ -401,8 +477,13 @@ class _CompatPolicy(Policy):
 
     def assignment(self, workload: CompatWorkload) -> int:
         """How a job of a random-assignment class gets its servers: 0, those the workload drew for it
-        (the paper's random assignment); 1, the least-loaded ones of its class's pool."""
+        (the paper's random assignment); 1, the least-loaded ones of its class's pool; 2, the
+        lowest-scored ones (:meth:`score_weights`)."""
         return 0
+
+    def score_weights(self) -> np.ndarray:
+        """The weights of :data:`SCORE_FEATURES` in the scored assignment (unused by the others)."""
+        return np.zeros(len(SCORE_FEATURES))
 
     # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
     def prepare(self, workload: CompatWorkload, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
@@ -422,6 +503,7 @@ class _CompatPolicy(Policy):
             assign=self.assignment(workload),
             choose=[c.choose for c in workload.classes],
             pool=[float(v in c.servers) for c in workload.classes for v in range(workload.num_servers)],
+            weights=self.score_weights(),
         )
         # Interruption draws: child 0 of the policy's stream (stateless, so preparing twice for one
         # run gives the same stream).
@@ -547,40 +629,77 @@ class CompatLeastLoaded(_CompatPolicy):
         return super().prepare(workload, rng)
 
 
-def least_loaded_server(counts: np.ndarray, pool: Any, chosen: Any, drawn: Any, num_servers: int) -> int:
-    """The next server of :class:`CompatLeastLoaded`'s choice: the one of ``pool`` not in ``chosen``
-    with the fewest jobs allowed on it (``counts``), the ``drawn`` servers first among equals, then
-    the cyclic order from ``drawn[0]``."""
-    allowed = set(int(v) for v in pool) - set(int(v) for v in chosen)
-    drawn_set = set(int(v) for v in drawn)
-    start = int(drawn[0])
-    best, best_key = -1, 0
-    for o in range(num_servers):
-        v = (start + o) % num_servers
-        if v not in allowed:
-            continue
-        key = 2 * int(counts[v]) + (0 if v in drawn_set else 1)
-        if best == -1 or key < best_key:
-            best, best_key = v, key
-    return best
+class CompatScoredAssignment(CompatLeastLoaded):
+    """Scored assignment, then FCFS, on the job-server compatibility model (not from the papers: the
+    decision rule of a learned assignment agent, whose weights a search fits to the environment).
+
+    Each job of a random-assignment class gets, one after another, the ``d`` servers of its pool with
+    the lowest score ``w . f``, ``f`` the server's :data:`SCORE_FEATURES` when the job arrives (the jobs
+    allowed on it; the time to clear them, the sum of one mean size over each job's rate, the capacity
+    of all its servers for a waiting one; the time of the job it serves; one over its capacity). Ties
+    are broken as :class:`CompatLeastLoaded` breaks them, and with weights (1, 0, 0, 0) it is that
+    policy, run for run. The servers are fixed for the job's life, and served as :class:`CompatFCFS`
+    serves.
+
+    Non-preemptive; size-oblivious (the times are expectations from the rates, never a job's size). Not
+    registered by an id (its default is ``compat-least-loaded``): reached by its entry point
+    (``msj_gym.baselines.balanced_fair:CompatScoredAssignment``) with its weights, as the agents of
+    :mod:`msj_gym.agents.assign_search` run it.
+    """
+
+    policy_id = "compat-scored"
+    reference = "not from the papers: a weighted score of the compatible servers"
+    params_spec: ClassVar[dict[str, Param]] = {
+        f"w_{name}": Param(
+            float, 1.0 if name == "jobs" else 0.0, f"weight of the server's {name.replace('_', ' ')}"
+        )
+        for name in SCORE_FEATURES
+    }
+
+    def assignment(self, workload: CompatWorkload) -> int:
+        return 2
+
+    def score_weights(self) -> np.ndarray:
+        return np.array([float(self.param_values[f"w_{name}"]) for name in SCORE_FEATURES])
 
 
 class LeastLoadedAssignmentAgent:
     """:class:`CompatLeastLoaded`'s assignment through ``CompatAssign-v0`` (scheduler ``fcfs``): at each
-    step, the server the policy would choose next, from the jobs in the system allowed on each server
-    and the servers the workload drew for the arriving job (``info["drawn_servers"]``). With the same
-    seed the episode is the native run of ``compat-least-loaded``."""
+    step, the server the policy would choose next (:func:`next_assigned_server`, the decision rule's own
+    choice) from the scheduler's lists and the servers the workload drew for the arriving job
+    (``info["drawn_servers"]``). With the same seed the episode is the native run of
+    ``compat-least-loaded``."""
+
+    assign = 1
 
     def __init__(self, env: Any) -> None:
         self.env = env.unwrapped
+        self.weights = np.zeros(len(SCORE_FEATURES))
 
     def predict(self, obs: Any, *args: Any, **kwargs: Any) -> tuple[int, None]:
-        from msj_gym.core import state as S
-
         env = self.env
-        sim = env._sim
+        pdata = env._sim.pdata
         n = env.workload.num_servers
-        live = sim.sim.ji[:, S.STATE] != S.FREE_SLOT
-        servers = sim.sim.ji[live, S.JATTR :].ravel()
-        counts = np.bincount(servers[servers >= 0], minlength=n)[:n]
-        return least_loaded_server(counts, env._cls.servers, env._chosen, env._drawn, n), None
+        allowed = env.action_masks().astype(np.int64)  # the job's pool, less the servers chosen
+        drawn = np.zeros(n, dtype=np.int64)
+        drawn[env._drawn] = 1
+        count = np.zeros(n, dtype=np.int64)
+        args = (pdata.params, pdata.iwork, pdata.fwork, self.assign, self.weights, allowed, drawn)
+        return int(next_assigned_server(*args, env._drawn[0], count)), None
+
+
+class ScoredAssignmentAgent(LeastLoadedAssignmentAgent):
+    """:class:`CompatScoredAssignment`'s assignment with ``weights`` through ``CompatAssign-v0``
+    (scheduler ``fcfs``): with the same seed the episode is the native run of that policy."""
+
+    assign = 2
+
+    def __init__(self, env: Any, weights: Any) -> None:
+        super().__init__(env)
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (len(SCORE_FEATURES),) or not np.all(np.isfinite(w)):
+            raise ValueError(
+                f"weights: expected {len(SCORE_FEATURES)} finite numbers ({', '.join(SCORE_FEATURES)}), "
+                f"got {weights!r}"
+            )
+        self.weights = w

@@ -102,6 +102,7 @@ class AgentSpec:
         env_kwargs: dict[str, Any],
         factory: bool,
         any_env: bool = False,
+        native: tuple[str, dict[str, Any]] | None = None,
     ) -> None:
         self.spec = spec
         self.model = model
@@ -109,6 +110,8 @@ class AgentSpec:
         self.env_kwargs = env_kwargs
         self.factory = factory  # model is a callable env -> agent
         self.any_env = any_env
+        # (policy spec, params) whose native runs are the agent's episodes through its env, run for run
+        self.native = native
 
     def env_id_for(self, model: str) -> str:
         """The env the agent acts in on a scenario of ``model`` (``msj``, ``moldable``, ``compatibility``)."""
@@ -280,9 +283,16 @@ def _load_checkpoint(spec: str, bare: bool = False) -> AgentSpec:
         raise ValueError(f"--agent {spec!r}: no such file")
     meta = read_agent_metadata(spec, path, bare)
     meta_path = path.with_suffix(".json")
+    from ..registry import agent_loader
+
+    loader = agent_loader(meta.get("algo"))
+    if loader is not None:
+        return _load_registered(spec, path, meta, loader)
     algos = [a for a in _SB3_ALGOS if a[0] == meta.get("algo")] if "algo" in meta else list(_SB3_ALGOS)
     if not algos:
-        known = ", ".join(a[0] for a in _SB3_ALGOS)
+        from ..registry import agent_algos
+
+        known = ", ".join([a[0] for a in _SB3_ALGOS] + agent_algos())
         raise ValueError(
             f"--agent {spec!r}: unknown algo {meta['algo']!r} in {meta_path.name}; known: {known}"
         )
@@ -307,6 +317,18 @@ def _load_checkpoint(spec: str, bare: bool = False) -> AgentSpec:
     raise ValueError(
         f"--agent {spec!r}: does not load as a stable-baselines3 checkpoint ({'; '.join(errors)})"
     )
+
+
+def _load_registered(spec: str, path: Path, meta: dict[str, Any], loader: Any) -> AgentSpec:
+    """A checkpoint of an algorithm registered with its own loader (not SB3's): the loader gives the
+    agent factory and, where the agent's episodes equal a policy's native runs, that policy."""
+    try:
+        loaded = loader(path, meta)
+    except ValueError as exc:
+        raise ValueError(f"--agent {spec!r}: {exc}") from None
+    env_id = meta.get("env_id", "MSJ-v0")
+    kwargs = dict(meta.get("env_kwargs", {}))
+    return AgentSpec(spec, loaded["factory"], env_id, kwargs, True, native=loaded.get("native"))
 
 
 def _load_object(spec: str) -> AgentSpec:

@@ -83,10 +83,10 @@ response time; the same formula, per seed:
   in the Halfin-Whitt regime, where greedy's lost jobs are cheap at ``c = 2`` and it costs least.
   (The model leaderboard's own reference rows are no policy to be 0.)
 * score 100, the **best reference on that seed**: the lowest value among the model's policies stable
-  on every seed (attainable, as on the trace points). The model leaderboard's reference row, the LP
-  optimum ``T*`` of the moldable system (its ``n -> infinity`` limit, a bound no finite system meets)
-  or balanced fairness (exact, with random assignment: the expectation of ``compat-fcfs``'s mean), is
-  reported beside the scale (``bound``), never as its 100.
+  on every seed (attainable, as on the trace points). The model leaderboard's first reference row, the
+  LP optimum ``T*`` of the moldable system (its ``n -> infinity`` limit, a bound no finite system meets)
+  or the compatibility system's lower bound (with exponential sizes, the size-oblivious bound of
+  :mod:`msj_gym.analysis.compat_bound`), is reported beside the scale (``bound``), never as its 100.
 
 An entrant runs on its own model's points only (a policy is registered on one model; an agent's env
 acts on one), so no aggregate spans the models: each model is a **section** of its own, with its own

@@ -18,8 +18,11 @@ compatibility system (``003-random-2``, ...) ranks the policies registered on th
   ``--loads`` are the system sizes ``n``: a named system is a traffic regime, ``lam = 1 - beta
   n^-alpha``, so its load is set by ``n``, as in the paper's Fig. 2.
 - **compatibility** (Bonald & Comte (2017)): the mean response time, overall and per class; reference
-  row: balanced fairness (exact; for exponential sizes it is FCFS's and Algorithm 1's, Theorem 2).
-  ``--loads`` are the system's load ``rho``.
+  rows: the size-oblivious bound (exact, exponential sizes only: no policy that does not know the job
+  sizes, whatever servers it assigns, does better; :mod:`msj_gym.analysis.compat_bound`; under other
+  size laws the weaker service-time bound, valid for every policy) and balanced
+  fairness (exact; for exponential sizes it is FCFS's and Algorithm 1's, Theorem 2), with each
+  entrant's gap to both. ``--loads`` are the system's load ``rho``.
 
 A size law other than the scenario's default (Exp(1)) is asked for with ``NAME?sizes=LAW``.
 
@@ -45,7 +48,7 @@ import math
 import os
 import textwrap
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +67,8 @@ __all__ = [
 
 #: The price of a lost job, in execution-time units (``MSJMoldable-v0``'s default ``blocking_cost``).
 BLOCKING_COST = 2.0
+#: The compatibility model's lower-bound rows: with exponential sizes, and under any size law.
+BOUND_LABELS = ("size-oblivious bound (exact)", "service-time bound (any policy)")
 MAX_SYSTEM_SIZE = 100_000  # servers of a moldable system in a sweep
 
 #: Per model: the default sweep, run length (arrivals per run) and what ``--loads`` means.
@@ -395,10 +400,12 @@ def plan(
 def _policy_files(policy: str) -> list[str]:
     import inspect
 
-    from ..registry import policy_class
+    from ..registry import policy_class, spec_source_files
 
-    module = Path(inspect.getsourcefile(policy_class(policy)) or "")
     root = Path(__file__).resolve().parents[1]
+    if ":" in policy:  # a policy reached by its entry point (an agent's native twin)
+        return [*spec_source_files(policy), str(root / "registry.py")]
+    module = Path(inspect.getsourcefile(policy_class(policy)) or "")
     return [
         str(module),
         str(module.parent / "__init__.py"),
@@ -445,16 +452,26 @@ def run_compat_point(point: Point) -> dict[str, Any]:
     from .runner import result_row, run_point
 
     if point.agent is not None:
-        from .agents import run_agent
+        from .agents import load_agent, run_agent
 
-        return result_row(run_agent(point, model="compatibility"))
+        native = load_agent(point.agent, bare=True).native
+        if native is None:
+            return result_row(run_agent(point, model="compatibility"))
+        # its episodes through CompatAssign-v0 are this policy's native runs, run for run (tested)
+        policy, params = native
+        return run_point(replace(point, agent=None, policy=policy, params=params))
     return run_point(point)
 
 
 def _compat_code(point: Point) -> list[str]:
     root = Path(__file__).resolve().parents[1]
     files = [str(root / "pooled.py"), str(root / "analysis" / "balanced_fairness.py")]
-    return files + ([] if point.agent is not None else _policy_files(point.policy))
+    if point.agent is None:
+        return files + _policy_files(point.policy)
+    from .agents import load_agent
+
+    native = load_agent(point.agent, bare=True).native
+    return files + ([] if native is None else _policy_files(native[0]))
 
 
 run_compat_point.code_files = _compat_code  # type: ignore[attr-defined]
@@ -482,7 +499,8 @@ class ModelRow:
     ratio_ci95: float = math.nan
     diff: float = math.nan
     diff_ci95: float = math.nan
-    gap: float = math.nan  # of the ranked metric, against the reference row
+    gap: float = math.nan  # of the ranked metric, against the first reference row
+    gaps: dict[str, float] = field(default_factory=dict)  # against each reference row, by its label
     note: str = ""
 
 
@@ -524,12 +542,20 @@ def _references(model: str, scenario: str, x: float) -> list[ModelRow]:
         }
         return [ModelRow(scenario, x, "LP optimum (n -> infinity)", "reference", 0, values, True, 0)]
     from ..analysis.balanced_fairness import workload_performance
+    from ..analysis.compat_bound import service_time_bound, size_oblivious_bound
 
     wl = compat_workload(scenario, x, _law(scenario, model))
     try:
+        # both bound every size-oblivious policy; the chain's is the tighter one unless classes differ
+        chain = size_oblivious_bound(wl).mean_response_time
+        bound, label = max(chain, service_time_bound(wl)), BOUND_LABELS[0]
+    except ValueError:  # sizes not exponential (or beyond every policy's capacity: refused before)
+        bound, label = service_time_bound(wl), BOUND_LABELS[1]
+    refs = [ModelRow(scenario, x, label, "reference", 0, {"mean_response_time": (bound, math.nan)}, True, 0)]
+    try:
         perf = workload_performance(wl)
     except (NotImplementedError, ValueError):
-        return []
+        return refs
     lam = wl.arrival_rates
     overall = float((lam * perf.mean_delay).sum() / lam.sum())
     values = {"mean_response_time": (overall, math.nan)}
@@ -539,7 +565,7 @@ def _references(model: str, scenario: str, x: float) -> list[ModelRow]:
     label = "balanced fairness (exact)"
     if any(c.choose for c in wl.classes):
         label = "balanced fairness, random assignment (exact)"
-    return [ModelRow(scenario, x, label, "reference", 0, values, True, 0)]
+    return [*refs, ModelRow(scenario, x, label, "reference", 0, values, True, 0)]
 
 
 def _table(
@@ -588,9 +614,9 @@ def _table(
             row.diff_ci95 = row.ratio_ci95 = math.nan
     refs = _references(model, scenario, x)
     if refs:
-        best = refs[0].values[metric][0]
         for row in rows:
-            row.gap = (row.values[metric][0] - best) / best if best > 0 else math.nan
+            row.gaps = {ref.entrant: _gap(row.values[metric][0], ref.values[metric][0]) for ref in refs}
+            row.gap = row.gaps[refs[0].entrant]
     if model == "moldable":
         from .moldable import limits
 
@@ -601,6 +627,10 @@ def _table(
                 lim = limits(speed, row.entrant, lam)
                 row.note = f"{lim['blocking']:.3g} / {lim['mean_execution_time']:.4g}"
     return refs + rows
+
+
+def _gap(value: float, reference: float) -> float:
+    return (value - reference) / reference if reference > 0 else math.nan
 
 
 def _speed(scenario: str) -> str:
@@ -646,6 +676,15 @@ def _fmt(x: float, ci: float | None = None, digits: int = 4) -> str:
     return s
 
 
+def _gap_cell(row: ModelRow, references: tuple[str, ...]) -> str:
+    """``row``'s gap to the reference row whose label starts with one of ``references`` ("n/a" if
+    none)."""
+    if row.rank == 0:
+        return ""
+    gap = next((g for label, g in row.gaps.items() if label.startswith(references)), math.nan)
+    return f"{100 * gap:+.1f} %" if math.isfinite(gap) else "n/a"
+
+
 def _x_title(model: str, scenario: str, x: float) -> str:
     if model == "moldable":
         lam = moldable_system(scenario, int(x), "exponential").classes[0].arrival_rate
@@ -679,7 +718,7 @@ def format_model_tables(report: dict[str, Any], markdown: bool = False) -> str:
                 head += ["gap to T*", "limit n->inf (P_B / E[T])"]
             else:
                 head = ["rank", "entrant", "preempt", "mean T ± 95% CI", *[f"T {c[2:]}" for c in classes]]
-                head += [ref_word, "vs balanced fairness", "stable"]
+                head += [ref_word, "above the bound", "vs balanced fairness", "stable"]
             table = []
             for r in at:
                 rank = "-" if r.rank == 0 else str(r.rank)
@@ -699,7 +738,8 @@ def format_model_tables(report: dict[str, Any], markdown: bool = False) -> str:
                     ]
                     preempt = "" if r.rank == 0 else ("yes" if "preemptive" in r.kind.split(", ") else "no")
                     stable = "" if r.rank == 0 else ("yes" if r.stable else "UNSTABLE")
-                    table.append([rank, r.entrant, preempt, *cells, ratio, gap, stable])
+                    gaps = [_gap_cell(r, BOUND_LABELS), _gap_cell(r, ("balanced fairness",))]
+                    table.append([rank, r.entrant, preempt, *cells, ratio, *gaps, stable])
             title = (
                 f"{scenario}  {_x_title(model, scenario, x)}  ({len(config.seeds)} seeds x "
                 f"{config.num_arrivals} arrivals, {config.num_warmup} warm-up)"
@@ -728,10 +768,16 @@ def format_model_tables(report: dict[str, Any], markdown: bool = False) -> str:
         )
     else:
         note = (
-            "balanced fairness: exact mean response times of the paper's ideal allocation (Bonald & Comte "
-            "2017, eq. 9; with random assignment, of the servers the workload draws), insensitive to the "
-            "size law; with exponential sizes FCFS and Algorithm 1 equal it (Theorem 2). A policy that "
-            "chooses the servers itself (compat-least-loaded) may beat it."
+            "size-oblivious bound: with exponential sizes no policy that does not know the job sizes "
+            "(whatever servers it assigns and however it schedules) has a smaller mean response time; "
+            "a job never runs faster than the servers it may use, nor the system faster than all of "
+            "them (msj_gym.analysis.compat_bound). Under other size laws the bound row is the service "
+            "time over the largest capacity a job may use, a bound for every policy. Balanced "
+            "fairness: exact mean response times of the "
+            "paper's ideal allocation (Bonald & Comte 2017, eq. 9; with random assignment, of the servers "
+            "the workload draws), insensitive to the size law; with exponential sizes FCFS and Algorithm 1 "
+            "equal it (Theorem 2). A policy that chooses the servers itself (compat-least-loaded) may "
+            "beat it."
         )
     lines.append(note if markdown else textwrap.fill(note, 120, break_on_hyphens=False))
     return "\n".join(lines)
@@ -824,13 +870,14 @@ def _write(out: Path, report: dict[str, Any], names: list[Path]) -> list[Path]:
     metrics = sorted({m for r in report["rows"] for m in r.values})
     head = ["scenario", "x", "entrant", "kind", "rank", "seeds", "stable"]
     head += [f"{m}{s}" for m in metrics for s in ("", "_ci95")]
-    head += ["vs", "ratio", "ratio_ci95", "diff", "diff_ci95", "gap", "limit"]
+    head += ["vs", "ratio", "ratio_ci95", "diff", "diff_ci95", "gap", "gap_to", "limit"]
     rows = []
     for r in report["rows"]:
         cells = [r.scenario, r.x, r.entrant, r.kind, r.rank, r.seeds, r.stable]
         for m in metrics:
             cells += list(r.values.get(m, (math.nan, math.nan)))
-        cells += [r.vs, r.ratio, r.ratio_ci95, r.diff, r.diff_ci95, r.gap, r.note]
+        gap_to = next(iter(r.gaps), "")  # the first reference row, which "gap" is measured against
+        cells += [r.vs, r.ratio, r.ratio_ci95, r.diff, r.diff_ci95, r.gap, gap_to, r.note]
         rows.append(cells)
     _atomic_csv(names[1], head, rows)
     files = names[:2]

@@ -155,3 +155,52 @@ def test_least_loaded_is_not_defined_without_random_assignment():
     why = supports("compat-least-loaded", build_compat_scenario("003-tree-symmetric", load=0.5))
     assert why is not None and "nothing to assign" in why
     assert supports("compat-least-loaded", build_compat_scenario("003-random-2", load=0.5)) is None
+
+
+@pytest.mark.parametrize(
+    ("scenario", "load", "seed", "weights"),
+    [
+        (SMALL, 0.8, 3, (0.4, 0.3, 0.1, 0.2)),  # unequal capacities: every feature counts
+        (SMALL, 0.6, 4, (0.0, -0.5, 1.0, 0.3)),
+        ("003-random-3", 0.85, 2, (0.5, 0.4, 0.1, 0.0)),
+    ],
+)
+def test_scored_assignment_is_the_native_run(scenario, load, seed, weights):
+    """The scored rule natively and its agent through the env: the same results bit for bit."""
+    from msj_gym.baselines import CompatScoredAssignment, ScoredAssignmentAgent
+    from msj_gym.baselines.balanced_fair import SCORE_FEATURES
+
+    env = gym.make("CompatAssign-v0", scenario=scenario, load=load, num_arrivals=800)
+    _, _, info = _episode(env, ScoredAssignmentAgent(env, weights), seed=seed)
+    params = {f"w_{n}": w for n, w in zip(SCORE_FEATURES, weights, strict=True)}
+    wl = env.unwrapped.workload
+    native = PooledSimulator(wl, CompatScoredAssignment(**params), seed=seed, num_arrivals=800, warmup=0)
+    res = native.run()
+    assert info["mean_response_time"] == res.mean_response_time
+    least = PooledSimulator(
+        wl, make_policy("compat-least-loaded"), seed=seed, num_arrivals=800, warmup=0
+    ).run()
+    assert res.mean_response_time != least.mean_response_time  # the weights choose other servers
+
+
+def test_scored_assignment_with_the_count_alone_is_least_loaded():
+    from msj_gym.baselines import CompatScoredAssignment
+
+    for scenario, load in ((SMALL, 0.8), (SMALL.with_load(0.5), None)):
+        wl = scenario.with_load(load) if load else scenario
+        runs = [
+            PooledSimulator(wl, p, seed=11, num_arrivals=3000, warmup=300, debug=True)
+            .run()
+            .mean_response_time
+            for p in (CompatScoredAssignment(), make_policy("compat-least-loaded"))
+        ]
+        assert runs[0] == runs[1]
+
+
+def test_scored_agent_refuses_bad_weights():
+    from msj_gym.baselines import ScoredAssignmentAgent
+
+    env = gym.make("CompatAssign-v0", scenario=SMALL, load=0.5, num_arrivals=50)
+    for bad in ((1.0, 0.0), (1.0, 0.0, float("nan"), 0.0)):
+        with pytest.raises(ValueError, match="weights: expected 4 finite numbers"):
+            ScoredAssignmentAgent(env, bad)

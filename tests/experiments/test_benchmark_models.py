@@ -197,6 +197,9 @@ def test_references_score_exactly_0_and_100_on_every_seed(suite) -> None:
     assert scales[("002-sub-linear-mean-field", 1000.0)].low_ref == "moldable-greedy"
     assert scales[("002-sub-linear-halfin-whitt", 100.0)].low_ref == "moldable-p-scheme"  # greedy is cheaper
     assert scales[("002-sub-linear-halfin-whitt", 100.0)].bound_ref == "LP optimum (n -> infinity)"
+    # compatibility: the size-oblivious bound, below the best policy (least-loaded) as a bound must be
+    compat = scales[("003-random-2", 0.7)]
+    assert compat.bound_ref == "size-oblivious bound (exact)" and compat.bound < compat.high
 
 
 def test_agents_that_replay_a_policy_score_exactly_its_score(suite) -> None:

@@ -75,6 +75,15 @@ def test_compatibility_leaderboard_end_to_end(tmp_path: Path, capsys, monkeypatc
     assert _rows(out / "runs.jsonl") == 12
 
 
+def _bf(scenario: str, rho: float):
+    """The balanced-fairness reference row of a compatibility point."""
+    rows = [
+        r for r in _references("compatibility", scenario, rho) if r.entrant.startswith("balanced fairness")
+    ]
+    assert len(rows) == 1
+    return rows[0]
+
+
 def test_reference_rows_are_the_closed_forms() -> None:
     from msj_gym.analysis.balanced_fairness import random_assignment_performance, tree_service_rates
 
@@ -82,24 +91,37 @@ def test_reference_rows_are_the_closed_forms() -> None:
         # Fig. 1: three unit servers, lam_1 = lam_2 = 3 rho / 2; closed forms (10)-(11), sigma = 1
         lam = 3 * rho / 2
         g1, g2 = tree_service_rates(1.0, 1.0, 1.0, lam, lam)
-        row = _references("compatibility", "003-tree-symmetric", rho)[0]
+        row = _bf("003-tree-symmetric", rho)
         assert row.values["T.class1"][0] == pytest.approx(1 / g1, rel=1e-9)
         assert row.values["T.class2"][0] == pytest.approx(1 / g2, rel=1e-9)
         # Fig. 2: mu_2 = 0
         lam = 2 * rho / 2
         g1, g2 = tree_service_rates(1.0, 0.0, 1.0, lam, lam)
-        row = _references("compatibility", "003-tree-asymmetric", rho)[0]
+        row = _bf("003-tree-asymmetric", rho)
         assert row.values["T.class1"][0] == pytest.approx(1 / g1, rel=1e-9)
         assert row.values["T.class2"][0] == pytest.approx(1 / g2, rel=1e-9)
         mean = (g1**-1 + g2**-1) / 2
         assert row.values["mean_response_time"][0] == pytest.approx(mean, rel=1e-9)
         # random assignment, S = 100, d = 2: the exact symmetric reduction
         perf = random_assignment_performance(100, 2, 100 * rho)
-        row = _references("compatibility", "003-random-2?sizes=zipf", rho)[0]
+        row = _bf("003-random-2?sizes=zipf", rho)
         zipf = compat_workload("003-random-2?sizes=zipf", rho, "zipf").mean_size
         want = random_assignment_performance(100, 2, 100 * rho / zipf, mean_size=zipf).mean_delay[0]
         assert row.values["mean_response_time"][0] == pytest.approx(want, rel=1e-12)
         assert perf.mean_delay[0] < want  # longer jobs: longer delays at the same load
+    # a lower bound leads the rows: the size-oblivious one where sizes are exponential, else the
+    # service-time one (sigma over the d servers' capacity)
+    from msj_gym.analysis.compat_bound import size_oblivious_bound
+    from msj_gym.experiments.model_leaderboard import BOUND_LABELS
+
+    first = _references("compatibility", "003-random-3", 0.85)[0]
+    assert first.entrant == BOUND_LABELS[0]
+    want = size_oblivious_bound(compat_workload("003-random-3", 0.85, "exponential")).mean_response_time
+    assert first.values["mean_response_time"][0] == want
+    rows = _references("compatibility", "003-random-2?sizes=zipf", 0.8)
+    assert [r.entrant for r in rows] == [BOUND_LABELS[1], "balanced fairness, random assignment (exact)"]
+    zipf = compat_workload("003-random-2?sizes=zipf", 0.8, "zipf").mean_size
+    assert rows[0].values["mean_response_time"][0] == pytest.approx(zipf / 2, rel=1e-12)
     # moldable: T* of Theorem 1; linear speed-up: 1 / s(d) = 0.2 in every regime
     row = _references("moldable", "002-linear-halfin-whitt", 1000.0)[0]
     assert row.values["mean_execution_time"][0] == pytest.approx(0.2) and row.values["blocking"][0] == 0.0

@@ -1,0 +1,296 @@
+"""A learned assignment agent for ``CompatAssign-v0``: the weights of a server score, fitted to the
+environment by the cross-entropy method.
+
+The agent chooses each arriving job's ``d`` servers one at a time, the allowed server of lowest score
+``w . f`` first, ``f`` the server's features
+(:data:`~msj_gym.baselines.balanced_fair.SCORE_FEATURES`: the jobs allowed on it, the expected time to
+clear them, the expected time of the job it serves, its slowness). With ``w = (1, 0, 0, 0)`` it is the
+least-loaded rule (``compat-least-loaded``). The search (Rubinstein's cross-entropy method, as Szita &
+Lőrincz (2006) used it to learn a linear Tetris controller) draws a population of weight vectors from
+a Gaussian, scores each by simulation on the training systems, and refits the Gaussian to the best
+ones; every candidate of a generation sees the same job streams (common random numbers) and is scored
+by its mean log ratio of mean response time to the least-loaded rule's on those streams. Weights are
+compared after scaling to unit L1 norm (the choice does not change when ``w`` is scaled).
+
+Each candidate's episodes run natively, as :class:`~msj_gym.baselines.balanced_fair.
+CompatScoredAssignment` (the same choices as the agent through the env, run for run: tested), which is
+what makes thousands of episodes affordable. The checkpoint is a ``.zip`` holding the weights and a
+``.json`` beside it (the env, the weights, the command, the training time), found by name when shipped
+like the SB3 agents; the run seeds of the search are drawn from ``--seed`` and never below 10**7, so the
+held-out evaluation seeds (1000 ...) are never trained on.
+
+    python -m msj_gym.agents.assign_search --scenario 003-random-3,003-random-2 --load 0.75,0.9 \\
+        --out scored-assign.zip
+
+Each generation is appended to ``<out>.log.jsonl`` as it ends; a rerun with the same settings resumes
+after the last one written, and one with other settings is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+import zipfile
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._cli import ArgumentParser, UsageError, check_count, check_load, check_number, check_output, run_script
+
+__all__ = ["ALGO", "load_checkpoint", "load_weights", "main", "search"]
+
+#: The ``algo`` of the checkpoint's metadata (the SB3 agents name theirs ``maskable-ppo`` and so on).
+ALGO = "scored-assignment"
+POLICY = "msj_gym.baselines.balanced_fair:CompatScoredAssignment"
+FIRST_SEED = 10**7  # the search's run seeds start here: far from the evaluation seeds
+
+
+def _parser() -> ArgumentParser:
+    ap = ArgumentParser(prog="python -m msj_gym.agents.assign_search", description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--scenario", default="003-random-3,003-random-2", help="compatibility systems (comma list)"
+    )
+    ap.add_argument("--load", default="0.75,0.9", help="one load per scenario, or one for all (comma list)")
+    ap.add_argument("--arrivals", type=int, default=50_000, help="arrivals per episode (a tenth warm-up)")
+    ap.add_argument(
+        "--episodes", type=int, default=2, help="episodes per system and candidate, per generation"
+    )
+    ap.add_argument("--population", type=int, default=16, help="candidates per generation")
+    ap.add_argument("--elite", type=int, default=4, help="candidates the Gaussian is refitted to")
+    ap.add_argument("--generations", type=int, default=12)
+    ap.add_argument("--init-std", type=float, default=0.5, help="initial standard deviation of every weight")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip; its .json beside it)")
+    ap.add_argument("--no-progress", action="store_true")
+    return ap
+
+
+def _systems(args: Any) -> list[tuple[str, float]]:
+    from msj_gym.workloads.compat import COMPAT_SCENARIOS
+
+    names = [s for s in args.scenario.split(",") if s]
+    if not names:
+        raise UsageError(f"--scenario {args.scenario!r}: expected at least one compatibility system")
+    for n in names:
+        if n not in COMPAT_SCENARIOS:
+            raise UsageError(f"--scenario {n!r}: not a compatibility system ({', '.join(COMPAT_SCENARIOS)})")
+    try:
+        loads = [float(x) for x in args.load.split(",")]
+    except ValueError:
+        raise UsageError(f"--load {args.load!r}: expected numbers separated by commas") from None
+    for x in loads:
+        check_load("--load", x)
+    if len(loads) == 1:
+        loads *= len(names)
+    if len(loads) != len(names):
+        raise UsageError(f"--load {args.load!r}: expected one load, or one per scenario ({len(names)})")
+    return list(zip(names, loads, strict=True))
+
+
+def parse_args(argv: Sequence[str] | None) -> Any:
+    args = _parser().parse_args(argv)
+    args.systems = _systems(args)
+    check_count("--arrivals", args.arrivals, 1000, 10**8)
+    check_count("--episodes", args.episodes, 1, 1000)
+    check_count("--population", args.population, 2, 10_000)
+    check_count("--elite", args.elite, 1, args.population - 1)
+    check_count("--generations", args.generations, 1, 10_000)
+    check_count("--workers", args.workers, 1, 256)
+    check_count("--seed", args.seed, 0, 2**31 - 1)
+    check_number("--init-std", args.init_std, 0.0, 100.0, open_lo=True)
+    check_output("--out", args.out, ".zip")
+    from msj_gym.registry import policy_from_spec
+    from msj_gym.workloads.compat import build_compat_scenario
+
+    for name, load in args.systems:  # refused here, before any generation, if the rule cannot run there
+        try:
+            wl = build_compat_scenario(name, load=load)
+            policy_from_spec(POLICY, "policy").prepare(wl, np.random.default_rng(0))
+        except ValueError as exc:
+            raise UsageError(f"--scenario {name!r} at load {load:g}: {exc}") from None
+    return args
+
+
+def _episode(task: tuple[str, float, int, int, tuple[float, ...] | None]) -> float:
+    """Mean response time of one native episode: the scored rule with ``weights``, or the least-loaded
+    rule (``None``)."""
+    from msj_gym.pooled import PooledSimulator
+    from msj_gym.registry import make_policy, policy_from_spec
+    from msj_gym.workloads.compat import build_compat_scenario
+
+    name, load, seed, arrivals, weights = task
+    wl = build_compat_scenario(name, load=load)
+    if weights is None:
+        policy = make_policy("compat-least-loaded")
+    else:
+        policy = policy_from_spec(POLICY, "policy", **_as_params(weights))
+    # a candidate that piles jobs up is unstable long before this, and its lists would slow the run
+    cap = 50 * wl.num_servers
+    sim = PooledSimulator(
+        wl, policy, seed=seed, num_arrivals=arrivals, warmup=arrivals // 10, max_jobs_in_system=cap
+    )
+    res = sim.run()
+    return float(res.mean_response_time) if res.stable else math.inf
+
+
+def _as_params(weights: Sequence[float] | np.ndarray) -> dict[str, float]:
+    from msj_gym.baselines.balanced_fair import SCORE_FEATURES
+
+    return {f"w_{name}": float(w) for name, w in zip(SCORE_FEATURES, weights, strict=True)}
+
+
+def _unit(w: np.ndarray) -> np.ndarray:
+    norm = float(np.abs(w).sum())
+    return w / norm if norm > 0 else w
+
+
+def _settings(args: Any) -> dict[str, Any]:
+    keys = ("arrivals", "episodes", "population", "elite", "generations", "init_std", "seed")
+    return {"systems": [list(s) for s in args.systems], **{k: getattr(args, k) for k in keys}}
+
+
+def _read_log(path: Path, settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The generations a previous run with these settings wrote (a changed setting is refused; the
+    number of generations may grow)."""
+    if not path.exists():
+        return []
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not lines:
+        return []
+    before = {k: v for k, v in lines[0]["settings"].items() if k != "generations"}
+    now = {k: v for k, v in settings.items() if k != "generations"}
+    if before != now:
+        raise ValueError(
+            f"--out: {str(path)!r} holds a search with other settings ({json.dumps(before)}); "
+            "remove it or write elsewhere"
+        )
+    return [line for line in lines if "generation" in line]
+
+
+def search(args: Any, log: Path) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Run (or resume) the cross-entropy search; returns the final mean weights (unit L1 norm) and the
+    generations' records."""
+    from msj_gym.baselines.balanced_fair import SCORE_FEATURES
+
+    settings = _settings(args)
+    done = _read_log(log, settings)
+    nf = len(SCORE_FEATURES)
+    mean = np.zeros(nf)
+    mean[0] = 1.0  # the least-loaded rule
+    std = np.full(nf, float(args.init_std))
+    if done:
+        mean, std = np.array(done[-1]["mean"]), np.array(done[-1]["std"])
+    else:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(json.dumps({"settings": settings}) + "\n")
+    root = np.random.SeedSequence(args.seed)
+    gens = root.spawn(args.generations)
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=args.generations, initial=len(done), unit="gen", file=sys.stderr)
+    with ProcessPoolExecutor(args.workers) as pool:
+        for g in range(len(done), args.generations):
+            rng = np.random.default_rng(gens[g])
+            seeds = [FIRST_SEED + int(s) for s in rng.integers(0, 2**31 - FIRST_SEED, size=args.episodes)]
+            cands = np.array([_unit(mean + std * rng.standard_normal(nf)) for _ in range(args.population)])
+            runs = [(n, x, s) for n, x in args.systems for s in seeds]
+            tasks: list[tuple[str, float, int, int, tuple[float, ...] | None]]
+            tasks = [(n, x, s, args.arrivals, None) for n, x, s in runs]
+            tasks += [(n, x, s, args.arrivals, tuple(c)) for c in cands for n, x, s in runs]
+            values = np.array(list(pool.map(_episode, tasks)))
+            base = values[: len(runs)]
+            mine = values[len(runs) :].reshape(args.population, len(runs))
+            scores = np.log(mine / base).mean(axis=1)  # inf for a candidate unstable anywhere
+            elite = np.argsort(scores, kind="stable")[: args.elite]
+            mean = _unit(cands[elite].mean(axis=0))
+            std = cands[elite].std(axis=0) + 1e-3  # a floor, so the search never freezes in one dimension
+            record = {
+                "generation": g,
+                "seeds": seeds,
+                "best_score": float(scores[elite[0]]),
+                "elite_score": float(scores[elite].mean()),
+                "mean": mean.tolist(),
+                "std": std.tolist(),
+            }
+            with log.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            done.append(record)
+            if bar is not None:
+                bar.set_postfix_str(f"elite {record['elite_score']:+.4f}")
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    return mean, done
+
+
+def load_weights(path: Path) -> np.ndarray:
+    """The weights a checkpoint ``.zip`` of this module holds (one line ``ValueError`` otherwise)."""
+    from msj_gym.baselines.balanced_fair import SCORE_FEATURES
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            data = json.loads(z.read("weights.json"))
+        w = np.array([float(data[name]) for name in SCORE_FEATURES])
+    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{str(path)!r}: not a {ALGO} checkpoint ({type(exc).__name__}: {exc})") from None
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{str(path)!r}: weights must be finite, got {w.tolist()}")
+    return w
+
+
+def load_checkpoint(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """The loader the registry knows this module's checkpoints by (``algo`` :data:`ALGO`): the agent
+    through ``CompatAssign-v0`` with the scheduler ``fcfs``, and the native policy its episodes equal."""
+    from functools import partial
+
+    from msj_gym.baselines.balanced_fair import ScoredAssignmentAgent
+
+    weights = load_weights(Path(path))
+    if (
+        meta.get("env_id") != "CompatAssign-v0"
+        or meta.get("env_kwargs", {}).get("scheduler", "fcfs") != "fcfs"
+    ):
+        raise ValueError(f"a {ALGO} agent acts in CompatAssign-v0 with the scheduler 'fcfs'")
+    return {
+        "factory": partial(ScoredAssignmentAgent, weights=weights),
+        "native": (POLICY, _as_params(weights)),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from msj_gym.atomic import atomic_path, atomic_write_text
+    from msj_gym.baselines.balanced_fair import SCORE_FEATURES
+
+    args = parse_args(argv)
+    started = time.perf_counter()
+    log = args.out.with_suffix(".log.jsonl")
+    mean, done = search(args, log)
+    weights = {name: float(w) for name, w in zip(SCORE_FEATURES, mean, strict=True)}
+    with atomic_path(args.out) as tmp, zipfile.ZipFile(tmp, "w") as z:
+        z.writestr("weights.json", json.dumps(weights, sort_keys=True))
+    meta = {
+        "env_id": "CompatAssign-v0",
+        "env_kwargs": {"scheduler": "fcfs"},
+        "algo": ALGO,
+        "weights": weights,
+        "systems": [{"scenario": n, "load": x} for n, x in args.systems],
+        "command": "python -m msj_gym.agents.assign_search "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "generations": len(done),
+        "final_elite_score": done[-1]["elite_score"] if done else None,
+        "train_seconds_this_run": round(time.perf_counter() - started, 1),
+    }
+    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
+    print(f"weights {json.dumps(weights)}; wrote {args.out} and {args.out.with_suffix('.json').name}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_script("python -m msj_gym.agents.assign_search", main))
