@@ -82,3 +82,17 @@ def test_a_damaged_checkpoint_is_one_line(searched: Path, tmp_path: Path) -> Non
         ValueError, match=r"--agent '.*bad.zip': '.*bad.zip': not a scored-assignment checkpoint"
     ):
         load_agent(str(bad))
+
+
+def test_the_shipped_agent_loads_by_name_with_its_native_twin(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    spec = load_agent("scored-assign-random-d")
+    assert spec.native is not None and spec.env_id == "CompatAssign-v0"
+    from msj_gym.experiments.agents import shipped_agents
+
+    shipped = json.loads(shipped_agents()["scored-assign-random-d"].with_suffix(".json").read_text())
+    assert spec.native[1] == {f"w_{k}": v for k, v in shipped["weights"].items()}
+    assert shipped["systems"] == [
+        {"scenario": "003-random-3", "load": 0.75},
+        {"scenario": "003-random-2", "load": 0.9},
+    ]
