@@ -38,7 +38,6 @@ from ..core.state import (
     I_NRUN,
     I_NWAIT,
     JOB_ID,
-    REMAINING,
     RUNNING,
     STATE,
     WAITING,
@@ -54,6 +53,7 @@ from .layout import (
     EP_QWIN,
     EP_SLOTS,
 )
+from .observe import known_remaining
 
 __all__ = [
     "action_family",
@@ -234,18 +234,19 @@ def priority_offered(sim, ep, work):
 
 
 @internal_jit
-def _shortest_waiting(sim, d, count, out, n):
+def _shortest_waiting(sim, ep, d, count, out, n):
     """Append to ``out[n:]`` the ``count`` waiting class-``d`` jobs with the least remaining service
-    (ties: the earlier in the class's service order), in that order; returns the new length. A
+    as the env knows it (:func:`~msj_gym.env.observe.known_remaining`: exact, or requested times;
+    ties: the earlier in the class's service order), in that order; returns the new length. A
     bounded insertion: never more than ``count`` entries, so the scratch is bounded by ``k``."""
-    ji, js = sim.ji, sim.js
+    ji = sim.ji
     kept = 0
     s = sim.ci[C_HEAD, d]
     while s != -1:
-        r = js[s, REMAINING]
-        if kept < count or r < js[out[n + kept - 1], REMAINING]:
+        r = known_remaining(sim, ep, s, 0.0)
+        if kept < count or r < known_remaining(sim, ep, out[n + kept - 1], 0.0):
             pos = min(kept, count - 1)  # the last entry drops out when the list is full
-            while pos > 0 and js[out[n + pos - 1], REMAINING] > r:
+            while pos > 0 and known_remaining(sim, ep, out[n + pos - 1], 0.0) > r:
                 out[n + pos] = out[n + pos - 1]
                 pos -= 1
             out[n + pos] = s
@@ -285,7 +286,7 @@ def _plan(sim, ep, c, work):
         if count <= 0:
             continue
         if shortest:
-            n = _shortest_waiting(sim, d, count, words, n)
+            n = _shortest_waiting(sim, ep, d, count, words, n)
         else:
             s = ci[C_HEAD, d]
             for _ in range(count):

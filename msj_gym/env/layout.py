@@ -31,8 +31,10 @@ from ..workloads.workload import Workload
     EP_ADVISOR,  # priority actions end with this many advisors' actions (applied from Python)
     EP_ADVISE,  # 1: stop at every event, so that advisors that follow every event see each one
     EP_REWARD,  # what the reward pays: REWARD_AREA, REWARD_SLOWDOWN or REWARD_WAITING
-) = range(13)
-N_EP = 13
+    EP_ESTIMATE,  # what the observation and shortest-first starts know of sizes: -1 the exact service
+    # times; else the per-job attribute holding the requested times (a trace's), read as float64 bits
+) = range(14)
+N_EP = 14
 
 # what the reward pays (``ep[EP_REWARD]``): the time integral of the (weighted) number of jobs in the
 # system, or each measured job's bounded slowdown or waiting time at its departure

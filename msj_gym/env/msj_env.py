@@ -40,6 +40,7 @@ from .layout import (
     EP_ACTIONS,
     EP_ADVISE,
     EP_ADVISOR,
+    EP_ESTIMATE,
     EP_EVERY_EVENT,
     EP_OBS,
     EP_OBSJOBS,
@@ -276,8 +277,11 @@ class MSJEnv(gym.Env):
     * ``queue_window`` (1), ``preempt_window`` (4, preemptive only), ``obs_jobs`` (8; 0 and not
       settable with the class set), ``observation`` (``"flat"`` | ``"dict"`` | ``"classes"``),
       ``max_classes`` (None: the workload's classes; 32 with ``observation="classes"``),
-      ``reveal_sizes`` (False), ``actions`` (``"jobs"`` | ``"priority"`` | ``"priority-shortest"``),
-      ``advisor`` (None);
+      ``reveal_sizes`` (False), ``size_estimates`` (``"exact"`` | ``"requested"``: what ``reveal_sizes``,
+      ``"priority-shortest"`` and the advisors know of a job's size; ``"requested"``, on a workload with
+      requested times such as an SWF log, is the time the job's user asked for, less the service it has
+      had, and an advisor with an ``estimates`` parameter, EASY's, gets ``estimates="requested"``),
+      ``actions`` (``"jobs"`` | ``"priority"`` | ``"priority-shortest"``), ``advisor`` (None);
     * ``reward`` (``"integral"`` | ``"mean"`` | ``"slowdown"`` | ``"waiting"``), ``weighted`` (False),
       ``slowdown_tau`` (None: a tenth of the mean service time, in the workload's time unit; 10 on a
       recorded trace; it also sets :meth:`result`'s bounded slowdown);
@@ -326,6 +330,7 @@ class MSJEnv(gym.Env):
         observation: str = "flat",
         max_classes: int | None = None,
         reveal_sizes: bool = False,
+        size_estimates: str = "exact",
         actions: str = "jobs",
         advisor: str | Policy | None = None,
         reward: str = "integral",
@@ -435,6 +440,10 @@ class MSJEnv(gym.Env):
             raise ValueError(
                 f"advisor: only with priority actions (actions='priority'), got actions={actions!r}"
             )
+        self.size_estimates = size_estimates
+        self._estimate_attribute = self._estimates(size_estimates, actions)
+        if self._estimate_attribute >= 0:
+            self.advisors = tuple(self._estimating(p) for p in self.advisors)
         if self.advisors:
             for policy in self.advisors:
                 reason = supports(policy, wl)
@@ -460,6 +469,7 @@ class MSJEnv(gym.Env):
         self._ep[EP_PWIN] = self.preempt_window
         self._ep[EP_OBSJOBS] = self.obs_jobs
         self._ep[EP_REVEAL] = int(self.reveal_sizes)
+        self._ep[EP_ESTIMATE] = self._estimate_attribute
         self._ep[EP_WEIGHTED] = int(self.weighted)
         self._ep[EP_REWARD] = REWARDS[reward]
         self._ep[EP_ACTIONS] = self._act_mode.code
@@ -526,6 +536,47 @@ class MSJEnv(gym.Env):
         if many and not specs:
             raise ValueError("advisor: expected a policy or a non-empty list of policies, got []")
         return tuple(self._baseline("advisor", p) for p in specs)
+
+    def _estimates(self, size_estimates: Any, actions: str) -> int:
+        """``size_estimates`` checked: -1 for the exact sizes, else the workload's requested-time
+        attribute."""
+        if size_estimates not in ("exact", "requested"):
+            raise ValueError(f"size_estimates: expected 'exact' or 'requested', got {size_estimates!r}")
+        if size_estimates == "exact":
+            return -1
+        if not self.reveal_sizes and actions != "priority-shortest":
+            raise ValueError(
+                "size_estimates: 'requested' changes what reveal_sizes=True and actions='priority-shortest' "
+                f"know of sizes; got reveal_sizes=False and actions={actions!r}"
+            )
+        from ..workloads.trace import requested_time_attribute
+
+        found = requested_time_attribute(self.workload)
+        if found is None:
+            raise ValueError(
+                f"size_estimates: 'requested' needs a workload with requested times (an SWF log); "
+                f"{self.workload.name!r} has none"
+            )
+        return int(found)
+
+    def _estimating(self, policy: Policy) -> Policy:
+        """Advisor ``policy`` as it acts when the env knows requested times only: with
+        ``estimates="requested"`` where it estimates exactly (EASY's default); refused if it would
+        still read the jobs' sizes."""
+        if "estimates" in getattr(policy, "params_spec", {}):
+            current = getattr(policy, "estimates", policy.param_values.get("estimates"))
+            if current not in ("exact", "requested"):
+                raise ValueError(
+                    f"advisor: {policy.policy_id!r} with estimates={current!r}; with size_estimates="
+                    "'requested' its estimates are the requested times"
+                )
+            policy = type(policy)(**{**policy.param_values, "estimates": "requested"})
+        if policy.reads_sizes():
+            raise ValueError(
+                f"advisor: {policy.policy_id!r} reads exact job sizes, which size_estimates='requested' "
+                "withholds"
+            )
+        return policy
 
     def _baseline(self, field: str, policy: Any) -> Policy:
         """``policy`` (a policy id, ``module:attr`` or a :class:`Policy`) as a baseline this env can run

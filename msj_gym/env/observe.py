@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.actions import bits_f64
 from ..core.jit import internal_jit, kernel_jit
 from ..core.state import (
     ARRIVAL,
@@ -27,6 +28,7 @@ from ..core.state import (
     I_NRUN,
     I_NSYS,
     I_WHEAD,
+    JATTR,
     JOB_ID,
     LAST_START,
     NEED,
@@ -36,6 +38,7 @@ from ..core.state import (
 )
 from .layout import (
     CLASS_FEATURES,
+    EP_ESTIMATE,
     EP_OBSJOBS,
     EP_PREEMPTIVE,
     EP_PWIN,
@@ -55,7 +58,27 @@ from .layout import (
     SYSTEM_FEATURES,
 )
 
-__all__ = ["OBSERVATION_WRITERS", "class_set_constants", "squash", "write_class_set", "write_flat"]
+__all__ = [
+    "OBSERVATION_WRITERS",
+    "class_set_constants",
+    "known_remaining",
+    "squash",
+    "write_class_set",
+    "write_flat",
+]
+
+
+@internal_jit
+def known_remaining(sim, ep, s, served):
+    """What the env tells of job ``s``'s remaining service, ``served`` more of it done since its last
+    start (0 for a waiting job): the exact remaining service time, or with ``ep[EP_ESTIMATE]`` an
+    attribute, the job's requested time less the service it has had (at least 0: a job may outrun its
+    request). Shared by the observations and the shortest-first starts."""
+    attribute = ep[EP_ESTIMATE]
+    if attribute < 0:
+        return sim.js[s, REMAINING] - served
+    requested = bits_f64(sim.ji[s, JATTR + attribute])
+    return max(requested - sim.jf[s, ATTAINED] - served, 0.0)
 
 
 @internal_jit
@@ -71,7 +94,7 @@ def squash(x):
 def write_flat(sim, ep, fpar, obs, work):
     """The flat observation (see the ``MSJEnv`` card): system, per class slot, the oldest waiting
     jobs, and (preemptive) the youngest running jobs of each class."""
-    iv, ci, ji, jf, js = sim.iv, sim.ci, sim.ji, sim.jf, sim.js
+    iv, ci, ji, jf = sim.iv, sim.ci, sim.ji, sim.jf
     nclass = ci.shape[1]
     slots = ep[EP_SLOTS]
     k = iv[I_K]
@@ -103,7 +126,7 @@ def write_flat(sim, ep, fpar, obs, work):
             obs[p + 2] = squash((now - jf[s, ARRIVAL]) / fpar[c])
             obs[p + 3] = 1.0 if need <= free else 0.0
             if reveal:
-                obs[p + 4] = squash(js[s, REMAINING] / fpar[c])
+                obs[p + 4] = squash(known_remaining(sim, ep, s, 0.0) / fpar[c])
             s = ji[s, WNEXT]
         else:
             for f in range(QUEUE_FEATURES + reveal):
@@ -133,7 +156,7 @@ def write_flat(sim, ep, fpar, obs, work):
                 obs[p] = 1.0
                 obs[p + 1] = squash((jf[s, ATTAINED] + now - jf[s, LAST_START]) / fpar[c])
                 if reveal:
-                    obs[p + 2] = squash((js[s, REMAINING] - (now - jf[s, LAST_START])) / fpar[c])
+                    obs[p + 2] = squash(known_remaining(sim, ep, s, now - jf[s, LAST_START]) / fpar[c])
             else:
                 for f in range(width):
                     obs[p + f] = 0.0
@@ -163,7 +186,7 @@ def class_set_constants(fpar, k, needs):
 def write_class_set(sim, ep, fpar, obs, work):
     """The class-set observation: ``SET_SYSTEM_FEATURES`` system features, then one row per class slot
     (see the ``MSJEnv`` card), rows past the workload's classes all zero (column 0 is the mask)."""
-    iv, ci, ji, jf, js = sim.iv, sim.ci, sim.ji, sim.jf, sim.js
+    iv, ci, ji, jf = sim.iv, sim.ci, sim.ji, sim.jf
     nclass = ci.shape[1]
     slots = ep[EP_SLOTS]
     reveal = ep[EP_REVEAL] != 0
@@ -210,7 +233,7 @@ def write_class_set(sim, ep, fpar, obs, work):
             shortest, total = np.inf, 0.0
             s = h
             while s != -1:
-                r = js[s, REMAINING]
+                r = known_remaining(sim, ep, s, 0.0)
                 shortest = min(shortest, r)
                 total += r
                 s = ji[s, CNEXT]
@@ -223,7 +246,7 @@ def write_class_set(sim, ep, fpar, obs, work):
         for q in range(iv[I_NRUN]):
             s = sim.run_list[q]
             c = ji[s, CLS]
-            left = squash((js[s, REMAINING] - (now - jf[s, LAST_START]) * jf[s, RATE]) / fpar[c])
+            left = squash(known_remaining(sim, ep, s, (now - jf[s, LAST_START]) * jf[s, RATE]) / fpar[c])
             at = SET_SYSTEM_FEATURES + c * width + SET_CLASS_FEATURES + 2
             obs[at] = min(obs[at], left)
         for c in range(nclass):
