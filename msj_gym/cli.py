@@ -44,8 +44,10 @@ def _policy_params(items: Sequence[str]) -> dict[str, str]:
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
     from .analysis.optimal import DEFAULT_MAX_STATES
+    from .arguments import ArgumentParser
 
-    parser = argparse.ArgumentParser(prog="msj-gym", description="Multiserver-job scheduling simulator.")
+    # one-line refusals (its subcommands' parsers are of its class)
+    parser = ArgumentParser(prog="msj-gym", description="Multiserver-job scheduling simulator.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -1072,7 +1074,13 @@ def _one_line(exc: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    from .arguments import UsageError
+
+    try:
+        args = _parser().parse_args(argv)
+    except UsageError as exc:  # an unknown flag, a value of the wrong type, a missing one
+        print(f"msj-gym: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
     try:
         if args.command == "simulate":
             return _simulate(args)

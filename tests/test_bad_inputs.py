@@ -257,12 +257,31 @@ FLAG_CASES = [
     (["--arrivals", str(10**13)], ["num_arrivals", str(10**13)]),
     (["--arrivals", "100", "--warmup", "99"], ["warmup", "got 99"]),
     (["--seed", "-1"], ["seed", "-1"]),
+    # refused by the parser itself: one line too, not argparse's usage text
+    (["--load", "abc"], ["argument --load", "'abc'"]),
+    (["--k", "8.5"], ["argument --k", "'8.5'"]),
+    (["--bogus"], ["unrecognized arguments: --bogus"]),
+    (["--load", "0.5", "--arrival-rate", "2"], ["--arrival-rate", "not allowed with argument --load"]),
+    (["--seed"], ["argument --seed", "expected one argument"]),
 ]
 
 
 @pytest.mark.parametrize(("flags", "needles"), FLAG_CASES, ids=[" ".join(c[0]) for c in FLAG_CASES])
 def test_bad_simulate_flag(flags, needles, capsys):
     _refused([*SIM, *flags], needles, capsys)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        ([], ["required: command"]),
+        (["simulte"], ["argument command", "invalid choice: 'simulte'"]),
+        (["simulate"], ["required: --scenario, --policy"]),
+        (["leaderboard", "--loads"], ["argument --loads", "expected one argument"]),
+    ],
+)
+def test_bad_command_line_is_one_line(argv, needles, capsys):
+    _refused(argv, needles, capsys)
 
 
 def test_no_measured_job_is_an_error_not_nan(capsys):

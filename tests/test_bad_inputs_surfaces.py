@@ -1,7 +1,7 @@
 """The bad-input catalogue, continued (``tests/test_bad_inputs.py`` holds the first part): every entry
 point added since, each case refused with exit code 2 and ONE line on stderr that names the field or
 flag and the value, no traceback, nothing on stdout and nothing written. The surfaces: the
-``python -m msj_gym.agents.improve / evaluate / train / generalist`` scripts, the GPU-trace loaders and
+``python -m msj_gym.agents.improve / evaluate / train / generalist / explain / assign_search`` scripts, the GPU-trace loaders and
 SWF replay, ``msj-gym benchmark`` and the agents' metadata (benchmark and leaderboard), ``msj-gym optimal``,
 ``msj-gym render``, ``msj_gym.testing.check_policy`` and the env keywords and vector-env seeds."""
 
@@ -237,6 +237,21 @@ def test_bad_assign_search_flag(flags, needles, capsys, tmp_path):
 
 def test_assign_search_out_must_be_a_zip(capsys, tmp_path):
     _script("assign_search", ["--out", str(tmp_path / "a.txt")], ["--out", "a .zip path"], capsys, tmp_path)
+
+
+EXPLAIN_CASES = [
+    (["nosuch"], ["--agent 'nosuch'", "not a shipped agent"]),
+    (["rollout-sf-fig2-0.7", "--arrivals", "5"], ["--arrivals", "got 5"]),
+    (["rollout-sf-fig2-0.7", "--arrivals", "many"], ["argument --arrivals", "'many'"]),
+    (["rollout-sf-fig2-0.7", "--loads", "a,b"], ["--loads", "'a,b'"]),
+    (["scored-assign-random-d"], ["agent 'scored-assign-random-d'", "acts in CompatAssign-v0"]),
+    (["rollout-sf-fig2-0.7", "--bogus"], ["unrecognized arguments: --bogus"]),
+]
+
+
+@pytest.mark.parametrize(("argv", "needles"), EXPLAIN_CASES, ids=[" ".join(c[0]) for c in EXPLAIN_CASES])
+def test_bad_explain_argument(argv, needles, capsys, tmp_path):
+    _script("explain", argv, needles, capsys, tmp_path)
 
 
 EVALUATE_CASES = [

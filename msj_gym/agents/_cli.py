@@ -5,13 +5,14 @@ line with exit code 1; never a traceback. The argument checks the scripts share 
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
+
+from msj_gym.arguments import ArgumentParser, UsageError
 
 __all__ = [
     "ArgumentParser",
@@ -25,18 +26,6 @@ __all__ = [
     "run_script",
     "write_round",
 ]
-
-
-class UsageError(ValueError):
-    """A command-line argument the parser refused."""
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """``argparse.ArgumentParser`` whose errors are a :class:`UsageError` (one line, exit code 2 under
-    :func:`run_script`) instead of the usage text and ``SystemExit``; ``--help`` shows the usage."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
 
 
 def run_script(prog: str, main: Callable[[list[str] | None], Any], argv: Sequence[str] | None = None) -> int:

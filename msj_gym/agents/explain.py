@@ -15,8 +15,6 @@ actions and advisors' decisions start several jobs at once), read off the state 
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections import Counter
 from typing import Any
 
@@ -62,6 +60,11 @@ def compare(spec: str, scenario: str, load: float, arrivals: int, seed: int) -> 
     from msj_gym.registry import policy_from_spec
 
     loaded = load_agent(spec)
+    if loaded.env_id_for("msj") not in ("MSJ-v0", "MSJPreemptive-v0"):
+        raise ValueError(
+            f"agent {spec!r}: acts in {loaded.env_id}; the optimum's decisions are an MSJ queue's "
+            "(MSJ-v0, MSJPreemptive-v0)"
+        )
     env = loaded.make_env(scenario, {"load": load}, arrivals, arrivals // 10)
     base = env.unwrapped
     if base.workload.num_classes != 2:
@@ -122,9 +125,9 @@ def table(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(
-        prog="python -m msj_gym.agents.explain", description=__doc__.split("\n\n")[0]
-    )
+    from ._cli import ArgumentParser
+
+    ap = ArgumentParser(prog="python -m msj_gym.agents.explain", description=__doc__.split("\n\n")[0])
     ap.add_argument("agent", help="a shipped agent's name, a checkpoint .zip or module:attr")
     ap.add_argument("--scenario", default="sf-fig2")
     ap.add_argument("--loads", default="0.5,0.7,0.9")
@@ -147,4 +150,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    from ._cli import run_script
+
+    raise SystemExit(run_script("python -m msj_gym.agents.explain", main))
