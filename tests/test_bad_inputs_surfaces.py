@@ -2,8 +2,9 @@
 point added since, each case refused with exit code 2 and ONE line on stderr that names the field or
 flag and the value, no traceback, nothing on stdout and nothing written. The surfaces: the
 ``python -m msj_gym.agents.improve / evaluate / train / generalist / explain / assign_search`` scripts,
-the GPU-trace loaders and SWF replay, ``msj-gym benchmark`` and the agents' metadata (benchmark and leaderboard), ``msj-gym optimal``,
-``msj-gym render``, ``msj_gym.testing.check_policy`` and the env keywords and vector-env seeds."""
+the GPU-trace loaders and SWF replay, ``msj-gym benchmark`` and the agents' metadata (benchmark and
+leaderboard), ``msj-gym optimal``, ``msj-gym render``, ``msj_gym.testing.check_policy`` and the env
+keywords and vector-env seeds."""
 
 from __future__ import annotations
 
