@@ -72,9 +72,9 @@ MODEL = "compatibility"
 
 # params: theta (mean work between interruptions, inf: never), d (servers per job, at most), b (node
 # stride 2**b >= d), each server's capacity C_0 .. C_{S-1}, and the assignment: 0 = the servers the
-# workload drew for each job, 1 = the least-loaded of its class's pool, 2 = the lowest-scored ones
-# (per class its d, ``choose``, and its pool as a C x S 0/1 table, ``pool``; the score's ``weights``,
-# one per feature of SCORE_FEATURES)
+# workload drew for each job, 1 = the lowest-scored of its class's pool (per class its d, ``choose``,
+# and its pool as a C x S 0/1 table, ``pool``; the score's ``weights``, one per feature of
+# SCORE_FEATURES: (1, 0, 0, 0) is the least-loaded choice)
 FIELDS = Record(
     "theta", "d", "shift", "capacity", "assign", "choose", "pool", "weights", nonfinite=("theta",)
 )
@@ -85,6 +85,7 @@ THETA, D, SHIFT, CAPACITY, ASSIGN, CHOOSE, POOL, WEIGHTS = FIELDS.ids
 #: that of the job it serves now alone; its own slowness, one over its capacity. Times are in mean
 #: job sizes over unit capacity.
 SCORE_FEATURES = ("jobs", "clearing_time", "serving_time", "slowness")
+LEAST_LOADED = np.array([1.0, 0.0, 0.0, 0.0])  # the weights of the least-loaded choice: the count alone
 # The bookkeeping (see the module docstring): per server (``S``) its list's head and tail (a node, -1:
 # empty), then the instant's interrupted jobs, changed jobs (up to 2S + 1) and per-server counts; per job
 # slot its servers, as nodes (the node of job s's q-th server is s * 2**b + q, so its slot is a shift),
@@ -253,11 +254,11 @@ def _server_score(v, count, head, nxt, sh, srv, rate, mu, d, w):
 
 
 @inline_jit
-def _pick_server(nserv, start, allowed, drawn, count, assign, w, head, nxt, sh, srv, rate, mu, d):
-    """The next server of an arriving job among the ``allowed`` ones (1/0 per server): the fewest jobs
-    (``assign`` 1) or the lowest score (2), then the servers the workload ``drawn`` for the job (1/0),
-    then the cyclic order from ``start``, the first server drawn. Shared by the decision rule and by
-    :func:`next_assigned_server` (the same choice through ``CompatAssign-v0``)."""
+def _pick_server(nserv, start, allowed, drawn, count, w, head, nxt, sh, srv, rate, mu, d):
+    """The next server of an arriving job among the ``allowed`` ones (1/0 per server): the lowest score
+    with weights ``w`` (with (1, 0, 0, 0) the fewest jobs), then the servers the workload ``drawn`` for
+    the job (1/0), then the cyclic order from ``start``, the first server drawn. Shared by the decision
+    rule and by :func:`next_assigned_server` (the same choice through ``CompatAssign-v0``)."""
     best = -1
     best_score = 0.0
     best_drawn = 0
@@ -265,9 +266,7 @@ def _pick_server(nserv, start, allowed, drawn, count, assign, w, head, nxt, sh, 
         v = (start + o) % nserv
         if allowed[v] == 0:
             continue
-        score = (
-            float(count[v]) if assign == 1 else _server_score(v, count, head, nxt, sh, srv, rate, mu, d, w)
-        )
+        score = _server_score(v, count, head, nxt, sh, srv, rate, mu, d, w)
         undrawn = 1 - drawn[v]
         if best == -1 or score < best_score or (score == best_score and undrawn < best_drawn):
             best, best_score, best_drawn = v, score, undrawn
@@ -297,14 +296,13 @@ def _assign_servers(view, pdata, par, nserv, sh, srv, count, s):
     head = region(pdata.iwork, HEAD)
     nxt = region(pdata.iwork, NODE_NEXT)
     rate = region(pdata.fwork, RATE)
-    assign = int_value(par, ASSIGN)
     w = field(par, WEIGHTS)
     mu = field(par, CAPACITY)
     start = job_attribute(view, s, 0)
     for q in range(d):
         srv[base + q] = -1
     for q in range(k):
-        v = _pick_server(nserv, start, allowed, drawn, count, assign, w, head, nxt, sh, srv, rate, mu, d)
+        v = _pick_server(nserv, start, allowed, drawn, count, w, head, nxt, sh, srv, rate, mu, d)
         srv[base + q] = v
         allowed[v] = 0
     for q in range(1, k):  # sorted, as the environment writes a job's servers
@@ -317,8 +315,8 @@ def _assign_servers(view, pdata, par, nserv, sh, srv, count, s):
 
 
 @kernel_jit
-def next_assigned_server(par, iwork, fwork, assign, weights, allowed, drawn, start, count):
-    """The server an assignment rule (``assign`` 1: least-loaded, 2: scored with ``weights``) picks next
+def next_assigned_server(par, iwork, fwork, weights, allowed, drawn, start, count):
+    """The server the scored assignment with ``weights`` (least-loaded with (1, 0, 0, 0)) picks next
     for the job about to arrive, among the ``allowed`` servers (1/0 per server; ``drawn``: 1 for the
     servers the workload drew for it, the first of them ``start``), from the scheduler's bookkeeping
     (``params``, ``iwork`` and ``fwork`` of ``compat-fcfs``'s policy data, kept by ``CompatAssign-v0``):
@@ -333,7 +331,7 @@ def next_assigned_server(par, iwork, fwork, assign, weights, allowed, drawn, sta
     mu = field(par, CAPACITY)
     nserv = count.size
     _list_lengths(nserv, sh, head, nxt, count)
-    return _pick_server(nserv, start, allowed, drawn, count, assign, weights, head, nxt, sh, srv, rate, mu, d)
+    return _pick_server(nserv, start, allowed, drawn, count, weights, head, nxt, sh, srv, rate, mu, d)
 
 
 @inline_jit
@@ -372,13 +370,13 @@ def _compat_serve(view, pdata, actions):
     memo[M_NARR] = narr
     if new > 0:
         assign = int_value(par, ASSIGN)
-        if assign >= 1:
+        if assign == 1:
             _list_lengths(nserv, sh, head, nxt, taken)
         s = last_in_system(view)
         for _ in range(new - 1):
             s = prev_in_system(view, s)
         while s != -1:
-            if assign >= 1:
+            if assign == 1:
                 _assign_servers(view, pdata, par, nserv, sh, srv, taken, s)
                 for q in range(d):
                     if srv[(s << sh) + q] >= 0:
@@ -433,7 +431,7 @@ def _compat_check(view, pdata):
         n = 0
         r = 0.0
         for q in range(d):
-            v = srv[(s << sh) + q] if assign >= 1 else job_attribute(view, s, q)
+            v = srv[(s << sh) + q] if assign == 1 else job_attribute(view, s, q)
             if srv[(s << sh) + q] != v:
                 return 1
             if v < 0:
@@ -477,12 +475,12 @@ class _CompatPolicy(Policy):
 
     def assignment(self, workload: CompatWorkload) -> int:
         """How a job of a random-assignment class gets its servers: 0, those the workload drew for it
-        (the paper's random assignment); 1, the least-loaded ones of its class's pool; 2, the
-        lowest-scored ones (:meth:`score_weights`)."""
+        (the paper's random assignment); 1, the lowest-scored ones of its class's pool
+        (:meth:`score_weights`)."""
         return 0
 
     def score_weights(self) -> np.ndarray:
-        """The weights of :data:`SCORE_FEATURES` in the scored assignment (unused by the others)."""
+        """The weights of :data:`SCORE_FEATURES` in the scored assignment (unused by the drawn one)."""
         return np.zeros(len(SCORE_FEATURES))
 
     # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
@@ -619,6 +617,9 @@ class CompatLeastLoaded(_CompatPolicy):
     def assignment(self, workload: CompatWorkload) -> int:
         return 1
 
+    def score_weights(self) -> np.ndarray:
+        return LEAST_LOADED.copy()
+
     # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
     def prepare(self, workload: CompatWorkload, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         if workload.model == MODEL and not any(c.choose for c in workload.classes):
@@ -650,14 +651,9 @@ class CompatScoredAssignment(CompatLeastLoaded):
     policy_id = "compat-scored"
     reference = "not from the papers: a weighted score of the compatible servers"
     params_spec: ClassVar[dict[str, Param]] = {
-        f"w_{name}": Param(
-            float, 1.0 if name == "jobs" else 0.0, f"weight of the server's {name.replace('_', ' ')}"
-        )
-        for name in SCORE_FEATURES
+        f"w_{name}": Param(float, float(w), f"weight of the server's {name.replace('_', ' ')}")
+        for name, w in zip(SCORE_FEATURES, LEAST_LOADED, strict=True)
     }
-
-    def assignment(self, workload: CompatWorkload) -> int:
-        return 2
 
     def score_weights(self) -> np.ndarray:
         return np.array([float(self.param_values[f"w_{name}"]) for name in SCORE_FEATURES])
@@ -670,11 +666,9 @@ class LeastLoadedAssignmentAgent:
     (``info["drawn_servers"]``). With the same seed the episode is the native run of
     ``compat-least-loaded``."""
 
-    assign = 1
-
     def __init__(self, env: Any) -> None:
         self.env = env.unwrapped
-        self.weights = np.zeros(len(SCORE_FEATURES))
+        self.weights = LEAST_LOADED.copy()
 
     def predict(self, obs: Any, *args: Any, **kwargs: Any) -> tuple[int, None]:
         env = self.env
@@ -684,15 +678,13 @@ class LeastLoadedAssignmentAgent:
         drawn = np.zeros(n, dtype=np.int64)
         drawn[env._drawn] = 1
         count = np.zeros(n, dtype=np.int64)
-        args = (pdata.params, pdata.iwork, pdata.fwork, self.assign, self.weights, allowed, drawn)
+        args = (pdata.params, pdata.iwork, pdata.fwork, self.weights, allowed, drawn)
         return int(next_assigned_server(*args, env._drawn[0], count)), None
 
 
 class ScoredAssignmentAgent(LeastLoadedAssignmentAgent):
     """:class:`CompatScoredAssignment`'s assignment with ``weights`` through ``CompatAssign-v0``
     (scheduler ``fcfs``): with the same seed the episode is the native run of that policy."""
-
-    assign = 2
 
     def __init__(self, env: Any, weights: Any) -> None:
         super().__init__(env)
