@@ -145,32 +145,9 @@ def _as_params(weights: Sequence[float] | np.ndarray) -> dict[str, float]:
     return {f"w_{name}": float(w) for name, w in zip(SCORE_FEATURES, weights, strict=True)}
 
 
-def _unit(w: np.ndarray) -> np.ndarray:
-    norm = float(np.abs(w).sum())
-    return w / norm if norm > 0 else w
-
-
 def _settings(args: Any) -> dict[str, Any]:
     keys = ("arrivals", "episodes", "population", "elite", "generations", "init_std", "seed")
     return {"systems": [list(s) for s in args.systems], **{k: getattr(args, k) for k in keys}}
-
-
-def _read_log(path: Path, settings: dict[str, Any]) -> list[dict[str, Any]]:
-    """The generations a previous run with these settings wrote (a changed setting is refused; the
-    number of generations may grow)."""
-    if not path.exists():
-        return []
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    if not lines:
-        return []
-    before = {k: v for k, v in lines[0]["settings"].items() if k != "generations"}
-    now = {k: v for k, v in settings.items() if k != "generations"}
-    if before != now:
-        raise ValueError(
-            f"--out: {str(path)!r} holds a search with other settings ({json.dumps(before)}); "
-            "remove it or write elsewhere"
-        )
-    return [line for line in lines if "generation" in line]
 
 
 def search(args: Any, log: Path) -> tuple[np.ndarray, list[dict[str, Any]]]:
@@ -178,57 +155,39 @@ def search(args: Any, log: Path) -> tuple[np.ndarray, list[dict[str, Any]]]:
     generations' records."""
     from msj_gym.baselines.balanced_fair import SCORE_FEATURES
 
-    settings = _settings(args)
-    done = _read_log(log, settings)
+    from .cem import cross_entropy
+
     nf = len(SCORE_FEATURES)
     mean = np.zeros(nf)
     mean[0] = 1.0  # the least-loaded rule
-    std = np.full(nf, float(args.init_std))
-    if done:
-        mean, std = np.array(done[-1]["mean"]), np.array(done[-1]["std"])
-    else:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(json.dumps({"settings": settings}) + "\n")
-    root = np.random.SeedSequence(args.seed)
-    gens = root.spawn(args.generations)
-    bar = None
-    if not args.no_progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=args.generations, initial=len(done), unit="gen", file=sys.stderr)
     with ProcessPoolExecutor(args.workers) as pool:
-        for g in range(len(done), args.generations):
-            rng = np.random.default_rng(gens[g])
-            seeds = [FIRST_SEED + int(s) for s in rng.integers(0, 2**31 - FIRST_SEED, size=args.episodes)]
-            cands = np.array([_unit(mean + std * rng.standard_normal(nf)) for _ in range(args.population)])
+
+        def sample(rng: np.random.Generator) -> list[int]:
+            return [FIRST_SEED + int(s) for s in rng.integers(0, 2**31 - FIRST_SEED, size=args.episodes)]
+
+        def score(seeds: list[int], cands: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
             runs = [(n, x, s) for n, x in args.systems for s in seeds]
             tasks: list[tuple[str, float, int, int, tuple[float, ...] | None]]
             tasks = [(n, x, s, args.arrivals, None) for n, x, s in runs]
             tasks += [(n, x, s, args.arrivals, tuple(c)) for c in cands for n, x, s in runs]
             values = np.array(list(pool.map(_episode, tasks)))
             base = values[: len(runs)]
-            mine = values[len(runs) :].reshape(args.population, len(runs))
-            scores = np.log(mine / base).mean(axis=1)  # inf for a candidate unstable anywhere
-            elite = np.argsort(scores, kind="stable")[: args.elite]
-            mean = _unit(cands[elite].mean(axis=0))
-            std = cands[elite].std(axis=0) + 1e-3  # a floor, so the search never freezes in one dimension
-            record = {
-                "generation": g,
-                "seeds": seeds,
-                "best_score": float(scores[elite[0]]),
-                "elite_score": float(scores[elite].mean()),
-                "mean": mean.tolist(),
-                "std": std.tolist(),
-            }
-            with log.open("a") as f:
-                f.write(json.dumps(record) + "\n")
-            done.append(record)
-            if bar is not None:
-                bar.set_postfix_str(f"elite {record['elite_score']:+.4f}")
-                bar.update(1)
-    if bar is not None:
-        bar.close()
-    return mean, done
+            mine = values[len(runs) :].reshape(len(cands), len(runs))
+            return np.log(mine / base).mean(axis=1), {"seeds": seeds}  # inf: unstable somewhere
+
+        return cross_entropy(
+            sample,
+            score,
+            mean,
+            np.full(nf, float(args.init_std)),
+            population=args.population,
+            elite=args.elite,
+            generations=args.generations,
+            seed=args.seed,
+            log=log,
+            settings=_settings(args),
+            progress=not args.no_progress,
+        )
 
 
 def load_weights(path: Path) -> np.ndarray:

@@ -1,0 +1,113 @@
+"""The cross-entropy method over the weights of a scored rule, resumable: the search that the learned
+scored agents share (:mod:`msj_gym.agents.assign_search`, :mod:`msj_gym.agents.hpc_search`).
+
+Rubinstein's cross-entropy method, as Szita & Lőrincz (2006) used it to learn a linear Tetris
+controller: each generation draws a population of weight vectors from a diagonal Gaussian, scores each
+(smaller is better), and refits the Gaussian to the best ones (the elite). Every weight vector is
+scaled to unit L1 norm, since the rules rank by ``w . f`` and a positive factor changes no choice; the
+standard deviations never fall below a floor, so that the search never freezes in one dimension.
+
+Each generation is appended to a JSON-lines log as it ends, after a first line with the search's
+settings; a rerun with the same settings resumes after the last generation written (its number of
+generations may grow), and one with other settings is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["STD_FLOOR", "cross_entropy", "read_log", "unit"]
+
+STD_FLOOR = 1e-3
+
+
+def unit(w: np.ndarray) -> np.ndarray:
+    """``w`` scaled to unit L1 norm (a zero vector as it is)."""
+    norm = float(np.abs(w).sum())
+    return w / norm if norm > 0 else w
+
+
+def read_log(path: Path, settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The generations a previous search with these ``settings`` wrote to ``path`` (none if it does not
+    exist). A log of other settings (but the number of generations) is refused in one line."""
+    if not path.exists():
+        return []
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not lines:
+        return []
+    before = {k: v for k, v in lines[0]["settings"].items() if k != "generations"}
+    now = {k: v for k, v in settings.items() if k != "generations"}
+    if before != now:
+        raise ValueError(
+            f"--out: {str(path)!r} holds a search with other settings ({json.dumps(before)}); "
+            "remove it or write elsewhere"
+        )
+    return [line for line in lines if "generation" in line]
+
+
+def cross_entropy(
+    sample: Callable[[np.random.Generator], Any],
+    score: Callable[[Any, np.ndarray], tuple[np.ndarray, dict[str, Any]]],
+    mean: np.ndarray,
+    std: np.ndarray,
+    *,
+    population: int,
+    elite: int,
+    generations: int,
+    seed: int,
+    log: Path,
+    settings: dict[str, Any],
+    progress: bool = True,
+) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Run (or resume from ``log``) the search from the Gaussian ``(mean, std)``; returns the final
+    mean (unit L1 norm) and the generations' records.
+
+    Generation ``g`` draws from its own Generator (the ``g``-th child of ``seed``): first
+    ``sample(rng)``, what every candidate of the generation is scored on (its episodes' seeds, its
+    sequences: common random numbers), then the candidates; ``score(sample, candidates)`` returns one
+    score per candidate (smaller is better; ``inf`` for one that failed) and what the generation's
+    record should also hold."""
+    done = read_log(log, settings)
+    mean, std = np.asarray(mean, dtype=np.float64), np.asarray(std, dtype=np.float64)
+    if done:
+        mean, std = np.array(done[-1]["mean"]), np.array(done[-1]["std"])
+    else:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(json.dumps({"settings": settings}) + "\n")
+    gens = np.random.SeedSequence(seed).spawn(generations)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=generations, initial=len(done), unit="gen", file=sys.stderr)
+    for g in range(len(done), generations):
+        rng = np.random.default_rng(gens[g])
+        drawn = sample(rng)
+        cands = np.array([unit(mean + std * rng.standard_normal(mean.size)) for _ in range(population)])
+        scores, extra = score(drawn, cands)
+        best = np.argsort(scores, kind="stable")[:elite]
+        mean = unit(cands[best].mean(axis=0))
+        std = cands[best].std(axis=0) + STD_FLOOR
+        record = {
+            "generation": g,
+            **extra,
+            "best_score": float(scores[best[0]]),
+            "elite_score": float(scores[best].mean()),
+            "mean": mean.tolist(),
+            "std": std.tolist(),
+        }
+        with log.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        done.append(record)
+        if bar is not None:
+            bar.set_postfix_str(f"elite {record['elite_score']:+.4f}")
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return mean, done
