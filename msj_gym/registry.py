@@ -338,6 +338,7 @@ def agent_loader(algo: Any) -> Any:
 # The agents trained here, shipped with the package (``msj_gym/agents/checkpoints``).
 register_agent_folder("msj_gym.agents")
 register_agent_loader("scored-assignment", "msj_gym.agents.assign_search:load_checkpoint")
+register_agent_loader("scored-hpc", "msj_gym.agents.hpc_search:load_checkpoint")
 
 # The built-in policies of the source papers (package ``msj_gym.baselines``), in the order every listing uses.
 _MSJ = ("msj",)

@@ -1,7 +1,8 @@
 """The bad-input catalogue, continued (``tests/test_bad_inputs.py`` holds the first part): every entry
 point added since, each case refused with exit code 2 and ONE line on stderr that names the field or
 flag and the value, no traceback, nothing on stdout and nothing written. The surfaces: the
-``python -m msj_gym.agents.improve / evaluate / train / generalist / explain / assign_search`` scripts,
+``python -m msj_gym.agents.improve / evaluate / train / generalist / explain / assign_search /
+hpc_search`` scripts,
 the GPU-trace loaders and SWF replay, ``msj-gym benchmark`` and the agents' metadata (benchmark and
 leaderboard), ``msj-gym optimal``, ``msj-gym render``, ``msj_gym.testing.check_policy`` and the env
 keywords and vector-env seeds."""
@@ -240,12 +241,39 @@ def test_assign_search_out_must_be_a_zip(capsys, tmp_path):
     _script("assign_search", ["--out", str(tmp_path / "a.txt")], ["--out", "a .zip path"], capsys, tmp_path)
 
 
+HPC_SEARCH_CASES = [
+    (["--scenario", "sf-fig2"], ["--scenario 'sf-fig2'", "not a trace"]),
+    (["--scenario", "swf:nosuch.swf"], ["--scenario 'swf:nosuch.swf'", "no such file"]),
+    (["--skip", "200000"], ["--skip 200000", "no room after it"]),
+    (["--skip", "-1"], ["--skip -1"]),
+    (["--length", "1"], ["--length 1", "[2,"]),
+    (["--gap-scale", "0.5"], ["--gap-scale '0.5'", "two numbers"]),
+    (["--gap-scale", "1,0.5"], ["--gap-scale '1,0.5'", "LO <= HI"]),
+    (["--gap-scale", "0,1"], ["--gap-scale '0,1'", "0 < LO"]),
+    (["--reference", "nosuch"], ["--reference", "nosuch"]),
+    (["--elite", "24"], ["--elite 24", "[1, 23]"]),
+    (["--sequences", "0"], ["--sequences 0"]),
+    (["--init-std", "nan"], ["--init-std nan"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("flags", "needles"), HPC_SEARCH_CASES, ids=[" ".join(c[0]) for c in HPC_SEARCH_CASES]
+)
+def test_bad_hpc_search_flag(flags, needles, capsys, tmp_path):
+    traces = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
+    if flags[0] == "--skip" and not (traces / "HPC2N-2002-2.2-cln.swf.gz").exists():
+        pytest.skip("needs ../shared/data/traces (the search's default SDSC-SP2 and HPC2N logs)")
+    _script("hpc_search", [*flags, "--out", str(tmp_path / "h.zip")], needles, capsys, tmp_path)
+
+
 EXPLAIN_CASES = [
     (["nosuch"], ["--agent 'nosuch'", "not a shipped agent"]),
     (["rollout-sf-fig2-0.7", "--arrivals", "5"], ["--arrivals", "got 5"]),
     (["rollout-sf-fig2-0.7", "--arrivals", "many"], ["argument --arrivals", "'many'"]),
     (["rollout-sf-fig2-0.7", "--loads", "a,b"], ["--loads", "'a,b'"]),
     (["scored-assign-random-d"], ["agent 'scored-assign-random-d'", "acts in CompatAssign-v0"]),
+    (["scored-easy-hpc"], ["'scored-easy'", "carries no requested times"]),
     (["rollout-sf-fig2-0.7", "--bogus"], ["unrecognized arguments: --bogus"]),
 ]
 
@@ -292,6 +320,12 @@ def test_evaluate_refuses_an_agent_of_another_model(capsys, tmp_path):
     _script(
         "evaluate", argv, ["ppo-moldable-hw.zip", "an agent of MSJMoldable-v0", "MSJ-v0"], capsys, tmp_path
     )
+
+
+def test_evaluate_refuses_an_agent_that_cannot_act_on_its_envs_workload(capsys, tmp_path):
+    # the HPC agent reads requested times, which its env's default scenario does not carry
+    argv = ["scored-easy-hpc", "--arrivals", "200", "--out", str(tmp_path / "eval.jsonl")]
+    _script("evaluate", argv, ["scored-easy-hpc.zip", "carries no requested times"], capsys, tmp_path)
 
 
 def test_evaluate_refuses_a_stale_out_in_one_line(capsys, tmp_path):

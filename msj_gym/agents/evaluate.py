@@ -48,14 +48,16 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def load_agent(path: Path) -> tuple[Any, dict[str, Any]]:
-    """The SB3 model and its training metadata (see :mod:`msj_gym.experiments.agents`)."""
+    """The loaded agent (an :class:`~msj_gym.experiments.agents.AgentSpec`: an SB3 model, or a factory
+    of agents for a checkpoint of another algorithm) and its training metadata (see
+    :mod:`msj_gym.experiments.agents`)."""
     from msj_gym.experiments.agents import load_agent as load
 
     loaded = load(str(path))
     meta_path = path.with_suffix(".json")
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"algo": "sb3"}
     meta.update(env_id=loaded.env_id, env_kwargs=loaded.env_kwargs)
-    return loaded.model, meta
+    return loaded, meta
 
 
 def code_stamp(*files: Path) -> str:
@@ -99,10 +101,14 @@ def evaluate(
     from msj_gym.baselines import POLICIES, make_policy, non_preemptive, supports
     from msj_gym.registry import policy_from_spec
 
-    model, meta = load_agent(checkpoint)
+    loaded, meta = load_agent(checkpoint)
     env_kwargs = dict(meta.get("env_kwargs", {}))
     env_kwargs.update(num_arrivals=arrivals, warmup=warmup)
     env = gym.make(meta.get("env_id", "MSJ-v0"), **env_kwargs)
+    try:  # an agent that cannot act on this env's workload is refused before any run
+        loaded.agent_for(env)
+    except ValueError as exc:
+        raise ValueError(f"checkpoint {str(checkpoint)!r}: {' '.join(str(exc).split())}") from None
     # what is read here is an MSJ env's (MSJ-v0, MSJPreemptive-v0): the envs of the baselines' model
     msj_env = cast("MSJEnv", env.unwrapped)
     workload = msj_env.workload
@@ -149,7 +155,7 @@ def evaluate(
             if (pid, seed) in done:
                 continue
             if pid == label:
-                res = rollout(env, model, seed=seed)
+                res = rollout(env, loaded.agent_for(env, seed), seed=seed)
             else:
                 policy = extra[pid] if pid in extra else make_policy(pid)
                 res = Simulator(workload, policy, seed=seed, num_arrivals=arrivals, warmup=warmup).run()

@@ -77,6 +77,7 @@ from msj_gym.core.access import (
     next_waiting,
     now,
     num_classes,
+    num_servers,
     num_slots,
     region,
     server_need,
@@ -85,21 +86,41 @@ from msj_gym.core.access import (
 )
 from msj_gym.core.jit import inline_jit
 from msj_gym.core.layout import Layout
-from msj_gym.core.record import Record
+from msj_gym.core.record import Record, field
 from msj_gym.core.state import PolicyData
+from msj_gym.metrics.result import default_slowdown_tau
 from msj_gym.workloads.workload import ClassTable
 
 from ._kit import sort_ascending
 from .backfilling import ESTIMATES, backfill_job, estimate, estimate_fields, shadow_time, smallest_need
 
-RULES = ("sjf", "wfp3", "unicep", "f1", "fcfs")
-RULE_SJF, RULE_WFP3, RULE_UNICEP, RULE_F1, RULE_FCFS = range(5)
+RULES = ("sjf", "wfp3", "unicep", "f1", "fcfs", "scored")
+RULE_SJF, RULE_WFP3, RULE_UNICEP, RULE_F1, RULE_FCFS, RULE_SCORED = range(6)
+
+#: What the scored rule (:class:`ScoredEasy`) weighs of a waiting job, its requested time r, processors
+#: n of the machine's k and wait so far w, in this order: log10 r, log2 n, log10(1 + w), (n / k) log10 r,
+#: n / k, the log10 of the bounded slowdown it would have if it started now by its request,
+#: max((w + r) / max(r, tau), 1), and, with Q = log10(1 + q), q the servers the waiting jobs need over
+#: k (how congested the machine is), log10(1 + w) Q and (n / k) Q (log10 of a time <= 0.1 taken at 0.1,
+#: as F1's).
+SCORE_FEATURES = (
+    "request",
+    "need",
+    "wait",
+    "need_request",
+    "need_share",
+    "slowdown",
+    "queue_wait",
+    "queue_need",
+)
 
 VARIANTS = ("paper", "rlscheduler")
 VARIANT_PAPER, VARIANT_RLSCHEDULER = range(2)
 
-FIELDS = Record("rule", "backfill", "estimate_mode", "estimate_factor", "requested_attribute", "variant")
-RULE, BACKFILL, ESTIMATE_MODE, ESTIMATE_FACTOR, REQUESTED_ATTRIBUTE, VARIANT = FIELDS.ids
+FIELDS = Record(
+    "rule", "backfill", "estimate_mode", "estimate_factor", "requested_attribute", "variant", "weights", "tau"
+)
+RULE, BACKFILL, ESTIMATE_MODE, ESTIMATE_FACTOR, REQUESTED_ATTRIBUTE, VARIANT, WEIGHTS, TAU = FIELDS.ids
 # the waiting jobs (at most one per slot) ranked, with their scores, then the reservation's scratch:
 # the running and just-started jobs with their estimated ends (shadow_time's)
 WORK = Layout(
@@ -114,13 +135,24 @@ LOG_FLOOR = 0.1  # F1's log10 of a time <= 0 is taken at this value
 
 
 @inline_jit
-def score(view, rule, s, r, t, variant):
+def score(view, rule, s, r, t, variant, weights, tau, queued):
     """The job ``s``'s (tier, score) under ``rule`` at time ``t``, its run-time estimate ``r``: jobs of
     tier 0 come before those of tier 1 (only UNICEP's one-processor jobs are ranked apart), smallest
     score first within a tier. The rlscheduler variant scores WFP3 and UNICEP as RLScheduler's code
     does: with w = -(s + 1) (its ``scheduled_time - submit_time`` while ``scheduled_time`` is -1) and
-    UNICEP's n + 1e-15 (one tier)."""
+    UNICEP's n + 1e-15 (one tier). The scored rule's score is ``weights`` times
+    :data:`SCORE_FEATURES`, ``tau`` the bounded slowdown's and ``queued`` the log10(1 + q) of its
+    queue feature."""
     n = server_need(view, s)
+    if rule == RULE_SCORED:
+        lr = math.log10(max(r, LOG_FLOOR))
+        share = n / num_servers(view)
+        waited = max(t - arrival_time(view, s), 0.0)
+        wait = math.log10(1.0 + waited)
+        slowdown = math.log10(max((waited + r) / max(r, tau), 1.0))
+        total = weights[0] * lr + weights[1] * math.log2(float(n)) + weights[2] * wait
+        total += weights[3] * share * lr + weights[4] * share + weights[5] * slowdown
+        return 0, total + (weights[6] * wait + weights[7] * share) * queued
     if variant == VARIANT_RLSCHEDULER and (rule == RULE_WFP3 or rule == RULE_UNICEP):
         w = -1.0 - arrival_time(view, s)
         if rule == RULE_WFP3:
@@ -143,17 +175,22 @@ def score(view, rule, s, r, t, variant):
 
 
 @inline_jit
-def _ranked(view, sizes, rule, mode, factor, attribute, variant, keys, slots):
+def _ranked(view, sizes, rule, mode, factor, attribute, variant, weights, tau, keys, slots):
     """The waiting jobs in score order into ``slots`` (their scores in ``keys``); returns their number.
     A tier is collected and sorted at a time, so that an ordinary sort by (score, job id) does."""
     t = now(view)
+    queued = 0.0
+    if rule == RULE_SCORED:
+        for c in range(num_classes(view)):
+            queued += class_waiting(view, c) * class_need(view, c)
+        queued = math.log10(1.0 + queued / num_servers(view))
     m = 0
     for tier in range(2 if rule == RULE_UNICEP else 1):
         lo = m
         s = first_waiting(view)
         while s != -1:
             r = estimate(view, sizes, s, mode, factor, attribute)
-            level, key = score(view, rule, s, r, t, variant)
+            level, key = score(view, rule, s, r, t, variant, weights, tau, queued)
             if level == tier:
                 keys[m] = key
                 slots[m] = s
@@ -202,7 +239,10 @@ def _rlscheduler(view, sizes, pdata, actions, rule, backfill, mode, factor, attr
         c = -1
     while True:
         if c < 0:
-            m = _ranked(view, sizes, rule, mode, factor, attribute, VARIANT_RLSCHEDULER, keys, slots)
+            weights, tau = field(pdata.params, WEIGHTS), value(pdata.params, TAU)
+            m = _ranked(
+                view, sizes, rule, mode, factor, attribute, VARIANT_RLSCHEDULER, weights, tau, keys, slots
+            )
             i = 0
             while i < m and _started(actions, n, slots[i]):  # still on the waiting list until applied
                 i += 1
@@ -251,7 +291,8 @@ def _hpc(view, sizes, pdata, actions):
     if not _anything_fits(view):  # asked at every event (for the other variant): nothing to do here
         return 0
     keys, slots = region(pdata.fwork, KEYS), region(pdata.iwork, RANKED)
-    m = _ranked(view, sizes, rule, mode, factor, attribute, VARIANT_PAPER, keys, slots)
+    weights, tau = field(pdata.params, WEIGHTS), value(pdata.params, TAU)
+    m = _ranked(view, sizes, rule, mode, factor, attribute, VARIANT_PAPER, weights, tau, keys, slots)
     free = free_servers(view)
     n = 0
     i = 0
@@ -310,9 +351,14 @@ class _Heuristic(Policy):
     def reads_sizes(self) -> bool:
         return self.param_values["estimates"] != "requested"
 
+    def weights(self) -> np.ndarray:
+        """The scored rule's weights of :data:`SCORE_FEATURES` (unused by the other rules)."""
+        return np.zeros(len(SCORE_FEATURES))
+
     def kind_notes(self) -> tuple[str, ...]:
         notes = (f"estimates: {self.param_values['estimates']}",)
-        return (*notes, "rlscheduler variant") if self.param_values["variant"] == "rlscheduler" else notes
+        rlscheduler = self.param_values.get("variant") == "rlscheduler"
+        return (*notes, "rlscheduler variant") if rlscheduler else notes
 
     # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
     def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
@@ -323,7 +369,9 @@ class _Heuristic(Policy):
         params = FIELDS.pack(
             rule=RULES.index(self.rule),
             backfill=int(self.backfill),
-            variant=VARIANTS.index(self.param_values["variant"]),
+            variant=VARIANTS.index(self.param_values.get("variant", "paper")),
+            weights=self.weights(),
+            tau=default_slowdown_tau(workload),
             **fields,
         )
         return base._replace(params=params, state=np.array([-1.0, -1.0, np.inf]))
@@ -439,3 +487,41 @@ class FCFSEasy(_Heuristic):
     rule = "fcfs"
     backfill = True
     reference = "Mu'alem & Feitelson (2001), Sec. 2; Zhang et al. (2020), RLScheduler (fcfs_score)"
+
+
+# WFP3's order in logs (-(w / r)^3 n: 3 log r - 3 log w - log n), the default weights of the scored rule
+WFP3_LOG_WEIGHTS = dict.fromkeys(SCORE_FEATURES, 0.0)
+WFP3_LOG_WEIGHTS.update(request=3.0, need=-math.log10(2.0), wait=-3.0)
+
+
+class ScoredEasy(_Heuristic):
+    """A learned priority with EASY backfilling: the waiting jobs ranked by the score ``w . f``, smallest
+    first (ties: arrival order), ``f`` a job's :data:`SCORE_FEATURES` (its requested time, processors and
+    wait, in logs, and their interactions), backfilled along that order as the heuristics above are.
+    The default weights order jobs as WFP3 does, with log10(1 + w) for log10 w. Its weights are what an
+    agent learns (``python -m msj_gym.agents.hpc_search``); the order is unchanged when they are scaled
+    by a positive factor. A generalisation of the log-linear scores above (SJF is ``w_request = 1``), in
+    the spirit of F1's (Carastan-Santos & de Camargo (2017)), whose score was itself fitted by
+    simulation. Not registered: name it ``msj_gym.baselines.hpc:ScoredEasy``.
+    Non-preemptive; reads requested times by default (size-aware with ``estimates="exact"`` or
+    ``"f-model"``).
+    """
+
+    policy_id = "scored-easy"
+    rule = "scored"
+    backfill = True
+    reference = (
+        "Carastan-Santos & de Camargo (2017) (a score fitted by simulation); "
+        "EASY: Mu'alem & Feitelson (2001), Sec. 2"
+    )
+    params_spec: ClassVar[Mapping[str, Param]] = {
+        "estimates": _Heuristic.params_spec["estimates"],
+        "estimate_factor": _Heuristic.params_spec["estimate_factor"],
+        **{
+            f"w_{name}": Param(float, WFP3_LOG_WEIGHTS[name], f"weight of the job's {name.replace('_', ' ')}")
+            for name in SCORE_FEATURES
+        },
+    }
+
+    def weights(self) -> np.ndarray:
+        return np.array([float(self.param_values[f"w_{name}"]) for name in SCORE_FEATURES])

@@ -183,7 +183,8 @@ def agent_files(spec: str) -> tuple[str, ...]:
         path = shipped_agents().get(spec, path)
     if path.is_file():
         meta = path.with_suffix(".json")
-        return tuple(str(p.resolve()) for p in (path, meta) if p.is_file())
+        files = [str(p.resolve()) for p in (path, meta) if p.is_file()]
+        return tuple(files) + _loader_files(path)
     if ":" in spec:
         import importlib.util
 
@@ -194,6 +195,27 @@ def agent_files(spec: str) -> tuple[str, ...]:
         origin = getattr(found, "origin", None)
         return (origin,) if origin and origin.endswith(".py") else ()
     return ()
+
+
+def _loader_files(path: Path) -> tuple[str, ...]:
+    """The code a checkpoint of a registered algorithm (not stable-baselines3's) runs beyond its weights:
+    its loader's module and, for an agent with a native twin, the policy's own source files."""
+    import inspect
+
+    from ..registry import agent_loader, spec_source_files
+
+    try:
+        meta = json.loads(path.with_suffix(".json").read_text())
+        loader = agent_loader(meta.get("algo"))
+        if loader is None:
+            return ()
+        files = {inspect.getsourcefile(loader) or ""}
+        native = loader(path, meta).get("native")
+    except (OSError, ValueError, AttributeError, TypeError):  # a damaged one fails where it is run
+        return ()
+    if native is not None:
+        files.update(spec_source_files(native[0]))
+    return tuple(sorted(f for f in files if f))
 
 
 def shipped_agents() -> dict[str, Path]:

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -231,11 +231,19 @@ def run_point(point: Point) -> dict[str, Any]:
     """Run one point in this process and return its metrics (a JSON-ready dict)."""
     from ..workloads.compat import COMPAT_SCENARIOS, build_compat_scenario
 
+    native = None
     if point.agent is not None:
+        from .agents import load_agent
+
+        native = load_agent(point.agent, bare=True).native
+    if point.agent is not None and native is None:
         from .agents import run_agent
 
         res = run_agent(point)
     else:
+        if native is not None:
+            # its episodes through its env are this policy's native runs, run for run (tested)
+            point = replace(point, agent=None, policy=native[0], params=native[1])
         from ..core.simulator import Simulator
         from ..registry import policy_from_spec
 

@@ -130,18 +130,23 @@ def _run_one(task: tuple[str, str, str, dict[str, Any], int, int, str, bool]) ->
     processes)."""
     scenario, kind, spec, params, start, length, metric, bare = task
     wl = sequence_workload(_trace(scenario), start, length)
+    seed = 0
     if kind == "agent":
-        from .agents import play_agent
+        from .agents import load_agent, play_agent
 
-        where = f"the sequence of jobs {start}..{start + length - 1}"
-        result = play_agent(spec, wl, {}, length, 0, start, where, bare=bare)
-        return float(getattr(result, metric))
+        native = load_agent(spec, bare).native
+        if native is None:
+            where = f"the sequence of jobs {start}..{start + length - 1}"
+            result = play_agent(spec, wl, {}, length, 0, start, where, bare=bare)
+            return float(getattr(result, metric))
+        # its episodes through its env (seeded by the sequence's start) are this policy's native runs,
+        # run for run (tested)
+        (spec, params), seed = native, start
     from ..core.simulator import Simulator
     from ..registry import policy_from_spec
 
-    result = Simulator(
-        wl, policy_from_spec(spec, "--policies", **params), num_arrivals=length, warmup=0
-    ).run()
+    policy = policy_from_spec(spec, "--policies", **params)
+    result = Simulator(wl, policy, num_arrivals=length, warmup=0, seed=seed).run()
     return float(getattr(result, metric))
 
 
