@@ -28,11 +28,9 @@ after the last one written, and one with other settings is refused.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
-import zipfile
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -155,7 +153,7 @@ def search(args: Any, log: Path) -> tuple[np.ndarray, list[dict[str, Any]]]:
     generations' records."""
     from msj_gym.baselines.balanced_fair import SCORE_FEATURES
 
-    from .cem import cross_entropy
+    from .cem import search_from_args
 
     nf = len(SCORE_FEATURES)
     mean = np.zeros(nf)
@@ -175,34 +173,16 @@ def search(args: Any, log: Path) -> tuple[np.ndarray, list[dict[str, Any]]]:
             mine = values[len(runs) :].reshape(len(cands), len(runs))
             return np.log(mine / base).mean(axis=1), {"seeds": seeds}  # inf: unstable somewhere
 
-        return cross_entropy(
-            sample,
-            score,
-            mean,
-            np.full(nf, float(args.init_std)),
-            population=args.population,
-            elite=args.elite,
-            generations=args.generations,
-            seed=args.seed,
-            log=log,
-            settings=_settings(args),
-            progress=not args.no_progress,
-        )
+        return search_from_args(args, sample, score, mean, log, _settings(args))
 
 
 def load_weights(path: Path) -> np.ndarray:
     """The weights a checkpoint ``.zip`` of this module holds (one line ``ValueError`` otherwise)."""
     from msj_gym.baselines.balanced_fair import SCORE_FEATURES
 
-    try:
-        with zipfile.ZipFile(path) as z:
-            data = json.loads(z.read("weights.json"))
-        w = np.array([float(data[name]) for name in SCORE_FEATURES])
-    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"{str(path)!r}: not a {ALGO} checkpoint ({type(exc).__name__}: {exc})") from None
-    if not np.all(np.isfinite(w)):
-        raise ValueError(f"{str(path)!r}: weights must be finite, got {w.tolist()}")
-    return w
+    from .cem import read_weights
+
+    return read_weights(path, SCORE_FEATURES, ALGO)
 
 
 def load_checkpoint(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
@@ -225,30 +205,24 @@ def load_checkpoint(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from msj_gym.atomic import atomic_path, atomic_write_text
     from msj_gym.baselines.balanced_fair import SCORE_FEATURES
+
+    from .cem import write_checkpoint
 
     args = parse_args(argv)
     started = time.perf_counter()
     log = args.out.with_suffix(".log.jsonl")
     mean, done = search(args, log)
-    weights = {name: float(w) for name, w in zip(SCORE_FEATURES, mean, strict=True)}
-    with atomic_path(args.out) as tmp, zipfile.ZipFile(tmp, "w") as z:
-        z.writestr("weights.json", json.dumps(weights, sort_keys=True))
     meta = {
         "env_id": "CompatAssign-v0",
         "env_kwargs": {"scheduler": "fcfs"},
         "algo": ALGO,
-        "weights": weights,
         "systems": [{"scenario": n, "load": x} for n, x in args.systems],
         "command": "python -m msj_gym.agents.assign_search "
         + " ".join(sys.argv[1:] if argv is None else argv),
-        "generations": len(done),
-        "final_elite_score": done[-1]["elite_score"] if done else None,
-        "train_seconds_this_run": round(time.perf_counter() - started, 1),
     }
-    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
-    print(f"weights {json.dumps(weights)}; wrote {args.out} and {args.out.with_suffix('.json').name}")
+    weights = {name: float(w) for name, w in zip(SCORE_FEATURES, mean, strict=True)}
+    write_checkpoint(args.out, weights, meta, done, started)
 
 
 if __name__ == "__main__":

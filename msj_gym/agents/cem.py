@@ -16,13 +16,23 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+import time
+import zipfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["STD_FLOOR", "cross_entropy", "read_log", "unit"]
+__all__ = [
+    "STD_FLOOR",
+    "cross_entropy",
+    "read_log",
+    "read_weights",
+    "search_from_args",
+    "unit",
+    "write_checkpoint",
+]
 
 STD_FLOOR = 1e-3
 
@@ -111,3 +121,63 @@ def cross_entropy(
     if bar is not None:
         bar.close()
     return mean, done
+
+
+def search_from_args(
+    args: Any,
+    sample: Callable[[np.random.Generator], Any],
+    score: Callable[[Any, np.ndarray], tuple[np.ndarray, dict[str, Any]]],
+    mean: np.ndarray,
+    log: Path,
+    settings: dict[str, Any],
+) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """:func:`cross_entropy` from ``mean`` with a script's flags (``--init-std``, ``--population``,
+    ``--elite``, ``--generations``, ``--seed``, ``--no-progress``)."""
+    return cross_entropy(
+        sample,
+        score,
+        mean,
+        np.full(np.size(mean), float(args.init_std)),
+        population=args.population,
+        elite=args.elite,
+        generations=args.generations,
+        seed=args.seed,
+        log=log,
+        settings=settings,
+        progress=not args.no_progress,
+    )
+
+
+def read_weights(path: Path, features: Sequence[str], algo: str) -> np.ndarray:
+    """The weights of ``features`` that a scored agent's checkpoint ``.zip`` holds (a one-line
+    ``ValueError`` for a file that is not one, or weights that are not finite)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            data = json.loads(z.read("weights.json"))
+        w = np.array([float(data[name]) for name in features])
+    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{str(path)!r}: not a {algo} checkpoint ({type(exc).__name__}: {exc})") from None
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{str(path)!r}: weights must be finite, got {w.tolist()}")
+    return w
+
+
+def write_checkpoint(
+    out: Path, weights: dict[str, float], meta: dict[str, Any], done: list[dict[str, Any]], started: float
+) -> None:
+    """Write a scored agent's checkpoint: ``out`` (a ``.zip`` of its ``weights``) and its ``.json``
+    beside it (``meta``, with the weights, the generations run, the last elite score and this run's
+    time since ``started``), each atomically."""
+    from msj_gym.atomic import atomic_path, atomic_write_text
+
+    with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w") as z:
+        z.writestr("weights.json", json.dumps(weights, sort_keys=True))
+    meta = {
+        **meta,
+        "weights": weights,
+        "generations": len(done),
+        "final_elite_score": done[-1]["elite_score"] if done else None,
+        "train_seconds_this_run": round(time.perf_counter() - started, 1),
+    }
+    atomic_write_text(out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
+    print(f"weights {json.dumps(weights)}; wrote {out} and {out.with_suffix('.json').name}")
