@@ -19,29 +19,14 @@ from msj_gym.experiments.agents import load_agent, play_agent
 from msj_gym.experiments.sequences import SequenceProtocol, run_sequences, sequence_workload
 from msj_gym.registry import make_policy, policy_from_spec
 from msj_gym.workloads.scenarios import load_scenario
+from tests.experiments.test_sequences import _log
 
 RULE = "msj_gym.baselines.hpc:ScoredEasy"
 
 
-def _log(folder: Path, jobs: int) -> str:
-    """A generated SWF log on 16 processors: bursts of jobs of 1 to 16 processors whose requests
-    overstate their run times up to four times (so that EASY backfills, and orders differ)."""
-    rng = np.random.default_rng(5)
-    lines = ["; MaxProcs: 16"]
-    t = 0.0
-    for i in range(1, jobs + 1):
-        t += float(rng.exponential(12.0))
-        run = float(np.ceil(rng.lognormal(3.0, 1.2)))
-        procs = int(rng.choice([1, 2, 3, 4, 8, 16]))
-        req = float(np.ceil(run * (1 + 3 * rng.random())))
-        lines.append(f"{i} {round(t)} -1 {run:g} {procs} -1 -1 {procs} {req:g} -1 1 1 1 -1 1 -1 -1 -1")
-    path = folder / "log.swf"
-    path.write_text("\n".join(lines) + "\n")
-    return f"swf:{path}"
-
-
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory) -> str:
+    # a generated SWF log on 16 processors whose requests overstate run times up to four times
     return _log(tmp_path_factory.mktemp("log"), 2500)
 
 
