@@ -61,21 +61,16 @@ def load_agent(path: Path) -> tuple[Any, dict[str, Any]]:
 
 
 def code_stamp(*files: Path) -> str:
-    """A hash of the simulator's code (core, workloads, metrics), the environments, the baselines and
-    the bytes of ``files``: what an agent's data or results come from."""
-    import hashlib
-
+    """The key of what an agent's data or results come from: the simulator's code (core, workloads,
+    metrics), the environments, the baselines and ``files`` (the runs' own key function,
+    :func:`msj_gym.experiments.runner.files_key`)."""
     import msj_gym.baselines
     import msj_gym.env
-    from msj_gym.experiments.runner import code_version
+    from msj_gym.experiments.runner import files_key
 
-    h = hashlib.sha256(code_version().encode())
-    for init in (msj_gym.baselines.__file__, msj_gym.env.__file__):  # the packages' __init__.py
-        for f in sorted(Path(init).parent.glob("*.py")):
-            h.update(f.name.encode() + f.read_bytes())
-    for f in files:
-        h.update(Path(f).read_bytes())
-    return h.hexdigest()[:16]
+    packages = [Path(init).parent for init in (msj_gym.baselines.__file__, msj_gym.env.__file__)]
+    sources = [str(f) for folder in packages for f in folder.glob("*.py")]
+    return files_key([*sources, *(str(Path(f).resolve()) for f in files)], simulator=True)
 
 
 def run_stamp(checkpoint: Path) -> str:

@@ -50,6 +50,7 @@ __all__ = [
     "build_workload",
     "check_backend",
     "code_version",
+    "files_key",
     "hold_folder",
     "provenance",
     "resolve_scenario",
@@ -157,15 +158,18 @@ def _point_content(point: Point) -> str:
 
 
 _FILE_HASHES: dict[str, str] = {}
-_CODE: dict[tuple[str, ...], str] = {}
+_CODE: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
 # the modules every simulated result depends on (the policy's and the run's own are added per point)
 _CODE_GLOBS = ("core/*.py", "workloads/*.py", "metrics/*.py", "experiments/runner.py")
 
 
 def _file_hash(path: str) -> str:
-    if path not in _FILE_HASHES:
-        _FILE_HASHES[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    return _FILE_HASHES[path]
+    # keyed by the file's size and time too: a checkpoint rewritten within a process is hashed anew
+    st = os.stat(path)
+    key = f"{path}:{st.st_size}:{st.st_mtime_ns}"
+    if key not in _FILE_HASHES:
+        _FILE_HASHES[key] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return _FILE_HASHES[key]
 
 
 _BASE_FILES: frozenset[str] | None = None
@@ -212,15 +216,25 @@ def code_version(point: Point | None = None, run: Run | None = None) -> str:
     """``VERSION+HASH``: the package version and a hash of the source of the modules that compute a
     result (msj_gym's core, workloads and metrics, the runner, and for ``point`` its policy's module
     or its agent's checkpoint, or the ``run`` function's module). Each file is read once per process."""
+    return files_key(_code_files(point, run) if point is not None else _base_files())
+
+
+def files_key(files: Iterable[str], *, simulator: bool = False) -> str:
+    """``VERSION+HASH``: the package version and a hash of the names and bytes of ``files`` (each read
+    once per process), with ``simulator`` also of the modules every simulated result depends on
+    (msj_gym's core, workloads and metrics, and this runner): the one key of what a result depends
+    on, for the runs' stores (:func:`code_version`) and the agents' scripts alike
+    (``msj_gym.agents.evaluate``)."""
     from ..core.simulator import _version
 
-    files = _code_files(point, run) if point is not None else tuple(sorted(_base_files()))
-    if files not in _CODE:
+    names = tuple(sorted(set(files) | (_base_files() if simulator else set())))
+    hashes = tuple(_file_hash(f) for f in names)
+    if (names, hashes) not in _CODE:
         h = hashlib.sha256()
-        for f in files:
-            h.update(Path(f).name.encode() + _file_hash(f).encode())
-        _CODE[files] = f"{_version()}+{h.hexdigest()[:12]}"
-    return _CODE[files]
+        for f, digest in zip(names, hashes, strict=True):
+            h.update(Path(f).name.encode() + digest.encode())
+        _CODE[names, hashes] = f"{_version()}+{h.hexdigest()[:12]}"
+    return _CODE[names, hashes]
 
 
 class StaleRuns(ValueError):

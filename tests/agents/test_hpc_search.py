@@ -162,3 +162,18 @@ def test_the_shipped_agent_loads_by_name_with_its_native_twin(tmp_path: Path, mo
     assert list(shipped["weights"]) == list(SCORE_FEATURES)
     # trained after the first 10,000 jobs of each log: the protocol's sequences are held out
     assert "--skip" not in shipped["command"] and "held_out" in shipped
+
+
+def test_a_checkpoint_rewritten_within_a_process_changes_its_runs_key(searched: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from msj_gym.experiments.runner import Point, code_version
+
+    copy = tmp_path / "copy.zip"
+    shutil.copy(searched, copy)
+    shutil.copy(searched.with_suffix(".json"), copy.with_suffix(".json"))
+    point = Point("agent", 150, "sf-fig2", "agent", 4, 150, {}, agent=str(copy))
+    before = code_version(point)
+    with zipfile.ZipFile(copy, "w") as z:  # other weights, in the same process
+        z.writestr("weights.json", json.dumps(dict.fromkeys(SCORE_FEATURES, 0.125)))
+    assert code_version(point) != before
