@@ -215,16 +215,16 @@ def _code_files(point: Point, run: Run | None) -> tuple[str, ...]:
 def code_version(point: Point | None = None, run: Run | None = None) -> str:
     """``VERSION+HASH``: the package version and a hash of the source of the modules that compute a
     result (msj_gym's core, workloads and metrics, the runner, and for ``point`` its policy's module
-    or its agent's checkpoint, or the ``run`` function's module). Each file is read once per process."""
+    or its agent's checkpoint, or the ``run`` function's module), by :func:`files_key`."""
     return files_key(_code_files(point, run) if point is not None else _base_files())
 
 
 def files_key(files: Iterable[str], *, simulator: bool = False) -> str:
     """``VERSION+HASH``: the package version and a hash of the names and bytes of ``files`` (each read
-    once per process), with ``simulator`` also of the modules every simulated result depends on
-    (msj_gym's core, workloads and metrics, and this runner): the one key of what a result depends
-    on, for the runs' stores (:func:`code_version`) and the agents' scripts alike
-    (``msj_gym.agents.evaluate``)."""
+    once per process while its size and time stay the same), with ``simulator`` also of the modules
+    every simulated result depends on (msj_gym's core, workloads and metrics, and this runner): the
+    one key of what a result depends on, for the runs' stores (:func:`code_version`) and the agents'
+    scripts alike (``msj_gym.agents.evaluate``)."""
     from ..core.simulator import _version
 
     names = tuple(sorted(set(files) | (_base_files() if simulator else set())))
