@@ -39,6 +39,10 @@ Readings chosen where the sources are ambiguous or do not apply:
   the trace's own submit time (SWF field 2, seconds since the log began, scaled with the gaps when a
   load is set).
 
+**The scored rule** (:class:`ScoredEasy`, not registered) ranks by a weighted sum of a job's features
+(:data:`SCORE_FEATURES`), with EASY backfilling along it: WFP3's order is one point of it, and its
+weights are what ``python -m msj_gym.agents.hpc_search`` learns.
+
 **The rlscheduler variant** (``variant="rlscheduler"``) decides as RLScheduler's code does, to
 reproduce its published table: the job at the top of the order is *committed to* (it waits until it
 fits, whatever arrives meanwhile, then the next top is picked); WFP3 and UNICEP use its w = -(s + 1)
