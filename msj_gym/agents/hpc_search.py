@@ -190,7 +190,8 @@ def search(args: Any, log: Path) -> tuple[np.ndarray, list[dict[str, Any]]]:
             out = []
             for end in ends:
                 starts = rng.integers(args.skip, end, size=args.sequences).tolist()
-                scales = [1.0 if lo == hi else float(x) for x in rng.uniform(lo, hi, size=args.sequences)]
+                # one factor for all (drawing none): the recorded gaps by default
+                scales = [lo] * args.sequences if lo == hi else rng.uniform(lo, hi, args.sequences).tolist()
                 out.append(list(zip(starts, scales, strict=True)))
             return out
 

@@ -177,3 +177,23 @@ def test_a_checkpoint_rewritten_within_a_process_changes_its_runs_key(searched: 
     with zipfile.ZipFile(copy, "w") as z:  # other weights, in the same process
         z.writestr("weights.json", json.dumps(dict.fromkeys(SCORE_FEATURES, 0.125)))
     assert code_version(point) != before
+
+
+def test_a_fixed_gap_scale_scales_every_training_sequence(trace: str, tmp_path: Path) -> None:
+    out = tmp_path / "scaled.zip"
+    main(
+        [
+            *TINY,
+            "--scenario",
+            trace,
+            "--gap-scale",
+            "0.5,0.5",
+            "--generations",
+            "1",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
+    line = json.loads(out.with_suffix(".log.jsonl").read_text().splitlines()[1])
+    assert {x for per in line["sequences"] for _, x in per} == {0.5}
