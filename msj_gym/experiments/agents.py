@@ -178,13 +178,9 @@ def env_build(model: str, build: dict[str, Any]) -> dict[str, Any]:
 def agent_files(spec: str) -> tuple[str, ...]:
     """The files an agent's decisions depend on beyond msj_gym's code, for the runs' code key: a
     checkpoint (a path or a shipped name) and its ``.json``; the module that a ``module:attr`` names."""
-    path = Path(spec)
-    if not path.is_file() and ":" not in spec:
-        path = shipped_agents().get(spec, path)
-    if path.is_file():
-        meta = path.with_suffix(".json")
-        files = [str(p.resolve()) for p in (path, meta) if p.is_file()]
-        return tuple(files) + _loader_files(path)
+    files = _checkpoint_files(spec)
+    if files:
+        return files + _loader_files(Path(files[0]))
     if ":" in spec:
         import importlib.util
 
@@ -195,6 +191,17 @@ def agent_files(spec: str) -> tuple[str, ...]:
         origin = getattr(found, "origin", None)
         return (origin,) if origin and origin.endswith(".py") else ()
     return ()
+
+
+def _checkpoint_files(spec: str) -> tuple[str, ...]:
+    """A checkpoint's file (a path or a shipped name) and its ``.json`` where there is one, resolved;
+    nothing for a spec that names no file."""
+    path = Path(spec)
+    if not path.is_file() and ":" not in spec:
+        path = shipped_agents().get(spec, path)
+    if not path.is_file():
+        return ()
+    return tuple(str(p.resolve()) for p in (path, path.with_suffix(".json")) if p.is_file())
 
 
 def _loader_files(path: Path) -> tuple[str, ...]:
@@ -226,11 +233,20 @@ def shipped_agents() -> dict[str, Path]:
     return registered()
 
 
-@cache
 def load_agent(spec: str, bare: bool = False) -> AgentSpec:
-    """Load ``spec`` (cached per process). Raises ``ValueError`` naming the spec when it does not load,
-    or when a checkpoint has no metadata (unless ``bare``) or metadata that does not describe an MSJ
-    env (see the module docstring)."""
+    """Load ``spec`` (cached per process while its checkpoint and metadata files stay the same: one
+    rewritten within a process is loaded again). Raises ``ValueError`` naming the spec when it does not
+    load, or when a checkpoint has no metadata (unless ``bare``) or metadata that does not describe an
+    MSJ env (see the module docstring)."""
+    stamp = []
+    for f in _checkpoint_files(spec):
+        st = Path(f).stat()
+        stamp.append((f, st.st_size, st.st_mtime_ns))
+    return _load_agent(spec, bare, tuple(stamp))
+
+
+@cache
+def _load_agent(spec: str, bare: bool, stamp: tuple[Any, ...]) -> AgentSpec:
     if spec.endswith(".zip") or Path(spec).exists():
         return _load_checkpoint(spec, bare)
     if ":" in spec:

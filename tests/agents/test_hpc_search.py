@@ -164,7 +164,9 @@ def test_the_shipped_agent_loads_by_name_with_its_native_twin(tmp_path: Path, mo
     assert "--skip" not in shipped["command"] and "held_out" in shipped
 
 
-def test_a_checkpoint_rewritten_within_a_process_changes_its_runs_key(searched: Path, tmp_path: Path) -> None:
+def test_a_checkpoint_rewritten_within_a_process_changes_its_key_and_is_loaded_again(
+    searched: Path, tmp_path: Path
+) -> None:
     import shutil
 
     from msj_gym.experiments.runner import Point, code_version
@@ -173,10 +175,15 @@ def test_a_checkpoint_rewritten_within_a_process_changes_its_runs_key(searched: 
     shutil.copy(searched, copy)
     shutil.copy(searched.with_suffix(".json"), copy.with_suffix(".json"))
     point = Point("agent", 150, "sf-fig2", "agent", 4, 150, {}, agent=str(copy))
-    before = code_version(point)
+    before, loaded = code_version(point), load_agent(str(copy))
     with zipfile.ZipFile(copy, "w") as z:  # other weights, in the same process
         z.writestr("weights.json", json.dumps(dict.fromkeys(SCORE_FEATURES, 0.125)))
     assert code_version(point) != before
+    # and the agent is loaded again, not taken from the cache of the old file
+    again = load_agent(str(copy))
+    assert again.native is not None and loaded.native is not None
+    assert again.native[1] == {f"w_{k}": 0.125 for k in SCORE_FEATURES} != loaded.native[1]
+    assert load_agent(str(copy)) is again  # cached while the file stays the same
 
 
 def test_a_fixed_gap_scale_scales_every_training_sequence(trace: str, tmp_path: Path) -> None:
