@@ -180,7 +180,7 @@ def agent_files(spec: str) -> tuple[str, ...]:
     checkpoint (a path or a shipped name) and its ``.json``; the module that a ``module:attr`` names."""
     files = _checkpoint_files(spec)
     if files:
-        return files + _loader_files(Path(files[0]))
+        return files + _loader_files(files[0], _stamp(files))
     if ":" in spec:
         import importlib.util
 
@@ -204,13 +204,22 @@ def _checkpoint_files(spec: str) -> tuple[str, ...]:
     return tuple(str(p.resolve()) for p in (path, path.with_suffix(".json")) if p.is_file())
 
 
-def _loader_files(path: Path) -> tuple[str, ...]:
+def _stamp(files: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
+    """Each file with its size and modification time: what a per-process cache of what was read from
+    them is keyed by, so that a file rewritten within a process is read again."""
+    return tuple((f, (st := Path(f).stat()).st_size, st.st_mtime_ns) for f in files)
+
+
+@cache
+def _loader_files(checkpoint: str, stamp: tuple[tuple[str, int, int], ...]) -> tuple[str, ...]:
     """The code a checkpoint of a registered algorithm (not stable-baselines3's) runs beyond its weights:
-    its loader's module and, for an agent with a native twin, the policy's own source files."""
+    its loader's module and, for an agent with a native twin, the policy's own source files (cached
+    per ``stamp`` of the checkpoint and its metadata)."""
     import inspect
 
     from ..registry import agent_loader, spec_source_files
 
+    path = Path(checkpoint)
     try:
         meta = json.loads(path.with_suffix(".json").read_text())
         loader = agent_loader(meta.get("algo"))
@@ -238,11 +247,7 @@ def load_agent(spec: str, bare: bool = False) -> AgentSpec:
     rewritten within a process is loaded again). Raises ``ValueError`` naming the spec when it does not
     load, or when a checkpoint has no metadata (unless ``bare``) or metadata that does not describe an
     MSJ env (see the module docstring)."""
-    stamp = []
-    for f in _checkpoint_files(spec):
-        st = Path(f).stat()
-        stamp.append((f, st.st_size, st.st_mtime_ns))
-    return _load_agent(spec, bare, tuple(stamp))
+    return _load_agent(spec, bare, _stamp(_checkpoint_files(spec)))
 
 
 @cache
