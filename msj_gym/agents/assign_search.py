@@ -29,8 +29,6 @@ after the last one written, and one with other settings is refused.
 from __future__ import annotations
 
 import math
-import sys
-import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -207,22 +205,16 @@ def load_checkpoint(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> None:
     from msj_gym.baselines.balanced_fair import SCORE_FEATURES
 
-    from .cem import write_checkpoint
+    from .cem import search_and_write
 
     args = parse_args(argv)
-    started = time.perf_counter()
-    log = args.out.with_suffix(".log.jsonl")
-    mean, done = search(args, log)
     meta = {
         "env_id": "CompatAssign-v0",
         "env_kwargs": {"scheduler": "fcfs"},
         "algo": ALGO,
         "systems": [{"scenario": n, "load": x} for n, x in args.systems],
-        "command": "python -m msj_gym.agents.assign_search "
-        + " ".join(sys.argv[1:] if argv is None else argv),
     }
-    weights = {name: float(w) for name, w in zip(SCORE_FEATURES, mean, strict=True)}
-    write_checkpoint(args.out, weights, meta, done, started)
+    search_and_write(args, argv, "msj_gym.agents.assign_search", SCORE_FEATURES, search, meta)
 
 
 if __name__ == "__main__":

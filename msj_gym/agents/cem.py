@@ -15,6 +15,7 @@ generations may grow), and one with other settings is refused.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 import zipfile
@@ -29,9 +30,9 @@ __all__ = [
     "cross_entropy",
     "read_log",
     "read_weights",
+    "search_and_write",
     "search_from_args",
     "unit",
-    "write_checkpoint",
 ]
 
 STD_FLOOR = 1e-3
@@ -162,19 +163,30 @@ def read_weights(path: Path, features: Sequence[str], algo: str) -> np.ndarray:
     return w
 
 
-def write_checkpoint(
-    out: Path, weights: dict[str, float], meta: dict[str, Any], done: list[dict[str, Any]], started: float
+def search_and_write(
+    args: Any,
+    argv: Sequence[str] | None,
+    script: str,
+    features: Sequence[str],
+    search: Callable[[Any, Path], tuple[np.ndarray, list[dict[str, Any]]]],
+    meta: dict[str, Any],
 ) -> None:
-    """Write a scored agent's checkpoint: ``out`` (a ``.zip`` of its ``weights``) and its ``.json``
-    beside it (``meta``, with the weights, the generations run, the last elite score and this run's
-    time since ``started``), each atomically."""
+    """A search script's work after its flags are checked: run (or resume) ``search(args, log)`` with
+    its log beside ``args.out``, then write the checkpoint, ``args.out`` (a ``.zip`` of the weights of
+    ``features``), and its ``.json`` beside it (``meta``, with the weights, the command that ran
+    ``script``, the generations run, the last elite score and this run's time), each atomically."""
     from msj_gym.atomic import atomic_path, atomic_write_text
 
+    started = time.perf_counter()
+    mean, done = search(args, args.out.with_suffix(".log.jsonl"))
+    weights = {name: float(w) for name, w in zip(features, mean, strict=True)}
+    out = args.out
     with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w") as z:
         z.writestr("weights.json", json.dumps(weights, sort_keys=True))
     meta = {
         **meta,
         "weights": weights,
+        "command": f"python -m {script} " + shlex.join(sys.argv[1:] if argv is None else argv),
         "generations": len(done),
         "final_elite_score": done[-1]["elite_score"] if done else None,
         "train_seconds_this_run": round(time.perf_counter() - started, 1),

@@ -28,9 +28,6 @@ from __future__ import annotations
 
 import functools
 import math
-import shlex
-import sys
-import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -239,12 +236,9 @@ def load_checkpoint(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> None:
     from msj_gym.baselines.hpc import SCORE_FEATURES
 
-    from .cem import write_checkpoint
+    from .cem import search_and_write
 
     args = parse_args(argv)
-    started = time.perf_counter()
-    log = args.out.with_suffix(".log.jsonl")
-    mean, done = search(args, log)
     meta = {
         "env_id": "MSJ-v0",
         # room for every job of a sequence in the action window: the rule may start any waiting job
@@ -252,11 +246,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "algo": ALGO,
         "scenarios": list(args.scenario),
         "held_out": f"jobs before {args.skip} of each trace (the protocol's --window {args.skip})",
-        "command": "python -m msj_gym.agents.hpc_search "
-        + shlex.join(sys.argv[1:] if argv is None else argv),
     }
-    weights = {name: float(w) for name, w in zip(SCORE_FEATURES, mean, strict=True)}
-    write_checkpoint(args.out, weights, meta, done, started)
+    search_and_write(args, argv, "msj_gym.agents.hpc_search", SCORE_FEATURES, search, meta)
 
 
 if __name__ == "__main__":
