@@ -48,7 +48,7 @@ import math
 import os
 import textwrap
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -454,24 +454,17 @@ def run_compat_point(point: Point) -> dict[str, Any]:
     if point.agent is not None:
         from .agents import load_agent, run_agent
 
-        native = load_agent(point.agent, bare=True).native
-        if native is None:
+        if load_agent(point.agent, bare=True).native is None:
             return result_row(run_agent(point, model="compatibility"))
-        # its episodes through CompatAssign-v0 are this policy's native runs, run for run (tested)
-        policy, params = native
-        return run_point(replace(point, agent=None, policy=policy, params=params))
+    # an agent with a native twin runs as that policy there (run_point's own rule)
     return run_point(point)
 
 
 def _compat_code(point: Point) -> list[str]:
     root = Path(__file__).resolve().parents[1]
     files = [str(root / "pooled.py"), str(root / "analysis" / "balanced_fairness.py")]
-    if point.agent is None:
-        return files + _policy_files(point.policy)
-    from .agents import load_agent
-
-    native = load_agent(point.agent, bare=True).native
-    return files + ([] if native is None else _policy_files(native[0]))
+    # an agent's own files (its native twin's among them) are in every agent run's key already
+    return files + ([] if point.agent is not None else _policy_files(point.policy))
 
 
 run_compat_point.code_files = _compat_code  # type: ignore[attr-defined]
