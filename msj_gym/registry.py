@@ -158,7 +158,9 @@ def make_moldable_policy(policy_id: str, **params: Any) -> Any:
 def supports(policy: str | Policy, workload: WorkloadLike) -> str | None:
     """None if ``policy`` (a registered id, or a policy instance outside the registry) is defined on
     ``workload`` (a :class:`~msj_gym.workloads.workload.WorkloadLike`), else the reason it is not (one
-    line)."""
+    line): its models, then the workloads it declares it refuses
+    (:meth:`~msj_gym.core.Policy.unsupported`), without preparing it. Only a policy of the user's own
+    that declares nothing is prepared once to find out."""
     import numpy as np
 
     from msj_gym.core import Policy
@@ -177,10 +179,28 @@ def supports(policy: str | Policy, workload: WorkloadLike) -> str | None:
             return f"policy {policy!r} is not defined on the {model} model (it is defined on: {on})"
         candidate = make_policy(policy)
     try:
-        candidate.for_workload(workload).prepare(workload, np.random.default_rng(0))
+        candidate = candidate.for_workload(workload)
+    except ValueError as exc:
+        return str(exc)
+    reason = candidate.unsupported(workload)
+    if reason is not None or _declares_support(type(candidate)):
+        return reason
+    try:  # a policy of the user's own that declares nothing: asked by preparing it once
+        candidate.prepare(workload, np.random.default_rng(0))
     except ValueError as exc:
         return str(exc)
     return None
+
+
+def _declares_support(cls: type[Policy]) -> bool:
+    """Whether ``cls`` declares the workloads it refuses (:meth:`~msj_gym.core.Policy.unsupported`): every
+    registered policy does (a test holds each one's ``prepare`` to it), as does a policy that overrides it."""
+    from msj_gym.core import Policy
+
+    if cls.unsupported is not Policy.unsupported:
+        return True
+    pid = getattr(cls, "policy_id", "")
+    return pid in _REGISTRY and policy_class(pid) is cls
 
 
 def stability_limit(policy: str | Policy, workload: WorkloadLike) -> tuple[float, str] | None:

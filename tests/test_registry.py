@@ -143,3 +143,104 @@ def test_policy_from_spec_takes_an_id_or_module_attr_and_names_the_field() -> No
     ):
         with pytest.raises(ValueError, match=f"^--base '{spec}': {reason}"):
             policy_from_spec(spec, "--base")
+
+
+def _support_grid() -> dict[str, object]:
+    """Workloads of every engine model on which some policy or other is refused: the built-ins, k
+    changed under them, generated systems, the compatibility systems."""
+    from msj_gym.workloads.compat import COMPAT_SCENARIOS, build_compat_scenario
+    from msj_gym.workloads.generator import sample_systems
+    from msj_gym.workloads.scenarios import list_scenarios, load_scenario
+
+    grid: dict[str, object] = {f"{n}": load_scenario(n).build(load=0.5) for n in list_scenarios()}
+    grid["sf-fig2, k=16"] = load_scenario("sf-fig2").build(load=0.5, num_servers=16)
+    grid["one-or-all, k=4"] = load_scenario("one-or-all").build(load=0.5, num_servers=4)
+    grid |= {f"generated {i}": wl for i, wl in enumerate(sample_systems(11, 8))}
+    grid |= {n: build_compat_scenario(n, load=0.7) for n in COMPAT_SCENARIOS}
+    return grid
+
+
+# the exact optima solve to find out (their declaration): asked only where that is quick
+_SOLVED_ON = ("sf-fig2", "sdsc-sp2", "generated 0", "003-random-2")
+
+
+@pytest.mark.parametrize(
+    "policy_id, params",
+    [(pid, {}) for pid in registry.policy_ids(registry.ENGINE_MODELS)]
+    + [
+        ("msfq", {"ell": 3}),
+        ("modified-bs", {"demands": "1,2"}),
+        ("easy-backfilling", {"estimates": "requested"}),
+        ("sjf-easy", {"estimates": "exact"}),
+    ],
+)
+def test_every_policy_declares_the_workloads_its_prepare_refuses(policy_id, params) -> None:
+    """supports() asks a registered policy's declaration (Policy.unsupported), never its prepare; so
+    prepare must refuse exactly the workloads declared, with the same reason."""
+    import numpy as np
+
+    policy = registry.make_policy(policy_id, **params)
+    refused = 0
+    for name, wl in _support_grid().items():
+        if policy_id.startswith("mdp-optimal") and name not in _SOLVED_ON:
+            continue
+        reason = registry.supports(policy, wl)
+        try:
+            policy.for_workload(wl).prepare(wl, np.random.default_rng(0))
+        except ValueError as exc:
+            assert reason == str(exc), (name, reason, str(exc))
+            refused += 1
+        else:
+            assert reason is None, (name, reason)
+    if policy_id in ("msfq", "compat-least-loaded", "mdp-optimal", "sjf", "modified-bs"):
+        assert refused > 0  # the grid reaches the refusals it is meant to check
+
+
+def test_supports_asks_a_declaring_policy_without_preparing_it(monkeypatch) -> None:
+    from msj_gym.core import Policy
+    from msj_gym.workloads.scenarios import load_scenario
+
+    def no_prepare(self, workload, rng):
+        raise AssertionError("prepared")
+
+    sf, oa = load_scenario("sf-fig2").build(load=0.5), load_scenario("one-or-all").build(load=0.5)
+    four = load_scenario("four-class").build(load=0.5)
+    for pid in ("msfq", "server-filling-gittins", "easy-backfilling", "sjf"):
+        monkeypatch.setattr(registry.policy_class(pid), "prepare", no_prepare)
+    assert registry.supports("msfq", oa) is None
+    assert "needs a one-or-all workload" in registry.supports("msfq", four)
+    assert registry.supports("server-filling-gittins", sf) is None
+    assert registry.supports("easy-backfilling", sf) is None
+    assert "carries no requested times" in registry.supports("sjf", sf)
+
+    class Declares(Policy):  # a policy of the user's own that declares: asked, not prepared
+        policy_id = "declares"
+        prepare = no_prepare  # type: ignore[assignment]
+
+        def unsupported(self, workload):
+            return None if workload.num_servers == 8 else "needs k = 8"
+
+    assert registry.supports(Declares(), sf) is None
+    assert registry.supports(Declares(), oa) == "needs k = 8"
+
+
+def test_supports_prepares_a_policy_of_the_users_own_that_declares_nothing() -> None:
+    from msj_gym.core import Policy
+    from msj_gym.workloads.scenarios import load_scenario
+
+    class Silent(Policy):
+        policy_id = "silent"
+
+        def prepare(self, workload, rng):
+            if workload.num_servers != 8:
+                raise ValueError("silent: needs k = 8")
+            return super().prepare(workload, rng)
+
+    assert registry.supports(Silent(), load_scenario("sf-fig2").build(load=0.5)) is None
+    assert registry.supports(Silent(), load_scenario("one-or-all").build(load=0.5)) == "silent: needs k = 8"
+
+
+def test_parameters_that_no_workload_could_accept_are_refused_with_the_policy() -> None:
+    with pytest.raises(ValueError, match=r"^policy 'nmsr' parameter 'tau': expected a positive time"):
+        registry.make_policy("nmsr", tau=-5.0)
+    assert registry.make_policy("nmsr", tau=-1.0).param_values["tau"] == -1.0

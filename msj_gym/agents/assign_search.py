@@ -101,15 +101,16 @@ def parse_args(argv: Sequence[str] | None) -> Any:
     check_count("--seed", args.seed, 0, 2**31 - 1)
     check_number("--init-std", args.init_std, 0.0, 100.0, open_lo=True)
     check_output("--out", args.out, ".zip")
-    from msj_gym.registry import policy_from_spec
+    from msj_gym.registry import policy_from_spec, supports
     from msj_gym.workloads.compat import build_compat_scenario
 
     for name, load in args.systems:  # refused here, before any generation, if the rule cannot run there
         try:
-            wl = build_compat_scenario(name, load=load)
-            policy_from_spec(POLICY, "policy").prepare(wl, np.random.default_rng(0))
+            reason = supports(policy_from_spec(POLICY, "policy"), build_compat_scenario(name, load=load))
         except ValueError as exc:
-            raise UsageError(f"--scenario {name!r} at load {load:g}: {exc}") from None
+            reason = str(exc)
+        if reason is not None:
+            raise UsageError(f"--scenario {name!r} at load {load:g}: {reason}")
     return args
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -54,10 +54,9 @@ def estimate(view, sizes, s, mode, factor, attribute):
     return service_time(sizes, s) * (1.0 + factor * estimate_noise(sizes, s))
 
 
-def estimate_fields(policy_id: str, estimates: str, factor: float, workload: ClassTable) -> dict[str, float]:
-    """The kernel's estimate parameters (mode, f, requested-time attribute) for ``estimates`` of
-    :data:`ESTIMATES` on ``workload``; a ValueError if it asks for requested times the workload does not
-    carry, or for an f the mode does not use."""
+def check_estimates(policy_id: str, estimates: str, factor: float) -> None:
+    """A one-line ValueError for run-time estimates ``estimates`` of :data:`ESTIMATES` with an f the
+    mode does not use (its parameters alone, before any workload)."""
     if estimates not in ESTIMATES:
         raise ValueError(
             f"policy {policy_id!r} parameter 'estimates': expected one of {ESTIMATES}, got {estimates!r}"
@@ -67,16 +66,30 @@ def estimate_fields(policy_id: str, estimates: str, factor: float, workload: Cla
             f"policy {policy_id!r}: estimate_factor {factor!r} applies to estimates='f-model', "
             f"not {estimates!r}"
         )
-    attribute = -1
-    if estimates == "requested":
-        found = requested_time_attribute(workload)
-        if found is None:
-            raise ValueError(
-                f"policy {policy_id!r} with estimates='requested': workload "
-                f"{getattr(workload, 'name', '?')!r} carries no requested times (an SWF log does); use "
-                "estimates='exact' or 'f-model'"
-            )
-        attribute = found
+
+
+def estimates_unsupported(policy_id: str, estimates: str, workload: ClassTable) -> str | None:
+    """Why ``estimates`` cannot be used on ``workload`` (it asks for requested times the workload does
+    not carry), or None: what a policy that runs on such estimates declares it refuses."""
+    if estimates == "requested" and requested_time_attribute(workload) is None:
+        return (
+            f"policy {policy_id!r} with estimates='requested': workload "
+            f"{getattr(workload, 'name', '?')!r} carries no requested times (an SWF log does); use "
+            "estimates='exact' or 'f-model'"
+        )
+    return None
+
+
+def estimate_fields(policy_id: str, estimates: str, factor: float, workload: ClassTable) -> dict[str, float]:
+    """The kernel's estimate parameters (mode, f, requested-time attribute) for ``estimates`` of
+    :data:`ESTIMATES` on ``workload``; a ValueError if it asks for requested times the workload does not
+    carry (:func:`estimates_unsupported`), or for an f the mode does not use (:func:`check_estimates`)."""
+    check_estimates(policy_id, estimates, factor)
+    reason = estimates_unsupported(policy_id, estimates, workload)
+    if reason is not None:
+        raise ValueError(reason)
+    found = requested_time_attribute(workload) if estimates == "requested" else None
+    attribute = -1 if found is None else found
     mode = EST_REQUESTED if estimates == "requested" else EST_SIZE
     return {"estimate_mode": mode, "estimate_factor": factor, "requested_attribute": attribute}
 
@@ -219,6 +232,14 @@ class EasyBackfilling(Policy):
         if chosen == "auto":
             return "f-model" if self.param_values["estimate_factor"] > 0 else "exact"
         return chosen
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        check_estimates(self.policy_id, self.estimates, self.param_values["estimate_factor"])
+
+    # a policy is asked only about a workload of its own models (for_workload checks): narrower by design
+    def unsupported(self, workload: ClassTable) -> str | None:  # type: ignore[override]
+        return estimates_unsupported(self.policy_id, self.estimates, workload)
 
     def kind_notes(self) -> tuple[str, ...]:
         return (f"estimates: {self.estimates}",)

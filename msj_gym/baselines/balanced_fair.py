@@ -620,13 +620,18 @@ class CompatLeastLoaded(_CompatPolicy):
     def score_weights(self) -> np.ndarray:
         return LEAST_LOADED.copy()
 
-    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
-    def prepare(self, workload: CompatWorkload, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
+    # a policy is asked only about a workload of its own models (for_workload checks): narrower by design
+    def unsupported(self, workload: CompatWorkload) -> str | None:  # type: ignore[override]
         if workload.model == MODEL and not any(c.choose for c in workload.classes):
-            raise ValueError(
+            return (
                 f"policy {self.policy_id!r}: no class of {workload.name!r} has a random assignment "
                 "(choose = d), so there is nothing to assign (it would be compat-fcfs)"
             )
+        return None
+
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: CompatWorkload, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
+        self.require(workload)
         return super().prepare(workload, rng)
 
 

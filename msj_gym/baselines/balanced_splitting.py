@@ -226,15 +226,24 @@ class _BalancedSplittingBase(Policy):
         except ValueError as exc:
             raise ValueError(f"policy {self.policy_id!r}: {exc}") from None
 
-    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
-        part = self.partition(workload)
+    # a policy is asked only about a workload of its own models (for_workload checks): narrower by design
+    def unsupported(self, workload: ClassTable) -> str | None:  # type: ignore[override]
+        try:
+            part = self.partition(workload)
+        except ValueError as exc:  # the given demands do not fit its classes, or no partition exists
+            return str(exc)
         if self.mode == MODE_MODIFIED and part.helpers == 0:
-            raise ValueError(
+            return (
                 f"policy {self.policy_id!r}: the partition leaves no helpers (every k rho_i / (n_i rho) "
                 "is an integer, so psi = 1 and |H| = 0): jobs it sends to the helpers would never be "
                 "served; give slightly different 'demands' or use 'bs'"
             )
+        return None
+
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
+        self.require(workload)
+        part = self.partition(workload)
         needs = np.asarray(workload.server_needs, dtype=np.int64)
         nclass = needs.size
         aux = AUXILIARY.index(self.param_values["aux"])

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -96,7 +96,16 @@ from msj_gym.metrics.result import default_slowdown_tau
 from msj_gym.workloads.workload import ClassTable
 
 from ._kit import sort_ascending
-from .backfilling import ESTIMATES, backfill_job, estimate, estimate_fields, shadow_time, smallest_need
+from .backfilling import (
+    ESTIMATES,
+    backfill_job,
+    check_estimates,
+    estimate,
+    estimate_fields,
+    estimates_unsupported,
+    shadow_time,
+    smallest_need,
+)
 
 RULES = ("sjf", "wfp3", "unicep", "f1", "fcfs", "scored")
 RULE_SJF, RULE_WFP3, RULE_UNICEP, RULE_F1, RULE_FCFS, RULE_SCORED = range(6)
@@ -351,6 +360,14 @@ class _Heuristic(Policy):
             choices=VARIANTS,
         ),
     }
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        check_estimates(self.policy_id, self.param_values["estimates"], self.param_values["estimate_factor"])
+
+    # a policy is asked only about a workload of its own models (for_workload checks): narrower by design
+    def unsupported(self, workload: ClassTable) -> str | None:  # type: ignore[override]
+        return estimates_unsupported(self.policy_id, self.param_values["estimates"], workload)
 
     def reads_sizes(self) -> bool:
         return self.param_values["estimates"] != "requested"

@@ -190,6 +190,12 @@ class NMSR(Policy):
         "backfill": Param(bool, False, "first-fit backfilling of queue heads when not switching"),
     }
 
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        tau = self.param_values["tau"]
+        if tau != -1.0 and tau <= 0:
+            raise ValueError(f"policy 'nmsr' parameter 'tau': expected a positive time (or -1), got {tau!r}")
+
     # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
     def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         needs = np.asarray(workload.server_needs, dtype=np.int64)
@@ -202,8 +208,6 @@ class NMSR(Policy):
         tau = self.param_values["tau"]
         if tau == -1.0:
             tau = 10.0 * float(np.dot(p, means))
-        elif tau <= 0:
-            raise ValueError(f"policy 'nmsr' parameter 'tau': expected a positive time, got {tau!r}")
         nclass = needs.size
         table = np.zeros((nclass, nclass))
         table[np.arange(nclass), np.arange(nclass)] = fill

@@ -131,6 +131,17 @@ class _MDPOptimalBase(Policy):
         )
     }
 
+    # a policy is asked only about a workload of its own models (for_workload checks): narrower by design
+    def unsupported(self, workload: Workload) -> str | None:  # type: ignore[override]
+        """Whether the exact solver fits ``workload`` is what solving it says (an exponential system whose
+        chain stays within the state limit): the solve is made here, once, and kept on disk for
+        :meth:`prepare` and every later run (so the answer depends on the load)."""
+        try:
+            solved_table(workload, self.preemptive, self.param_values["blocking_target"])
+        except ValueError as exc:
+            return str(exc)
+        return None
+
     # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
     def prepare(self, workload: Workload, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
         solved = solved_table(workload, self.preemptive, self.param_values["blocking_target"])

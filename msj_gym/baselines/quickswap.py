@@ -225,19 +225,27 @@ class MSFQ(Policy):
         ),
     }
 
-    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
-    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
+    # a policy is asked only about a workload of its own models (for_workload checks): narrower by design
+    def unsupported(self, workload: ClassTable) -> str | None:  # type: ignore[override]
         needs = np.asarray(workload.server_needs)
         k = int(workload.num_servers)
         if needs.size != 2 or sorted(needs.tolist()) != [1, k]:
-            raise ValueError(
+            return (
                 f"policy 'msfq': needs a one-or-all workload (server needs 1 and k={k}), got needs "
                 f"{needs.tolist()}"
             )
         ell = self.param_values["ell"]
+        if ell != -1 and not 0 <= ell <= k - 1:
+            return f"policy 'msfq' parameter 'ell': expected an integer in [0, {k - 1}], got {ell}"
+        return None
+
+    # a policy is prepared only for a workload of its own models (for_workload checks): narrower by design
+    def prepare(self, workload: ClassTable, rng: np.random.Generator) -> PolicyData:  # type: ignore[override]
+        self.require(workload)
+        needs = np.asarray(workload.server_needs)
+        k = int(workload.num_servers)
+        ell = self.param_values["ell"]
         ell = k - 1 if ell == -1 else ell
-        if not 0 <= ell <= k - 1:
-            raise ValueError(f"policy 'msfq' parameter 'ell': expected an integer in [0, {k - 1}], got {ell}")
         light, heavy = int(np.argmin(needs)), int(np.argmax(needs))
         variant = VARIANT_AUTHOR if self.param_values["variant"] == "author" else VARIANT_LITERAL
         base = super().prepare(workload, rng)

@@ -117,6 +117,21 @@ class Policy:
             )
         return self
 
+    def unsupported(self, workload: WorkloadLike) -> str | None:
+        """Why this policy is not defined on ``workload`` (a workload of one of its ``models``), in one
+        line, or None where it is: the workloads it refuses, declared so that they can be asked without
+        preparing it (a leaderboard asks every entrant at every scenario before any run). The default
+        refuses none. A policy whose ``prepare`` cannot run on some workloads returns the reason here and
+        begins ``prepare`` with :meth:`require`, so that the two cannot disagree. A policy of the user's
+        own that declares nothing is asked by preparing it once (:func:`msj_gym.registry.supports`)."""
+        return None
+
+    def require(self, workload: WorkloadLike) -> None:
+        """A ``ValueError`` with the reason :meth:`unsupported` gives, if it gives one."""
+        reason = self.unsupported(workload)
+        if reason is not None:
+            raise ValueError(reason)
+
     def action_words(self, num_servers: int) -> int:
         """Room the kernel needs in ``actions`` for one decision (see :mod:`msj_gym.core.actions`)."""
         return 2 * num_servers + 2

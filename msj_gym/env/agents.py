@@ -11,7 +11,7 @@ from ..core import state as S
 from ..core.policy import Policy
 from ..core.simulator import PolicyDriver
 from ..metrics.result import SimulationResult
-from ..registry import make_policy
+from ..registry import make_policy, supports
 from .msj_env import MSJEnv
 
 __all__ = ["PolicyAgent", "RandomAgent", "rollout"]
@@ -55,7 +55,9 @@ class PolicyAgent:
             raise ValueError(
                 f"policy {policy.policy_id!r} preempts: run it through MSJPreemptive-v0, not MSJ-v0"
             )
-        policy.prepare(core.workload, np.random.default_rng(0))  # a workload it is not defined on fails here
+        reason = supports(policy, core.workload)  # a workload it is not defined on fails here
+        if reason is not None:
+            raise ValueError(reason)
         if policy.decides_every_event:
             core.decide_every_event(True)
         self._episode = -1

@@ -665,7 +665,7 @@ def _plan(
     """Every run, per point the kind of each entrant (label -> kind), and the point of each run."""
     from ..registry import make_policy, policy_from_spec, supports
     from .agents import agent_label
-    from .runner import resolve_scenario
+    from .runner import entrant_key, resolve_scenario
     from .sequences import _trace
 
     ids = _policy_ids(config.preemptive)
@@ -703,6 +703,7 @@ def _plan(
                 )
             sequence = {seed: sp.run_scenario(seed) for seed in config.seeds}  # the same for every entrant
             for label, policy_spec, agent in runs:
+                code = entrant_key(policy_spec, agent)  # resolved once per entrant
                 for seed in config.seeds:
                     points.append(
                         Point(
@@ -714,6 +715,7 @@ def _plan(
                             num_arrivals=sp.length,
                             warmup=0,
                             agent=agent,
+                            code=code,
                         )
                     )
                     owner.append((scenario, rho))

@@ -279,6 +279,7 @@ class Entrant:
     size_aware: bool
     params: dict[str, Any]
     notes: tuple[str, ...] = ()  # how it decides, for the kind column (e.g. its run-time estimates)
+    code: str = ""  # the key of what its runs depend on (runner.entrant_key), resolved once by the plan
 
 
 def _agent_sees_sizes(env_kwargs: dict[str, Any]) -> bool:
@@ -470,8 +471,9 @@ def plan(
     """Every run of the leaderboard, and per scenario its entrants and the policies left out
     (``workers`` processes settle the load-dependent ones, solving the exact optima in parallel).
     Each scenario is resolved once, here: its entrants are settled on that object and every run
-    carries it (``Point.source``)."""
-    from .runner import resolve_scenario
+    carries it (``Point.source``); each entrant's key of what its runs depend on is worked out once,
+    here, and every run of it carries it (``Point.code``)."""
+    from .runner import entrant_key, resolve_scenario
 
     points: list[Point] = []
     entrants: dict[str, list[Entrant]] = {}
@@ -480,6 +482,8 @@ def plan(
         config.check_run_length(scenario)
         source = resolve_scenario(scenario)
         entrants[scenario], skipped[scenario] = _entrants(config, scenario, workers, source)
+        for e in entrants[scenario]:
+            e.code = entrant_key(e.policy or e.label, e.agent)
         for e in entrants[scenario]:
             for rho in config.loads:
                 for seed in config.seeds:
@@ -496,6 +500,7 @@ def plan(
                             warmup=config.warmup_for(scenario),
                             agent=e.agent,
                             source=source,
+                            code=e.code,
                         )
                     )
     return points, entrants, skipped

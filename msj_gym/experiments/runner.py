@@ -50,6 +50,8 @@ __all__ = [
     "build_workload",
     "check_backend",
     "code_version",
+    "entrant_files",
+    "entrant_key",
     "files_key",
     "hold_folder",
     "provenance",
@@ -71,7 +73,9 @@ class Point:
     :mod:`msj_gym.experiments.agents`) the run goes through ``MSJ-v0`` driven by that agent, and
     ``policy`` is only its label. ``source`` is the scenario its plan resolved ``scenario`` to
     (:func:`resolve_scenario`): the run builds from that object, not from the name again, so every run
-    of a plan simulates the scenario as the plan read it once; it is not part of the point's key."""
+    of a plan simulates the scenario as the plan read it once; it is not part of the point's key.
+    ``code`` is its entrant's :func:`entrant_key`, which the plan resolved once for every run of the
+    entrant (None: worked out per point, :func:`code_version`)."""
 
     series: str
     x: float
@@ -85,10 +89,11 @@ class Point:
     options: dict[str, Any] = field(default_factory=dict)  # more Simulator keywords
     agent: str | None = None
     source: Any = field(default=None, compare=False, repr=False)
+    code: str | None = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        """The point's fields as JSON-ready data, its resolved ``source`` left out."""
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "source"}
+        """The point's fields as JSON-ready data, its resolved ``source`` and ``code`` left out."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("source", "code")}
         return json.loads(json.dumps(d))
 
     def key(self) -> str:
@@ -184,31 +189,50 @@ def _base_files() -> frozenset[str]:
     return _BASE_FILES
 
 
-def _code_files(point: Point, run: Run | None) -> tuple[str, ...]:
+def entrant_files(policy: str, agent: str | None = None) -> frozenset[str]:
+    """The files an entrant's runs depend on beyond the simulator's own: an agent's checkpoint, its
+    loader and rule, and the envs it acts through; a registered policy's module, the helpers every
+    policy shares and the registry; a ``module:attr`` policy's own files, whatever their names."""
     import inspect
 
     root = Path(__file__).resolve().parents[1]
+    files: set[str] = set()
+    if agent is not None:
+        from .agents import agent_files
+
+        files |= {str(f) for f in (root / "env").glob("*.py")} | {str(root / "experiments" / "agents.py")}
+        # a checkpoint (a path or a shipped name): its weights and metadata are part of the code
+        files |= set(agent_files(agent))
+    else:
+        from ..registry import policy_class, policy_ids, spec_source_files
+
+        if ":" in policy:
+            files |= set(spec_source_files(policy))
+        elif policy in policy_ids():
+            module = Path(inspect.getsourcefile(policy_class(policy)) or "")
+            files |= {str(module), *(str(module.parent / n) for n in ("__init__.py", "_kit.py"))}
+            files.add(str(root / "registry.py"))
+    return frozenset(f for f in files if f and Path(f).is_file())
+
+
+def entrant_key(policy: str, agent: str | None = None) -> str:
+    """The key of what an entrant's simulated runs depend on (:func:`files_key` of the simulator and
+    :func:`entrant_files`): what a plan resolves once per entrant and every run of it carries
+    (``Point.code``); the same as :func:`code_version` of any of its points."""
+    return files_key(entrant_files(policy, agent), simulator=True)
+
+
+def _code_files(point: Point, run: Run | None) -> tuple[str, ...]:
+    import inspect
+
     files = set(_base_files())
     if run is not None:
         files.add(inspect.getsourcefile(run) or "")
         more = getattr(run, "code_files", None)  # what the run reaches beyond its own module
         if more is not None:
             files |= {str(f) for f in more(point)}
-    if point.agent is not None:
-        from .agents import agent_files
-
-        files |= {str(f) for f in (root / "env").glob("*.py")} | {str(root / "experiments" / "agents.py")}
-        # a checkpoint (a path or a shipped name): its weights and metadata are part of the code
-        files |= set(agent_files(point.agent))
-    elif run is None:
-        from ..registry import policy_class, policy_ids, spec_source_files
-
-        if ":" in point.policy:  # a policy outside the registry: its own files, whatever their names
-            files |= set(spec_source_files(point.policy))
-        elif point.policy in policy_ids():  # its module, and the registry and helpers every policy shares
-            module = Path(inspect.getsourcefile(policy_class(point.policy)) or "")
-            files |= {str(module), *(str(module.parent / n) for n in ("__init__.py", "_kit.py"))}
-            files.add(str(root / "registry.py"))
+    if point.agent is not None or run is None:
+        files |= entrant_files(point.policy, point.agent)
     return tuple(sorted(f for f in files if f and Path(f).is_file()))
 
 
@@ -730,7 +754,9 @@ def run_points(
         for p in points:
             pk = p.key()
             if pk not in keys:
-                c, v = content_of(p), code_version(p, run)
+                # the plan's key of the entrant holds for the simulator's own runs, not another run's
+                v = p.code if p.code is not None and run is None else code_version(p, run)
+                c = content_of(p)
                 keys[pk] = (json.dumps({**json.loads(pk), "content": c, "code": v}, sort_keys=True), c, v)
         todo = []
         seen: set[str] = set()

@@ -98,9 +98,11 @@ def test_without_requested_times_the_heuristics_are_not_defined() -> None:
         wl, make_policy("wfp3-easy", estimates="f-model", estimate_factor=1.0), num_arrivals=3000
     ).run()
     assert res.num_measured > 0
+    # an f the estimates do not use is refused with the parameters, before any workload
     with pytest.raises(ValueError, match=r"estimate_factor 2\.0 applies to estimates='f-model'"):
-        supports_or_raise = make_policy("sjf", estimates="exact", estimate_factor=2.0)
-        supports_or_raise.prepare(wl, np.random.default_rng(0))
+        make_policy("sjf", estimates="exact", estimate_factor=2.0)
+    with pytest.raises(ValueError, match=r"estimate_factor 0\.5 applies to estimates='f-model'"):
+        make_policy("easy-backfilling", estimates="exact", estimate_factor=0.5)
 
 
 def test_estimates_decide_whether_an_entrant_reads_sizes() -> None:

@@ -115,6 +115,30 @@ def test_agents_see_the_same_jobs_as_policies(tmp_path) -> None:
     assert _metrics(tmp_path) == first
 
 
+def test_the_plan_resolves_each_entrants_key_once(monkeypatch) -> None:
+    """Every run of an entrant carries the key its plan worked out once for it (a registered policy, a
+    policy of the user's own, an agent), and it is the key worked out from the run alone."""
+    from dataclasses import replace
+
+    import msj_gym.experiments.runner as runner
+    from msj_gym.experiments.leaderboard import plan
+
+    config = LeaderboardConfig(
+        **{**SMALL, "policies": ("msf", "msj_gym.agents.rules:LsfShortest")},
+        agents=(f"{__name__}:msf_through_env",),
+    )
+    calls: list[tuple[str, str | None]] = []
+    keyed = runner.entrant_key
+    monkeypatch.setattr(runner, "entrant_key", lambda p, a=None: calls.append((p, a)) or keyed(p, a))
+    points, entrants, _ = plan(config)
+    assert len(calls) == len(entrants["sf-fig2"]) == 3 and len(points) == 3 * 2 * 2
+    for p in points:
+        assert p.code == runner.code_version(replace(p, code=None))
+    codes = {p.series: p.code for p in points}
+    assert len(set(codes.values())) == 3  # each depends on other files
+    assert replace(points[0], code="other") == points[0]  # the key is not part of the point
+
+
 def test_trained_checkpoint_runs_as_an_entrant(tmp_path) -> None:
     pytest.importorskip("sb3_contrib")
     from pathlib import Path
