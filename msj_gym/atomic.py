@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ __all__ = [
     "OutputError",
     "atomic_path",
     "atomic_savefig",
+    "atomic_write_csv",
     "atomic_write_text",
     "check_output_file",
     "check_output_folder",
@@ -67,6 +68,16 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all (see :func:`atomic_path`)."""
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+def atomic_write_csv(path: str | Path, header: Sequence[Any], rows: Iterable[Sequence[Any]]) -> None:
+    """Write a CSV of ``header`` and ``rows`` to ``path`` whole or not at all (see :func:`atomic_path`)."""
+    import csv
+
+    with atomic_path(path) as tmp, tmp.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(rows)
 
 
 def atomic_savefig(fig: Any, path: str | Path, **kwargs: Any) -> Path:

@@ -353,9 +353,10 @@ def test_rejected_leaderboard_does_not_block_the_corrected_one(tmp_path, capsys)
     _refused([*argv, "--workers", "0"], ["--workers"], capsys)
     # what blocked the corrected command before: a leaderboard.json of the rejected configuration
     assert not (out / "leaderboard.json").exists()
-    from msj_gym.experiments.leaderboard import LeaderboardConfig, _check_out
+    from msj_gym.experiments.leaderboard import LeaderboardConfig
+    from msj_gym.experiments.report import check_out
 
-    _check_out(out, LeaderboardConfig(policies=("fcfs",), seeds="1"))  # the corrected one is accepted
+    check_out(out, LeaderboardConfig(policies=("fcfs",), seeds="1"))  # the corrected one is accepted
     assert json.loads((out / "leaderboard.json").read_text())["config"]["policies"] == ["fcfs"]
 
 

@@ -128,19 +128,17 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_savefig
+from ..atomic import atomic_savefig, atomic_write_csv, atomic_write_text
 from .leaderboard import (
     METRICS,
     LeaderboardConfig,
-    _atomic_csv,
-    _atomic_write,
     _metric_of,
     check_metric,
-    config_difference,
     exact_optima,
     parse_seeds,
     plan,
 )
+from .report import config_difference, render_table
 from .runner import Point, check_backend, hold_folder, provenance, run_points, scenario_content
 
 __all__ = [
@@ -793,7 +791,7 @@ def _check_out(out: Path, config: BenchmarkConfig, writable: bool) -> None:
         raise ValueError(f"--out {str(out)!r} holds runs of something else; use another --out")
     if not writable:
         raise ValueError(f"--out {str(out)!r}: not writable, and no benchmark there; use a writable --out")
-    _atomic_write(
+    atomic_write_text(
         path, json.dumps({"config": config.identity(), "provenance": provenance()}, indent=2) + "\n"
     )
 
@@ -855,7 +853,7 @@ def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[st
         if optimum is not None:
             result[(scenario, rho)] = float(optimum)
     if changed and writable:
-        _atomic_write(path, json.dumps(cache, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(path, json.dumps(cache, indent=2, sort_keys=True) + "\n")
     return result
 
 
@@ -1262,8 +1260,6 @@ def _per_point(
 def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
     """The aggregate table (entrants by IQM), the scales and the per-point scores; with points of the
     other models (suite v2), a section of the same tables per model after the MSJ queue's."""
-    from .leaderboard import _render
-
     config: BenchmarkConfig = report["config"]
     assert config.points is not None
     lines: list[str] = []
@@ -1300,9 +1296,9 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
         title += f"; the {' and '.join(others)} points are scored in sections of their own below"
     msj = report["sections"].get("msj")
     if msj_points:
-        lines += _render(title, head, ranked(report["aggregates"]), markdown)
+        lines += render_table(title, head, ranked(report["aggregates"]), markdown)
         if msj_train:
-            lines += _render(
+            lines += render_table(
                 "the train points, which agents may be tuned on (not the score)",
                 head,
                 ranked(report["train_aggregates"]),
@@ -1324,10 +1320,10 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
         table = [_scale_cells(s) + ([s.metric] if mixed else []) for s in scales]
         if mixed:
             head.append("metric")
-        lines += _render("the scale of each point", head, table, markdown)
+        lines += render_table("the scale of each point", head, table, markdown)
         head, table = _per_point(report, msj_points, report["aggregates"], msj["outside"] if msj else ())
         no_value = "" if config.by_default_metric else f", or its runs have no value of {config.metric}"
-        lines += _render(
+        lines += render_table(
             "mean score per point over seeds ((U): unstable on some seed, scored 0 there; (n/a): the agent "
             f"does not fit this point's environment{no_value}; -: the policy is not defined there)",
             head,
@@ -1361,8 +1357,6 @@ _MODEL_LOW = {
 def _format_section(report: dict[str, Any], model: str, markdown: bool) -> list[str]:
     """The tables of a moldable or compatibility section: aggregates over its test points (and its
     train points apart), its scales with the model's reference row, and the scores per point."""
-    from .leaderboard import _render
-
     config: BenchmarkConfig = report["config"]
     assert config.points is not None
     section = report["sections"][model]
@@ -1380,9 +1374,9 @@ def _format_section(report: dict[str, Any], model: str, markdown: bool) -> list[
     lines = ["## the " + model + " points\n"] if markdown else []
     head = [*_AGGREGATE_HEAD]
     head[5] = f"P(improve on best {model} policy) [95% CI]"
-    lines += _render(title, head, _ranked(section["aggregates"]), markdown)
+    lines += render_table(title, head, _ranked(section["aggregates"]), markdown)
     if train:
-        lines += _render(
+        lines += render_table(
             f"the {model} train points, which agents may be tuned on (not the score)",
             head,
             _ranked(section["train_aggregates"]),
@@ -1406,9 +1400,9 @@ def _format_section(report: dict[str, Any], model: str, markdown: bool) -> list[
     table = [
         [*_scale_cells(s), s.bound_ref, f"{s.bound:.4g}" if math.isfinite(s.bound) else "n/a"] for s in scales
     ]
-    lines += _render(f"the scale of each {model} point", head, table, markdown)
+    lines += render_table(f"the scale of each {model} point", head, table, markdown)
     head, table = _per_point(report, points, section["aggregates"], section["outside"])
-    lines += _render(
+    lines += render_table(
         f"mean score per {model} point over seeds ((U): unstable on some seed, scored 0 there; (n/a): the "
         "agent does not fit this point's environment)",
         head,
@@ -1442,7 +1436,7 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
             f"Scored on {config.metric}: 100 is the best size-oblivious heuristic by it at every point "
             "(the exact optimum is of the mean response time only).\n\n"
         )
-    _atomic_write(md, intro + format_benchmark(report, markdown=True))
+    atomic_write_text(md, intro + format_benchmark(report, markdown=True))
     # a suite with a published split (v2) says of each row which part it is over, and one with points of
     # several models which model's section; v1's files are as they were
     split = bool(config.train_points)
@@ -1452,7 +1446,7 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
         for model in config.models
         for part, key in [("test", "aggregates")] + ([("train", "train_aggregates")] if split else [])
     ]
-    _atomic_csv(
+    atomic_write_csv(
         agg_csv,
         [
             "rank",
@@ -1504,7 +1498,7 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
     # (v2) it holds each point's own metric, named in the metric column
     value = "value" if split else config.metric
     header = ["scenario", "load", "entrant", "kind", value, "score", "scores_per_seed", "flag"]
-    _atomic_csv(
+    atomic_write_csv(
         pts_csv,
         [
             *header,

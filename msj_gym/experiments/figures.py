@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_path, atomic_savefig
+from ..atomic import atomic_path, atomic_savefig, atomic_write_csv
 from .moldable import MOLDABLE_FIGURES, make_moldable_figure
 from .runner import Point, aggregate, hold_folder, run_points, scenario_content
 
@@ -411,10 +411,7 @@ def sample_path(name: str, out: Path, arrivals: int | None = None) -> tuple[Path
             rows.append((label, info["time"], info["jobs_in_system"]))
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / f"{name}.csv"
-    with atomic_path(csv_path) as tmp, tmp.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["series", "time", "jobs_in_system"])
-        writer.writerows(rows)
+    atomic_write_csv(csv_path, ["series", "time", "jobs_in_system"], rows)
     try:
         import matplotlib
 

@@ -24,23 +24,22 @@ per-class bars, the stability region).
 
 from __future__ import annotations
 
-import csv
-import hashlib
 import json
 import math
 import os
-import re
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..analysis.optimal import DEFAULT_MAX_STATES
-from ..atomic import atomic_path, atomic_savefig, atomic_write_text
+from ..atomic import atomic_write_csv, atomic_write_text
 from ..metrics.stats import replication_ci
 from ..workloads.trace import TraceWorkload
 from ..workloads.workload import Workload, check_load
+from .leaderboard_plot import plot_scenario
+from .report import check_out, fmt, render_table, scenario_slug
 from .runner import Point, check_backend, hold_folder, provenance, run_points
 
 __all__ = [
@@ -506,56 +505,6 @@ def plan(
     return points, entrants, skipped
 
 
-def config_difference(path: Path, identity: dict[str, Any]) -> str | None:
-    """None if the JSON file ``path`` records ``identity`` as its ``config``; else what differs."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):  # not JSON, not UTF-8, too deep, not a file
-        data = None
-    old = data.get("config") if isinstance(data, dict) else None
-    if old == identity:
-        return None
-    if not isinstance(old, dict):
-        return f"unreadable {path.name}"
-    return ", ".join(
-        f"{k}: {old.get(k)!r} there vs {identity[k]!r} now" for k in identity if old.get(k) != identity[k]
-    )
-
-
-def _check_out(out: Path, config: LeaderboardConfig, writable: bool = True) -> None:
-    """Refuse an output folder that holds a leaderboard of another configuration (or, not
-    ``writable``, none at all). A folder whose ``leaderboard.json`` was deleted or is unreadable but
-    whose ``runs.jsonl`` survives is taken over: every run there is keyed by its point, the content of
-    its scenario and the code that made it, so the runs of this configuration are reused and no other
-    run is ever read into its tables."""
-    import sys
-
-    path = out / "leaderboard.json"
-    diff = config_difference(path, config.identity()) if path.exists() else "missing leaderboard.json"
-    if diff is None:
-        return
-    readable = diff not in ("missing leaderboard.json", f"unreadable {path.name}")
-    if readable:
-        raise ValueError(
-            f"--out {str(out)!r} holds a leaderboard of another configuration ({diff}); "
-            "use another --out, or rerun the same command to resume it"
-        )
-    if not writable:
-        raise ValueError(
-            f"--out {str(out)!r}: not writable, and no readable leaderboard there; use a writable --out"
-        )
-    if (out / "runs.jsonl").exists():
-        print(
-            f"msj-gym: --out {str(out)!r}: {diff.split()[0]} leaderboard.json, written anew for this "
-            "configuration; its finished runs in runs.jsonl are reused",
-            file=sys.stderr,
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    _atomic_write(
-        path, json.dumps({"config": config.identity(), "provenance": provenance()}, indent=2) + "\n"
-    )
-
-
 @dataclass
 class Row:
     """One entrant at one point, aggregated over seeds."""
@@ -778,10 +727,10 @@ def run_leaderboard(
     finished leaderboard in a folder this process cannot write (read-only media) is recomputed from
     its runs and returned without writing anything; its ``files`` are the ones already there."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    check_backend(backend, workers, address)  # every check before _check_out creates anything in ``out``
+    check_backend(backend, workers, address)  # every check before check_out creates anything in ``out``
     points, entrants, skipped = plan(config, workers if backend == "local" else 1)
     with hold_folder(out) as writable:
-        _check_out(out, config, writable)
+        check_out(out, config, writable)
         results = run_points(
             points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
         )
@@ -865,15 +814,6 @@ def exact_optima(
     return out
 
 
-def _fmt(x: float, ci: float | None = None, digits: int = 4) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    s = f"{x:.{digits}g}"
-    if ci is not None:
-        s += f" ± {ci:.2g}" if math.isfinite(ci) else " ± n/a"
-    return s
-
-
 # The optimum of the Markov decision process over class counts: the best a scheduler that does not know
 # job durations can do. A size-aware entrant may beat it (a negative gap), so its rows say so.
 OPTIMUM_LABEL = "optimum over size-oblivious policies (exact)"
@@ -928,21 +868,21 @@ def format_tables(report: dict[str, Any], markdown: bool = False, wide: bool = F
                 if full:
                     what = [
                         r.kind,
-                        *([] if by_t else [_fmt(r.value, r.value_ci95)]),
-                        _fmt(r.mean_response_time, r.ci95),
-                        _fmt(r.weighted_mean_response_time, r.weighted_ci95),
+                        *([] if by_t else [fmt(r.value, r.value_ci95)]),
+                        fmt(r.mean_response_time, r.ci95),
+                        fmt(r.weighted_mean_response_time, r.weighted_ci95),
                         f"{r.p_wait:.3f}",
                         f"{r.utilization:.3f}",
                     ]
                 else:
                     sizes = "size-aware" in r.kind.split(", ")
-                    what = [_yes(_preempts(r.kind)), _yes(sizes), _fmt(r.value, r.value_ci95)]
+                    what = [_yes(_preempts(r.kind)), _yes(sizes), fmt(r.value, r.value_ci95)]
                 table.append(
                     [
                         str(r.rank),
                         r.entrant,
                         *what,
-                        _fmt(r.ratio, r.ratio_ci95, 3) + ("" if r.entrant != r.vs else " (ref)"),
+                        fmt(r.ratio, r.ratio_ci95, 3) + ("" if r.entrant != r.vs else " (ref)"),
                         f"{100 * r.gap:+.1f} %" if math.isfinite(r.gap) else "n/a",
                         "yes" if r.stable else "UNSTABLE",
                     ]
@@ -960,7 +900,7 @@ def format_tables(report: dict[str, Any], markdown: bool = False, wide: bool = F
                 f"arrivals, {config.warmup_for(scenario)} warm-up)"
                 + ("" if by_t else f"  ranked by {config.metric}")
             )
-            lines += _render(title, head, table, markdown)
+            lines += render_table(title, head, table, markdown)
         lines += _standings_table(report, scenario, full, markdown)
         if not markdown and report["skipped"].get(scenario):
             left_out = f"left out (not defined on {scenario}): {', '.join(report['skipped'][scenario])}"
@@ -986,7 +926,7 @@ def _standings_table(report: dict[str, Any], scenario: str, full: bool, markdown
             [s.entrant, s.kind, f"{s.mean_rank:.2f}", s.empirical, t, s.theory_source]
             for s, t in zip(st, theory, strict=True)
         ]
-        return _render(title, [*head, "theory source"], table, markdown)
+        return render_table(title, [*head, "theory source"], table, markdown)
     sources = list(dict.fromkeys(s.theory_source for s in st if s.theory_source))
     table = [
         [
@@ -1001,20 +941,9 @@ def _standings_table(report: dict[str, Any], scenario: str, full: bool, markdown
         for s, t in zip(st, theory, strict=True)
     ]
     head = ["entrant", "preempt", "sizes", "mean rank", "stable load (empirical)", "limit (theory)", "source"]
-    out = _render(title, head, table, markdown)
+    out = render_table(title, head, table, markdown)
     notes = [f"[{i}] {source}" for i, source in enumerate(sources, 1)]
     return [*out[:-1], *notes, ""] if notes else out
-
-
-def _render(title: str, head: list[str], table: list[list[str]], markdown: bool) -> list[str]:
-    if markdown:
-        out = [f"### {title}\n", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        out += ["| " + " | ".join(row) + " |" for row in table]
-        return [*out, ""]
-    widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(head)]
-    out = [title, "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()]
-    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table]
-    return [*out, ""]
 
 
 def _write(out: Path, report: dict[str, Any]) -> list[Path]:
@@ -1029,223 +958,17 @@ def _write(out: Path, report: dict[str, Any]) -> list[Path]:
         "paired per seed (Student-t 95 % CI over seeds). Unstable entrants rank last: their averages are "
         f"over a growing queue. Code {provenance()['git_revision']}.\n\n"
     )
-    _atomic_write(md, intro + format_tables(report, markdown=True))
+    atomic_write_text(md, intro + format_tables(report, markdown=True))
     files.append(md)
     csv_path = out / "leaderboard.csv"
     fields = [f for f in Row.__dataclass_fields__ if f != "per_class"]
-    _atomic_csv(csv_path, fields, ([getattr(r, f) for f in fields] for r in report["rows"]))
+    atomic_write_csv(csv_path, fields, ([getattr(r, f) for f in fields] for r in report["rows"]))
     files.append(csv_path)
     for scenario in config.scenarios:
-        png = _plot(scenario, report, out / f"leaderboard-{scenario_slug(scenario, config.scenarios)}.png")
+        label = METRICS[config.metric][0] if config.metric != "mean_response_time" else "mean response time"
+        png = plot_scenario(
+            scenario, report, out / f"leaderboard-{scenario_slug(scenario, config.scenarios)}.png", label
+        )
         if png is not None:
             files.append(png)
     return files
-
-
-def _stem(scenario: str) -> str:
-    """A scenario file's stem; a trace's spec (``swf:FILE?options``) without its query, its colon
-    replaced: not for a file name."""
-    return re.sub(r"[^\w.-]+", "-", Path(scenario.split("?", 1)[0]).stem)
-
-
-def scenario_slug(scenario: str, others: Sequence[str] = ()) -> str:
-    """A file-name part for ``scenario``: a built-in's name, a file's stem; a file whose stem another
-    of ``others`` shares also gets a short hash of its path, so that their plots do not overwrite
-    each other."""
-    if not ("/" in scenario or "." in scenario):
-        return scenario
-    stem = _stem(scenario)
-    if any(o != scenario and ("/" in o or "." in o) and _stem(o) == stem for o in others):
-        return f"{stem}-{hashlib.sha256(str(Path(scenario).resolve()).encode()).hexdigest()[:8]}"
-    return stem
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    atomic_write_text(path, text)  # never half-written, no temporary file left on a full disk
-
-
-def _atomic_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """``path`` as a CSV of ``header`` and ``rows``, replaced whole (never half-written)."""
-    with atomic_path(path) as tmp, tmp.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
-FAMILIES = ("non-preemptive", "preemptive", "size-aware", "agents")
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p")
-
-
-def plot_family(entrant: str, kind: str) -> str:
-    """The leaderboard plot's panel of an entrant: agents (``agent:`` entrants), size-aware policies,
-    then preemptive and non-preemptive ones (the registry's ``size_aware`` / ``preemptive`` flags)."""
-    from ..registry import ENGINE_MODELS, policy_class, policy_ids
-
-    if entrant.startswith("agent:") or kind.startswith("agent"):
-        return "agents"
-    cls = policy_class(entrant) if entrant in policy_ids(ENGINE_MODELS) else None
-    # the kind says what this entrant's parameters make of its class (e.g. estimates instead of sizes)
-    size_aware = "size-aware" in kind.split(", ") if kind or cls is None else cls.size_aware
-    preemptive = cls.preemptive if cls is not None else kind.startswith("preemptive")
-    if size_aware:
-        return "size-aware"
-    return "preemptive" if preemptive else "non-preemptive"
-
-
-def _curve_groups(rows: list[Row], entrants: list[str]) -> list[list[str]]:
-    """Entrants grouped by identical curves (the same mean response time at every load), best first."""
-    groups: dict[tuple, list[str]] = {}
-    for e in entrants:
-        key = tuple(
-            (r.load, r.value, r.stable)
-            for r in sorted((r for r in rows if r.entrant == e), key=lambda r: r.load)
-        )
-        groups.setdefault(key, []).append(e)
-    return list(groups.values())
-
-
-def _plot(scenario: str, report: dict[str, Any], path: Path) -> Path | None:
-    """The scenario's leaderboard picture: one panel of mean response time against load per family
-    of entrants (shared log axis; entrants with identical curves share one legend entry, "a = b"; a
-    curve stops with an x at its first unstable load), then per-class response times at the highest load
-    where most entrants are stable."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    rows = [r for r in report["rows"] if r.scenario == scenario]
-    standings = [s for s in report["standings"] if s.scenario == scenario]
-    loads = sorted({r.load for r in rows})
-    entrants = [s.entrant for s in sorted(standings, key=lambda s: s.mean_rank)]
-    kinds = {r.entrant: r.kind for r in rows}
-    by_family: dict[str, list[str]] = {f: [] for f in FAMILIES}
-    for e in entrants:
-        by_family[plot_family(e, kinds.get(e, ""))].append(e)
-    families = [f for f in FAMILIES if by_family[f]]
-    if not families:
-        return None
-    groups = {f: _curve_groups(rows, by_family[f]) for f in families}
-    heights = [4.0, 0.2 + 0.36 * max(len(g) for g in groups.values()), 3.2]  # inches: curves, legends, bars
-    top, bottom = 1.0, 1.5
-    total = top + bottom + sum(heights) + 0.9
-    fig = plt.figure(figsize=(5.0 * max(len(families), 2), total))
-    grid = fig.add_gridspec(
-        3,
-        len(families),
-        height_ratios=heights,
-        left=0.06,
-        right=0.92,
-        top=1 - top / total,
-        bottom=bottom / total,
-        hspace=0.3,
-        wspace=0.18,
-    )
-    first = None
-    shown_y: list[float] = []
-    config: LeaderboardConfig = report["config"]
-    bands = len(config.seeds) >= 3  # a 95 % interval over two seeds is too wide to show anything
-    for j, family in enumerate(families):
-        ax = fig.add_subplot(grid[0, j], sharey=first)
-        first = first or ax
-        colors = plt.get_cmap("tab10")
-        notes = []
-        for i, group in enumerate(groups[family]):
-            pts = sorted((r for r in rows if r.entrant == group[0]), key=lambda r: r.load)
-            bad = next((n for n, r in enumerate(pts) if not r.stable), None)
-            ok = pts if bad is None else pts[:bad]
-            color, marker = colors(i % 10), _MARKERS[i % len(_MARKERS)]
-            name = " = ".join(group)
-            if bad is None:
-                status = f"stable at every load tested (to {pts[-1].load:g})" if pts else ""
-            else:
-                status = f"unstable from load {pts[bad].load:g}" + (" (every load)" if bad == 0 else "")
-            label = f"{name}\n    {status}"
-            if len(group) > 1:
-                notes.append(group)
-            xs = [r.load for r in ok]
-            ys = [r.value for r in ok]
-            shown_y += [y for y in ys if math.isfinite(y) and y > 0]
-            if bad is not None and math.isfinite(pts[bad].value):
-                shown_y.append(pts[bad].value)
-            ax.plot(xs, ys, marker=marker, ms=5, color=color, lw=1.4, label=label)
-            ci = [r.value_ci95 if math.isfinite(r.value_ci95) else 0.0 for r in ok]
-            if ok and bands:
-                ax.fill_between(
-                    xs,
-                    [max(y - c, 1e-9) for y, c in zip(ys, ci, strict=True)],
-                    [y + c for y, c in zip(ys, ci, strict=True)],
-                    color=color,
-                    alpha=0.12,
-                )
-            if bad is not None:
-                r = pts[bad]
-                if ok:  # a dotted step to the first unstable point
-                    ax.plot(
-                        [ok[-1].load, r.load],
-                        [ok[-1].value, r.value],
-                        ls=":",
-                        color=color,
-                        lw=1.2,
-                    )
-                ax.plot([r.load], [r.value], marker="x", ms=11, mew=2.5, color=color, ls="none")
-        ax.set_yscale("log")
-        ax.set_xlabel("load")
-        if j == 0:
-            ax.set_ylabel(
-                METRICS[config.metric][0] if config.metric != "mean_response_time" else "mean response time"
-            )
-        ax.set_xlim(loads[0] - 0.03, loads[-1] + 0.03)
-        ax.set_xticks(loads)
-        ax.grid(True, alpha=0.3)
-        ax.set_title(f"{family} ({len(by_family[family])})", fontsize=10)
-        handles, labels = ax.get_legend_handles_labels()
-        lax = fig.add_subplot(grid[1, j])
-        lax.axis("off")
-        lax.legend(
-            handles,
-            labels,
-            fontsize=8,
-            loc="upper left",
-            ncol=1,
-            frameon=False,
-            borderaxespad=0,
-            title="a = b: identical curves (equal at every load)" if notes else None,
-            title_fontsize=7.5,
-        )
-    # the means set the axis; 95 % bands over few seeds may reach far beyond
-    if shown_y and first is not None:
-        first.set_ylim(min(shown_y) / 1.6, max(shown_y) * 1.6)
-    # per-class bars at the highest load where most entrants are stable
-    ax = fig.add_subplot(grid[2, :])
-    counts = {x: sum(r.stable for r in rows if r.load == x) for x in loads}
-    at = max((x for x in loads if counts[x] >= max(counts.values()) / 2), default=loads[-1])
-    shown = [r for r in sorted((r for r in rows if r.load == at), key=lambda r: r.rank)]
-    classes = list(shown[0].per_class) if shown else []
-    width = 0.8 / max(len(classes), 1)
-    for j, cname in enumerate(classes):
-        ax.bar(
-            [i + j * width for i in range(len(shown))],
-            [r.per_class.get(cname, math.nan) for r in shown],
-            width=width,
-            label=cname,
-        )
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(shown))])
-    ax.set_xticklabels(
-        [r.entrant + ("" if r.stable else " (unstable)") for r in shown], rotation=35, ha="right", fontsize=8
-    )
-    ax.set_yscale("log")
-    ax.set_ylabel("mean response time")
-    ax.set_title(f"per class at load {at:g}, best first", fontsize=10)
-    ax.legend(fontsize=8, title="class", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    ax.grid(True, axis="y", alpha=0.3)
-    fig.suptitle(
-        f"{scenario}: {len(config.seeds)} seeds x {config.arrivals_for(scenario)} arrivals per point; "
-        f"code {provenance()['git_revision'][:12]}\n"
-        + ("bands: 95 % CI over seeds;  " if bands else "")
-        + "x: the first unstable load (its mean is over a growing queue); the curve stops there",
-        fontsize=11,
-    )
-    return atomic_savefig(fig, path, dpi=100)

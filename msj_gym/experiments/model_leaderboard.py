@@ -52,8 +52,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_savefig
+from ..atomic import atomic_savefig, atomic_write_csv, atomic_write_text
 from ..metrics.stats import replication_ci
+from .report import fmt, render_table
 from .runner import Point, check_backend, hold_folder, provenance, run_points, scenario_content
 
 __all__ = [
@@ -661,12 +662,7 @@ def _report(
 
 
 def _fmt(x: float, ci: float | None = None, digits: int = 4) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    s = f"{x:.{digits}g}"
-    if ci is not None and math.isfinite(ci):
-        s += f" ± {ci:.2g}"
-    return s
+    return fmt(x, ci, digits, missing_ci="")  # a model run's missing interval is left blank
 
 
 def _gap_cell(row: ModelRow, references: tuple[str, ...]) -> str:
@@ -683,12 +679,6 @@ def _x_title(model: str, scenario: str, x: float) -> str:
         lam = moldable_system(scenario, int(x), "exponential").classes[0].arrival_rate
         return f"n = {int(x)} (lam = {lam:.5g})"
     return f"load {x:g}"
-
-
-def _render(title: str, head: list[str], table: list[list[str]], markdown: bool) -> list[str]:
-    from .leaderboard import _render as render
-
-    return render(title, head, table, markdown)
 
 
 def format_model_tables(report: dict[str, Any], markdown: bool = False) -> str:
@@ -738,10 +728,10 @@ def format_model_tables(report: dict[str, Any], markdown: bool = False) -> str:
                 f"{config.num_arrivals} arrivals, {config.num_warmup} warm-up)"
                 + ("  ranked by cost" if model == "moldable" else "")
             )
-            lines += _render(title, head, table, markdown)
+            lines += render_table(title, head, table, markdown)
         st = report["standings"][scenario]
         xs = ", ".join(f"{x:g}" for x in config.loads or ())
-        lines += _render(
+        lines += render_table(
             f"{scenario}: standings over {'n' if model == 'moldable' else 'loads'} {xs}",
             ["entrant", "mean rank"],
             [[e, f"{r:.2f}"] for e, r in st],
@@ -818,13 +808,13 @@ def run_model_leaderboard(
     and plots; return ``{"rows", "standings", "skipped", "config", "files"}``. Every input is checked
     before anything is written; a folder of another configuration, or with runs of other content or
     code, is refused."""
-    from .leaderboard import _check_out, scenario_slug
+    from .report import check_out, scenario_slug
 
     workers = workers if workers is not None else (os.cpu_count() or 1)
     check_backend(backend, workers, address)
     points, entrants, skipped = plan(config)
     with hold_folder(out) as writable:
-        _check_out(out, config, writable)  # type: ignore[arg-type]
+        check_out(out, config, writable)
         results = run_model_points(
             config.model,
             points,
@@ -848,8 +838,6 @@ def run_model_leaderboard(
 
 
 def _write(out: Path, report: dict[str, Any], names: list[Path]) -> list[Path]:
-    from .leaderboard import _atomic_csv, _atomic_write
-
     config: ModelLeaderboardConfig = report["config"]
     what = "system sizes n" if config.model == "moldable" else "loads"
     intro = (
@@ -859,7 +847,7 @@ def _write(out: Path, report: dict[str, Any], names: list[Path]) -> list[Path]:
         f"({config.num_warmup} warm-up). Every entrant sees the same job streams per seed; ratios are paired "
         f"per seed (Student-t 95 % CI over seeds). Code {provenance()['git_revision']}.\n\n"
     )
-    _atomic_write(names[0], intro + format_model_tables(report, markdown=True) + "\n")
+    atomic_write_text(names[0], intro + format_model_tables(report, markdown=True) + "\n")
     metrics = sorted({m for r in report["rows"] for m in r.values})
     head = ["scenario", "x", "entrant", "kind", "rank", "seeds", "stable"]
     head += [f"{m}{s}" for m in metrics for s in ("", "_ci95")]
@@ -872,7 +860,7 @@ def _write(out: Path, report: dict[str, Any], names: list[Path]) -> list[Path]:
         gap_to = next(iter(r.gaps), "")  # the first reference row, which "gap" is measured against
         cells += [r.vs, r.ratio, r.ratio_ci95, r.diff, r.diff_ci95, r.gap, gap_to, r.note]
         rows.append(cells)
-    _atomic_csv(names[1], head, rows)
+    atomic_write_csv(names[1], head, rows)
     files = names[:2]
     for scenario, path in zip(config.scenarios, names[2:], strict=True):
         png = _plot(scenario, report, path)

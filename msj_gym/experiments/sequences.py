@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..metrics.stats import replication_ci
+from .report import fmt, render_table
 
 if TYPE_CHECKING:
     from ..workloads.trace import TraceWorkload
@@ -236,15 +237,6 @@ def _rank(protocol: SequenceProtocol, scores: dict[str, list[float]]) -> list[di
     return rows
 
 
-def _fmt(x: float, ci: float | None = None) -> str:
-    if not math.isfinite(x):
-        return "n/a"
-    out = f"{x:.4g}"
-    if ci is not None:
-        out += f" ± {ci:.2g}" if math.isfinite(ci) else " ± n/a"
-    return out
-
-
 def format_sequences(report: dict[str, Any], markdown: bool = False, columns: Seq[str] = ()) -> str:
     """The ranked table: each policy's mean score over the sequences with its 95 % interval, and its
     paired ratio and difference to the best, with theirs."""
@@ -258,16 +250,11 @@ def format_sequences(report: dict[str, Any], markdown: bool = False, columns: Se
         [
             str(r["rank"]),
             r["policy"],
-            _fmt(r["mean"], r["ci95"]),
-            _fmt(r["ratio"], r["ratio_ci95"]),
-            _fmt(r["diff"], r["diff_ci95"]),
+            fmt(r["mean"], r["ci95"]),
+            fmt(r["ratio"], r["ratio_ci95"]),
+            fmt(r["diff"], r["diff_ci95"]),
         ]
         for r in report["rows"]
     ]
-    if markdown:
-        lines = [f"**{title}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        return "\n".join([*lines, *("| " + " | ".join(row) + " |" for row in table)])
-    widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(head)]
-    lines = [title, "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table]
-    return "\n".join(lines)
+    lines = render_table(title, head, table, markdown)[:-1]
+    return "\n".join([f"**{title}**", "", *lines[1:]] if markdown else lines)  # a bold title, not a heading

@@ -446,7 +446,8 @@ def test_plot_has_a_panel_per_family_and_merges_identical_curves(tmp_path, monke
     pytest.importorskip("matplotlib")
     import matplotlib.figure
 
-    from msj_gym.experiments.leaderboard import Row, Standing, _plot
+    from msj_gym.experiments.leaderboard import Row, Standing
+    from msj_gym.experiments.leaderboard_plot import plot_scenario
 
     curves = {  # entrant -> (kind, mean response time per load, first unstable load index or None)
         "fcfs": ("non-preemptive", [2.0, 9.0, 80.0], 1),
@@ -502,7 +503,7 @@ def test_plot_has_a_panel_per_family_and_merges_identical_curves(tmp_path, monke
     monkeypatch.setattr(
         matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: (figures.append(fig), save(fig, *a, **k))
     )
-    path = _plot("sf-fig2", report, tmp_path / "plot.png")
+    path = plot_scenario("sf-fig2", report, tmp_path / "plot.png", "mean response time")
     assert path is not None and path.stat().st_size > 20_000
     (fig,) = figures
     panels = [ax for ax in fig.axes if ax.axison]
