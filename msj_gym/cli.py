@@ -728,7 +728,7 @@ def _render(args: argparse.Namespace) -> int:
     import time
 
     from .atomic import check_output_file
-    from .registry import ENGINE_MODELS, make_policy, policy_ids
+    from .registry import ENGINE_MODELS, make_policy, policy_ids, supports
     from .workloads.workload import check_integer
 
     # every flag before any simulation, the output file's folder too (writable, not a folder)
@@ -762,6 +762,9 @@ def _render(args: argparse.Namespace) -> int:
 
     policy = make_policy(args.policy)
     workload = load_scenario(args.scenario).build(num_servers=args.k, load=args.load)
+    reason = supports(policy, workload)  # refused before it says what it will draw
+    if reason is not None:
+        raise ValueError(reason)
     _note_short_trace(workload, args.arrivals)
     # what it will produce, before it starts: the frames are kept in memory until the GIF is written
     if kind == ".gif":

@@ -237,6 +237,35 @@ def test_non_utf8_file(tmp_path, capsys):
 
 
 SIM = ["simulate", "--scenario", "sf-fig2", "--policy", "fcfs"]
+
+# a policy's parameters that no workload could accept: refused with the policy, naming it and the field
+POLICY_PARAM_CASES = [
+    (["--policy", "nmsr", "--policy-param", "tau=-3"], ["'nmsr'", "'tau'", "-3.0"]),
+    (["--policy", "modified-bs", "--policy-param", "demands=a,b"], ["'modified-bs'", "'demands'", "'a,b'"]),
+    (["--policy", "bs", "--policy-param", "demands=1,2,3"], ["'bs'", "'demands'", "expected 2 numbers"]),
+    (["--policy", "bs", "--policy-param", "demands=1,0"], ["'bs'", "demands[1]", "got 0.0 "]),
+    (["--policy", "msfq", "--policy-param", "ell=99"], ["'msfq'", "'ell'", "[0, 7]", "99"]),
+    (
+        [
+            "--policy",
+            "easy-backfilling",
+            "--policy-param",
+            "estimates=exact",
+            "--policy-param",
+            "estimate_factor=1",
+        ],
+        ["'easy-backfilling'", "estimate_factor 1.0", "'exact'"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("flags", "needles"), POLICY_PARAM_CASES, ids=[" ".join(c[0]) for c in POLICY_PARAM_CASES]
+)
+def test_bad_policy_parameter(flags, needles, capsys):
+    _refused(["simulate", "--scenario", "sf-fig2", "--arrivals", "500", *flags], needles, capsys)
+
+
 FLAG_CASES = [
     (["--load", "1e308"], ["--load", "1e+308"]),
     (["--load", "1e-320"], ["--load", "1e-320"]),

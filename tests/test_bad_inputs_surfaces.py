@@ -756,6 +756,7 @@ RENDER_CASES = [
     (["--load", "nan"], "a.gif", ["--load", "nan"]),
     (["--load", "1e308"], "a.png", ["--load", "1e+308"]),
     (["--policy", "bogus"], "a.gif", ["--policy", "'bogus'"]),
+    (["--policy", "sjf"], "a.gif", ["'sjf'", "carries no requested times"]),  # before it says what it draws
     ([], "a.mp4", ["--out", "'{tmp}/a.mp4'", ".gif or .png"]),
     ([], "no/such/a.gif", ["--out", "does not exist"]),
     ([], "afile/a.gif", ["--out", "is not a folder"]),

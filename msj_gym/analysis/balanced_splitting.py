@@ -110,8 +110,9 @@ def bs_partition(
     for i, r in enumerate(rho):
         if not math.isfinite(r) or r <= 0:
             raise ValueError(
-                f"demands[{i}]: expected a positive relative demand rho_i = alpha_i d_i n_i, got {r!r} "
-                "(a class without demand gets no share of the partition; remove it from the workload)"
+                f"demands[{i}]: expected a positive relative demand rho_i = alpha_i d_i n_i, "
+                f"got {float(r)!r} (a class without demand gets no share of the partition; remove it from "
+                "the workload)"
             )
     needs = needs.astype(np.int64)
     c = k * rho / (needs * rho.sum())  # blocks of class i at psi = 1

@@ -184,17 +184,19 @@ def _balanced_splitting(view, pdata, actions):
     return n
 
 
-def _parse_demands(text: str, nclass: int) -> np.ndarray | None:
-    """``demands`` parameter: "" (from the workload) or C comma-separated numbers (brackets allowed)."""
+def _parse_demands(policy_id: str, text: str, nclass: int | None = None) -> np.ndarray | None:
+    """``demands`` parameter: "" (from the workload) or comma-separated numbers (brackets allowed), as
+    many as the workload's classes where ``nclass`` is given; a one-line ValueError otherwise."""
+    where = f"policy {policy_id!r} parameter 'demands'"
     body = text.strip().strip("[]()").strip()
     if not body:
         return None
     try:
         values = np.array([float(v) for v in body.split(",") if v.strip()], dtype=np.float64)
     except ValueError:
-        raise ValueError(f"demands: expected {nclass} comma-separated numbers, got {text!r}") from None
-    if values.size != nclass:
-        raise ValueError(f"demands: expected {nclass} numbers (one per class), got {values.size} in {text!r}")
+        raise ValueError(f"{where}: expected comma-separated numbers, got {text!r}") from None
+    if nclass is not None and values.size != nclass:
+        raise ValueError(f"{where}: expected {nclass} numbers (one per class), got {values.size} in {text!r}")
     return values
 
 
@@ -217,9 +219,13 @@ class _BalancedSplittingBase(Policy):
         ),
     }
 
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        _parse_demands(self.policy_id, self.param_values["demands"])  # numbers, before any workload
+
     def partition(self, workload: ClassTable) -> BSPartition:
         """The static partition this policy uses on ``workload`` (Anselmi & Doncel (2024), eq. (2a)-(2b))."""
-        given = _parse_demands(self.param_values["demands"], workload.num_classes)
+        given = _parse_demands(self.policy_id, self.param_values["demands"], workload.num_classes)
         demands = relative_demands(workload) if given is None else given
         try:
             return bs_partition(workload.num_servers, workload.server_needs, demands)
