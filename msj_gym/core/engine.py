@@ -755,6 +755,31 @@ def apply_one(sim, a):
 
 
 @internal_jit
+def apply_start(sim, s):
+    """``apply_one(sim, s)`` for a start alone (``s >= 0``), all that an environment that never
+    preempts applies: the same effect, without compiling the preemption into its step (a second of
+    its cold start)."""
+    err = _start(sim, s)
+    if err != E_NONE:
+        return _refused(sim, err, s)
+    sim.iv[I_DECISIONS] += 1
+    return E_NONE
+
+
+@internal_jit
+def apply_start_words(sim, words, n):
+    """:func:`apply_starts` for a decision of starts alone (an environment that never preempts): the
+    same effect, without compiling the preemption into its step."""
+    for i in range(n):
+        err = _start(sim, words[i])
+        if err != E_NONE:
+            return _refused(sim, err, words[i])
+    if n > 0:
+        sim.iv[I_DECISIONS] += 1
+    return E_NONE
+
+
+@internal_jit
 def apply_starts(sim, words, n):
     """``apply(sim, words, n)`` for a decision made of starts and preemptions only (an environment's
     priority action): the same effect, without compiling the other operations into the step."""

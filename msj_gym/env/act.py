@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.engine import apply_one, apply_starts
+from ..core.engine import apply_one, apply_start, apply_start_words, apply_starts
 from ..core.jit import internal_jit, kernel_jit
 from ..core.state import (
     C_HEAD,
@@ -321,10 +321,27 @@ def apply_job_action(sim, ep, action, work):
 
 
 @internal_jit
+def apply_job_start(sim, ep, action, work):
+    """:func:`apply_job_action` in an env that never preempts, whose job actions are all starts: its
+    step does not compile the decoding of preemptions nor the preemption itself."""
+    w = ep[EP_QWIN]
+    b = action - 1
+    return apply_start(sim, _nth_waiting(sim, b // w, b % w))
+
+
+@internal_jit
 def apply_priority_action(sim, ep, action, work):
     """Apply the valid priority ``action`` (not "wait", not the advisor's); returns the engine error."""
     words, n = _plan(sim, ep, action - 1, work)
     return apply_starts(sim, words, n)
+
+
+@internal_jit
+def apply_priority_starts(sim, ep, action, work):
+    """:func:`apply_priority_action` in an env that never preempts, whose priorities only start jobs:
+    its step does not compile the preemption."""
+    words, n = _plan(sim, ep, action - 1, work)
+    return apply_start_words(sim, words, n)
 
 
 def action_family(code: int) -> int:

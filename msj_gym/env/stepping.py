@@ -36,7 +36,9 @@ from ..core.state import (
 from .act import (
     action_family,
     apply_job_action,
+    apply_job_start,
     apply_priority_action,
+    apply_priority_starts,
     encode_action,
     priority_offered,
     write_job_mask,
@@ -128,18 +130,20 @@ def reward_paid(fv, ep):
     return fv[F_RUN_AREA]
 
 
-def _pieces(observation: int, actions: int) -> tuple[Any, Any, Any, Any]:
-    """The compiled pieces of one observation code and one action code: the observation writer, the
-    mask writer, the action's application and the test that some priority changes anything (``None``
-    for job actions)."""
+def _pieces(observation: int, actions: int, preemptive: bool) -> tuple[Any, Any, Any, Any]:
+    """The compiled pieces of one observation code and one action code in an env that may preempt or
+    not: the observation writer, the mask writer, the action's application and the test that some
+    priority changes anything (``None`` for job actions)."""
     if action_family(actions) == ACT_JOBS:
-        return OBSERVATION_WRITERS[observation], write_job_mask, apply_job_action, None
-    return OBSERVATION_WRITERS[observation], write_priority_mask, apply_priority_action, priority_offered
+        apply = apply_job_action if preemptive else apply_job_start
+        return OBSERVATION_WRITERS[observation], write_job_mask, apply, None
+    apply = apply_priority_action if preemptive else apply_priority_starts
+    return OBSERVATION_WRITERS[observation], write_priority_mask, apply, priority_offered
 
 
 @functools.cache
-def _assembled(observation: int, family: int) -> Any:
-    write_obs, write_mask, apply_action, priority_offered = _pieces(observation, family)
+def _assembled(observation: int, family: int, preemptive: bool) -> Any:
+    write_obs, write_mask, apply_action, priority_offered = _pieces(observation, family, preemptive)
     jobs = family == ACT_JOBS  # frozen into the code: numba drops the other family's branch untyped
 
     @internal_jit(python=True)
@@ -195,16 +199,18 @@ def _assembled(observation: int, family: int) -> Any:
     return step
 
 
-def step_for(observation: int, actions: int) -> Any:
-    """The compiled step of an env whose ``ep[EP_OBS]`` is ``observation`` and ``ep[EP_ACTIONS]`` is
-    ``actions``, assembled from that observation's writer and that action family's mask, application
-    and decision test, and from nothing else: a cold start compiles only the modes it uses (the step
-    with every mode took 13 s to compile, the default modes' 9 s). One implementation of
-    the step: the single env calls it from Python, the batched step of :mod:`msj_gym.env.batch` and
-    the branch player of :mod:`msj_gym.env.branches` inline it. Both priority modes share one step."""
-    return _assembled(observation, action_family(actions))
+def step_for(observation: int, actions: int, preemptive: bool) -> Any:
+    """The compiled step of an env whose ``ep[EP_OBS]`` is ``observation``, ``ep[EP_ACTIONS]`` is
+    ``actions`` and ``ep[EP_PREEMPTIVE]`` is ``preemptive``, assembled from that observation's writer
+    and that action family's mask, application and decision test, and from nothing else: a cold start
+    compiles only the modes it uses (the step with every mode took 13 s to compile, the default
+    modes' 9 s; an env that never preempts does not compile its job actions' preemptions, 1.2 s of
+    them). One implementation of the step: the single env calls it from Python, the batched step of
+    :mod:`msj_gym.env.batch` and the branch player of :mod:`msj_gym.env.branches` inline it. Both
+    priority modes share one step."""
+    return _assembled(observation, action_family(actions), bool(preemptive))
 
 
 def step_of(ep: Any) -> Any:
     """:func:`step_for` the modes written in ``ep``."""
-    return step_for(int(ep[EP_OBS]), int(ep[EP_ACTIONS]))
+    return step_for(int(ep[EP_OBS]), int(ep[EP_ACTIONS]), ep[EP_PREEMPTIVE] != 0)
