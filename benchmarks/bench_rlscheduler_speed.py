@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--window", type=int, default=10_000, help="starts drawn from the first W jobs")
     args = ap.parse_args(argv)
 
-    from msj_gym.experiments.sequences import _run_one, _trace, sequence_starts
+    from msj_gym.experiments.sequences import _run_one, sequence_starts, trace_replay
     from msj_gym.workloads.swf import _trace_dirs
 
     path = Path(args.trace)
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     policy = easy if args.backfill else plain
     params = {} if args.heuristic == "fcfs" else {"variant": "rlscheduler"}
     scenario = f"swf:{path}?need=max&cleaning=rlscheduler"
-    trace = _trace(scenario)
+    trace = trace_replay(scenario)
     starts = sequence_starts(int(trace.arrival_time.size), args.length, args.count, args.seed, args.window)
 
     with tempfile.TemporaryDirectory() as tmp:

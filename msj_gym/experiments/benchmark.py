@@ -132,9 +132,9 @@ from ..atomic import atomic_savefig, atomic_write_csv, atomic_write_text
 from .leaderboard import (
     METRICS,
     LeaderboardConfig,
-    _metric_of,
     check_metric,
     exact_optima,
+    metric_of,
     parse_seeds,
     plan,
 )
@@ -193,9 +193,9 @@ class SequencePoint:
 
     def start(self, seed: int) -> int:
         """The first job of run ``seed``'s sequence."""
-        from .sequences import _trace, sequence_starts
+        from .sequences import sequence_starts, trace_replay
 
-        jobs = int(_trace(self.scenario).arrival_time.size)
+        jobs = int(trace_replay(self.scenario).arrival_time.size)
         return int(sequence_starts(jobs, self.length, 1, int(seed), self.window)[0])
 
     def run_scenario(self, seed: int) -> str:
@@ -664,7 +664,7 @@ def _plan(
     from ..registry import make_policy, policy_from_spec, supports
     from .agents import agent_label
     from .runner import entrant_key, resolve_scenario
-    from .sequences import _trace
+    from .sequences import trace_replay
 
     ids = _policy_ids(config.preemptive)
     own = {spec: policy_from_spec(spec, "--policies") for spec in config.policies}
@@ -678,7 +678,7 @@ def _plan(
         agents = [a for a in config.agents if (scenario, rho) not in unfit[a]]
         if scenario in SEQUENCE_POINTS:
             sp = SEQUENCE_POINTS[scenario]
-            workload = _trace(sp.scenario)
+            workload = trace_replay(sp.scenario)
         else:
             workload = resolve_scenario(scenario).build(load=rho)
         here = [pid for pid in ids if supports(pid, workload) is None]
@@ -942,7 +942,7 @@ def score(
         sequences = scenario in SEQUENCE_POINTS
         at = runs[(scenario, rho)]
         kind_of = kinds[(scenario, rho)]
-        value = {e: {s: _metric_of(r, metric) for s, r in by.items()} for e, by in at.items()}
+        value = {e: {s: metric_of(r, metric) for s, r in by.items()} for e, by in at.items()}
         mean_v = {e: float(np.mean(list(v.values()))) for e, v in value.items()}
         if sequences:  # a sequence is scheduled to its last job: no steady state to reach or miss
             at = {e: {s: {**r, "stable": True} for s, r in by.items()} for e, by in at.items()}

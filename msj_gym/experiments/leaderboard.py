@@ -554,7 +554,7 @@ def _mean(values: list[float]) -> tuple[float, float]:
     return est.mean, est.ci95_half_width
 
 
-def _metric_of(run: dict[str, Any], metric: str) -> float:
+def metric_of(run: dict[str, Any], metric: str) -> float:
     """A run's value of ``metric`` (NaN where the run has none: a row from before it was recorded, or
     a percentile without per-job records)."""
     value = run.get(metric)
@@ -579,9 +579,9 @@ def _table(
         w, w_ci = _mean([x["weighted_mean_response_time"] for x in r])
         if len(r) == 1:  # one replication: its own batch-means intervals
             t_ci, w_ci = r[0]["ci95_half_width"], r[0]["weighted_ci95_half_width"]
-        value, value_ci = _mean([_metric_of(x, metric) for x in r])
+        value, value_ci = _mean([metric_of(x, metric) for x in r])
         if len(r) == 1 and own_ci is not None:
-            value_ci = _metric_of(r[0], own_ci)
+            value_ci = metric_of(r[0], own_ci)
         classes: dict[str, list[float]] = {}
         slowdowns: dict[str, list[float]] = {}
         for x in r:
@@ -621,12 +621,12 @@ def _table(
                 metric=metric,
                 value=value,
                 value_ci95=value_ci,
-                mean_waiting_time=_mean([_metric_of(x, "mean_waiting_time") for x in r])[0],
-                mean_bounded_slowdown=_mean([_metric_of(x, "mean_bounded_slowdown") for x in r])[0],
-                response_time_p50=_mean([_metric_of(x, "response_time_p50") for x in r])[0],
-                response_time_p95=_mean([_metric_of(x, "response_time_p95") for x in r])[0],
-                response_time_p99=_mean([_metric_of(x, "response_time_p99") for x in r])[0],
-                makespan=_mean([_metric_of(x, "makespan") for x in r])[0],
+                mean_waiting_time=_mean([metric_of(x, "mean_waiting_time") for x in r])[0],
+                mean_bounded_slowdown=_mean([metric_of(x, "mean_bounded_slowdown") for x in r])[0],
+                response_time_p50=_mean([metric_of(x, "response_time_p50") for x in r])[0],
+                response_time_p95=_mean([metric_of(x, "response_time_p95") for x in r])[0],
+                response_time_p99=_mean([metric_of(x, "response_time_p99") for x in r])[0],
+                makespan=_mean([metric_of(x, "makespan") for x in r])[0],
                 per_class_bounded_slowdown={k: _mean(v)[0] for k, v in slowdowns.items()},
             )
         )
@@ -643,8 +643,8 @@ def _table(
         if row.entrant == ref:
             row.diff, row.diff_ci95, row.ratio, row.ratio_ci95 = 0.0, 0.0, 1.0, 0.0
             continue
-        mine = [_metric_of(runs[row.entrant][s], metric) for s in common]
-        theirs = [_metric_of(ref_runs[s], metric) for s in common]
+        mine = [metric_of(runs[row.entrant][s], metric) for s in common]
+        theirs = [metric_of(ref_runs[s], metric) for s in common]
         row.diff, row.diff_ci95 = _mean([a - b for a, b in zip(mine, theirs, strict=True)])
         row.ratio, row.ratio_ci95 = _mean([a / b for a, b in zip(mine, theirs, strict=True) if b > 0])
         if len(common) < 2:

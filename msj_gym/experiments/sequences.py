@@ -38,7 +38,14 @@ from .report import fmt, render_table
 if TYPE_CHECKING:
     from ..workloads.trace import TraceWorkload
 
-__all__ = ["SequenceProtocol", "format_sequences", "run_sequences", "sequence_starts", "sequence_workload"]
+__all__ = [
+    "SequenceProtocol",
+    "format_sequences",
+    "run_sequences",
+    "sequence_starts",
+    "sequence_workload",
+    "trace_replay",
+]
 
 
 def sequence_starts(
@@ -113,7 +120,7 @@ _NOT_IN_ENV = frozenset({"response_time_p50", "response_time_p95", "response_tim
 _TRACES: dict[str, TraceWorkload] = {}
 
 
-def _trace(scenario: str) -> TraceWorkload:
+def trace_replay(scenario: str) -> TraceWorkload:
     """The scenario's replay, built once per process."""
     if scenario not in _TRACES:
         from ..workloads.scenarios import load_scenario
@@ -130,7 +137,7 @@ def _run_one(task: tuple[str, str, str, dict[str, Any], int, int, str, bool]) ->
     """One policy or agent on one sequence: the metric of its result (module level, for worker
     processes)."""
     scenario, kind, spec, params, start, length, metric, bare = task
-    wl = sequence_workload(_trace(scenario), start, length)
+    wl = sequence_workload(trace_replay(scenario), start, length)
     seed = 0
     if kind == "agent":
         from .agents import load_agent, play_agent
@@ -156,7 +163,7 @@ def _check_agent(protocol: SequenceProtocol, spec: str, starts: np.ndarray) -> N
     from .agents import check_agent
 
     for i, start in enumerate(starts):
-        wl = sequence_workload(_trace(protocol.scenario), int(start), protocol.length)
+        wl = sequence_workload(trace_replay(protocol.scenario), int(start), protocol.length)
         stop = int(start) + protocol.length - 1
         where = f"sequence {i + 1} (jobs {int(start)}..{stop}, {wl.num_classes} classes)"
         check_agent(spec, wl, {}, protocol.bare_agents, num_arrivals=protocol.length, where=where)
@@ -173,7 +180,7 @@ def run_sequences(
     from .agents import agent_label
     from .runner import map_unordered
 
-    trace = _trace(protocol.scenario)
+    trace = trace_replay(protocol.scenario)
     starts = sequence_starts(
         int(trace.arrival_time.size), protocol.length, protocol.count, protocol.seed, protocol.window
     )
