@@ -757,8 +757,8 @@ def apply_one(sim, a):
 @internal_jit
 def apply_start(sim, s):
     """``apply_one(sim, s)`` for a start alone (``s >= 0``), all that an environment that never
-    preempts applies: the same effect, without compiling the preemption into its step (a second of
-    its cold start)."""
+    preempts applies: the same effect, without compiling the preemption into its step (about a
+    second of its cold start)."""
     err = _start(sim, s)
     if err != E_NONE:
         return _refused(sim, err, s)
