@@ -438,12 +438,12 @@ def check_agent(
                 f"--agent {spec!r}: trained with actions {action_space}, but {where} has {env.action_space}"
             )
         if loaded.any_env and model != "msj":
-            _first_decision(spec, env, agent, f"{env_id} on {where}")
+            check_first_decision(spec, env, agent, f"{env_id} on {where}")
     finally:
         env.close()
 
 
-def _first_decision(spec: str, env: Any, agent: Any, where: str) -> None:
+def check_first_decision(spec: str, env: Any, agent: Any, where: str) -> None:
     """Ask an agent without metadata (``module:attr``) for the first decision of an episode: one that
     was written for another env fails here, in one line, rather than in the middle of the runs."""
     import inspect

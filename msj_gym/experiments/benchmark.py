@@ -629,9 +629,9 @@ def _check_model_agent(spec: str, config: BenchmarkConfig, scenario: str, x: flo
     """Whether agent ``spec`` acts in the env of a moldable or compatibility point (a ValueError if it
     does not fit; an :class:`~.agents.AgentError` if it cannot be made)."""
     from .agents import check_agent, env_build
-    from .model_leaderboard import _build
+    from .model_leaderboard import point_build
 
-    build = env_build(model, _build(model, scenario, x))
+    build = env_build(model, point_build(model, scenario, x))
     where = f"benchmark point {scenario}@{x:g}"
     check_agent(spec, scenario, build, config.bare_agents, where=where, model=model)
 
@@ -639,12 +639,14 @@ def _check_model_agent(spec: str, config: BenchmarkConfig, scenario: str, x: flo
 def _probe(spec: str, config: BenchmarkConfig, scenario: str, rho: float) -> None:
     """Ask a ``module:attr`` agent for its first decision on an MSJ point (of a suite with points of
     several models): one written for another model's env fails here and misfits the point."""
-    from .agents import _first_decision, load_agent
+    from .agents import check_first_decision, load_agent
 
     loaded = load_agent(spec, config.bare_agents)
     env = loaded.make_env(scenario, {"load": rho}, num_arrivals=100, warmup=0)
     try:
-        _first_decision(spec, env, loaded.agent_for(env), f"MSJ-v0 on benchmark point {scenario}@{rho:g}")
+        check_first_decision(
+            spec, env, loaded.agent_for(env), f"MSJ-v0 on benchmark point {scenario}@{rho:g}"
+        )
     finally:
         env.close()
 
@@ -1063,12 +1065,12 @@ def _score_model_point(
     registered policies stable on every seed; score 0 is the naive one (compatibility: random assignment,
     ``compat-fcfs``; moldable: the weakest scheme by cost at the point, over the seeds), score 100 the
     best reference on each seed (attainable, as on the trace points); the model's reference row
-    (:func:`.model_leaderboard._references`) is reported as ``bound``."""
-    from .model_leaderboard import _references, _run_values, ranked_metric
+    (:func:`.model_leaderboard.reference_rows`) is reported as ``bound``."""
+    from .model_leaderboard import ranked_metric, reference_rows, run_values
 
     model = point_model((scenario, x))
     metric = ranked_metric(model)
-    value = {e: {s: _run_values(model, r)[metric] for s, r in by.items()} for e, by in at.items()}
+    value = {e: {s: run_values(model, r)[metric] for s, r in by.items()} for e, by in at.items()}
     mean_v = {e: float(np.mean(list(v.values()))) for e, v in value.items()}
     stable = {e: all(bool(r["stable"]) for r in by.values()) for e, by in at.items()}
     refs = [e for e in at if kind_of[e] != "agent" and stable[e] and math.isfinite(mean_v[e])]
@@ -1079,7 +1081,7 @@ def _score_model_point(
     low_ref = naive if naive in refs else max(refs, key=lambda e: mean_v[e])
     lows = value[low_ref]
     highs = {s: min(value[e][s] for e in refs) for s in config.seeds}
-    bound = _references(model, scenario, x)
+    bound = reference_rows(model, scenario, x)
     scale = Scale(
         scenario,
         x,

@@ -306,9 +306,9 @@ def _support_reason(pid: str, source: Any, load: float) -> str | None:
 
 def _warm_policy(pid: str, scenario: str, source: Any, load: float, params: dict[str, Any]) -> None:
     """Compile ``pid``'s decision rule (and, the first time, the engine loop) with a tiny run."""
-    from .runner import Point, _warm
+    from .runner import Point, warm_point
 
-    _warm(Point(pid, load, scenario, pid, 0, 50, build={"load": load}, params=params, source=source))
+    warm_point(Point(pid, load, scenario, pid, 0, 50, build={"load": load}, params=params, source=source))
 
 
 def _prepare(

@@ -343,7 +343,7 @@ def _agent_entrants(
     labels = {e.label for e in out}
     for spec in config.agents:
         for x in config.loads or ():
-            build = env_build(model, _build(model, scenario, x))
+            build = env_build(model, point_build(model, scenario, x))
             where = f"scenario {scenario!r} at {'n = ' if model == 'moldable' else 'load '}{x:g}"
             check_agent(spec, split_spec(scenario)[0], build, config.bare_agents, where=where, model=model)
         label = agent_label(spec)
@@ -356,7 +356,7 @@ def _agent_entrants(
     return out
 
 
-def _build(model: str, scenario: str, x: float) -> dict[str, Any]:
+def point_build(model: str, scenario: str, x: float) -> dict[str, Any]:
     """A point's overrides: the system size and size law (moldable), the load and size law."""
     law = _law(scenario, model)
     if model == "moldable":
@@ -375,7 +375,7 @@ def plan(
         entrants[scenario], skipped[scenario] = _entrants(config, scenario)
         for e in entrants[scenario]:
             for x in config.loads or ():
-                build = _build(config.model, scenario, x)
+                build = point_build(config.model, scenario, x)
                 for seed in config.seeds:
                     points.append(
                         Point(
@@ -510,7 +510,7 @@ def ranked_metric(model: str) -> str:
     return "cost" if model == "moldable" else "mean_response_time"
 
 
-def _run_values(model: str, run: dict[str, Any]) -> dict[str, float]:
+def run_values(model: str, run: dict[str, Any]) -> dict[str, float]:
     """A run's metrics, as the tables show them."""
     if model == "moldable":
         pb, et = float(run["blocking"]), float(run["mean_execution_time"])
@@ -520,7 +520,7 @@ def _run_values(model: str, run: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _references(model: str, scenario: str, x: float) -> list[ModelRow]:
+def reference_rows(model: str, scenario: str, x: float) -> list[ModelRow]:
     """The reference rows of a point: the LP optimum (moldable, n -> infinity) or balanced fairness
     (compatibility, exact)."""
     if model == "moldable":
@@ -571,7 +571,7 @@ def _table(
     reference: str | None,
 ) -> list[ModelRow]:
     metric = ranked_metric(model)
-    per_seed = {e.label: {s: _run_values(model, r) for s, r in runs[e.label].items()} for e in entrants}
+    per_seed = {e.label: {s: run_values(model, r) for s, r in runs[e.label].items()} for e in entrants}
     rows = []
     for e in entrants:
         seeds = sorted(per_seed[e.label])
@@ -606,7 +606,7 @@ def _table(
         row.ratio, row.ratio_ci95 = _ci([a / b for a, b in zip(mine, theirs, strict=True) if b > 0])
         if len(common) < 2:
             row.diff_ci95 = row.ratio_ci95 = math.nan
-    refs = _references(model, scenario, x)
+    refs = reference_rows(model, scenario, x)
     if refs:
         for row in rows:
             row.gaps = {ref.entrant: _gap(row.values[metric][0], ref.values[metric][0]) for ref in refs}
@@ -650,7 +650,7 @@ def _report(
         name = split_spec(scenario)[0]
         mine = []
         for x in config.loads or ():
-            key = (name, json.dumps(_build(config.model, scenario, x), sort_keys=True), x)
+            key = (name, json.dumps(point_build(config.model, scenario, x), sort_keys=True), x)
             mine += _table(config.model, scenario, x, grouped[key], entrants[scenario], config.reference)
         rows += mine
         ranks: dict[str, list[int]] = {}

@@ -395,7 +395,7 @@ def _read_results(results: Path, writable: bool = True) -> dict[str, dict[str, A
 Run = Callable[[Point], dict[str, Any]]
 
 
-def _warm(point: Point) -> None:
+def warm_point(point: Point) -> None:
     """Compile (or load from the cache) what ``point``'s run needs, with a run of a few arrivals.
     A failure is left to the real run, which reports it."""
     tiny = dataclasses.replace(
@@ -418,12 +418,12 @@ def _warm_up(todo: Sequence[Point], run: Run, pool: Any) -> None:
     points = list(first.values())
     if not points:
         return
-    _warm(points[0])
+    warm_point(points[0])
     if pool is None:
         for p in points[1:]:
-            _warm(p)
+            warm_point(p)
     else:
-        list(pool.map(_warm, points[1:]))
+        list(pool.map(warm_point, points[1:]))
 
 
 def _die_with_parent(parent: int) -> None:

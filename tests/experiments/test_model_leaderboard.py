@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from msj_gym.cli import main
-from msj_gym.experiments.model_leaderboard import _references, compat_workload
+from msj_gym.experiments.model_leaderboard import compat_workload, reference_rows
 
 
 def _rows(path: Path) -> int:
@@ -78,7 +78,7 @@ def test_compatibility_leaderboard_end_to_end(tmp_path: Path, capsys, monkeypatc
 def _bf(scenario: str, rho: float):
     """The balanced-fairness reference row of a compatibility point."""
     rows = [
-        r for r in _references("compatibility", scenario, rho) if r.entrant.startswith("balanced fairness")
+        r for r in reference_rows("compatibility", scenario, rho) if r.entrant.startswith("balanced fairness")
     ]
     assert len(rows) == 1
     return rows[0]
@@ -114,18 +114,18 @@ def test_reference_rows_are_the_closed_forms() -> None:
     from msj_gym.analysis.compat_bound import size_oblivious_bound
     from msj_gym.experiments.model_leaderboard import BOUND_LABELS
 
-    first = _references("compatibility", "003-random-3", 0.85)[0]
+    first = reference_rows("compatibility", "003-random-3", 0.85)[0]
     assert first.entrant == BOUND_LABELS[0]
     want = size_oblivious_bound(compat_workload("003-random-3", 0.85, "exponential")).mean_response_time
     assert first.values["mean_response_time"][0] == want
-    rows = _references("compatibility", "003-random-2?sizes=zipf", 0.8)
+    rows = reference_rows("compatibility", "003-random-2?sizes=zipf", 0.8)
     assert [r.entrant for r in rows] == [BOUND_LABELS[1], "balanced fairness, random assignment (exact)"]
     zipf = compat_workload("003-random-2?sizes=zipf", 0.8, "zipf").mean_size
     assert rows[0].values["mean_response_time"][0] == pytest.approx(zipf / 2, rel=1e-12)
     # moldable: T* of Theorem 1; linear speed-up: 1 / s(d) = 0.2 in every regime
-    row = _references("moldable", "002-linear-halfin-whitt", 1000.0)[0]
+    row = reference_rows("moldable", "002-linear-halfin-whitt", 1000.0)[0]
     assert row.values["mean_execution_time"][0] == pytest.approx(0.2) and row.values["blocking"][0] == 0.0
-    row = _references("moldable", "002-sub-linear-mean-field", 400.0)[0]
+    row = reference_rows("moldable", "002-sub-linear-mean-field", 400.0)[0]
     assert row.values["cost"][0] == pytest.approx(0.375)  # lam = 0.8: x*_3, x*_4 of case (iii)
     assert not math.isfinite(row.values["cost"][1])
 
