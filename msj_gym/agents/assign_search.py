@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ._cli import ArgumentParser, UsageError, check_count, check_load, check_number, check_output, run_script
+from ._cli import ArgumentParser, UsageError, check_count, check_load, run_script
+from .cem import add_search_flags, check_search_flags
 
 __all__ = ["ALGO", "load_checkpoint", "load_weights", "main", "search"]
 
@@ -56,14 +57,7 @@ def _parser() -> ArgumentParser:
     ap.add_argument(
         "--episodes", type=int, default=2, help="episodes per system and candidate, per generation"
     )
-    ap.add_argument("--population", type=int, default=16, help="candidates per generation")
-    ap.add_argument("--elite", type=int, default=4, help="candidates the Gaussian is refitted to")
-    ap.add_argument("--generations", type=int, default=12)
-    ap.add_argument("--init-std", type=float, default=0.5, help="initial standard deviation of every weight")
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip; its .json beside it)")
-    ap.add_argument("--no-progress", action="store_true")
+    add_search_flags(ap, population=16, elite=4, generations=12, init_std=0.5)
     return ap
 
 
@@ -94,13 +88,7 @@ def parse_args(argv: Sequence[str] | None) -> Any:
     args.systems = _systems(args)
     check_count("--arrivals", args.arrivals, 1000, 10**8)
     check_count("--episodes", args.episodes, 1, 1000)
-    check_count("--population", args.population, 2, 10_000)
-    check_count("--elite", args.elite, 1, args.population - 1)
-    check_count("--generations", args.generations, 1, 10_000)
-    check_count("--workers", args.workers, 1, 256)
-    check_count("--seed", args.seed, 0, 2**31 - 1)
-    check_number("--init-std", args.init_std, 0.0, 100.0, open_lo=True)
-    check_output("--out", args.out, ".zip")
+    check_search_flags(args)
     from msj_gym.registry import policy_from_spec, supports
     from msj_gym.workloads.compat import build_compat_scenario
 

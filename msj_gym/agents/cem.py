@@ -27,6 +27,8 @@ import numpy as np
 
 __all__ = [
     "STD_FLOOR",
+    "add_search_flags",
+    "check_search_flags",
     "cross_entropy",
     "read_log",
     "read_weights",
@@ -36,6 +38,34 @@ __all__ = [
 ]
 
 STD_FLOOR = 1e-3
+
+
+def add_search_flags(ap: Any, *, population: int, elite: int, generations: int, init_std: float) -> None:
+    """The flags every scored-rule search takes (the method's sizes, workers, seed, output), with the
+    script's own defaults, after its own flags."""
+    ap.add_argument("--population", type=int, default=population, help="candidates per generation")
+    ap.add_argument("--elite", type=int, default=elite, help="candidates the Gaussian is refitted to")
+    ap.add_argument("--generations", type=int, default=generations)
+    ap.add_argument(
+        "--init-std", type=float, default=init_std, help="initial standard deviation of every weight"
+    )
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip; its .json beside it)")
+    ap.add_argument("--no-progress", action="store_true")
+
+
+def check_search_flags(args: Any) -> None:
+    """One-line refusals of the flags of :func:`add_search_flags`, before any generation."""
+    from ._cli import check_count, check_number, check_output
+
+    check_count("--population", args.population, 2, 10_000)
+    check_count("--elite", args.elite, 1, args.population - 1)
+    check_count("--generations", args.generations, 1, 10_000)
+    check_count("--workers", args.workers, 1, 256)
+    check_count("--seed", args.seed, 0, 2**31 - 1)
+    check_number("--init-std", args.init_std, 0.0, 100.0, open_lo=True)
+    check_output("--out", args.out, ".zip")
 
 
 def unit(w: np.ndarray) -> np.ndarray:

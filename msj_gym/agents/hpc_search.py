@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from ._cli import ArgumentParser, UsageError, check_count, check_number, check_output, run_script
+from ._cli import ArgumentParser, UsageError, check_count, run_script
+from .cem import add_search_flags, check_search_flags
 
 __all__ = ["ALGO", "DEFAULT_SCENARIOS", "load_checkpoint", "load_weights", "main", "search"]
 
@@ -66,14 +67,7 @@ def _parser() -> ArgumentParser:
         "(below 1: more congested than recorded)",
     )
     ap.add_argument("--reference", default="wfp3-easy", help="the policy the candidates are scored against")
-    ap.add_argument("--population", type=int, default=24, help="candidates per generation")
-    ap.add_argument("--elite", type=int, default=6, help="candidates the Gaussian is refitted to")
-    ap.add_argument("--generations", type=int, default=30)
-    ap.add_argument("--init-std", type=float, default=0.3, help="initial standard deviation of every weight")
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip; its .json beside it)")
-    ap.add_argument("--no-progress", action="store_true")
+    add_search_flags(ap, population=24, elite=6, generations=30, init_std=0.3)
     return ap
 
 
@@ -94,13 +88,7 @@ def parse_args(argv: Sequence[str] | None) -> Any:
     check_count("--length", args.length, 2, 10**6)
     check_count("--skip", args.skip, 0, 10**9)
     check_count("--sequences", args.sequences, 1, 10_000)
-    check_count("--population", args.population, 2, 10_000)
-    check_count("--elite", args.elite, 1, args.population - 1)
-    check_count("--generations", args.generations, 1, 10_000)
-    check_count("--workers", args.workers, 1, 256)
-    check_count("--seed", args.seed, 0, 2**31 - 1)
-    check_number("--init-std", args.init_std, 0.0, 100.0, open_lo=True)
-    check_output("--out", args.out, ".zip")
+    check_search_flags(args)
     try:
         lo, hi = (float(x) for x in args.gap_scale.split(","))
     except ValueError:

@@ -483,7 +483,6 @@ def plan(
         entrants[scenario], skipped[scenario] = _entrants(config, scenario, workers, source)
         for e in entrants[scenario]:
             e.code = entrant_key(e.policy or e.label, e.agent)
-        for e in entrants[scenario]:
             for rho in config.loads:
                 for seed in config.seeds:
                     points.append(
