@@ -2,38 +2,74 @@
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from msj_gym import registry as _registry
-from msj_gym.core import Policy
-from msj_gym.moldable.policy import MoldablePolicy
 from msj_gym.registry import make_moldable_policy, supports
 
-from .backfilling import EasyBackfilling
-from .balanced_fair import (
-    BalancedFair,
-    CompatLeastLoaded,
-    CompatScoredAssignment,
-    LeastLoadedAssignmentAgent,
-    ScoredAssignmentAgent,
-)
-from .balanced_splitting import BalancedSplitting, ModifiedBalancedSplitting
-from .fcfs import FCFS
-from .hpc import F1, SJF, UNICEP, WFP3, F1Easy, SJFEasy, UNICEPEasy, WFP3Easy
-from .max_weight import MaxWeight
-from .moldable import Greedy, PScheme, Reserved
-from .nmsr import NMSR
-from .optimal import MDPOptimal, MDPOptimalPreemptive
-from .priority import FirstFit, LeastServersFirst, MostServersFirst, MostServersFirstPreemptive
-from .quickswap import MSFQ, AdaptiveQuickswap, StaticQuickswap
-from .server_filling import FirstFitSRPT, ServerFilling, ServerFillingGittins, ServerFillingSRPT
+if TYPE_CHECKING:
+    from msj_gym.core import Policy
+    from msj_gym.moldable.policy import MoldablePolicy
 
-#: The MSJ and compatibility-model policies (every model but the moldable loss system's), by id, in the
-#: registry's order (:mod:`msj_gym.registry`); the classes are imported above for the package's names.
-POLICIES: dict[str, type[Policy]] = _registry.list_policies(_registry.ENGINE_MODELS)
+    from .backfilling import EasyBackfilling
+    from .balanced_fair import (
+        BalancedFair,
+        CompatLeastLoaded,
+        CompatScoredAssignment,
+        LeastLoadedAssignmentAgent,
+        ScoredAssignmentAgent,
+    )
+    from .balanced_splitting import BalancedSplitting, ModifiedBalancedSplitting
+    from .fcfs import FCFS
+    from .hpc import F1, SJF, UNICEP, WFP3, F1Easy, SJFEasy, UNICEPEasy, WFP3Easy
+    from .max_weight import MaxWeight
+    from .moldable import Greedy, PScheme, Reserved
+    from .nmsr import NMSR
+    from .optimal import MDPOptimal, MDPOptimalPreemptive
+    from .priority import FirstFit, LeastServersFirst, MostServersFirst, MostServersFirstPreemptive
+    from .quickswap import MSFQ, AdaptiveQuickswap, StaticQuickswap
+    from .server_filling import FirstFitSRPT, ServerFilling, ServerFillingGittins, ServerFillingSRPT
 
-#: The moldable loss system's allocation schemes, by id.
-MOLDABLE_POLICIES: dict[str, type[MoldablePolicy]] = _registry.list_policies("moldable")
+    #: The MSJ and compatibility-model policies (every model but the moldable loss system's), by id, in
+    #: the registry's order (:mod:`msj_gym.registry`).
+    POLICIES: dict[str, type[Policy]]
+    #: The moldable loss system's allocation schemes, by id.
+    MOLDABLE_POLICIES: dict[str, type[MoldablePolicy]]
+
+# Where each class of the package's names lives: a class is imported when it is first asked for, so
+# that running one policy (``make_policy``, ``msj-gym simulate``) imports its own module and no other.
+_MODULES = {
+    "backfilling": ("EasyBackfilling",),
+    "balanced_fair": (
+        "BalancedFair", "CompatLeastLoaded", "CompatScoredAssignment", "LeastLoadedAssignmentAgent",
+        "ScoredAssignmentAgent",
+    ),
+    "balanced_splitting": ("BalancedSplitting", "ModifiedBalancedSplitting"),
+    "fcfs": ("FCFS",),
+    "hpc": ("F1", "SJF", "UNICEP", "WFP3", "F1Easy", "SJFEasy", "UNICEPEasy", "WFP3Easy"),
+    "max_weight": ("MaxWeight",),
+    "moldable": ("Greedy", "PScheme", "Reserved"),
+    "nmsr": ("NMSR",),
+    "optimal": ("MDPOptimal", "MDPOptimalPreemptive"),
+    "priority": ("FirstFit", "LeastServersFirst", "MostServersFirst", "MostServersFirstPreemptive"),
+    "quickswap": ("MSFQ", "AdaptiveQuickswap", "StaticQuickswap"),
+    "server_filling": ("FirstFitSRPT", "ServerFilling", "ServerFillingGittins", "ServerFillingSRPT"),
+}  # fmt: skip
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    elif name == "POLICIES":
+        value = _registry.list_policies(_registry.ENGINE_MODELS)
+    elif name == "MOLDABLE_POLICIES":
+        value = _registry.list_policies("moldable")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # asked once
+    return value
 
 
 def make_policy(policy_id: str, **params: Any) -> Any:
@@ -45,7 +81,7 @@ def make_policy(policy_id: str, **params: Any) -> Any:
 def list_policies() -> dict[str, type[Policy]]:
     """The MSJ and compatibility-model policies by id (:data:`POLICIES`); every model's are in
     :func:`msj_gym.registry.list_policies`."""
-    return dict(POLICIES)
+    return _registry.list_policies(_registry.ENGINE_MODELS)
 
 
 def non_preemptive() -> list[str]:
