@@ -75,6 +75,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="10,30",
         help="starvation guards tried with them: follow the base where a job waited this many mean durations",
     )
+    ap.add_argument(
+        "--guard-queues",
+        default="",
+        help="queue guards tried with them: follow the base where the waiting jobs' needs add up to more "
+        "than this many times k (default: none tried)",
+    )
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--decisions", type=int, default=40_000, help="decisions compared per round")
     ap.add_argument("--episode-arrivals", type=int, default=2000)
@@ -105,7 +111,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the fitting process")
     ap.add_argument("--backend", default="local", choices=("local", "ray"))
     ap.add_argument("--address", default=None, help="a Ray cluster (with --backend ray)")
-    ap.add_argument("--data", type=Path, default=None, help="folder keeping each round's decisions")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="folder keeping each round's decisions (and --fit-gate's table)",
+    )
     ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
     ap.add_argument(
         "--retune",
@@ -113,10 +124,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="only choose the follow bias and guard of this checkpoint (its .json beside it) again",
     )
+    ap.add_argument(
+        "--fit-gate",
+        type=Path,
+        default=None,
+        help="only fit the gate of this checkpoint (its .json beside it): on which systems the network's "
+        "own choices are trusted, and on which its selected base is followed throughout",
+    )
+    ap.add_argument(
+        "--gate-systems", type=int, default=320, help="generated systems the gate is fitted on (--fit-gate)"
+    )
     ap.set_defaults(loss="expected-cost")  # msj_gym.agents.improve.fit's loss
     args = ap.parse_args(argv)
     positive = (
         "systems", "select_systems", "selector_systems", "rounds", "decisions", "epochs", "hidden", "persist",
+        "gate_systems",
     )  # fmt: skip
     for name in (*positive, "candidates"):
         if getattr(args, name) < 1:
@@ -132,9 +154,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--sample-every: expected at least 1, got {args.sample_every}")
     if args.out.suffix != ".zip":
         ap.error(f"--out: expected a .zip path, got {str(args.out)!r}")
-    if args.retune is not None and not (args.retune.is_file() and args.retune.with_suffix(".json").is_file()):
-        ap.error(f"--retune: expected a checkpoint .zip with its .json beside it, got {str(args.retune)!r}")
-    for name in ("follow_biases", "guard_ages"):
+    for flag in ("retune", "fit_gate"):
+        given = getattr(args, flag)
+        if given is not None and not (given.is_file() and given.with_suffix(".json").is_file()):
+            name = "--" + flag.replace("_", "-")
+            ap.error(f"{name}: expected a checkpoint .zip with its .json beside it, got {str(given)!r}")
+    if args.retune is not None and args.fit_gate is not None:
+        ap.error("--fit-gate: expected without --retune (each writes its own checkpoint)")
+    for name in ("follow_biases", "guard_ages", "guard_queues"):
         text = getattr(args, name)
         flag = "--" + name.replace("_", "-")
         try:
@@ -361,6 +388,19 @@ def _collect_following(task: dict[str, Any], follow: Any) -> dict[str, np.ndarra
     return _decisions(obs_l, mask_l, cost_l, n_act, task["index"])
 
 
+def run_mean(result: Any, flagged: bool = True) -> float:
+    """A run's mean response time, ``inf`` if it is flagged unstable. With ``flagged`` false, a run
+    whose only flag is a rising number in system keeps its mean (on a run of a few thousand arrivals
+    that is often a queue still draining, and a run that really runs away has a mean to show it);
+    one that left measured jobs waiting (a starved class: the mean of the others would flatter it)
+    stays ``inf``."""
+    from msj_gym.metrics.result import GROWING_TREND
+
+    if result.stable or (not flagged and result.stability_note.startswith(GROWING_TREND)):
+        return float(result.mean_response_time)
+    return math.inf
+
+
 def base_table(task: dict[str, Any]) -> dict[str, Any]:
     """Each base's mean response time on one system over ``task["seeds"]`` native runs (unstable:
     inf), and the agent's first observation there (for the selector's static features)."""
@@ -377,7 +417,7 @@ def base_table(task: dict[str, Any]) -> dict[str, Any]:
             Simulator(system, policy_from_spec(b, "--bases"), seed=s, num_arrivals=task["arrivals"]).run()
             for s in task["seeds"]
         ]
-        means.append(float(np.mean([r.mean_response_time if r.stable else math.inf for r in runs])))
+        means.append(float(np.mean([run_mean(r, task.get("flagged", True)) for r in runs])))
     env = gym.make("MSJ-v0", scenario=system, num_arrivals=100, **task["env_kwargs"])
     obs, _ = env.reset(seed=0)
     return {"means": np.array(means), "obs": obs}
@@ -395,13 +435,20 @@ def excess_of(means: np.ndarray, cap: float = 10.0) -> np.ndarray:
 
 # --- selection -----------------------------------------------------------------------------------
 def agent_means(
-    model: Any, systems: list[Any], seeds: list[int], arrivals: int, kwargs: dict[str, Any]
+    model: Any,
+    systems: list[Any],
+    seeds: list[int],
+    arrivals: int,
+    kwargs: dict[str, Any],
+    flagged: bool = True,
 ) -> np.ndarray:
     """Per system, the network's (deterministic) mean response time over ``seeds`` through the env
-    (unstable: inf). Every env steps together, so that the network sees one batch per step."""
+    (each run's as :func:`run_mean` counts it). Every env steps together, so that the network sees
+    one batch per step."""
     import gymnasium as gym
 
-    envs, slots = [], []
+    envs: list[Any] = []  # MSJ-v0 envs, wrapped: the run's result is the unwrapped env's
+    slots: list[tuple[int, int]] = []
     for i, wl in enumerate(systems):
         for s in seeds:
             envs.append(gym.make("MSJ-v0", scenario=wl, num_arrivals=arrivals, **kwargs))
@@ -425,7 +472,7 @@ def agent_means(
             obs[j], masks[j] = o, info["action_mask"]
             if over:
                 live[j] = False
-                result[j] = info["mean_response_time"] if info["stable"] else math.inf
+                result[j] = run_mean(envs[j].unwrapped.result(), flagged)
     out = np.zeros(len(systems))
     for i in range(len(systems)):
         out[i] = float(np.mean([r for r, (sys_i, _) in zip(result, slots, strict=True) if sys_i == i]))
@@ -503,38 +550,49 @@ def tune_following(
     best: np.ndarray,
     biases: list[float],
     ages: list[float],
-) -> tuple[float, float | None, float]:
-    """How strongly the agent follows its selected base: a bias towards following (``biases``) and the
+    queues: list[float] | None = None,
+) -> tuple[float, float | None, float | None, float]:
+    """How strongly the agent follows its selected base: a bias towards following (``biases``), the
     starvation guard (follow wherever some class's oldest waiting job is older than ``ages`` times its
-    mean duration; ``None``: no guard), each pair tried on the selection systems after the network's
-    own (``score``: bias 0, no guard). Sets the best pair on ``model``; returns it and its ratio."""
+    mean duration) and the queue guard (follow wherever the waiting jobs' needs add up to more than
+    ``queues`` times k; ``None``: no such guard), each combination tried on the selection systems
+    after the network's own (``score``: bias 0, no guard). Sets the best on ``model``; returns it
+    ``(bias, age, queue)`` and its ratio."""
     from msj_gym.env.observe import squash
 
     net = model.policy.mlp_extractor
-    chosen: tuple[float, float | None] = (0.0, None)
+
+    def put(bias: float, age: float | None, queue: float | None) -> None:
+        net.follow_bias.fill_(bias)
+        net.follow_when_age.fill_(2.0 if age is None else squash.py_func(age))
+        net.follow_when_queue.fill_(2.0 if queue is None else squash.py_func(queue))
+
+    chosen: tuple[float, float | None, float | None] = (0.0, None, None)
     for bias in [0.0, *biases]:
         for age in [None, *ages]:
-            if bias == 0.0 and age is None:
-                continue  # the network's own, scored already
-            net.follow_bias.fill_(bias)
-            net.follow_when_age.fill_(2.0 if age is None else squash.py_func(age))
-            got = selection_score(agent_means(model, select, seeds, arrivals, kwargs), best)
-            guard = "no guard" if age is None else f"guard at {age:g} mean durations"
-            log(f"follow bias {bias:g}, {guard}: selection ratio to the best base {got:.4f}")
-            if got < score:
-                score, chosen = got, (bias, age)
-    net.follow_bias.fill_(chosen[0])
-    net.follow_when_age.fill_(2.0 if chosen[1] is None else squash.py_func(chosen[1]))
-    log(f"kept: follow bias {chosen[0]:g}, guard {chosen[1]} (selection ratio {score:.4f})")
-    return chosen[0], chosen[1], score
+            for queue in [None, *(queues or [])]:
+                if bias == 0.0 and age is None and queue is None:
+                    continue  # the network's own, scored already
+                put(bias, age, queue)
+                got = selection_score(agent_means(model, select, seeds, arrivals, kwargs), best)
+                guard = "no guard" if age is None else f"guard at {age:g} mean durations"
+                if queue is not None:
+                    guard += f", queue guard at {queue:g} k"
+                log(f"follow bias {bias:g}, {guard}: selection ratio to the best base {got:.4f}")
+                if got < score:
+                    score, chosen = got, (bias, age, queue)
+    put(*chosen)
+    log(
+        f"kept: follow bias {chosen[0]:g}, guard {chosen[1]}, queue guard {chosen[2]} "
+        f"(selection ratio {score:.4f})"
+    )
+    return *chosen, score
 
 
 def _retune(args: argparse.Namespace, select: list[Any], seeds: list[int], table: dict, t0: float) -> Path:
     """``--retune``: the follow bias and guard of a trained checkpoint chosen again, on the selection
     systems of ``--seed``; written to ``--out`` with its ``.json``."""
     from sb3_contrib import MaskablePPO
-
-    from msj_gym.atomic import atomic_path, atomic_write_text
 
     meta = json.loads(args.retune.with_suffix(".json").read_text())
     # Any: its network is the class-set one (ClassSetNetwork), with buffers SB3's types do not know
@@ -543,26 +601,235 @@ def _retune(args: argparse.Namespace, select: list[Any], seeds: list[int], table
     net = model.policy.mlp_extractor
     net.follow_bias.fill_(0.0)
     net.follow_when_age.fill_(2.0)
+    net.follow_when_queue.fill_(2.0)
     own = selection_score(agent_means(model, select, seeds, args.select_arrivals, kwargs), best)
     log(f"the network's own choices: selection ratio to the best base {own:.4f}")
-    bias, age, score = tune_following(
-        model, own, select, seeds, args.select_arrivals, kwargs, best, args.follow_biases, args.guard_ages
+    bias, age, queue, score = tune_following(
+        model,
+        own,
+        select,
+        seeds,
+        args.select_arrivals,
+        kwargs,
+        best,
+        args.follow_biases,
+        args.guard_ages,
+        args.guard_queues,
     )
-    with atomic_path(args.out) as tmp:
-        model.save(tmp)
-    meta.update(
+    return _write_derived(
+        model,
+        args.out,
+        meta,
+        "retuned",
         follow_bias=bias,
         follow_when_older_than_mean_durations=age,
+        follow_when_queue_over_k=queue,
         selection_ratio_to_best_base=round(score, 5),
         retuned_by="python -m msj_gym.agents.generalist " + " ".join(sys.argv[1:]),
         retune_wall_seconds=round(time.perf_counter() - t0, 1),
     )
-    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
-    log(f"retuned -> {args.out}")
-    return args.out
+
+
+def _write_derived(model: Any, out: Path, meta: dict[str, Any], what: str, **fields: Any) -> Path:
+    """A checkpoint made from another (``--retune``, ``--fit-gate``) written to ``out``, with the
+    other's ``.json`` and ``fields`` beside it; each whole or not at all."""
+    from msj_gym.atomic import atomic_path, atomic_write_text
+
+    with atomic_path(out) as tmp:
+        model.save(tmp)
+    meta.update(fields)
+    atomic_write_text(out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
+    log(f"{what} -> {out}")
+    return out
+
+
+def gate_table(task: dict[str, Any]) -> dict[str, Any]:
+    """On a chunk of systems (a worker's unit of work), through the env on the same seeds (the same
+    jobs): the agent's mean response time as it stands, and its selected base's, followed throughout,
+    each run counted as :func:`run_mean` counts it with ``flagged`` false. With each system's first
+    observation."""
+    import gymnasium as gym
+    import torch
+
+    import msj_gym  # noqa: F401  (registers the envs)
+
+    torch.set_num_threads(1)
+    systems, seeds, arrivals, kwargs = task["systems"], task["seeds"], task["arrivals"], task["env_kwargs"]
+    env = gym.make("MSJ-v0", scenario=systems[0], num_arrivals=100, **kwargs)
+    model = _policy_from_state(task["agent"], env)
+    agent = agent_means(model, systems, seeds, arrivals, kwargs, flagged=False)
+    model.policy.mlp_extractor.follow_bias.fill_(1e6)
+    follow = agent_means(model, systems, seeds, arrivals, kwargs, flagged=False)
+    obs = []
+    for w in systems:
+        first, _ = gym.make("MSJ-v0", scenario=w, num_arrivals=100, **kwargs).reset(seed=0)
+        obs.append(first)
+    return {"agent": agent, "follow": follow, "obs": np.array(obs)}
+
+
+GATE_CHUNK = 8  # systems per gate task: the agent's envs of a chunk step together, one batch per step
+
+
+def _fit_gate(args: argparse.Namespace, select: list[Any], seeds: list[int], table: dict, t0: float) -> Path:
+    """``--fit-gate``: the checkpoint's network, unchanged, with a gate fitted on ``--gate-systems``
+    generated systems (apart from the training and selection ones): on each, the agent as it stands
+    (its guard and follow bias) against its selected base followed throughout, ``--select-seeds``
+    runs of ``--select-arrivals`` arrivals each. Kept only if it improves on the selection systems (the
+    geometric mean of the gated agent's mean response time over the agent's, the same runs); written
+    to ``--out`` with its ``.json``."""
+    import gymnasium as gym
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy, fit_gate
+    from msj_gym.experiments.runner import map_unordered
+    from msj_gym.workloads.generator import sample_systems
+
+    meta = json.loads(args.fit_gate.with_suffix(".json").read_text())
+    kwargs = meta["env_kwargs"]
+    old: Any = MaskablePPO.load(args.fit_gate, device="cpu")
+    policy_kwargs = {
+        k: v for k, v in old.policy_kwargs.items() if k in ("hidden", "attention_layers", "heads")
+    }
+    state = {"policy_kwargs": policy_kwargs, "weights": old.policy.state_dict()}
+    systems = sample_systems(args.seed + 30_000, args.gate_systems)
+    gate_seeds = [2 * 10**6 + s for s in range(args.select_seeds)]  # apart from every other seed
+    tasks = [
+        {
+            "index": i,
+            "systems": systems[i : i + GATE_CHUNK],
+            "seeds": gate_seeds,
+            "arrivals": args.select_arrivals,
+            "env_kwargs": kwargs,
+            "agent": state,
+        }
+        for i in range(0, len(systems), GATE_CHUNK)
+    ]
+    from msj_gym.agents._cli import read_round, write_round
+    from msj_gym.agents.evaluate import code_stamp
+
+    # what the table depends on: the checkpoint's weights, the systems, the runs, the code
+    key = json.dumps(
+        {
+            "agent": _weights_digest(old),
+            "kwargs": kwargs,
+            "systems": [args.seed, args.gate_systems],
+            "seeds": gate_seeds,
+            "arrivals": args.select_arrivals,
+            "code": code_stamp(Path(__file__)),
+        },
+        default=str,
+    )
+    cached = None if args.data is None else args.data / "gate-table.npz"
+    table_g = read_round(cached, key)
+    if table_g is not None:
+        log(f"gate: the table of {len(table_g['agent'])} systems from {cached}")
+    else:
+        parts = []
+        done = map_unordered(gate_table, tasks, args.backend, args.workers, args.address)
+        for n, (task, got) in enumerate(done):
+            parts.append((task["index"], got))
+            log(f"gate: {n + 1}/{len(tasks)} chunks of systems ({time.perf_counter() - t0:.0f} s)")
+        parts.sort(key=lambda x: x[0])
+        table_g = {name: np.concatenate([g[name] for _, g in parts]) for name in ("agent", "follow", "obs")}
+        write_round(cached, key, table_g)
+    agent, followed, obs = table_g["agent"], table_g["follow"], table_g["obs"]
+    # in logarithms, as the selection ratio (a geometric mean) counts them: a run-away agent costs
+    # log 10 against the 10 of a plain excess, which would otherwise outweigh any number of gains
+    excess = np.log1p(excess_of(np.stack([agent, followed], axis=1), cap=9.0))
+    log(
+        f"gate systems: the agent is better than its followed base on {int((excess[:, 1] > 0).sum())}, "
+        f"worse on {int((excess[:, 0] > 0).sum())} of {len(excess)} (mean log excess: agent "
+        f"{excess[:, 0].mean():.4f}, following {excess[:, 1].mean():.4f})"
+    )
+    env = gym.make("MSJ-v0", scenario=systems[0], **kwargs)
+
+    def gated(idx: np.ndarray, seed: int) -> Any:
+        model = MaskablePPO(
+            ClassSetMaskablePolicy,
+            env,
+            seed=seed,
+            policy_kwargs={**policy_kwargs, "gate": True},
+            device="cpu",
+        )
+        missing, unexpected = model.policy.load_state_dict(old.policy.state_dict(), strict=False)
+        assert not unexpected and all(".gate" in k for k in missing), (missing, unexpected)
+        fit_gate(model.policy, obs[idx], excess[idx], epochs=200, lr=1e-3, temperature=0.1, seed=seed)
+        return model
+
+    def logits_of(model: Any, idx: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return model.policy.mlp_extractor.gate_logits(torch.as_tensor(obs[idx])).numpy()
+
+    # the lean towards following (the safe side), cross-validated as the selector's
+    order = np.random.default_rng(args.seed).permutation(len(excess))
+    lean, held_out = cross_validated_lean(
+        lambda idx, f: gated(idx, args.seed + f), logits_of, excess, 1, order
+    )
+    model = gated(order, args.seed + 4)
+    model.policy.mlp_extractor.gate_bias[1] = lean
+    with torch.no_grad():
+        trust = model.policy.mlp_extractor.gate_logits(torch.as_tensor(obs)).argmax(dim=1).numpy() == 0
+    log(
+        f"gate: leans {lean:g} towards following (cross-validated mean excess "
+        f"{held_out:.4f}, against {excess[:, 0].mean():.4f} always trusting the network); "
+        f"trusts the network on {int(trust.sum())} of {len(trust)} gate systems"
+    )
+    # the selection systems, the same runs with the gate and without, unflagged as the table
+    plain = agent_means(old, select, seeds, args.select_arrivals, kwargs, flagged=False)
+    means_gated = agent_means(model, select, seeds, args.select_arrivals, kwargs, flagged=False)
+    with np.errstate(invalid="ignore"):  # both unstable: the same (1)
+        ratio = np.where(np.isinf(means_gated) & np.isinf(plain), 1.0, means_gated / plain)
+    score = float(np.exp(np.mean(np.log(np.clip(ratio, 0.1, 10.0)))))
+    best = table["means"].min(axis=1)
+    before, after = selection_score(plain, best), selection_score(means_gated, best)
+    with torch.no_grad():
+        x = torch.as_tensor(table["obs"], dtype=torch.float32)
+        trusted = int((model.policy.mlp_extractor.gate_logits(x).argmax(dim=1) == 0).sum())
+    log(
+        f"selection systems: the gated agent's mean response time over the agent's {score:.4f} (geometric "
+        f"mean; trusts the network on {trusted} of {len(select)}); ratio to the best base {after:.4f} with "
+        f"the gate, {before:.4f} without"
+    )
+    if not score < 1.0:
+        log("the gate does not improve the selection ratio: nothing written")
+        return args.fit_gate
+    return _write_derived(
+        model,
+        args.out,
+        meta,
+        "gated",
+        gate_systems=args.gate_systems,
+        gate_lean=lean,
+        selection_ratio_without_gate=round(before, 5),
+        selection_ratio_to_best_base=round(after, 5),
+        gate_selection_ratio_to_ungated=round(score, 5),
+        gate_fitted_by="python -m msj_gym.agents.generalist " + " ".join(sys.argv[1:]),
+        gate_wall_seconds=round(time.perf_counter() - t0, 1),
+    )
 
 
 SELECT_BIASES = (0.0, 0.5, 1.0, 2.0, 3.0)
+
+
+def cross_validated_lean(
+    fitted: Any, logits_of: Any, excess: np.ndarray, column: int, order: np.ndarray
+) -> tuple[float, float]:
+    """The lean towards choice ``column`` (one of :data:`SELECT_BIASES`, added to its logit) that a
+    4-fold cross-validation over the systems finds best: ``fitted(idx, fold)`` fits a head on the
+    systems ``idx``, ``logits_of(model, idx)`` are its logits on the systems ``idx``, and ``excess[i,
+    j]`` is what choice ``j`` costs on system ``i``; ``order`` (a permutation of the systems) deals them
+    into the folds. Returns the lean and its cross-validated mean excess."""
+    totals = np.zeros(len(SELECT_BIASES))
+    for f in range(4):
+        held = order[f::4]
+        logits = logits_of(fitted(np.setdiff1d(order, held), f), held)
+        for b, bias in enumerate(SELECT_BIASES):
+            lean = logits.copy()
+            lean[:, column] += bias
+            totals[b] += excess[held, lean.argmax(axis=1)].sum()
+    best = int(np.argmin(totals))
+    return SELECT_BIASES[best], float(totals[best] / len(excess))
 
 
 def _selector(
@@ -586,25 +853,18 @@ def _selector(
         )
         return model
 
+    def logits_of(model: Any, idx: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return model.policy.mlp_extractor.selector_logits(torch.as_tensor(obs[idx])).numpy()
+
     safest = int(np.argmin(excess.mean(axis=0)))
     order = np.random.default_rng(seed).permutation(len(excess))
-    folds = [order[f::4] for f in range(4)]
-    totals = np.zeros(len(SELECT_BIASES))
-    for f, held in enumerate(folds):
-        model = fitted(np.setdiff1d(order, held), f)
-        with torch.no_grad():
-            logits = model.policy.mlp_extractor.selector_logits(torch.as_tensor(obs[held])).numpy()
-        for b, bias in enumerate(SELECT_BIASES):
-            lean = logits.copy()
-            lean[:, safest] += bias
-            totals[b] += excess[held, lean.argmax(axis=1)].sum()
-    best = int(np.argmin(totals))
+    lean, held_out = cross_validated_lean(fitted, logits_of, excess, safest, order)
     model = fitted(order, 4)
-    model.policy.mlp_extractor.select_bias[safest] = SELECT_BIASES[best]
-    with torch.no_grad():
-        chosen = model.policy.mlp_extractor.selector_logits(torch.as_tensor(obs)).argmax(dim=1).numpy()
+    model.policy.mlp_extractor.select_bias[safest] = lean
+    chosen = logits_of(model, np.arange(len(excess))).argmax(axis=1)
     own = float(excess[np.arange(len(excess)), chosen].mean())
-    return model, own, (safest, SELECT_BIASES[best], float(totals[best] / len(excess)))
+    return model, own, (safest, lean, held_out)
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -653,6 +913,8 @@ def main(argv: list[str] | None = None) -> Path:
 
     if args.retune is not None:
         return _retune(args, select, select_seeds, tables(select, select_seeds, args.select_arrivals), t0)
+    if args.fit_gate is not None:
+        return _fit_gate(args, select, select_seeds, tables(select, select_seeds, args.select_arrivals), t0)
     train_table = tables(systems, table_seeds, args.select_arrivals)
     extra_table = tables(extra, table_seeds, args.select_arrivals)
     select_table = tables(select, select_seeds, args.select_arrivals)
@@ -757,7 +1019,7 @@ def main(argv: list[str] | None = None) -> Path:
         if args.data is not None:  # each round's kept fit, to look at or to start from
             model.save(args.data / f"round-{r + 1}.zip")
     assert model is not None and data is not None  # --rounds is at least 1 (parse_args)
-    chosen_bias, chosen_age, score = tune_following(
+    chosen_bias, chosen_age, chosen_queue, score = tune_following(
         model,
         score,
         select,
@@ -767,6 +1029,7 @@ def main(argv: list[str] | None = None) -> Path:
         best,
         args.follow_biases,
         args.guard_ages,
+        args.guard_queues,
     )
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -786,6 +1049,7 @@ def main(argv: list[str] | None = None) -> Path:
         "selection_ratio_to_best_base": None if math.isnan(score) else round(score, 5),
         "follow_bias": chosen_bias,
         "follow_when_older_than_mean_durations": chosen_age,
+        "follow_when_queue_over_k": chosen_queue,
         "collect_wall_seconds": round(t_collect, 1),
         "train_wall_seconds": round(wall, 1),
         "msj_gym_version": msj_gym.__version__,

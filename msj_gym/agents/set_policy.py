@@ -29,9 +29,23 @@ from gymnasium import spaces
 from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 
-from msj_gym.env.layout import SET_AGE, SET_SYSTEM_FEATURES, STATIC_CLASS, STATIC_SYSTEM, class_features
+from msj_gym.env.layout import (
+    SET_AGE,
+    SET_QUEUE,
+    SET_SYSTEM_FEATURES,
+    STATIC_CLASS,
+    STATIC_SYSTEM,
+    class_features,
+)
 
-__all__ = ["ClassSetMaskablePolicy", "ClassSetNetwork", "ClassSetPolicy", "set_layout"]
+__all__ = [
+    "ClassSetMaskablePolicy",
+    "ClassSetNetwork",
+    "ClassSetPolicy",
+    "fit_gate",
+    "fit_selector",
+    "set_layout",
+]
 
 PADDING_SCORE = -1e9
 
@@ -71,6 +85,8 @@ class ClassSetNetwork(nn.Module):
     follow_bias: th.Tensor
     select_bias: th.Tensor
     follow_when_age: th.Tensor
+    follow_when_queue: th.Tensor
+    gate_bias: th.Tensor
 
     def __init__(
         self,
@@ -81,6 +97,7 @@ class ClassSetNetwork(nn.Module):
         attention_layers: int = 1,
         heads: int = 4,
         activation: type[nn.Module] = nn.ReLU,
+        gate: bool = False,
     ) -> None:
         super().__init__()
         self.slots, self.features, self.extra = slots, features, extra
@@ -102,11 +119,22 @@ class ClassSetNetwork(nn.Module):
         # With advisors: which one to follow, from what does not change within an episode (the
         # system and its classes), so that the agent follows one heuristic throughout; trained apart
         # (fit_selector), and ``follow_bias`` added to the followed advisor's logit (0: none).
+        width = len(STATIC_SYSTEM) + len(STATIC_CLASS)
         if extra:
-            width = len(STATIC_SYSTEM) + len(STATIC_CLASS)
             self.select_encoder = _mlp([width, hidden, hidden], activation)
             self.select = nn.Sequential(_mlp([len(STATIC_SYSTEM) + 2 * hidden, hidden], activation))
             self.select.append(nn.Linear(hidden, extra))
+        # The gate (with advisors, optional): whether on this system the network's own choices are
+        # worth more than following the selected advisor throughout, from the same static features
+        # as the selector; trained apart (fit_gate) on what each did on generated systems.
+        self.gated = bool(gate and extra)
+        if self.gated:
+            self.gate_encoder = _mlp([width, hidden, hidden], activation)
+            self.gate = nn.Sequential(_mlp([len(STATIC_SYSTEM) + 2 * hidden, hidden], activation))
+            self.gate.append(nn.Linear(hidden, 2))
+            # added to the gate's logits (network, follow): a lean towards following, where trusting
+            # the network wrongly is costly (chosen by cross-validation)
+            self.register_buffer("gate_bias", th.zeros(2))
         self.register_buffer("follow_bias", th.zeros(()))
         # added to the selector's logits: a lean towards the advisor that is rarely far off, where a
         # wrong pick is costly (chosen by cross-validation; see msj_gym.agents.generalist)
@@ -115,6 +143,10 @@ class ClassSetNetwork(nn.Module):
         # observation's squashed units of its class's mean duration), the selected advisor is followed
         # whatever else scores higher (2: above any squashed value, never)
         self.register_buffer("follow_when_age", th.full((), 2.0))
+        # the queue guard: where the waiting jobs' server needs add up to more than this (the
+        # observation's squashed units of k), the selected advisor is followed until the queue is
+        # back under it; a network that lets a queue grow hands it to a heuristic that drains it
+        self.register_buffer("follow_when_queue", th.full((), 2.0))
 
     def _embed(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """Per-class embeddings ``(B, M, h)``, the context ``(B, h)`` and the mask of real classes."""
@@ -141,20 +173,31 @@ class ClassSetNetwork(nn.Module):
     def _load_from_state_dict(self, state: dict[str, Any], prefix: str, *args: Any) -> None:
         # checkpoints saved before the guard existed: it stays off
         state.setdefault(prefix + "follow_when_age", th.full((), 2.0))
+        state.setdefault(prefix + "follow_when_queue", th.full((), 2.0))
         super()._load_from_state_dict(state, prefix, *args)
 
-    def selector_logits(self, obs: th.Tensor) -> th.Tensor:
-        """Per advisor, how good following it throughout is on this system (the static features of
-        the observation only: the same at every decision of an episode)."""
+    def _static(self, encoder: nn.Module, head: nn.Module, obs: th.Tensor) -> th.Tensor:
+        """``head`` over the classes' static rows pooled through ``encoder`` (the columns that describe
+        the system, not its state: the same at every decision of an episode)."""
         system = obs[:, :SET_SYSTEM_FEATURES][:, list(STATIC_SYSTEM)]
         rows = obs[:, SET_SYSTEM_FEATURES:].reshape(obs.shape[0], self.slots, self.features)
         present = rows[:, :, 0] > 0.5
         x = th.cat([rows[:, :, list(STATIC_CLASS)], system.unsqueeze(1).expand(-1, self.slots, -1)], dim=2)
-        emb = self.select_encoder(x)
+        emb = encoder(x)
         weight = present.unsqueeze(2).to(emb.dtype)
         mean = (emb * weight).sum(dim=1) / weight.sum(dim=1).clamp(min=1.0)
         peak = emb.masked_fill(~present.unsqueeze(2), -1e9).amax(dim=1)
-        return self.select(th.cat([system, mean, peak], dim=1)) + self.select_bias[: self.extra]
+        out: th.Tensor = head(th.cat([system, mean, peak], dim=1))
+        return out
+
+    def selector_logits(self, obs: th.Tensor) -> th.Tensor:
+        """Per advisor, how good following it throughout is on this system."""
+        return self._static(self.select_encoder, self.select, obs) + self.select_bias[: self.extra]
+
+    def gate_logits(self, obs: th.Tensor) -> th.Tensor:
+        """``(B, 2)``: how good the network's own choices (column 0) and following the selected
+        advisor throughout (column 1) are on this system (a gated network only)."""
+        return self._static(self.gate_encoder, self.gate, obs) + self.gate_bias
 
     def forward_actor(self, obs: th.Tensor) -> th.Tensor:
         emb, context, present = self._embed(obs)
@@ -171,7 +214,12 @@ class ClassSetNetwork(nn.Module):
                 chosen = self.selector_logits(obs).argmax(dim=1, keepdim=True)
                 rows = obs[:, SET_SYSTEM_FEATURES:].reshape(obs.shape[0], self.slots, self.features)
                 oldest = rows[:, :, SET_AGE].amax(dim=1, keepdim=True)
-                guard = th.where(oldest > self.follow_when_age, 1e6, 0.0)
+                follow = (oldest > self.follow_when_age) | (
+                    obs[:, SET_QUEUE : SET_QUEUE + 1] > self.follow_when_queue
+                )
+                if self.gated:  # a system the gate does not trust the network on: follow throughout
+                    follow = follow | (self.gate_logits(obs).argmax(dim=1, keepdim=True) == 1)
+                guard = th.where(follow, 1e6, 0.0)
             followed = th.zeros_like(advisors, dtype=th.bool).scatter_(1, chosen, True)
             advisors = (advisors + self.follow_bias + guard).masked_fill(~followed, PADDING_SCORE)
         return th.cat([other[:, :1], scores, rest, advisors], dim=1)
@@ -218,14 +266,16 @@ class _ClassSetMixin(_MixinBase):
 
 
 def _split_kwargs(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    names = ("hidden", "attention_layers", "heads")
+    names = ("hidden", "attention_layers", "heads", "gate")
     mine = {k: kwargs.pop(k) for k in names if k in kwargs}
     return mine, kwargs
 
 
 class ClassSetPolicy(_ClassSetMixin, ActorCriticPolicy):
     """PPO's actor-critic over the class set (see the module docstring). Keywords ``hidden`` (64),
-    ``attention_layers`` (1) and ``heads`` (4) shape the network; the rest go to SB3."""
+    ``attention_layers`` (1), ``heads`` (4) and ``gate`` (False: with advisors, a head that may
+    have the network follow its selected advisor throughout on a system) shape the network; the rest
+    go to SB3."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.set_kwargs, kwargs = _split_kwargs(kwargs)
@@ -260,6 +310,41 @@ def class_logits(policy: Any, obs: np.ndarray) -> np.ndarray:
         return policy.mlp_extractor.forward_actor(policy.extract_features(x)).cpu().numpy()
 
 
+def _fit_static(
+    logits: Any,
+    params: list[nn.Parameter],
+    obs: np.ndarray,
+    excess: np.ndarray,
+    epochs: int,
+    lr: float,
+    seed: int,
+    temperature: float,
+) -> float:
+    """Fit a static head (``logits`` of a batch of observations, over ``params``) by cross-entropy to
+    the softmin of ``excess`` at ``temperature`` (cost-sensitive classification: near-ties share the
+    target, and its argmax aims at the least excess). Returns the mean excess of the argmax choices
+    on the fitting systems."""
+    gen = th.Generator().manual_seed(seed)
+    x = th.as_tensor(np.asarray(obs, dtype=np.float32))
+    cost = th.as_tensor(np.asarray(excess, dtype=np.float32))
+    optimizer = th.optim.Adam(params, lr=lr)
+    n = len(x)
+    # the target puts its weight on the choices within a few per cent of the best (a softmin of the
+    # excess): cross-entropy to it keeps its gradient where the expected excess, a softmax saturated
+    # early on the choice that is never far off, had none
+    target = th.softmax(-cost / temperature, dim=1)
+    for _ in range(epochs):
+        for idx in th.randperm(n, generator=gen).split(64):
+            logp = th.log_softmax(logits(x[idx]), dim=1)
+            loss = -(target[idx] * logp).sum(dim=1).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    with th.no_grad():
+        chosen = logits(x).argmax(dim=1)
+    return float(cost[th.arange(n), chosen].mean())
+
+
 def fit_selector(
     policy: Any,
     obs: np.ndarray,
@@ -272,28 +357,26 @@ def fit_selector(
     """Train the advisor selector of ``policy`` (a class-set policy with advisors): ``obs`` holds one
     observation per system (only its static columns are read), ``excess[i, j]`` how much worse
     following advisor ``j`` throughout is on system ``i`` than the best advisor there (``T_j / T_best -
-    1``, capped; an unstable advisor at the cap). Fits the selector's softmax by cross-entropy to the
-    softmin of the excess at ``temperature`` (cost-sensitive classification: near-ties share the
-    target, and its argmax aims at the least excess). Returns the mean excess of the argmax choices
-    on the training systems."""
+    1``, capped; an unstable advisor at the cap). Returns the mean excess of the chosen advisors on the
+    training systems."""
     net = policy.mlp_extractor
-    gen = th.Generator().manual_seed(seed)
-    x = th.as_tensor(np.asarray(obs, dtype=np.float32))
-    cost = th.as_tensor(np.asarray(excess, dtype=np.float32))
     params = [*net.select_encoder.parameters(), *net.select.parameters()]
-    optimizer = th.optim.Adam(params, lr=lr)
-    n = len(x)
-    # the target puts its weight on the advisors within a few per cent of the best (a softmin of the
-    # excess): cross-entropy to it keeps its gradient where the expected excess, a softmax saturated
-    # early on the advisor that is never far off, had none
-    target = th.softmax(-cost / temperature, dim=1)
-    for _ in range(epochs):
-        for idx in th.randperm(n, generator=gen).split(64):
-            logp = th.log_softmax(net.selector_logits(x[idx]), dim=1)
-            loss = -(target[idx] * logp).sum(dim=1).mean()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    with th.no_grad():
-        chosen = net.selector_logits(x).argmax(dim=1)
-    return float(cost[th.arange(n), chosen].mean())
+    return _fit_static(net.selector_logits, params, obs, excess, epochs, lr, seed, temperature)
+
+
+def fit_gate(
+    policy: Any,
+    obs: np.ndarray,
+    excess: np.ndarray,
+    epochs: int = 300,
+    lr: float = 3e-3,
+    seed: int = 0,
+    temperature: float = 0.05,
+) -> float:
+    """Train the gate of ``policy`` (a class-set policy made with ``gate=True``): ``excess[i]`` is how
+    much worse, on system ``i``, the network's own choices (column 0) and following the selected
+    advisor throughout (column 1) are than the better of the two. Returns the mean excess of the
+    gate's choices on the training systems."""
+    net = policy.mlp_extractor
+    params = [*net.gate_encoder.parameters(), *net.gate.parameters()]
+    return _fit_static(net.gate_logits, params, obs, excess, epochs, lr, seed, temperature)

@@ -66,6 +66,8 @@ SET_SIZE_FEATURES = 3
 SET_PRESENT = 0
 # the column of a class row with squash(age of the class's oldest waiting job / its mean duration)
 SET_AGE = 11
+# the system column with squash(the waiting jobs' server needs added up / k)
+SET_QUEUE = 3
 # the columns that describe the system, not its state (the same at every decision of an episode)
 STATIC_SYSTEM = (0, 4, 5, 6, 7)
 STATIC_CLASS = (0, 1, 2, 3, 4, 5, 6, 7)

@@ -108,9 +108,23 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
     assert meta["decisions"] == 80 and meta["training_systems"] == 2
     # the following can be chosen again on its own
     again = tmp_path / "again.zip"
-    generalist.main([*TINY, "--retune", str(out), "--out", str(again)])
+    generalist.main([*TINY, "--retune", str(out), "--guard-queues", "3", "--out", str(again)])
     retuned = json.loads(again.with_suffix(".json").read_text())
     assert retuned["follow_bias"] in (0.0, 2.0) and "retuned_by" in retuned
+    assert retuned["follow_when_queue_over_k"] in (None, 3.0)
+    assert meta["follow_when_queue_over_k"] is None  # no queue guard tried
+    # a gate fitted on its own: written only if it improves the selection systems' ratio
+    capsys.readouterr()
+    gated = tmp_path / "gated.zip"
+    generalist.main([*TINY, "--fit-gate", str(out), "--gate-systems", "3", "--out", str(gated)])
+    said = capsys.readouterr().out
+    assert "gate systems: the agent is better than its followed base on" in said
+    if gated.exists():
+        gmeta = json.loads(gated.with_suffix(".json").read_text())
+        assert gmeta["gate_selection_ratio_to_ungated"] < 1.0
+        assert gmeta["gate_systems"] == 3 and "gate_fitted_by" in gmeta
+    else:
+        assert "the gate does not improve the selection ratio: nothing written" in said
     # each round's decisions and kept fit are in the data folder
     text = sorted(p.name for p in (tmp_path / "data").iterdir())
     assert text == ["round-1.npz", "round-1.zip", "round-2.npz", "round-2.zip"]
@@ -151,7 +165,10 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
         (["--skip", "300", "--tail", "1800"], "--skip + --tail"),
         (["--out", "g.pt"], "--out: expected a .zip path"),
         (["--retune", "nope.zip"], "--retune: expected a checkpoint .zip with its .json"),
+        (["--fit-gate", "nope.zip"], "--fit-gate: expected a checkpoint .zip with its .json"),
+        (["--gate-systems", "0"], "--gate-systems: expected a positive integer, got 0"),
         (["--guard-ages", "x"], "--guard-ages: expected comma-separated numbers"),
+        (["--guard-queues", "-1"], "--guard-queues: expected non-negative finite numbers"),
     ],
 )
 def test_bad_arguments(argv: list[str], match: str, capsys) -> None:

@@ -13,7 +13,13 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 
 import msj_gym  # noqa: F401  (registers the envs)
-from msj_gym.agents.set_policy import ClassSetMaskablePolicy, ClassSetPolicy, class_logits, set_layout
+from msj_gym.agents.set_policy import (
+    ClassSetMaskablePolicy,
+    ClassSetPolicy,
+    class_logits,
+    fit_gate,
+    set_layout,
+)
 from msj_gym.env.layout import SET_SYSTEM_FEATURES
 
 SLOTS = 6
@@ -107,6 +113,64 @@ def test_a_checkpoint_saves_loads_and_acts_like_any_sb3_model(tmp_path) -> None:
         assert a1 == a2 and info["action_mask"][a1]
         obs, _, _, over, info = env.step(int(a1))
         steps += 1
+
+
+def test_the_gate_follows_the_selected_advisor_throughout_or_leaves_the_network_as_it_is(tmp_path) -> None:
+    env = _env(advisor=["first-fit", "adaptive-quickswap"])
+    plain = MaskablePPO(ClassSetMaskablePolicy, env, seed=4, n_steps=64, batch_size=32)
+    plain.learn(64)
+    gated = MaskablePPO(ClassSetMaskablePolicy, env, seed=4, policy_kwargs={"gate": True})
+    missing, unexpected = gated.policy.load_state_dict(plain.policy.state_dict(), strict=False)
+    assert not unexpected and missing and all(".gate" in k for k in missing)
+    obs = _states(env, 150, seed=6)
+    net = gated.policy.mlp_extractor
+    with th.no_grad():
+        chosen = net.selector_logits(th.as_tensor(obs)).argmax(dim=1).numpy()
+    # trusted (the gate's bias on the network's side): the plain network's logits, exactly
+    net.gate_bias.copy_(th.tensor([1e3, 0.0]))
+    np.testing.assert_array_equal(class_logits(gated.policy, obs), class_logits(plain.policy, obs))
+    # not trusted: the selected advisor's action wins at every decision, whatever the network scores
+    net.gate_bias.copy_(th.tensor([0.0, 1e3]))
+    logits = class_logits(gated.policy, obs)
+    assert (logits.argmax(axis=1) == 1 + SLOTS + chosen).all()
+    # the gate is a static head: it reads what the system is, so it decides once per system
+    fitted = fit_gate(gated.policy, obs[:1], np.array([[0.0, 0.5]]), epochs=50, seed=0)
+    assert fitted == 0.0  # the column with no excess is chosen on the system it was fitted on
+    net.gate_bias.zero_()
+    with th.no_grad():
+        picks = net.gate_logits(th.as_tensor(obs)).argmax(dim=1).numpy()
+    assert (picks == 0).all()  # every state of the same system: the same choice
+    gated.save(tmp_path / "gated.zip")
+    loaded = MaskablePPO.load(tmp_path / "gated.zip")
+    assert loaded.policy.mlp_extractor.gated
+    np.testing.assert_array_equal(class_logits(loaded.policy, obs), class_logits(gated.policy, obs))
+
+
+@pytest.mark.parametrize("guard", ["age", "queue"])
+def test_a_guard_follows_the_selected_advisor_exactly_where_it_trips(guard: str) -> None:
+    from msj_gym.env.layout import SET_AGE, SET_QUEUE
+    from msj_gym.env.observe import squash
+
+    env = _env(scenario="four-class", load=0.95, advisor=["first-fit", "adaptive-quickswap"])
+    model = MaskablePPO(ClassSetMaskablePolicy, env, seed=2, n_steps=64, batch_size=32)
+    model.learn(64)
+    obs = _states(env, 400, seed=3)
+    net = model.policy.mlp_extractor
+    free = class_logits(model.policy, obs)
+    with th.no_grad():
+        chosen = net.selector_logits(th.as_tensor(obs)).argmax(dim=1).numpy()
+    _, width, _ = set_layout(env.observation_space, env.action_space)
+    rows = obs[:, SET_SYSTEM_FEATURES:].reshape(len(obs), SLOTS, width)
+    if guard == "age":
+        net.follow_when_age.fill_(squash.py_func(1.0))
+        tripped = rows[:, :, SET_AGE].max(axis=1) > squash.py_func(1.0)
+    else:
+        net.follow_when_queue.fill_(squash.py_func(1.0))
+        tripped = obs[:, SET_QUEUE] > squash.py_func(1.0)
+    assert 0 < tripped.sum() < len(obs)  # both kinds of state are among the sampled ones
+    logits = class_logits(model.policy, obs)
+    assert (logits[tripped].argmax(axis=1) == 1 + SLOTS + chosen[tripped]).all()
+    np.testing.assert_array_equal(logits[~tripped], free[~tripped])
 
 
 def test_refuses_spaces_that_are_not_a_class_set() -> None:
