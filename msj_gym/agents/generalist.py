@@ -688,6 +688,10 @@ def _fit_gate(args: argparse.Namespace, select: list[Any], seeds: list[int], tab
     meta = json.loads(args.fit_gate.with_suffix(".json").read_text())
     kwargs = meta["env_kwargs"]
     old: Any = MaskablePPO.load(args.fit_gate, device="cpu")
+    if getattr(old.policy.mlp_extractor, "gated", False):
+        raise ValueError(
+            f"--fit-gate: {str(args.fit_gate)!r} has a gate already; give the checkpoint without it"
+        )
     policy_kwargs = {
         k: v for k, v in old.policy_kwargs.items() if k in ("hidden", "attention_layers", "heads")
     }
@@ -716,7 +720,7 @@ def _fit_gate(args: argparse.Namespace, select: list[Any], seeds: list[int], tab
             "systems": [args.seed, args.gate_systems],
             "seeds": gate_seeds,
             "arrivals": args.select_arrivals,
-            "code": code_stamp(Path(__file__)),
+            "code": code_stamp(Path(__file__), Path(__file__).with_name("set_policy.py")),
         },
         default=str,
     )

@@ -125,6 +125,21 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
         assert gmeta["gate_systems"] == 3 and "gate_fitted_by" in gmeta
     else:
         assert "the gate does not improve the selection ratio: nothing written" in said
+    # a checkpoint with a gate already is refused, not fitted again over its gate
+    import shutil
+
+    import gymnasium as gym
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy
+
+    env = gym.make("MSJ-v0", scenario="sf-fig2", **meta["env_kwargs"])
+    twin = MaskablePPO(ClassSetMaskablePolicy, env, policy_kwargs={"hidden": 8, "gate": True})
+    twin.policy.load_state_dict(MaskablePPO.load(out, device="cpu").policy.state_dict(), strict=False)
+    twin.save(tmp_path / "twin.zip")
+    shutil.copy(out.with_suffix(".json"), tmp_path / "twin.json")
+    with pytest.raises(ValueError, match=r"--fit-gate: .* has a gate already"):
+        generalist.main([*TINY, "--fit-gate", str(tmp_path / "twin.zip"), "--out", str(tmp_path / "t2.zip")])
     # each round's decisions and kept fit are in the data folder
     text = sorted(p.name for p in (tmp_path / "data").iterdir())
     assert text == ["round-1.npz", "round-1.zip", "round-2.npz", "round-2.zip"]
