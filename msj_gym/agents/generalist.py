@@ -417,7 +417,7 @@ def base_table(task: dict[str, Any]) -> dict[str, Any]:
             Simulator(system, policy_from_spec(b, "--bases"), seed=s, num_arrivals=task["arrivals"]).run()
             for s in task["seeds"]
         ]
-        means.append(float(np.mean([run_mean(r, task.get("flagged", True)) for r in runs])))
+        means.append(float(np.mean([run_mean(r) for r in runs])))
     env = gym.make("MSJ-v0", scenario=system, num_arrivals=100, **task["env_kwargs"])
     obs, _ = env.reset(seed=0)
     return {"means": np.array(means), "obs": obs}
