@@ -649,11 +649,9 @@ def gate_table(task: dict[str, Any]) -> dict[str, Any]:
     each run counted as :func:`run_mean` counts it with ``flagged`` false. With each system's first
     observation."""
     import gymnasium as gym
-    import torch
 
     import msj_gym  # noqa: F401  (registers the envs)
 
-    torch.set_num_threads(1)
     systems, seeds, arrivals, kwargs = task["systems"], task["seeds"], task["arrivals"], task["env_kwargs"]
     env = gym.make("MSJ-v0", scenario=systems[0], num_arrivals=100, **kwargs)
     model = _policy_from_state(task["agent"], env)
