@@ -43,7 +43,7 @@ def _policy_params(items: Sequence[str]) -> dict[str, str]:
 
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
-    from .analysis.optimal import DEFAULT_MAX_STATES
+    from .analysis.limits import DEFAULT_MAX_STATES
     from .arguments import ArgumentParser
 
     # one-line refusals (its subcommands' parsers are of its class)

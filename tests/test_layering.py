@@ -18,6 +18,7 @@ ROOT = Path(msj_gym.__file__).resolve().parent.parent
 # The units of msj_gym (a subpackage or a top-level module), bottom floor first. A unit imports only
 # units of lower floors (and itself); the project's other packages import msj_gym from above.
 FLOORS: dict[str, int] = {
+    "_lazy": -1,  # how a package imports its names when first asked for: under every package
     "arguments": 0,
     "atomic": 0,
     "metrics": 0,

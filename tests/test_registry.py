@@ -23,7 +23,8 @@ def test_listing_ids_imports_no_policy():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
 
 
-def test_running_one_policy_imports_its_module_alone_and_every_package_name_resolves():
+def test_running_one_policy_imports_its_module_alone():
+    # that every name of the package resolves to its module: tests/test_lazy.py
     code = (
         "import sys, msj_gym.registry as r; r.make_policy('first-fit'); "
         "got = sorted(m for m in sys.modules if m.startswith('msj_gym.baselines.') and '._' not in m); "
@@ -31,7 +32,6 @@ def test_running_one_policy_imports_its_module_alone_and_every_package_name_reso
         "import msj_gym.baselines as b; "
         "names = [n for n in b.__all__ if isinstance(getattr(b, n), type)]; "
         "assert sorted(names) == sorted(b._HOME), sorted(set(names) ^ set(b._HOME)); "
-        "assert all(getattr(b, n).__module__ == 'msj_gym.baselines.' + b._HOME[n] for n in names); "
         "assert b.POLICIES == r.list_policies(r.ENGINE_MODELS) and b.MOLDABLE_POLICIES"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})

@@ -57,8 +57,10 @@ from typing import Any
 import numpy as np
 
 from ..workloads.workload import Workload
+from .limits import DEFAULT_MAX_STATES
 
 __all__ = [
+    "DEFAULT_MAX_STATES",
     "HEURISTICS",
     "MSJChain",
     "OptimalSolution",
@@ -653,10 +655,6 @@ def _initial_buffers(needs: Sequence[int], k: int, lam: Sequence[float], mu: Seq
 # from hours before anything is solved. (3.7e-6, measured before that evaluation, overstated five of
 # the six 2 to 5.5 times.)
 SECONDS_PER_STATE_POWER = 1.75e-6
-
-#: The largest chain (states) solved unless a caller says otherwise: one-or-all at load 0.9 (4.7 M
-#: states, about 3 GB at the peak) fits, and so does every two-class point of the benchmark.
-DEFAULT_MAX_STATES = 6_000_000
 
 
 @dataclass(frozen=True)

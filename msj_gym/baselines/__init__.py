@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from msj_gym import registry as _registry
+from msj_gym._lazy import LazyNames
 from msj_gym.registry import make_moldable_policy, supports
 
 if TYPE_CHECKING:
@@ -56,20 +56,23 @@ _MODULES = {
     "quickswap": ("MSFQ", "AdaptiveQuickswap", "StaticQuickswap"),
     "server_filling": ("FirstFitSRPT", "ServerFilling", "ServerFillingGittins", "ServerFillingSRPT"),
 }  # fmt: skip
-_HOME = {name: module for module, names in _MODULES.items() for name in names}
+_LAZY = LazyNames(__name__, globals(), _MODULES)
+_HOME = _LAZY.home
 
 
 def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    elif name == "POLICIES":
+    if name == "POLICIES":
         value = _registry.list_policies(_registry.ENGINE_MODELS)
     elif name == "MOLDABLE_POLICIES":
         value = _registry.list_policies("moldable")
     else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return _LAZY(name)
     globals()[name] = value  # asked once
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*_LAZY.dir(), "POLICIES", "MOLDABLE_POLICIES"})
 
 
 def make_policy(policy_id: str, **params: Any) -> Any:

@@ -1,6 +1,11 @@
 """Workloads: service-time distributions, job classes, named scenarios and trace replay
 (recorded streams, SWF logs and GPU-cluster traces)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import LazyNames
 from .distributions import (
     Deterministic,
     Distribution,
@@ -15,11 +20,26 @@ from .distributions import (
     Uniform,
     distribution_from_dict,
 )
-from .gpu_traces import GPUTraceScenario, gpu_trace_workload, read_gpu_trace
 from .scenarios import Scenario, evaluate_expression, list_scenarios, load_scenario
-from .swf import SWFLog, read_swf, swf_workload
 from .trace import TraceWorkload
 from .workload import JobClass, PoissonArrivals, Workload
+
+if TYPE_CHECKING:
+    from .gpu_traces import GPUTraceScenario, gpu_trace_workload, read_gpu_trace
+    from .swf import SWFLog, read_swf, swf_workload
+
+# the trace readers are imported when first asked for (a scenario of theirs imports its own): a
+# queueing scenario does not need them
+_LAZY = LazyNames(
+    __name__,
+    globals(),
+    {
+        "gpu_traces": ("GPUTraceScenario", "gpu_trace_workload", "read_gpu_trace"),
+        "swf": ("SWFLog", "read_swf", "swf_workload"),
+    },
+)
+__getattr__ = _LAZY
+__dir__ = _LAZY.dir
 
 __all__ = [
     "Deterministic",

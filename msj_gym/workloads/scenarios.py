@@ -477,18 +477,26 @@ def load_scenario(
     :mod:`msj_gym.workloads.gpu_traces`) or an SWF log ``swf:FILE[?options]`` (a
     :class:`~msj_gym.workloads.swf.SWFScenario`; see :mod:`msj_gym.workloads.swf`). Each has ``name``
     and ``build(num_servers=, load=, arrival_rate=)``."""
-    from .gpu_traces import GPUTraceScenario, gpu_trace_scenario, is_gpu_trace_spec
-    from .swf import SWFScenario, is_swf_spec, swf_scenario
-
-    if isinstance(name_or_path, Scenario | GPUTraceScenario | SWFScenario):
+    if isinstance(name_or_path, Scenario):
         return name_or_path
     if isinstance(name_or_path, Mapping):
         return Scenario.from_dict(name_or_path)
+    # the trace readers only where a trace can be meant: an object of theirs, or a FORMAT:PATH text
+    if not isinstance(name_or_path, str | Path):
+        from .gpu_traces import GPUTraceScenario
+        from .swf import SWFScenario
+
+        if isinstance(name_or_path, GPUTraceScenario | SWFScenario):
+            return name_or_path
     text = str(name_or_path)
-    if isinstance(name_or_path, str) and is_gpu_trace_spec(text):
-        return gpu_trace_scenario(text)
-    if isinstance(name_or_path, str) and is_swf_spec(text):
-        return swf_scenario(text)
+    if isinstance(name_or_path, str) and ":" in text:
+        from .gpu_traces import gpu_trace_scenario, is_gpu_trace_spec
+        from .swf import is_swf_spec, swf_scenario
+
+        if is_gpu_trace_spec(text):
+            return gpu_trace_scenario(text)
+        if is_swf_spec(text):
+            return swf_scenario(text)
     builtins = list_scenarios()
     if text in builtins:
         return builtins[text]
