@@ -675,8 +675,8 @@ def _fit_gate(args: argparse.Namespace, select: list[Any], seeds: list[int], tab
     runs of ``--select-arrivals`` arrivals each. Kept if its cross-validated excess on those systems
     is below always trusting the network and, on the selection systems, the gated agent is within
     :data:`GATE_SELECTION_TOLERANCE` of the agent (the geometric mean of its mean response time over the
-    agent's, the same runs: a check that it breaks nothing there, where the gate mostly trusts the
-    network, not a test it could pass by chance); written to ``--out`` with its ``.json``."""
+    agent's, the same runs: a check that it breaks nothing there, where it mostly trusts the network);
+    written to ``--out`` with its ``.json``."""
     import gymnasium as gym
     import torch
     from sb3_contrib import MaskablePPO
