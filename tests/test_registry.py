@@ -31,7 +31,7 @@ def test_running_one_policy_imports_its_module_alone():
         "assert got == ['msj_gym.baselines.priority'], got; "
         "import msj_gym.baselines as b; "
         "names = [n for n in b.__all__ if isinstance(getattr(b, n), type)]; "
-        "assert sorted(names) == sorted(b._HOME), sorted(set(names) ^ set(b._HOME)); "
+        "assert sorted(names) == sorted(b._LAZY.home), sorted(set(names) ^ set(b._LAZY.home)); "
         "assert b.POLICIES == r.list_policies(r.ENGINE_MODELS) and b.MOLDABLE_POLICIES"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})

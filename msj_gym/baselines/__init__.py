@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 # Where each class of the package's names lives: a class is imported when it is first asked for, so
 # that running one policy (``make_policy``, ``msj-gym simulate``) imports its own module and no other.
-_MODULES = {
+_LAZY = LazyNames(__name__, globals(), {
     "backfilling": ("EasyBackfilling",),
     "balanced_fair": (
         "BalancedFair", "CompatLeastLoaded", "CompatScoredAssignment", "LeastLoadedAssignmentAgent",
@@ -55,9 +55,7 @@ _MODULES = {
     "priority": ("FirstFit", "LeastServersFirst", "MostServersFirst", "MostServersFirstPreemptive"),
     "quickswap": ("MSFQ", "AdaptiveQuickswap", "StaticQuickswap"),
     "server_filling": ("FirstFitSRPT", "ServerFilling", "ServerFillingGittins", "ServerFillingSRPT"),
-}  # fmt: skip
-_LAZY = LazyNames(__name__, globals(), _MODULES)
-_HOME = _LAZY.home
+})  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
