@@ -245,6 +245,12 @@ def _parser() -> argparse.ArgumentParser:
     seq.add_argument("--count", type=int, default=10, help="sequences (default 10)")
     seq.add_argument("--seed", type=int, default=1, help="seed of the sampling (default 1)")
     seq.add_argument("--window", type=int, default=None, help="draw the starts from the trace's first W jobs")
+    seq.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="draw the starts from job S on (e.g. the jobs an agent held out by position trained on)",
+    )
     seq.add_argument("--metric", default="mean_bounded_slowdown", help="what each sequence is scored by")
     seq.add_argument(
         "--policy-param",
@@ -477,6 +483,7 @@ def _sequences(args: argparse.Namespace) -> int:
         count=args.count,
         seed=args.seed,
         window=args.window,
+        skip=args.skip,
         metric=args.metric,
         policy_params=_entrant_params(args.policy_param),
         agents=tuple(args.agent),

@@ -151,3 +151,6 @@ def test_a_sequence_longer_than_the_trace(tmp_path, capsys):
     spec = f"swf:{_log(tmp_path, rows)}"
     _refused(["sequences", "--scenario", spec, "--length", "20"], ["--length", "20 jobs", "29 jobs"], capsys)
     _refused(["sequences", "--scenario", spec, "--count", "0"], ["--count", "got 0"], capsys)
+    short = ["sequences", "--scenario", spec, "--length", "5"]
+    _refused([*short, "--skip", "25"], ["--skip 25", "5 jobs"], capsys)
+    _refused([*short, "--skip", "-3"], ["--skip", "got -3"], capsys)

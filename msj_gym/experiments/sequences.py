@@ -5,8 +5,10 @@ is the mean over the sequences.
 
 * **Sampling.** Sequence i starts at job ``start_i``, drawn uniformly from [N, M - N - 1) (the range
   RLScheduler draws from), M the trace's jobs or, with ``window=W``, its first W (RLScheduler samples
-  SDSC-SP2 and HPC2N from their first 10,000 jobs). The starts come from a numpy Generator seeded by
-  ``seed`` alone, so every process and every policy draws the same sequences.
+  SDSC-SP2 and HPC2N from their first 10,000 jobs); with ``skip=S``, from [max(N, S), M - N - 1): the
+  jobs a learned scheduler held out by position (trained on jobs S and later) was trained on. The starts
+  come from a numpy Generator seeded by ``seed`` alone, so every process and every policy draws the same
+  sequences.
 * **A sequence** is jobs start_i .. start_i + N - 1 of the cleaned trace (see :mod:`msj_gym.workloads.swf`),
   with their own submit times (the machine is empty when the first arrives), every job measured.
 * **Paired.** Every policy schedules the same sequences, so the comparisons are per sequence: each
@@ -49,24 +51,32 @@ __all__ = [
 
 
 def sequence_starts(
-    num_jobs: int, length: int, count: int, seed: int, window: int | None = None
+    num_jobs: int, length: int, count: int, seed: int, window: int | None = None, skip: int = 0
 ) -> np.ndarray:
     """The first job of each of ``count`` sequences of ``length`` jobs: uniform integers in
-    [length, M - length - 1), M = min(``window``, ``num_jobs``), from a Generator seeded by ``seed``."""
-    for name, value, least in (("length", length, 2), ("count", count, 1), ("seed", seed, 0)):
+    [max(length, ``skip``), M - length - 1), M = min(``window``, ``num_jobs``), from a Generator seeded by
+    ``seed``. ``skip`` 0 (or any value up to ``length``) draws RLScheduler's range, start for start."""
+    checks = (("length", length, 2), ("count", count, 1), ("seed", seed, 0), ("skip", skip, 0))
+    for name, value, least in checks:
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
             raise ValueError(f"--{name}: expected an integer >= {least}, got {value!r}")
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
         raise ValueError(f"--window: expected a positive integer, got {window!r}")
     m = num_jobs if window is None else min(window, num_jobs)
+    within = f"the first {m} of its jobs" if window is not None and window < num_jobs else f"its {m} jobs"
     if m - length - 1 <= length:
-        within = f"the first {m} of its jobs" if window is not None and window < num_jobs else f"its {m} jobs"
         raise ValueError(
             f"--length: sequences of {length} jobs do not fit in {within} (the starts are drawn from "
             f"[length, M - length - 1): M must exceed 2 x {length} + 1)"
         )
+    low = max(int(length), int(skip))
+    if m - length - 1 <= low:
+        raise ValueError(
+            f"--skip {skip}: no sequence of {length} jobs starts at that job or later and ends within "
+            f"{within}"
+        )
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed))))
-    return rng.integers(length, m - length - 1, size=count)
+    return rng.integers(low, m - length - 1, size=count)
 
 
 def sequence_workload(trace: TraceWorkload, start: int, length: int) -> TraceWorkload:
@@ -78,7 +88,8 @@ def sequence_workload(trace: TraceWorkload, start: int, length: int) -> TraceWor
 @dataclass(frozen=True)
 class SequenceProtocol:
     """One evaluation: ``count`` sequences of ``length`` jobs of ``scenario`` (a trace: ``swf:FILE``),
-    drawn with ``seed`` (from the first ``window`` jobs, if given), every policy of ``policies`` (ids or
+    drawn with ``seed`` (from the first ``window`` jobs, if given; starting at job ``skip`` or later),
+    every policy of ``policies`` (ids or
     ``module:Class``; ``policy_params`` per policy) and every agent of ``agents`` (``bare_agents``: admit
     checkpoints without their ``.json``) ranked by ``metric`` of each sequence's result (the mean
     bounded slowdown by default; smaller is better)."""
@@ -89,6 +100,7 @@ class SequenceProtocol:
     count: int = 10
     seed: int = 1
     window: int | None = None
+    skip: int = 0
     metric: str = "mean_bounded_slowdown"
     policy_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     agents: tuple[str, ...] = ()
@@ -182,7 +194,12 @@ def run_sequences(
 
     trace = trace_replay(protocol.scenario)
     starts = sequence_starts(
-        int(trace.arrival_time.size), protocol.length, protocol.count, protocol.seed, protocol.window
+        int(trace.arrival_time.size),
+        protocol.length,
+        protocol.count,
+        protocol.seed,
+        protocol.window,
+        protocol.skip,
     )
     for pid in protocol.policies:
         policy = policy_from_spec(pid, "--policies", **protocol.policy_params.get(pid, {}))
@@ -249,6 +266,7 @@ def format_sequences(report: dict[str, Any], markdown: bool = False, columns: Se
     paired ratio and difference to the best, with theirs."""
     p: SequenceProtocol = report["protocol"]
     window = f", starts from its first {p.window} jobs" if p.window else ""
+    window += f", starts at job {p.skip} or later" if p.skip > p.length else ""
     title = (
         f"{p.scenario}: {p.count} sequences of {p.length} jobs (seed {p.seed}{window}), ranked by {p.metric}"
     )

@@ -46,6 +46,10 @@ def test_starts_are_seeded_in_range_and_the_same_in_another_process() -> None:
     assert sequence_starts(10_000, 1024, 10, seed=2).tolist() != starts.tolist()
     windowed = sequence_starts(200_000, 1024, 50, seed=1, window=10_000)
     assert windowed.max() < 10_000 - 1024 - 1
+    # skip: the starts from that job on; up to the length it is RLScheduler's range, start for start
+    skipped = sequence_starts(200_000, 1024, 50, seed=1, skip=150_000)
+    assert skipped.min() >= 150_000 and skipped.max() < 200_000 - 1024 - 1
+    assert sequence_starts(10_000, 1024, 10, seed=1, skip=1024).tolist() == starts.tolist()
     code = "from msj_gym.experiments.sequences import sequence_starts as s\n"
     code += "print(s(10000, 1024, 10, 1).tolist())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -59,6 +63,9 @@ def test_starts_are_seeded_in_range_and_the_same_in_another_process() -> None:
         ((10_000, 1024, 3, 1, 2000), "do not fit in the first 2000 of its jobs"),
         ((100, 1, 3, 1), "--length: expected an integer >= 2"),
         ((100, 10, 0, 1), "--count: expected an integer >= 1"),
+        ((100, 10, 3, 1, None, -1), "--skip: expected an integer >= 0, got -1"),
+        ((100, 10, 3, 1, None, 89), "--skip 89: no sequence of 10 jobs starts at that job or later"),
+        ((10_000, 10, 3, 1, 50, 40), "--skip 40: .* ends within the first 50 of its jobs"),
     ],
 )
 def test_bad_sampling(args, message) -> None:
