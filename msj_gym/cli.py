@@ -297,9 +297,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--suite",
         default="v1",
-        help="the suite version: v1 (8 queueing points, the default) or v2 (v1's points, trace points "
+        help="the suite version: v1 (8 queueing points, the default), v2 (v1's points, trace points "
         "of the HPC protocol and moldable and compatibility points, with a published train/test split; "
-        "its trace points need the Parallel Workloads Archive logs, found as swf: scenarios find them)",
+        "its trace points need the Parallel Workloads Archive logs, found as swf: scenarios find them) "
+        "or v3 (v2's points and a GPU-cluster point, whose trace you download: see the docs)",
     )
     bench.add_argument(
         "--points",

@@ -63,6 +63,12 @@ next to a source checkout); v1 needs none. v2 has a **published split** (:data:`
 agents may be trained, tuned and selected on its train points only, and its score (the aggregates,
 the profile plot) is over the test points; the train points' aggregates are reported apart.
 
+``v3``: v2's points, unchanged, and a **GPU-cluster point** (:data:`GPU_POINTS_V3`), a test point: the
+same protocol on Alibaba's 2023 GPU trace (jobs of 1 to 8 GPUs on 32 GPUs, time-dilated to load 0.9),
+scored on the mean job completion time, the GPU-cluster field's measure. Its trace is not in the shared
+data: the user downloads ``openb_pod_list_default.csv`` (see :data:`msj_gym.workloads.gpu_traces.SOURCES`)
+into ``$MSJ_GYM_TRACE_DIR``; without it v3 is refused in one line before any run. v3's split is v2's.
+
 **The other models' points** (v2, :data:`MODEL_POINTS_V2`): v2 also holds points of the moldable loss
 system (Ghanbarian et al. 2024; x = the number of servers n, its regime setting the load) and of
 job-server compatibility graphs (Bonald & Comte 2017; x = the load), so that one suite covers every
@@ -154,7 +160,7 @@ __all__ = [
 ]
 
 SUITE_VERSION = "v1"  # the default suite: it runs anywhere, with no trace to find
-SUITE_VERSIONS = ("v1", "v2")
+SUITE_VERSIONS = ("v1", "v2", "v3")
 # (scenario, load): sf-fig2 and one-or-all at a low, a medium and a high load (exact optima at all
 # six), four-class at a lower load and its default; the large bs-fig1 and borg-cellb systems
 # at their default loads.
@@ -179,12 +185,13 @@ DEFAULT_METRIC = "mean_response_time"  # the one metric with an exact optimum (t
 
 @dataclass(frozen=True)
 class SequencePoint:
-    """A trace point of the suite: RLScheduler's evaluation protocol (:mod:`.sequences`) on a Parallel
-    Workloads Archive log (``scenario``, an ``swf:`` spec). Run ``s`` of the point schedules one
-    sequence of ``length`` consecutive jobs from an empty machine, its start drawn as the protocol
-    draws it (from the log's first ``window`` jobs) by a Generator seeded by ``s`` alone, so every
-    entrant schedules the same sequences; it is scored on ``metric``, the field's mean bounded
-    slowdown unless the whole benchmark is scored on another metric."""
+    """A trace point of the suite: RLScheduler's evaluation protocol (:mod:`.sequences`) on a recorded
+    log (``scenario``: a Parallel Workloads Archive log, ``swf:``, or a GPU-cluster trace). Run ``s`` of
+    the point schedules one sequence of ``length`` consecutive jobs from an empty machine, its start
+    drawn as the protocol draws it (from the log's first ``window`` jobs, or from all of them) by a
+    Generator seeded by ``s`` alone, so every entrant schedules the same sequences; it is scored on
+    ``metric`` (the HPC field's mean bounded slowdown on its logs, the mean job completion time on a
+    GPU cluster's) unless the whole benchmark is scored on another metric."""
 
     scenario: str
     length: int = 1024
@@ -204,15 +211,28 @@ class SequencePoint:
         return f"{self.scenario}{sep}start={self.start(seed)}&length={self.length}"
 
 
-#: The trace points of suite v2 by name, each the protocol of RLScheduler's table (sequences of 1,024
-#: jobs from the first 10,000 of the log, cleaned as its loader cleans them).
+#: The trace points by name. Suite v2's, each the protocol of RLScheduler's table (sequences of 1,024
+#: jobs from the first 10,000 of the log, cleaned as its loader cleans them). Suite v3 adds a GPU
+#: cluster's: sequences of 1,024 jobs of Alibaba's 2023 GPU trace (the ``openb_pod_list_default.csv``
+#: of its cluster-trace-gpu-v2023, 6,203 GPU jobs of 1 to 8 GPUs once the CPU-only and never-scheduled
+#: pods are left out) on 32 GPUs, the whole trace time-dilated to load 0.9, each sequence from anywhere
+#: in the trace, scored on the mean job completion time.
 SEQUENCE_POINTS: dict[str, SequencePoint] = {
     "swf-sdsc-sp2": SequencePoint("swf:SDSC-SP2-1998-4.2-cln.swf.gz?need=max&cleaning=rlscheduler"),
     "swf-hpc2n": SequencePoint("swf:HPC2N-2002-2.2-cln.swf.gz?need=max&cleaning=rlscheduler"),
+    "gpu-alibaba-2023": SequencePoint(
+        "openb:openb_pod_list_default.csv?num_servers=32&load=0.9",
+        window=None,
+        metric="mean_response_time",
+    ),
 }
 # a trace point's "load" is its sequences' length in jobs (the log keeps its own timing)
 TRACE_POINTS_V2: tuple[tuple[str, float], ...] = tuple(
-    (n, float(p.length)) for n, p in SEQUENCE_POINTS.items()
+    (n, float(p.length)) for n, p in SEQUENCE_POINTS.items() if n.startswith("swf-")
+)
+#: Suite v3's GPU-cluster point (its trace is downloaded by the user: no GPU trace ships).
+GPU_POINTS_V3: tuple[tuple[str, float], ...] = tuple(
+    (n, float(p.length)) for n, p in SEQUENCE_POINTS.items() if n.startswith("gpu-")
 )
 #: Suite v2's points of the other two models the project simulates, each run by the model leaderboard's
 #: machinery (:mod:`.model_leaderboard`) and scored against that model's own policies. A moldable
@@ -256,12 +276,14 @@ COMPAT_NAIVE = "compat-fcfs"
 
 def suite_points(suite: str) -> tuple[tuple[str, float], ...]:
     """The points of a suite version: v1's eight queueing points; v2's are v1's, the trace points and
-    the moldable and compatibility points."""
+    the moldable and compatibility points; v3's are v2's and the GPU-cluster point (a test point:
+    v3's split is v2's)."""
     if suite not in SUITE_VERSIONS:
         raise ValueError(f"--suite: expected one of {', '.join(SUITE_VERSIONS)}, got {suite!r}")
     if suite == "v1":
         return BENCHMARK_SUITE
-    return (*BENCHMARK_SUITE, *TRACE_POINTS_V2, *MODEL_POINTS_V2)
+    gpu = GPU_POINTS_V3 if suite == "v3" else ()
+    return (*BENCHMARK_SUITE, *TRACE_POINTS_V2, *gpu, *MODEL_POINTS_V2)
 
 
 def point_model(point: tuple[str, float]) -> str:
@@ -293,7 +315,8 @@ def parse_points(text: str, suite: str) -> tuple[tuple[str, float], ...]:
 
 
 def point_split(suite: str, point: tuple[str, float]) -> str:
-    """``"train"`` or ``"test"`` in a suite with a published split (v2), ``""`` in one without (v1)."""
+    """``"train"`` or ``"test"`` in a suite with a published split (v2, v3), ``""`` in one without
+    (v1)."""
     if suite == "v1":
         return ""
     return "train" if (point[0], float(point[1])) in TRAIN_POINTS_V2 else "test"
@@ -873,7 +896,15 @@ def run_benchmark(
     workers = workers if workers is not None else (os.cpu_count() or 1)
     check_backend(backend, workers, address)
     from .model_leaderboard import run_model_points
+    from .sequences import trace_replay
 
+    assert config.points is not None
+    for name, x in config.points:  # a trace that is not there: named with its point, before any check
+        if name in SEQUENCE_POINTS:
+            try:
+                trace_replay(SEQUENCE_POINTS[name].scenario)
+            except ValueError as exc:
+                raise ValueError(f"benchmark point {name}@{x:g}: {exc}") from None
     unfit = _check_agents(config)  # every check before anything is written
     points, kinds, owner = _plan(config, unfit)
     # the other models' points: their runs and content keys are the model leaderboard's

@@ -45,10 +45,11 @@ high-priority (``HP``) vs spot (``Spot``) field; the other formats default to cl
 **As a scenario.** ``FORMAT:PATH[?option=value&...]`` works wherever a scenario name does (``msj-gym
 simulate --scenario``, ``msj-gym leaderboard --scenario``, ``gym.make("MSJ-v0", scenario=...)``,
 :func:`msj_gym.simulate`): FORMAT is one of :data:`FORMATS` or ``gpu`` (detect it from the file),
-PATH a file (a relative name not found is looked up in ``$MSJ_GYM_TRACE_DIR``), options ``num_servers``,
-``load``, ``first``, ``class_by`` (``none`` for classes by need only), ``wide`` (``refuse`` or
-``drop``). The command line's ``--k`` and ``--load`` override them. Example:
-``helios:data/Venus/cluster_log.csv?num_servers=1024``.
+PATH a file (a relative name not found is looked up in ``$MSJ_GYM_TRACE_DIR``, then in the shared
+traces folder next to a source checkout), options ``num_servers``, ``load``, ``first``, ``class_by``
+(``none`` for classes by need only), ``wide`` (``refuse`` or ``drop``), ``start`` and ``length``
+(jobs start .. start + length - 1 of the dilated replay). The command line's ``--k`` and ``--load``
+override them. Example: ``helios:data/Venus/cluster_log.csv?num_servers=1024``.
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ import csv
 import gzip
 import json
 import math
-import os
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -74,6 +74,7 @@ from .workload import MAX_SERVERS, check_integer, check_load
 
 __all__ = [
     "FORMATS",
+    "SOURCES",
     "GPUTrace",
     "GPUTraceScenario",
     "acme_workload",
@@ -101,6 +102,15 @@ TITLES = {
     "deletion_time)",
     "gfs": "Alibaba GFS 2026 job_info_df.csv (columns gpu_request, worker_num, submit_time, duration, "
     "job_type)",
+}
+#: Where each format's trace is published (no trace ships with msj_gym).
+SOURCES = {
+    "philly": "https://github.com/msr-fiddle/philly-traces",
+    "helios": "https://github.com/S-Lab-System-Group/HeliosData",
+    "acme": "https://github.com/InternLM/AcmeTrace",
+    "pai": "https://github.com/alibaba/clusterdata/tree/master/cluster-trace-gpu-v2020",
+    "openb": "https://github.com/alibaba/clusterdata/tree/master/cluster-trace-gpu-v2023",
+    "gfs": "https://github.com/alibaba/clusterdata/tree/master/cluster-trace-v2026-spot-gpu",
 }
 # Columns a CSV format's header must have (PAI has no header: its published column names).
 _REQUIRED = {
@@ -954,6 +964,8 @@ class GPUTraceScenario:
     description: str = ""
     source: str = ""
     wide: str = "refuse"
+    start: int | None = None
+    length: int | None = None
 
     def trace(self) -> GPUTrace:
         """The parsed trace (read once per process)."""
@@ -981,21 +993,27 @@ class GPUTraceScenario:
             name=self.name,
             wide=self.wide,
         )
+        if self.start is not None and self.length is not None:
+            # after the dilation: a sequence keeps the whole trace's timing at that load, as the
+            # sequences of the evaluation protocol (msj_gym.experiments.sequences) are cut from it
+            wl = wl.jobs(self.start, self.length)
         wl.meta["scenario"] = self.name
         return wl
 
 
 def _trace_dirs() -> list[Path]:
-    from .swf import TRACE_DIR_ENV
+    from .swf import _trace_dirs as dirs  # one lookup for every trace: $MSJ_GYM_TRACE_DIR, the shared folder
 
-    return [Path(os.environ[TRACE_DIR_ENV])] if os.environ.get(TRACE_DIR_ENV) else []
+    return dirs()
 
 
 def gpu_trace_scenario(spec: str) -> GPUTraceScenario:
     """The scenario of a spec ``FORMAT:PATH[?num_servers=K&load=RHO&first=N&class_by=COLUMN&wide=W]``:
     FORMAT one of :data:`FORMATS`, or ``gpu`` to detect it; PATH a file, or a name looked up in
     ``$MSJ_GYM_TRACE_DIR``; ``class_by=none`` for classes by need only; ``wide`` ``refuse`` (default)
-    or ``drop`` for jobs wider than ``num_servers``. Every option is checked, and the file (exists, is
+    or ``drop`` for jobs wider than ``num_servers``; ``start`` and ``length`` (together) keep jobs
+    start .. start + length - 1 of the replay, after its time dilation (a sequence of the evaluation
+    protocol). Every option is checked, and the file (exists, is
     of that format), now; the file is read at the first :meth:`GPUTraceScenario.build`."""
     if not is_gpu_trace_spec(spec):
         raise ValueError(
@@ -1016,19 +1034,25 @@ def gpu_trace_scenario(spec: str) -> GPUTraceScenario:
             if value not in WIDE:
                 raise ValueError(f"{where}: wide {value!r}: expected one of {', '.join(WIDE)}")
             options[key] = value
-        elif key in ("num_servers", "first", "load"):
+        elif key in ("num_servers", "first", "load", "start", "length"):
             try:
                 options[key] = float(value) if key == "load" else int(value)
             except ValueError:
                 raise ValueError(f"{where}: {key} expects a number, got {value!r}") from None
         else:
             raise ValueError(
-                f"{where}: unknown option {key!r}; known: num_servers, load, first, class_by, wide"
+                f"{where}: unknown option {key!r}; known: num_servers, load, first, class_by, wide, start, "
+                "length"
             )
     if "num_servers" in options:
         check_integer(f"{where}: num_servers", options["num_servers"], 1, MAX_SERVERS)
     if "first" in options:
         _positive_int(f"{where}: first", options["first"])
+    if ("start" in options) != ("length" in options):
+        raise ValueError(f"{where}: start and length go together (jobs start .. start + length - 1)")
+    if "start" in options:
+        check_integer(f"{where}: start", options["start"], 0, 10**12)
+        _positive_int(f"{where}: length", options["length"])
     if "load" in options:
         check_load(options["load"], f"{where}: load")
     path = Path(target).expanduser()
@@ -1037,10 +1061,10 @@ def gpu_trace_scenario(spec: str) -> GPUTraceScenario:
         if found:
             path = found[0]
     if not path.is_file():
-        from .swf import TRACE_DIR_ENV
-
+        source = f"; the {head} traces are published at {SOURCES[head]}" if head in SOURCES else ""
+        dirs = ", ".join(str(d) for d in _trace_dirs())
         raise ValueError(
-            f"{where}: no such file {target!r} (relative names are also looked up in ${TRACE_DIR_ENV})"
+            f"{where}: no such file {target!r} (relative names are also looked up in {dirs}){source}"
         )
     fmt = None if head == "gpu" else head
     detected = detect_gpu_trace_format(path) if fmt is None else _detect(path)
@@ -1058,6 +1082,8 @@ def gpu_trace_scenario(spec: str) -> GPUTraceScenario:
         first=options.get("first"),
         class_by=options.get("class_by", _DEFAULT),
         wide=options.get("wide", "refuse"),
+        start=options.get("start"),
+        length=options.get("length"),
         description=f"GPU trace replay: {TITLES[fmt or str(detected)]}",
         source=str(path),
     )

@@ -67,8 +67,8 @@ def test_suite_versions_and_the_published_split() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"suite": "v3"}, "--suite: expected one of v1, v2, got 'v3'"),
-        ({"suite": "v3", "points": (("sf-fig2", 0.5),)}, "--suite: expected one of v1, v2, got 'v3'"),
+        ({"suite": "v4"}, "--suite: expected one of v1, v2, v3, got 'v4'"),
+        ({"suite": "v4", "points": (("sf-fig2", 0.5),)}, "--suite: expected one of v1, v2, v3, got 'v4'"),
         ({"points": (("swf-hpc2n", 512.0),)}, "a trace point's x is its sequences' length, 1024"),
     ],
 )
@@ -143,5 +143,5 @@ def test_the_score_is_over_the_test_points(v2) -> None:
 def test_cli_suite_flag_errors_in_one_line(tmp_path, capsys) -> None:
     assert main(["benchmark", "--suite", "v9", "--out", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--suite: expected one of v1, v2, got 'v9'" in err[0]
+    assert len(err) == 1 and "--suite: expected one of v1, v2, v3, got 'v9'" in err[0]
     assert not (tmp_path / "b").exists()

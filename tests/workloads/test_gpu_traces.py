@@ -396,10 +396,24 @@ def test_scenario_specs(tmp_path, monkeypatch):
     # a bare file name is looked up in $MSJ_GYM_TRACE_DIR
     monkeypatch.setenv("MSJ_GYM_TRACE_DIR", str(tmp_path))
     assert load_scenario("gfs:job_info_df.csv").build().num_servers == 128
+    # start and length: those jobs of the replay, cut after its time dilation (a protocol's sequence)
+    whole = load_scenario(f"gfs:{path}?num_servers=256&load=0.5").build()
+    cut = load_scenario(f"gfs:{path}?num_servers=256&load=0.5&start=1&length=3").build()
+    assert np.array_equal(cut.arrival_time, whole.arrival_time[1:4])
+    assert np.array_equal(cut.server_need_per_job, whole.server_need_per_job[1:4])
+    assert np.array_equal(cut.service_time_per_job, whole.service_time_per_job[1:4])
+    with pytest.raises(ValueError, match=r"jobs 3\.\.6 run past its 5 jobs"):
+        load_scenario(f"gfs:{path}?start=3&length=4").build()
     for spec, match in [
         (f"helios:{path}", "looks like 'gfs'.*write gfs:"),
-        ("gfs:nowhere.csv", "no such file 'nowhere.csv'"),
+        (
+            "gfs:nowhere.csv",
+            "no such file 'nowhere.csv'.*published at https://github.com/alibaba/clusterdata",
+        ),
         (f"gfs:{path}?k=3", "unknown option 'k'"),
+        (f"gfs:{path}?start=2", "start and length go together"),
+        (f"gfs:{path}?start=-1&length=2", "start: expected"),
+        (f"gfs:{path}?start=0&length=0", "length: expected a positive integer, got 0"),
         (f"gfs:{path}?load=high", "load expects a number, got 'high'"),
         (f"gfs:{path}?num_servers=0", "num_servers: expected a positive integer"),
     ]:
