@@ -228,11 +228,11 @@ SEQUENCE_POINTS: dict[str, SequencePoint] = {
 }
 # a trace point's "load" is its sequences' length in jobs (the log keeps its own timing)
 TRACE_POINTS_V2: tuple[tuple[str, float], ...] = tuple(
-    (n, float(p.length)) for n, p in SEQUENCE_POINTS.items() if n.startswith("swf-")
+    (n, float(SEQUENCE_POINTS[n].length)) for n in ("swf-sdsc-sp2", "swf-hpc2n")
 )
 #: Suite v3's GPU-cluster point (its trace is downloaded by the user: no GPU trace ships).
-GPU_POINTS_V3: tuple[tuple[str, float], ...] = tuple(
-    (n, float(p.length)) for n, p in SEQUENCE_POINTS.items() if n.startswith("gpu-")
+GPU_POINTS_V3: tuple[tuple[str, float], ...] = (
+    ("gpu-alibaba-2023", float(SEQUENCE_POINTS["gpu-alibaba-2023"].length)),
 )
 #: Suite v2's points of the other two models the project simulates, each run by the model leaderboard's
 #: machinery (:mod:`.model_leaderboard`) and scored against that model's own policies. A moldable

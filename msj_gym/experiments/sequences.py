@@ -89,10 +89,9 @@ def sequence_workload(trace: TraceWorkload, start: int, length: int) -> TraceWor
 class SequenceProtocol:
     """One evaluation: ``count`` sequences of ``length`` jobs of ``scenario`` (a trace: ``swf:FILE``),
     drawn with ``seed`` (from the first ``window`` jobs, if given; starting at job ``skip`` or later),
-    every policy of ``policies`` (ids or
-    ``module:Class``; ``policy_params`` per policy) and every agent of ``agents`` (``bare_agents``: admit
-    checkpoints without their ``.json``) ranked by ``metric`` of each sequence's result (the mean
-    bounded slowdown by default; smaller is better)."""
+    every policy of ``policies`` (ids or ``module:Class``; ``policy_params`` per policy) and every agent
+    of ``agents`` (``bare_agents``: admit checkpoints without their ``.json``) ranked by ``metric`` of
+    each sequence's result (the mean bounded slowdown by default; smaller is better)."""
 
     scenario: str
     policies: tuple[str, ...]
