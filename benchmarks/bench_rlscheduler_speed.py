@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--window", type=int, default=10_000, help="starts drawn from the first W jobs")
     args = ap.parse_args(argv)
 
-    from msj_gym.experiments.sequences import _run_one, sequence_starts, trace_replay
+    from msj_gym.experiments.sequences import sequence_metric, sequence_starts, trace_replay
     from msj_gym.workloads.swf import _trace_dirs
 
     path = Path(args.trace)
@@ -134,13 +134,13 @@ def main(argv: list[str] | None = None) -> int:
         ):
             shutil.copyfileobj(src, dst)
         env = _reference_env(args.reference.resolve(), swf, args.backfill)
-        _run_one((scenario, policy, params, int(starts[0]), args.length, "mean_bounded_slowdown"))  # compile
+        sequence_metric(scenario, policy, int(starts[0]), args.length, params=params)  # compiles: not timed
         ours, theirs = [], []
         head = ("start", "msj_gym bsld", "reference bsld", "msj_gym s", "reference s")
         print("  ".join(f"{h:>{w}}" for h, w in zip(head, (7, 12, 14, 9, 11), strict=True)))
         for start in map(int, starts):
             t0 = time.perf_counter()
-            mine = _run_one((scenario, policy, params, start, args.length, "mean_bounded_slowdown"))
+            mine = sequence_metric(scenario, policy, start, args.length, params=params)
             t1 = time.perf_counter()
             ref = _reference_run(env, start, args.length, score)
             t2 = time.perf_counter()

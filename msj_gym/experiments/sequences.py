@@ -44,6 +44,7 @@ __all__ = [
     "SequenceProtocol",
     "format_sequences",
     "run_sequences",
+    "sequence_metric",
     "sequence_starts",
     "sequence_workload",
     "trace_replay",
@@ -148,7 +149,6 @@ def _run_one(task: tuple[str, str, str, dict[str, Any], int, int, str, bool]) ->
     """One policy or agent on one sequence: the metric of its result (module level, for worker
     processes)."""
     scenario, kind, spec, params, start, length, metric, bare = task
-    wl = sequence_workload(trace_replay(scenario), start, length)
     seed = 0
     if kind == "agent":
         from .agents import load_agent, play_agent
@@ -156,16 +156,33 @@ def _run_one(task: tuple[str, str, str, dict[str, Any], int, int, str, bool]) ->
         native = load_agent(spec, bare).native
         if native is None:
             where = f"the sequence of jobs {start}..{start + length - 1}"
+            wl = sequence_workload(trace_replay(scenario), start, length)
             result = play_agent(spec, wl, {}, length, 0, start, where, bare=bare)
             return float(getattr(result, metric))
         # its episodes through its env (seeded by the sequence's start) are this policy's native runs,
         # run for run (tested)
         (spec, params), seed = native, start
+    return sequence_metric(scenario, spec, start, length, metric, params, seed=seed)
+
+
+def sequence_metric(
+    scenario: str,
+    policy: str,
+    start: int,
+    length: int,
+    metric: str = "mean_bounded_slowdown",
+    params: dict[str, Any] | None = None,
+    seed: int = 0,
+) -> float:
+    """``metric`` of one policy (an id or ``module:Class``, with ``params``) on one sequence of a trace:
+    jobs ``start .. start + length - 1`` of ``scenario``'s replay, scheduled from an empty machine to its
+    last job (a run of :func:`run_sequences`)."""
     from ..core.simulator import Simulator
     from ..registry import policy_from_spec
 
-    policy = policy_from_spec(spec, "--policies", **params)
-    result = Simulator(wl, policy, num_arrivals=length, warmup=0, seed=seed).run()
+    wl = sequence_workload(trace_replay(scenario), start, length)
+    chosen = policy_from_spec(policy, "--policies", **(params or {}))
+    result = Simulator(wl, chosen, num_arrivals=length, warmup=0, seed=seed).run()
     return float(getattr(result, metric))
 
 

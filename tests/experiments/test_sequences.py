@@ -18,6 +18,7 @@ from msj_gym.experiments.sequences import (
     SequenceProtocol,
     format_sequences,
     run_sequences,
+    sequence_metric,
     sequence_starts,
     sequence_workload,
 )
@@ -204,3 +205,18 @@ def test_rlschedulers_ranking_on_lublin_is_reproduced() -> None:
     published = {"fcfs": 7273.77, "wfp3": 19753.53, "unicep": 22274.74, "sjf": 277.35, "f1": 258.37}
     for row in report["rows"]:
         assert abs(row["mean"] - published[row["policy"]]) < row["ci95"], row
+
+
+def test_sequence_metric_is_a_run_of_the_protocol(tmp_path: Path) -> None:
+    """The public one-sequence run (what the speed benchmark times) is the run ``run_sequences`` makes."""
+    scenario = _log(tmp_path)
+    protocol = SequenceProtocol(scenario, ("sjf-easy",), length=50, count=3, seed=2)
+    report = run_sequences(protocol)
+    for start, value in zip(report["starts"], report["scores"]["sjf-easy"], strict=True):
+        assert sequence_metric(scenario, "sjf-easy", start, 50) == value
+    trace = load_scenario(scenario).build()
+    wl = sequence_workload(trace, report["starts"][0], 50)
+    run = Simulator(wl, make_policy("sjf-easy"), num_arrivals=50, warmup=0).run()
+    assert sequence_metric(
+        scenario, "sjf-easy", report["starts"][0], 50, "mean_response_time"
+    ) == pytest.approx(run.mean_response_time, rel=1e-12)
