@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     systems = sample_systems(args.seed, args.systems)
     model = MaskablePPO.load(shipped_agents()["generalist"], device="cpu")
-    follow = {"policy_kwargs": {"hidden": args.hidden}, "weights": model.policy.state_dict()}
+    # the network as shipped (its gate too): its own keywords, as the training's next round would take them
+    follow = {"policy_kwargs": dict(model.policy_kwargs), "weights": model.policy.state_dict()}
     best = np.zeros(len(systems), dtype=np.int64)  # First-Fit plays the branches out
     first = generalist._round_tasks(args, systems, best, 0, None)
     later = generalist._round_tasks(args, systems, best, 1, follow)
