@@ -1318,7 +1318,7 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
     if traces:
         title += (
             f"; at the trace points ({', '.join(p[0] for p in traces)}) a run is one sequence of the "
-            "HPC protocol, scored on its own metric (see the scales)"
+            "log (RLScheduler's protocol), scored on its own metric (see the scales)"
         )
     if msj_train:
         title += (
