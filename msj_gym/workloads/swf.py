@@ -617,12 +617,14 @@ class SWFScenario:
             wl = swf_replay(
                 self.log(), k, need=self.need, cleaning=self.cleaning, first=self.first, name=self.name
             )
-            if self.start is not None and self.length is not None:
-                wl = wl.jobs(self.start, self.length)
         if load is not None:
             wl = wl.with_load(load)
         elif arrival_rate is not None:
             wl = wl.with_arrival_rate(arrival_rate)
+        if self.binning is None and self.start is not None and self.length is not None:
+            # after the dilation, as a GPU trace's sequence: the log at that load, then its jobs
+            # start .. start + length - 1 (the sequences of msj_gym.experiments.sequences are cut so)
+            wl = wl.jobs(self.start, self.length)
         if self.tau is not None:
             wl.slowdown_tau = self.tau
         wl.meta["scenario"] = self.name
@@ -650,7 +652,8 @@ def swf_scenario(spec: str) -> SWFScenario:
     ``num_servers`` (default: the header's k), ``load`` (default: the log's own timing), ``first``,
     ``need`` (requested, allocated, max), ``cleaning`` (standard, rlscheduler), ``tau`` (the bounded
     slowdown's, in seconds; default 10), ``start`` and ``length`` (jobs start .. start + length - 1 of the
-    cleaned replay, their submit times kept: one sequence of the HPC protocol), and ``binning`` /
+    cleaned replay, their submit times kept, cut after any time dilation: one sequence of the HPC
+    protocol), and ``binning`` /
     ``max_need`` / ``wide`` for Anselmi & Doncel's binned replay (:func:`swf_workload`). The file is
     checked now and read at the first build."""
     if not is_swf_spec(spec):

@@ -258,3 +258,9 @@ def test_start_and_length_select_a_sequence_of_the_replay(tmp_path: Path) -> Non
     # every job of the sequence is run and measured, from an empty machine
     res = Simulator(part, make_policy("fcfs"), num_arrivals=5, warmup=0).run()
     assert res.num_measured == 5
+    # with a load, the log is dilated first and the sequence cut from it, as the protocol cuts them
+    slow = load_scenario(f"swf:{path}?tau=30&load=0.5&start=3&length=5").build()
+    at_load = load_scenario(f"swf:{path}?tau=30&load=0.5").build()
+    assert at_load.load == pytest.approx(0.5)
+    assert slow.arrival_time.tolist() == at_load.arrival_time[3:8].tolist()
+    assert slow.arrival_time.tolist() != part.arrival_time.tolist()
