@@ -112,11 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from msj_gym.experiments.sequences import sequence_metric, sequence_starts, trace_replay
-    from msj_gym.workloads.swf import _trace_dirs
+    from msj_gym.workloads.swf import find_trace
 
-    path = Path(args.trace)
-    if not path.is_file():
-        path = next((d / args.trace for d in _trace_dirs() if (d / args.trace).is_file()), path)
+    path = find_trace(args.trace)
     if not path.is_file():
         raise SystemExit(f"--trace {args.trace!r}: no such file (here, in $MSJ_GYM_TRACE_DIR or ../shared)")
     score, plain, easy = HEURISTICS[args.heuristic]

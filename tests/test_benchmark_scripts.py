@@ -77,6 +77,6 @@ def test_the_rlscheduler_speed_script_runs(tmp_path: Path) -> None:
 
 
 def _traces_found() -> bool:
-    from msj_gym.workloads.swf import _trace_dirs
+    from msj_gym.workloads.swf import find_trace
 
-    return any((d / "SDSC-SP2-1998-4.2-cln.swf.gz").is_file() for d in _trace_dirs())
+    return find_trace("SDSC-SP2-1998-4.2-cln.swf.gz").is_file()

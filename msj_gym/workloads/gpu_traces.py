@@ -1001,12 +1001,6 @@ class GPUTraceScenario:
         return wl
 
 
-def _trace_dirs() -> list[Path]:
-    from .swf import _trace_dirs as dirs  # one lookup for every trace: $MSJ_GYM_TRACE_DIR, the shared folder
-
-    return dirs()
-
-
 def gpu_trace_scenario(spec: str) -> GPUTraceScenario:
     """The scenario of a spec ``FORMAT:PATH[?num_servers=K&load=RHO&first=N&class_by=COLUMN&wide=W]``:
     FORMAT one of :data:`FORMATS`, or ``gpu`` to detect it; PATH a file, or a name looked up in
@@ -1055,14 +1049,12 @@ def gpu_trace_scenario(spec: str) -> GPUTraceScenario:
         _positive_int(f"{where}: length", options["length"])
     if "load" in options:
         check_load(options["load"], f"{where}: load")
-    path = Path(target).expanduser()
-    if not path.exists() and not path.is_absolute():
-        found = [d / target for d in _trace_dirs() if (d / target).exists()]
-        if found:
-            path = found[0]
+    from .swf import find_trace, trace_dirs  # one lookup for every trace
+
+    path = find_trace(target)
     if not path.is_file():
         source = f"; the {head} traces are published at {SOURCES[head]}" if head in SOURCES else ""
-        dirs = ", ".join(str(d) for d in _trace_dirs())
+        dirs = ", ".join(str(d) for d in trace_dirs())
         raise ValueError(
             f"{where}: no such file {target!r} (relative names are also looked up in {dirs}){source}"
         )

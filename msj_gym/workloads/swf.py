@@ -58,6 +58,7 @@ __all__ = [
     "SWFScenario",
     "bin_server_needs",
     "class_table",
+    "find_trace",
     "header_num_servers",
     "is_swf_spec",
     "read_swf",
@@ -67,6 +68,7 @@ __all__ = [
     "swf_source",
     "swf_workload",
     "table_rows_as_text",
+    "trace_dirs",
 ]
 
 SWF_FIELDS = (
@@ -366,12 +368,22 @@ def table_rows_as_text(rows: Sequence[dict[str, float]]) -> str:
 TRACE_DIR_ENV = "MSJ_GYM_TRACE_DIR"
 
 
-def _trace_dirs() -> list[Path]:
+def trace_dirs() -> list[Path]:
+    """Where a trace's relative file name is looked up, in order: ``$MSJ_GYM_TRACE_DIR`` (if set), then
+    the project's shared traces folder next to a source checkout (``../shared/data/traces``)."""
     import os
 
     dirs = [Path(os.environ[TRACE_DIR_ENV])] if os.environ.get(TRACE_DIR_ENV) else []
-    # the project's shared data folder, next to a source checkout
     return [*dirs, Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"]
+
+
+def find_trace(target: str | Path) -> Path:
+    """The file a trace spec names: ``target`` itself if it is a file or an absolute path, else the first
+    of :func:`trace_dirs` that holds it, else ``target`` as given (not a file: the caller refuses it)."""
+    path = Path(target).expanduser()
+    if path.is_file() or path.is_absolute():
+        return path
+    return next((d / path for d in trace_dirs() if (d / path).is_file()), path)
 
 
 _LOGS: dict[str, SWFLog] = {}
@@ -400,9 +412,9 @@ def swf_source(spec: str, *, num_servers: int, load: float | None = None) -> Tra
             )
     path = Path(name)
     if not path.is_absolute():
-        found = [d / name for d in _trace_dirs() if (d / name).exists()]
+        found = [d / name for d in trace_dirs() if (d / name).exists()]
         if not found:
-            where = ", ".join(str(d) for d in _trace_dirs())
+            where = ", ".join(str(d) for d in trace_dirs())
             raise ValueError(f"trace source {spec!r}: {name!r} not found in {where} (set ${TRACE_DIR_ENV})")
         path = found[0]
     key = str(path)
@@ -691,13 +703,9 @@ def swf_scenario(spec: str) -> SWFScenario:
         raise ValueError(f"{where}: start and length go together (jobs start .. start + length - 1)")
     if "start" in options and "binning" in options:
         raise ValueError(f"{where}: start and length select jobs of a replay, not of a binned one")
-    path = Path(target).expanduser()
-    if not path.is_file() and not path.is_absolute():
-        found = [d / target for d in _trace_dirs() if (d / target).is_file()]
-        if found:
-            path = found[0]
+    path = find_trace(target)
     if not path.is_file():
-        dirs = ", ".join(str(d) for d in _trace_dirs())
+        dirs = ", ".join(str(d) for d in trace_dirs())
         raise ValueError(f"{where}: no such file {target!r} (relative names are also looked up in {dirs})")
     return SWFScenario(
         name=spec,

@@ -264,3 +264,20 @@ def test_start_and_length_select_a_sequence_of_the_replay(tmp_path: Path) -> Non
     assert at_load.load == pytest.approx(0.5)
     assert slow.arrival_time.tolist() == at_load.arrival_time[3:8].tolist()
     assert slow.arrival_time.tolist() != part.arrival_time.tolist()
+
+
+def test_find_trace_looks_in_the_trace_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One lookup for every trace format: a file as given, else the first trace folder holding it."""
+    from msj_gym.workloads.swf import find_trace, trace_dirs
+
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "a.swf").write_text("; x\n")
+    monkeypatch.setenv("MSJ_GYM_TRACE_DIR", str(folder))
+    monkeypatch.chdir(tmp_path)
+    assert trace_dirs()[0] == folder
+    assert find_trace("a.swf") == folder / "a.swf"
+    (tmp_path / "a.swf").write_text("; here\n")
+    assert find_trace("a.swf") == Path("a.swf")  # the file as given comes first
+    assert find_trace("missing.swf") == Path("missing.swf")  # not a file: the caller refuses it
+    assert find_trace(tmp_path / "b.swf") == tmp_path / "b.swf"  # absolute: never looked up
