@@ -202,6 +202,9 @@ GENERALIST_CASES = [
     (["--persist", "-3"], ["--persist", "got -3"]),
     (["--persist", "two"], ["--persist", "'two'"]),
     (["--play-out", "native"], ["--play-out", "'native'"]),
+    (["--wide-weight", "-1"], ["--wide-weight", "got -1.0"]),
+    (["--wide-weight", "heavy"], ["--wide-weight", "'heavy'"]),
+    (["--wide-weight", "inf"], ["--wide-weight", "got inf"]),
 ]
 
 

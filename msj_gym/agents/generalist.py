@@ -100,6 +100,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=1,
         help="a compared action is kept for this many decisions (while valid) before the base plays on",
     )
+    ap.add_argument(
+        "--wide-weight",
+        type=float,
+        default=1.0,
+        help="a training system with a full-width class (a need of k) gets this many times the compared "
+        "decisions of another",
+    )
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--learning-rate", type=float, default=1e-3)
     ap.add_argument("--hidden", type=int, default=64)
@@ -148,6 +155,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             f"--skip + --tail: expected fewer than --episode-arrivals = {args.episode_arrivals}, "
             f"got {args.skip} + {args.tail}"
         )
+    if not (math.isfinite(args.wide_weight) and args.wide_weight > 0):
+        ap.error(f"--wide-weight: expected a positive number, got {args.wide_weight}")
     if not 0 <= args.explore < 1:
         ap.error(f"--explore: expected a share in [0, 1), got {args.explore}")
     if args.sample_every < 1:
@@ -491,10 +500,26 @@ def selection_score(agent: np.ndarray, best: np.ndarray) -> float:
 
 
 # --- the run ---------------------------------------------------------------------------------------
+def has_full_width_class(system: Any) -> bool:
+    """Whether some class of ``system`` needs every server (the systems where holding servers back
+    for a wide job is the decision that matters, and where the network alone goes wrong)."""
+    k = int(system.num_servers)
+    return any(int(c.server_need) == k for c in system.classes)
+
+
+def decision_shares(decisions: int, systems: list[Any], wide_weight: float = 1.0) -> np.ndarray:
+    """The compared decisions each training system gets: ``decisions`` split in proportion to a weight
+    of ``wide_weight`` for a system with a full-width class and 1 for another, rounded up."""
+    if wide_weight == 1.0:  # the even split, as integers (so that it stays what it was, bit for bit)
+        return np.full(len(systems), -(-decisions // len(systems)), dtype=np.int64)
+    weights = np.array([wide_weight if has_full_width_class(w) else 1.0 for w in systems])
+    return np.ceil(decisions * weights / weights.sum()).astype(np.int64)
+
+
 def _round_tasks(
     args: argparse.Namespace, systems: list[Any], best: np.ndarray, r: int, follow: Any
 ) -> list[dict[str, Any]]:
-    share = -(-args.decisions // len(systems))
+    shares = decision_shares(args.decisions, systems, args.wide_weight)
     passed = ["episode_arrivals", "skip", "tail", "sample_every", "explore", "sizes", "bases"]
     passed += ["persist", "play_out"]
     worker_args = {k: getattr(args, k) for k in passed}
@@ -504,7 +529,7 @@ def _round_tasks(
             "index": i,
             "system": wl,
             "best": int(best[i]),
-            "decisions": share,
+            "decisions": int(shares[i]),
             "seed": seeds[i],
             "follow": follow,
             "args": worker_args,
@@ -972,6 +997,7 @@ def main(argv: list[str] | None = None) -> Path:
     collecting = (
         "seed", "systems", "select_seeds", "select_arrivals", "bases", "sizes", "decisions",
         "episode_arrivals", "skip", "tail", "sample_every", "explore", "persist", "play_out",
+        "wide_weight",
     )  # fmt: skip
     key = json.dumps(
         {k: getattr(args, k) for k in sorted(collecting)} | {"code": code_stamp(Path(__file__))}, default=str

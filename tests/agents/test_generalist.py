@@ -178,6 +178,8 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
         (["--bases", "nope"], "--bases 'nope'"),
         (["--systems", "0"], "--systems: expected a positive integer, got 0"),
         (["--persist", "0"], "--persist: expected a positive integer, got 0"),
+        (["--wide-weight", "0"], "--wide-weight: expected a positive number, got 0.0"),
+        (["--wide-weight", "nan"], "--wide-weight: expected a positive number, got nan"),
         (["--play-out", "native"], "--play-out: invalid choice: 'native'"),
         (["--skip", "300", "--tail", "1800"], "--skip + --tail"),
         (["--out", "g.pt"], "--out: expected a .zip path"),
@@ -195,6 +197,23 @@ def test_bad_arguments(argv: list[str], match: str, capsys) -> None:
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and match in err[0], err
+
+
+def test_wide_weight_splits_the_decisions_towards_full_width_systems() -> None:
+    systems = sample_systems(0, 12)
+    wide = np.array([generalist.has_full_width_class(w) for w in systems])
+    assert wide.any() and not wide.all()  # both kinds among these 12
+    for w, flag in zip(systems, wide, strict=True):
+        assert flag == (max(c.server_need for c in w.classes) == w.num_servers)
+    even = generalist.decision_shares(1000, systems)
+    assert (even == 84).all()  # ceil(1000 / 12), as before the flag
+    shares = generalist.decision_shares(1000, systems, 3.0)
+    assert 1000 <= shares.sum() < 1000 + len(systems)  # rounded up, at most one each
+    assert (shares[wide] == shares[wide][0]).all() and (shares[~wide] == shares[~wide][0]).all()
+    assert abs(shares[wide][0] / shares[~wide][0] - 3.0) < 0.05
+    args = generalist.parse_args([*TINY, "--wide-weight", "3", "--out", "x.zip"])
+    tasks = generalist._round_tasks(args, sample_systems(args.seed, args.systems), np.zeros(2, int), 0, None)
+    assert [t["decisions"] for t in tasks] == list(generalist.decision_shares(40, sample_systems(0, 2), 3.0))
 
 
 def test_the_weights_digest_tells_networks_apart() -> None:
