@@ -32,6 +32,16 @@ SCRIPTS = {
     ],
     "bench_reproduce.py": ["--figures", "004-fig1", "--arrivals", "2000", "--workers", "1", "--fresh"],
     "rlscheduler_table.py": ["--count", "2", "--length", "64"],
+    "generalist_off_distribution.py": [
+        "--points",
+        "bs-fig1-k32-0.876",
+        "--seeds",
+        "2",
+        "--arrivals",
+        "300",
+        "--agent",
+        "generalist",
+    ],
 }
 # RLScheduler's simulator is not a dependency: the speed benchmark needs a checkout of its repository
 REFERENCE = os.environ.get("MSJ_GYM_RLSCHEDULER_CHECKOUT")

@@ -1,0 +1,144 @@
+"""The generalists on systems and loads they never trained on (``docs/generalist.md``, "Systems and
+loads it never trained on"): each agent's mean response time as a paired ratio to the best heuristic
+of its kind that is stable on every seed, per point, and the mean over the points that have one:
+
+    python benchmarks/generalist_off_distribution.py [--workers 2] [--seeds 9000-9009]
+
+The kind: a size-oblivious agent is compared with the size-oblivious heuristics, a size-aware one with
+every heuristic (EASY backfilling included); the exact optima are not heuristics. The intervals are
+95 % t-intervals over the seeds of the per-seed ratios. Every point is a leaderboard
+(``msj-gym leaderboard --policies non-preemptive --agent ...``) kept in ``--out``/POINT, so a run
+resumes where it stopped. A point with another k is the built-in scenario with ``num_servers``
+changed, written as a scenario file beside its leaderboard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import time
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from msj_gym.experiments.benchmark import EXCLUDED
+from msj_gym.experiments.leaderboard import LeaderboardConfig, plan, run_leaderboard
+
+# (label, built-in scenario, num_servers (None: its own), load, arrivals per run, what lies outside
+# the training distribution)
+POINTS = (
+    ("sf-fig2-0.6", "sf-fig2", None, 0.6, 20_000, "its load"),
+    ("sf-fig2-0.8", "sf-fig2", None, 0.8, 20_000, "its load"),
+    ("one-or-all-0.6", "one-or-all", None, 0.6, 20_000, "its load"),
+    ("one-or-all-0.8", "one-or-all", None, 0.8, 20_000, "its load"),
+    ("bs-fig1-k32-0.876", "bs-fig1", 32, 0.876, 10_000, "durations 40 times apart"),
+    ("one-or-all-k512-0.8", "one-or-all", 512, 0.8, 10_000, "k above 256"),
+    ("borg-cellb-0.8", "borg-cellb", None, 0.8, 10_000, "26 classes on 2,048 servers"),
+)
+
+
+def scenario_spec(name: str, num_servers: int | None, folder: Path) -> str:
+    """``name`` itself, or a copy of its scenario file with ``num_servers`` changed, in ``folder``."""
+    if num_servers is None:
+        return name
+    text = (resources.files("msj_gym.workloads") / "scenarios" / f"{name}.toml").read_text(encoding="utf-8")
+    text, n = re.subn(r"(?m)^num_servers\s*=.*$", f"num_servers = {num_servers}", text, count=1)
+    if n != 1:
+        raise ValueError(f"scenario {name!r}: no top-level num_servers line to change")
+    text = re.sub(r'(?m)^name\s*=\s*"([^"]*)"', rf'name = "\1-k{num_servers}"', text, count=1)
+    path = folder / f"{name}-k{num_servers}.toml"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return str(path)
+
+
+def ratios(
+    runs: list[dict], agent: str, agent_aware: bool, aware: dict[str, bool]
+) -> tuple[str, np.ndarray, bool] | None:
+    """The paired per-seed ratios of the runs of series ``agent`` to the best heuristic of its kind
+    stable on every seed (its label, the ratios, whether the agent is stable on every seed), or None
+    without one. ``aware``: whether each heuristic (by its series label) reads job sizes."""
+    by: dict[str, dict[int, tuple[float, bool]]] = {}
+    for r in runs:
+        by.setdefault(r["series"], {})[r["seed"]] = (r["mean_response_time"], bool(r["stable"]))
+    seeds = sorted(by[agent])
+    best: tuple[float, str] | None = None
+    for label, got in by.items():
+        if label not in aware or label in EXCLUDED or (aware[label] and not agent_aware):
+            continue
+        if sorted(got) == seeds and all(got[s][1] for s in seeds):
+            mean = float(np.mean([got[s][0] for s in seeds]))
+            if best is None or mean < best[0]:
+                best = (mean, label)
+    if best is None:
+        return None
+    ref = by[best[1]]
+    r = np.array([by[agent][s][0] / ref[s][0] for s in seeds])
+    return best[1], r, all(by[agent][s][1] for s in seeds)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--agent", action="append", default=None, help="repeatable (default: both generalists)")
+    ap.add_argument("--seeds", default="9000-9009")
+    ap.add_argument("--points", default=",".join(p[0] for p in POINTS), help="comma-separated labels")
+    ap.add_argument("--arrivals", type=int, default=None, help="every point's arrivals (default: its own)")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=Path("off-distribution"))
+    args = ap.parse_args(argv)
+    agents = tuple(args.agent or ("generalist", "generalist-sizes"))
+    known = {p[0]: p for p in POINTS}
+    chosen = [x.strip() for x in args.points.split(",") if x.strip()]
+    unknown = [x for x in chosen if x not in known]
+    if unknown or not chosen:
+        ap.error(f"--points: expected labels among {', '.join(known)}, got {args.points!r}")
+    started = time.perf_counter()
+    table: dict[str, list[float]] = {a: [] for a in agents}
+    lines = ["| point | outside the training distribution by | " + " | ".join(agents) + " |"]
+    lines.append("|---|---|" + "---|" * len(agents))
+    for label in chosen:
+        _, name, k, load, arrivals, outside = known[label]
+        config = LeaderboardConfig(
+            scenarios=(scenario_spec(name, k, args.out / label),),
+            loads=(load,),
+            policies=("non-preemptive",),
+            agents=agents,
+            seeds=args.seeds,
+            arrivals=args.arrivals or arrivals,
+        )
+        _, planned, _ = plan(config, args.workers)
+        entrants = planned[config.scenarios[0]]
+        aware = {e.label: e.size_aware for e in entrants if e.agent is None}
+        run_leaderboard(config, args.out / label, workers=args.workers, progress=True)
+        runs = [
+            json.loads(x) for x in (args.out / label / "runs.jsonl").read_text().splitlines() if x.strip()
+        ]
+        cells = []
+        for agent in agents:
+            entrant = next(e for e in entrants if e.agent == agent)
+            got = ratios(runs, entrant.label, entrant.size_aware, aware)
+            if got is None:
+                cells.append("no stable reference")
+                continue
+            ref, r, stable = got
+            half = (
+                stats.t.ppf(0.975, r.size - 1) * r.std(ddof=1) / math.sqrt(r.size) if r.size > 1 else math.nan
+            )
+            cells.append(f"{r.mean():.3f} ± {half:.3f} ({ref}){'' if stable else ', UNSTABLE'}")
+            table[agent].append(float(r.mean()))
+        lines.append(f"| {label} | {outside} | " + " | ".join(cells) + " |")
+    print("\n".join(lines))
+    for agent, values in table.items():
+        mean = f"{np.mean(values):.3f}" if values else "n/a"
+        print(f"{agent}: mean ratio {mean} over {len(values)} points with a stable reference")
+    print(f"{time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
