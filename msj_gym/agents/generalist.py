@@ -17,7 +17,10 @@ or is the env's own advisor, followed as the agent's "follow" action does from t
 the run has it (``--play-out advisor``): Adaptive Quickswap's draining phase and Static Quickswap's
 turn carry into the play-out, where a fresh base forgets them. With ``--persist M`` a branch keeps
 its action for the next ``M`` decisions (while it stays valid) before the base takes over, which
-prices a choice that is cheap once and costly when made at every decision. The network
+prices a choice that is cheap once and costly when made at every decision. The compared decisions
+are split evenly over the training systems, or with ``--wide-weight W`` W times as many for a system
+with a full-width class, where the network alone goes wrong (none of these options beat the shipped
+settings on the selection systems: ``docs/generalist.md``). The network
 (:class:`msj_gym.agents.set_policy.ClassSetMaskablePolicy`) is fitted to minimise the expected cost of its
 action distribution with an entropy bonus (``msj_gym.agents.improve.fit``), on the costs of every round, and
 the fit kept is the one whose simulated mean response time is best relative to the best base on the
