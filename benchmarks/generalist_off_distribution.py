@@ -9,7 +9,8 @@ every heuristic (EASY backfilling included); the exact optima are not heuristics
 95 % t-intervals over the seeds of the per-seed ratios. Every point is a leaderboard
 (``msj-gym leaderboard --policies non-preemptive --agent ...``) kept in ``--out``/POINT, so a run
 resumes where it stopped. A point with another k is the built-in scenario with ``num_servers``
-changed, written as a scenario file beside its leaderboard.
+changed, written as a scenario file beside its leaderboard. ``--point SCENARIO:LOAD[:K]`` adds points
+of your own (a built-in scenario or a scenario file).
 """
 
 from __future__ import annotations
@@ -18,15 +19,20 @@ import argparse
 import json
 import math
 import re
+import sys
 import time
+import tomllib
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
+from msj_gym.arguments import ArgumentParser
+from msj_gym.experiments.agents import load_agent
 from msj_gym.experiments.benchmark import EXCLUDED
 from msj_gym.experiments.leaderboard import LeaderboardConfig, plan, run_leaderboard
+from msj_gym.workloads.scenarios import load_scenario
 
 # (label, built-in scenario, num_servers (None: its own), load, arrivals per run, what lies outside
 # the training distribution)
@@ -41,20 +47,28 @@ POINTS = (
 )
 
 
-def scenario_spec(name: str, num_servers: int | None, folder: Path) -> str:
-    """``name`` itself, or a copy of its scenario file with ``num_servers`` changed, in ``folder``."""
-    if num_servers is None:
-        return name
-    text = (resources.files("msj_gym.workloads") / "scenarios" / f"{name}.toml").read_text(encoding="utf-8")
+def scenario_copy(name: str, num_servers: int, load: float) -> tuple[str, str]:
+    """The file name and TOML text of scenario ``name`` (built-in, or a ``.toml`` file) with
+    ``num_servers`` changed, checked by building it at ``load`` (nothing is written here)."""
+    own = Path(name)
+    if own.suffix == ".toml" and own.is_file():
+        text, stem = own.read_text(encoding="utf-8"), own.stem
+    else:
+        builtin = resources.files("msj_gym.workloads") / "scenarios" / f"{name}.toml"
+        if not builtin.is_file():
+            raise ValueError(f"--point: another k needs a built-in scenario or a .toml file, got {name!r}")
+        text, stem = builtin.read_text(encoding="utf-8"), name
     text, n = re.subn(r"(?m)^num_servers\s*=.*$", f"num_servers = {num_servers}", text, count=1)
     if n != 1:
-        raise ValueError(f"scenario {name!r}: no top-level num_servers line to change")
+        raise ValueError(f"--point: scenario {name!r} has no top-level num_servers line to change")
     text = re.sub(r'(?m)^name\s*=\s*"([^"]*)"', rf'name = "\1-k{num_servers}"', text, count=1)
-    path = folder / f"{name}-k{num_servers}.toml"
-    folder.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
-    return str(path)
+    try:
+        load_scenario(tomllib.loads(text)).build(load=load)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(
+            f"--point: {stem} with num_servers = {num_servers} at load {load:g}: {exc}"
+        ) from None
+    return f"{stem}-k{num_servers}.toml", text
 
 
 def ratios(
@@ -82,37 +96,95 @@ def ratios(
     return best[1], r, all(by[agent][s][1] for s in seeds)
 
 
+def parse_point(text: str) -> tuple[str, str, int | None, float, int, str]:
+    """A point of ``--point SCENARIO:LOAD[:K]`` (a built-in scenario or a scenario file, the load, and
+    optionally another number of servers), as a row of :data:`POINTS`."""
+    parts = text.rsplit(":", 2) if text.count(":") >= 2 else text.rsplit(":", 1)
+    if len(parts) < 2 or not parts[0]:
+        raise ValueError(f"--point: expected SCENARIO:LOAD or SCENARIO:LOAD:K, got {text!r}")
+    try:
+        load = float(parts[1])
+        k = int(parts[2]) if len(parts) == 3 else None
+    except ValueError:
+        raise ValueError(f"--point: expected SCENARIO:LOAD or SCENARIO:LOAD:K, got {text!r}") from None
+    if not (math.isfinite(load) and load > 0) or (k is not None and k < 1):
+        raise ValueError(f"--point: expected a positive load and k, got {text!r}")
+    stem = Path(parts[0]).stem if parts[0].endswith(".toml") else parts[0]
+    label = f"{stem}{'' if k is None else f'-k{k}'}-{load:g}"
+    return label, parts[0], k, load, 20_000, "given with --point"
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--agent", action="append", default=None, help="repeatable (default: both generalists)")
     ap.add_argument("--seeds", default="9000-9009")
-    ap.add_argument("--points", default=",".join(p[0] for p in POINTS), help="comma-separated labels")
+    ap.add_argument(
+        "--points", default=None, help="comma-separated labels (default: all of them, or none with --point)"
+    )
+    ap.add_argument(
+        "--point",
+        action="append",
+        default=[],
+        help="a point of your own, SCENARIO:LOAD or SCENARIO:LOAD:K (another k; 20,000 arrivals; repeatable)",
+    )
     ap.add_argument("--arrivals", type=int, default=None, help="every point's arrivals (default: its own)")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("off-distribution"))
     args = ap.parse_args(argv)
     agents = tuple(args.agent or ("generalist", "generalist-sizes"))
     known = {p[0]: p for p in POINTS}
+    if args.points is None:
+        args.points = "" if args.point else ",".join(known)
     chosen = [x.strip() for x in args.points.split(",") if x.strip()]
     unknown = [x for x in chosen if x not in known]
-    if unknown or not chosen:
+    if unknown or not (chosen or args.point):
         ap.error(f"--points: expected labels among {', '.join(known)}, got {args.points!r}")
-    started = time.perf_counter()
-    table: dict[str, list[float]] = {a: [] for a in agents}
-    lines = ["| point | outside the training distribution by | " + " | ".join(agents) + " |"]
-    lines.append("|---|---|" + "---|" * len(agents))
-    for label in chosen:
-        _, name, k, load, arrivals, outside = known[label]
-        config = LeaderboardConfig(
-            scenarios=(scenario_spec(name, k, args.out / label),),
+    if args.workers < 1:
+        ap.error(f"--workers: expected a positive integer, got {args.workers}")
+    points = [known[x] for x in chosen] + [parse_point(x) for x in args.point]
+
+    def config(spec: str, load: float, arrivals: int) -> LeaderboardConfig:
+        return LeaderboardConfig(
+            scenarios=(spec,),
             loads=(load,),
             policies=("non-preemptive",),
             agents=agents,
             seeds=args.seeds,
-            arrivals=args.arrivals or arrivals,
+            arrivals=args.arrivals if args.arrivals is not None else arrivals,
         )
-        _, planned, _ = plan(config, args.workers)
-        entrants = planned[config.scenarios[0]]
+
+    # every input checked before anything is written or run: the agents, the run settings and each
+    # point's scenario at its load (with another k: the copy that will be written)
+    for agent in agents:
+        load_agent(agent)
+    copies = {}
+    for label, name, k, load, arrivals, _ in points:
+        config(name, load, arrivals)
+        if k is None:
+            try:
+                load_scenario(name).build(load=load)
+            except ValueError as exc:
+                raise ValueError(f"--point: {name!r} at load {load:g}: {exc}") from None
+        else:
+            copies[label] = scenario_copy(name, k, load)
+    resolved = []
+    for label, name, _, load, arrivals, outside in points:
+        spec = name
+        if label in copies:
+            file, text = copies[label]
+            path = args.out / label / file
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+            spec = str(path)
+        point = config(spec, load, arrivals)
+        _, planned, _ = plan(point, args.workers)
+        resolved.append((label, outside, point, planned[spec]))
+    started = time.perf_counter()
+    table: dict[str, list[float]] = {a: [] for a in agents}
+    lines = ["| point | outside the training distribution by | " + " | ".join(agents) + " |"]
+    lines.append("|---|---|" + "---|" * len(agents))
+    for label, outside, config, entrants in resolved:
         aware = {e.label: e.size_aware for e in entrants if e.agent is None}
         run_leaderboard(config, args.out / label, workers=args.workers, progress=True)
         runs = [
@@ -123,7 +195,10 @@ def main(argv: list[str] | None = None) -> int:
             entrant = next(e for e in entrants if e.agent == agent)
             got = ratios(runs, entrant.label, entrant.size_aware, aware)
             if got is None:
-                cells.append("no stable reference")
+                flagged = sum(not r["stable"] for r in runs if r["series"] == entrant.label)
+                cells.append(
+                    f"no stable reference (the agent flagged on {flagged} of {len(config.seeds)} seeds)"
+                )
                 continue
             ref, r, stable = got
             half = (
@@ -141,4 +216,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except ValueError as exc:  # a refusal: one line, before any run
+        print(f"generalist_off_distribution.py: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        raise SystemExit(2) from None

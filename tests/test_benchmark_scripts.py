@@ -4,10 +4,13 @@ loading networks): run with ``pytest -m slow tests/test_benchmark_scripts.py``."
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,3 +93,57 @@ def _traces_found() -> bool:
     from msj_gym.workloads.swf import find_trace
 
     return find_trace("SDSC-SP2-1998-4.2-cln.swf.gz").is_file()
+
+
+def _off_distribution() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "off_distribution", ROOT / "benchmarks" / "generalist_off_distribution.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--point", "one-or-all"], "--point: expected SCENARIO:LOAD or SCENARIO:LOAD:K, got 'one-or-all'"),
+        (["--point", "one-or-all:0.8:x"], "got 'one-or-all:0.8:x'"),
+        (["--point", "one-or-all:-1"], "--point: expected a positive load and k, got 'one-or-all:-1'"),
+        (["--point", "nope:0.5"], "--point: 'nope' at load 0.5: unknown scenario 'nope'"),
+        (["--point", "nope:0.5:16"], "another k needs a built-in scenario or a .toml file, got 'nope'"),
+        (["--point", "four-class:0.7:4"], "--point: four-class with num_servers = 4 at load 0.7:"),
+        (["--points", "zz"], "--points: expected labels among sf-fig2-0.6"),
+        (["--seeds", "x"], "--seeds: expected a count"),
+        (["--arrivals", "5"], "--arrivals: expected an integer >= 100, got 5"),
+        (["--workers", "0"], "--workers: expected a positive integer, got 0"),
+    ],
+)
+def test_the_off_distribution_script_refuses_bad_input_before_writing(
+    argv: list[str], needle: str, tmp_path: Path
+) -> None:
+    pytest.importorskip("sb3_contrib", reason="the generalists need the rl extra (sb3-contrib, torch)")
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        _off_distribution().main([*argv, "--out", str(out)])
+    assert not out.exists()
+
+
+def test_the_off_distribution_script_compares_with_the_best_heuristic_of_the_agents_kind() -> None:
+    ratios = _off_distribution().ratios
+
+    def run(series: str, seed: int, mean: float, stable: bool = True) -> dict:
+        return {"series": series, "seed": seed, "mean_response_time": mean, "stable": stable}
+
+    runs = [run("agent:a", s, m) for s, m in ((1, 2.0), (2, 3.0))]
+    runs += [run("ff", s, m) for s, m in ((1, 4.0), (2, 4.0))]  # stable, size-oblivious
+    runs += [run("easy", s, m) for s, m in ((1, 1.0), (2, 2.0))]  # better, but reads sizes
+    runs += [run("nmsr", 1, 1.0), run("nmsr", 2, 1.0, stable=False)]  # better, flagged on one seed
+    runs += [run("mdp-optimal", s, 0.5) for s in (1, 2)]  # not a heuristic
+    aware = {"ff": False, "easy": True, "nmsr": False, "mdp-optimal": False}
+    ref, r, stable = ratios(runs, "agent:a", False, aware)
+    assert ref == "ff" and r.tolist() == [0.5, 0.75] and stable
+    ref, r, _ = ratios(runs, "agent:a", True, aware)
+    assert ref == "easy" and r.tolist() == [2.0, 1.5]
+    assert ratios(runs, "agent:a", False, {"nmsr": False}) is None
