@@ -1,6 +1,7 @@
 """Every script in ``benchmarks/`` runs to its end with tiny arguments, so that a change elsewhere does
 not leave one broken unnoticed (two were, until 2026-11-27). Slow (5 to 60 s each, compiling and
-loading networks): run with ``pytest -m slow tests/test_benchmark_scripts.py``."""
+loading networks): run with ``pytest -m slow tests/test_benchmark_scripts.py``. The off-distribution
+script's refusals and its choice of reference are checked in every run (they start nothing)."""
 
 from __future__ import annotations
 
