@@ -9,7 +9,7 @@ every heuristic (EASY backfilling included); the exact optima are not heuristics
 95 % t-intervals over the seeds of the per-seed ratios. Every point is a leaderboard
 (``msj-gym leaderboard --policies non-preemptive --agent ...``) kept in ``--out``/POINT, so a run
 resumes where it stopped. A point with another k is the built-in scenario with ``num_servers``
-changed, written as a scenario file beside its leaderboard. ``--point SCENARIO:LOAD[:K]`` adds points
+changed, written as a JSON scenario file beside its leaderboard. ``--point SCENARIO:LOAD[:K]`` adds points
 of your own (a built-in scenario or a scenario file).
 """
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
 import time
 import tomllib
@@ -26,12 +25,13 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from msj_gym.arguments import ArgumentParser
+from msj_gym.atomic import atomic_write_text
 from msj_gym.experiments.agents import load_agent
 from msj_gym.experiments.benchmark import EXCLUDED
 from msj_gym.experiments.leaderboard import LeaderboardConfig, plan, run_leaderboard
+from msj_gym.metrics.stats import replication_ci
 from msj_gym.workloads.scenarios import load_scenario
 
 # (label, built-in scenario, num_servers (None: its own), load, arrivals per run, what lies outside
@@ -48,7 +48,7 @@ POINTS = (
 
 
 def scenario_copy(name: str, num_servers: int, load: float) -> tuple[str, str]:
-    """The file name and TOML text of scenario ``name`` (built-in, or a ``.toml`` file) with
+    """The file name and JSON text of scenario ``name`` (built-in, or a ``.toml`` file) with
     ``num_servers`` changed, checked by building it at ``load`` (nothing is written here)."""
     own = Path(name)
     if own.suffix == ".toml" and own.is_file():
@@ -58,17 +58,16 @@ def scenario_copy(name: str, num_servers: int, load: float) -> tuple[str, str]:
         if not builtin.is_file():
             raise ValueError(f"--point: another k needs a built-in scenario or a .toml file, got {name!r}")
         text, stem = builtin.read_text(encoding="utf-8"), name
-    text, n = re.subn(r"(?m)^num_servers\s*=.*$", f"num_servers = {num_servers}", text, count=1)
-    if n != 1:
-        raise ValueError(f"--point: scenario {name!r} has no top-level num_servers line to change")
-    text = re.sub(r'(?m)^name\s*=\s*"([^"]*)"', rf'name = "\1-k{num_servers}"', text, count=1)
     try:
-        load_scenario(tomllib.loads(text)).build(load=load)
+        data = tomllib.loads(text)
+        data["num_servers"] = num_servers
+        data["name"] = f"{data.get('name', stem)}-k{num_servers}"
+        load_scenario(data).build(load=load)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         raise ValueError(
             f"--point: {stem} with num_servers = {num_servers} at load {load:g}: {exc}"
         ) from None
-    return f"{stem}-k{num_servers}.toml", text
+    return f"{stem}-k{num_servers}.json", json.dumps(data, indent=2) + "\n"
 
 
 def ratios(
@@ -175,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             path = args.out / label / file
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
-                path.write_text(text, encoding="utf-8")
+                atomic_write_text(path, text)
             spec = str(path)
         point = config(spec, load, arrivals)
         _, planned, _ = plan(point, args.workers)
@@ -201,11 +200,11 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 continue
             ref, r, stable = got
-            half = (
-                stats.t.ppf(0.975, r.size - 1) * r.std(ddof=1) / math.sqrt(r.size) if r.size > 1 else math.nan
+            est = replication_ci(r)  # the leaderboard's own paired interval
+            cells.append(
+                f"{est.mean:.3f} ± {est.ci95_half_width:.3f} ({ref}){'' if stable else ', UNSTABLE'}"
             )
-            cells.append(f"{r.mean():.3f} ± {half:.3f} ({ref}){'' if stable else ', UNSTABLE'}")
-            table[agent].append(float(r.mean()))
+            table[agent].append(est.mean)
         lines.append(f"| {label} | {outside} | " + " | ".join(cells) + " |")
     print("\n".join(lines))
     for agent, values in table.items():
