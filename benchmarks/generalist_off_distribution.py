@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 import tomllib
 from importlib import resources
@@ -215,8 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except ValueError as exc:  # a refusal: one line, before any run
-        print(f"generalist_off_distribution.py: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        raise SystemExit(2) from None
+    from msj_gym.agents._cli import run_script
+
+    # a refusal is one line (exit 2), before any run; a full disk or an interruption is one line too
+    raise SystemExit(run_script("generalist_off_distribution.py", main))

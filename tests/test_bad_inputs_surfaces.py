@@ -205,6 +205,10 @@ GENERALIST_CASES = [
     (["--wide-weight", "-1"], ["--wide-weight", "got -1.0"]),
     (["--wide-weight", "heavy"], ["--wide-weight", "'heavy'"]),
     (["--wide-weight", "inf"], ["--wide-weight", "got inf"]),
+    (["--selection-lean", "inf"], ["--selection-lean", "got inf"]),
+    (["--selection-lean", "some"], ["--selection-lean", "'some'"]),
+    (["--selection-seeds", "0"], ["--selection-seeds", "got 0"]),
+    (["--simulate-selection", "nope.zip"], ["--simulate-selection", "'nope.zip'"]),
 ]
 
 

@@ -46,6 +46,7 @@ SCRIPTS = {
         "--agent",
         "generalist",
     ],
+    "generalist_selection.py": ["--systems", "3", "--truth-seeds", "1", "--truth-arrivals", "500"],
 }
 # RLScheduler's simulator is not a dependency: the speed benchmark needs a checkout of its repository
 REFERENCE = os.environ.get("MSJ_GYM_RLSCHEDULER_CHECKOUT")
@@ -96,14 +97,33 @@ def _traces_found() -> bool:
     return find_trace("SDSC-SP2-1998-4.2-cln.swf.gz").is_file()
 
 
-def _off_distribution() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "off_distribution", ROOT / "benchmarks" / "generalist_off_distribution.py"
-    )
+def _script_module(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _off_distribution() -> Any:
+    return _script_module("generalist_off_distribution")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--agent", "nope"], "--agent 'nope': no such file, not a shipped agent"),
+        (["--agent", "maskable-ppo-sf-fig2-0.7"], "has no simulated selection"),
+        (["--systems", "0"], "--systems: expected a positive integer, got 0"),
+        (["--truth-seeds", "-1"], "--truth-seeds: expected a positive integer, got -1"),
+        (["--truth-arrivals", "x"], "--truth-arrivals: invalid int value: 'x'"),
+        (["--seed", "-3"], "--seed: expected a non-negative integer, got -3"),
+    ],
+)
+def test_the_selection_script_refuses_bad_input(argv: list[str], needle: str) -> None:
+    pytest.importorskip("sb3_contrib", reason="the generalists need the rl extra (sb3-contrib, torch)")
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        _script_module("generalist_selection").main(argv)
 
 
 @pytest.mark.parametrize(

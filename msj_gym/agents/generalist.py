@@ -32,6 +32,11 @@ The agent acts in ``MSJ-v0`` with ``observation="classes"`` and priority actions
 shortest waiting jobs of a class first, and the observation shows job sizes), so it runs on every
 system with up to 32 classes. It learns from the environment only: it never sees an optimal policy.
 
+Three derivations leave the network as it is and write a new checkpoint: ``--retune`` chooses the
+follow bias and guard again, ``--fit-gate`` fits the gate, and ``--simulate-selection`` has the agent
+choose the base it follows by simulating each on the system its observation describes
+(:class:`msj_gym.agents.system_model.SimulatedSelector`) instead of by its selector head.
+
 Collection runs in ``--workers`` processes, or on a Ray cluster with ``--backend ray [--address ...]``,
 with the same results. ``--data DIR`` keeps each round's compared decisions (a rerun reuses them).
 """
@@ -144,11 +149,33 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--gate-systems", type=int, default=320, help="generated systems the gate is fitted on (--fit-gate)"
     )
+    ap.add_argument(
+        "--simulate-selection",
+        type=Path,
+        default=None,
+        help="only have this checkpoint (its .json beside it) choose the base it follows by simulating "
+        "each base on the system its observation describes, instead of by its selector head",
+    )
+    ap.add_argument(
+        "--selection-seeds",
+        type=int,
+        default=2,
+        help="runs per base on the observed system (--simulate-selection)",
+    )
+    ap.add_argument(
+        "--selection-arrivals", type=int, default=20_000, help="arrivals per such run (--simulate-selection)"
+    )
+    ap.add_argument(
+        "--selection-lean",
+        type=float,
+        default=0.01,
+        help="excess over the best base within which the safe base is picked (--simulate-selection)",
+    )
     ap.set_defaults(loss="expected-cost")  # msj_gym.agents.improve.fit's loss
     args = ap.parse_args(argv)
     positive = (
         "systems", "select_systems", "selector_systems", "rounds", "decisions", "epochs", "hidden", "persist",
-        "gate_systems",
+        "gate_systems", "selection_seeds", "selection_arrivals",
     )  # fmt: skip
     for name in (*positive, "candidates"):
         if getattr(args, name) < 1:
@@ -160,19 +187,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         )
     if not (math.isfinite(args.wide_weight) and args.wide_weight > 0):
         ap.error(f"--wide-weight: expected a positive number, got {args.wide_weight}")
+    if not (math.isfinite(args.selection_lean) and args.selection_lean >= 0):
+        ap.error(f"--selection-lean: expected a non-negative number, got {args.selection_lean}")
     if not 0 <= args.explore < 1:
         ap.error(f"--explore: expected a share in [0, 1), got {args.explore}")
     if args.sample_every < 1:
         ap.error(f"--sample-every: expected at least 1, got {args.sample_every}")
     if args.out.suffix != ".zip":
         ap.error(f"--out: expected a .zip path, got {str(args.out)!r}")
-    for flag in ("retune", "fit_gate"):
+    for flag in ("retune", "fit_gate", "simulate_selection"):
         given = getattr(args, flag)
         if given is not None and not (given.is_file() and given.with_suffix(".json").is_file()):
             name = "--" + flag.replace("_", "-")
             ap.error(f"{name}: expected a checkpoint .zip with its .json beside it, got {str(given)!r}")
-    if args.retune is not None and args.fit_gate is not None:
-        ap.error("--fit-gate: expected without --retune (each writes its own checkpoint)")
+    derived = [f for f in ("retune", "fit_gate", "simulate_selection") if getattr(args, f) is not None]
+    if len(derived) > 1:
+        names = " and ".join("--" + f.replace("_", "-") for f in derived)
+        ap.error(f"{names}: expected one of them at a time (each writes its own checkpoint)")
     for name in ("follow_biases", "guard_ages", "guard_queues"):
         text = getattr(args, name)
         flag = "--" + name.replace("_", "-")
@@ -190,6 +221,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         check_output("--data", args.data, folder=True)
     except ValueError as exc:
         ap.error(str(exc))
+    if args.simulate_selection is not None:  # the bases are the checkpoint's: its advisors, in order
+        try:
+            meta = json.loads(args.simulate_selection.with_suffix(".json").read_text())
+            own = [str(b) for b in meta["bases"]]
+            args.sizes = bool(meta["env_kwargs"].get("reveal_sizes", False))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            ap.error(f"--simulate-selection: {str(args.simulate_selection)!r} has no bases in its .json")
+        if args.bases and tuple(args.bases.split(",")) != tuple(own):
+            ap.error(f"--bases: the checkpoint follows {','.join(own)}, got {args.bases!r}")
+        args.bases = ",".join(own)
     args.bases = (
         tuple(args.bases.split(",")) if args.bases else (SIZE_AWARE_BASES if args.sizes else OBLIVIOUS_BASES)
     )
@@ -658,6 +699,54 @@ def _retune(args: argparse.Namespace, select: list[Any], seeds: list[int], table
     )
 
 
+def _simulate_selection(
+    args: argparse.Namespace, select: list[Any], seeds: list[int], table: dict, extra: dict, t0: float
+) -> Path:
+    """``--simulate-selection``: the checkpoint's network, guard and gate unchanged, choosing the base it
+    follows by simulating each base on the system its observation describes
+    (:class:`msj_gym.agents.system_model.SimulatedSelector`: ``--selection-seeds`` runs of
+    ``--selection-arrivals`` arrivals, a lean of ``--selection-lean`` towards the safe base, the one
+    with the least mean excess on the selector's systems, as the selector head's lean is). Its ratio to
+    the best base on the selection systems is logged beside the selector head's; written to ``--out``
+    with its ``.json``."""
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.agents.system_model import SimulatedSelector
+
+    meta = json.loads(args.simulate_selection.with_suffix(".json").read_text())
+    kwargs, best = meta["env_kwargs"], table["means"].min(axis=1)
+    model: Any = MaskablePPO.load(args.simulate_selection, device="cpu")
+    net = model.policy.mlp_extractor
+    net.simulated = None  # the selector head's choice first, for the comparison
+    head = selection_score(agent_means(model, select, seeds, args.select_arrivals, kwargs), best)
+    log(f"the selector head's choice: selection ratio to the best base {head:.4f}")
+    safest = int(np.argmin(excess_of(extra["means"]).mean(axis=0)))
+    selector = SimulatedSelector(
+        bases=args.bases,
+        safest=safest,
+        seeds=tuple(range(args.selection_seeds)),
+        arrivals=args.selection_arrivals,
+        lean=args.selection_lean,
+    )
+    net.simulated = selector
+    config = selector.config()
+    model.policy_kwargs["simulated_selection"] = config  # what the saved model is built with again
+    model.policy.set_kwargs["simulated_selection"] = config
+    score = selection_score(agent_means(model, select, seeds, args.select_arrivals, kwargs), best)
+    log(f"simulated selection (safe base {args.bases[safest]}): selection ratio to the best base {score:.4f}")
+    return _write_derived(
+        model,
+        args.out,
+        meta,
+        "simulated selection",
+        simulated_selection=config,
+        selection_ratio_to_best_base=round(score, 5),
+        selection_ratio_with_selector_head=round(head, 5),
+        simulated_selection_by="python -m msj_gym.agents.generalist " + " ".join(sys.argv[1:]),
+        simulated_selection_wall_seconds=round(time.perf_counter() - t0, 1),
+    )
+
+
 def _write_derived(model: Any, out: Path, meta: dict[str, Any], what: str, **fields: Any) -> Path:
     """A checkpoint made from another (``--retune``, ``--fit-gate``) written to ``out``, with the
     other's ``.json`` and ``fields`` beside it; each whole or not at all."""
@@ -721,7 +810,9 @@ def _fit_gate(args: argparse.Namespace, select: list[Any], seeds: list[int], tab
             f"--fit-gate: {str(args.fit_gate)!r} has a gate already; give the checkpoint without it"
         )
     policy_kwargs = {
-        k: v for k, v in old.policy_kwargs.items() if k in ("hidden", "attention_layers", "heads")
+        k: v
+        for k, v in old.policy_kwargs.items()
+        if k in ("hidden", "attention_layers", "heads", "simulated_selection")  # the gate is new
     }
     state = {"policy_kwargs": policy_kwargs, "weights": old.policy.state_dict()}
     systems = sample_systems(args.seed + 30_000, args.gate_systems)
@@ -957,6 +1048,15 @@ def main(argv: list[str] | None = None) -> Path:
         return _retune(args, select, select_seeds, tables(select, select_seeds, args.select_arrivals), t0)
     if args.fit_gate is not None:
         return _fit_gate(args, select, select_seeds, tables(select, select_seeds, args.select_arrivals), t0)
+    if args.simulate_selection is not None:
+        return _simulate_selection(
+            args,
+            select,
+            select_seeds,
+            tables(select, select_seeds, args.select_arrivals),
+            tables(extra, table_seeds, args.select_arrivals),
+            t0,
+        )
     train_table = tables(systems, table_seeds, args.select_arrivals)
     extra_table = tables(extra, table_seeds, args.select_arrivals)
     select_table = tables(select, select_seeds, args.select_arrivals)

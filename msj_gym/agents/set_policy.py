@@ -38,6 +38,9 @@ from msj_gym.env.layout import (
     class_features,
 )
 
+if TYPE_CHECKING:
+    from msj_gym.agents.system_model import SimulatedSelector
+
 __all__ = [
     "ClassSetMaskablePolicy",
     "ClassSetNetwork",
@@ -98,6 +101,7 @@ class ClassSetNetwork(nn.Module):
         heads: int = 4,
         activation: type[nn.Module] = nn.ReLU,
         gate: bool = False,
+        simulated_selection: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.slots, self.features, self.extra = slots, features, extra
@@ -147,6 +151,18 @@ class ClassSetNetwork(nn.Module):
         # observation's squashed units of k), the selected advisor is followed until the queue is
         # back under it; a network that lets a queue grow hands it to a heuristic that drains it
         self.register_buffer("follow_when_queue", th.full((), 2.0))
+        # the advisor to follow chosen by simulating each on the observed system instead of by the
+        # selector head, where the observation determines the system (see agents.system_model)
+        self.simulated: SimulatedSelector | None = None
+        if simulated_selection is not None and extra:
+            from msj_gym.agents.system_model import SimulatedSelector
+
+            self.simulated = SimulatedSelector(**simulated_selection)
+            if len(self.simulated.bases) != extra:
+                raise ValueError(
+                    f"simulated_selection: expected {extra} bases (the env's advisors), "
+                    f"got {len(self.simulated.bases)}"
+                )
 
     def _embed(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """Per-class embeddings ``(B, M, h)``, the context ``(B, h)`` and the mask of real classes."""
@@ -194,6 +210,17 @@ class ClassSetNetwork(nn.Module):
         """Per advisor, how good following it throughout is on this system."""
         return self._static(self.select_encoder, self.select, obs) + self.select_bias[: self.extra]
 
+    def selected(self, obs: th.Tensor) -> th.Tensor:
+        """``(B, 1)``: the advisor followed on each observation's system: the simulated pick where
+        there is a simulated selector and the observation determines the system, else the selector
+        head's."""
+        chosen = self.selector_logits(obs).argmax(dim=1, keepdim=True)
+        if self.simulated is not None:
+            picks = th.as_tensor(self.simulated.choose(obs.detach().cpu().numpy(), self.features))
+            picks = picks.to(chosen.device).unsqueeze(1)
+            chosen = th.where(picks >= 0, picks, chosen)
+        return chosen
+
     def gate_logits(self, obs: th.Tensor) -> th.Tensor:
         """``(B, 2)``: how good the network's own choices (column 0) and following the selected
         advisor throughout (column 1) are on this system (a gated network only)."""
@@ -211,7 +238,7 @@ class ClassSetNetwork(nn.Module):
         advisors = other[:, 1:]
         if self.extra:  # only the selected advisor may be followed
             with th.no_grad():
-                chosen = self.selector_logits(obs).argmax(dim=1, keepdim=True)
+                chosen = self.selected(obs)
                 rows = obs[:, SET_SYSTEM_FEATURES:].reshape(obs.shape[0], self.slots, self.features)
                 oldest = rows[:, :, SET_AGE].amax(dim=1, keepdim=True)
                 follow = (oldest > self.follow_when_age) | (
@@ -266,16 +293,18 @@ class _ClassSetMixin(_MixinBase):
 
 
 def _split_kwargs(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    names = ("hidden", "attention_layers", "heads", "gate")
+    names = ("hidden", "attention_layers", "heads", "gate", "simulated_selection")
     mine = {k: kwargs.pop(k) for k in names if k in kwargs}
     return mine, kwargs
 
 
 class ClassSetPolicy(_ClassSetMixin, ActorCriticPolicy):
     """PPO's actor-critic over the class set (see the module docstring). Keywords ``hidden`` (64),
-    ``attention_layers`` (1), ``heads`` (4) and ``gate`` (False: with advisors, a head that may
-    have the network follow its selected advisor throughout on a system) shape the network; the rest
-    go to SB3."""
+    ``attention_layers`` (1), ``heads`` (4), ``gate`` (False: with advisors, a head that may
+    have the network follow its selected advisor throughout on a system) and ``simulated_selection``
+    (None: the selector head picks the advisor followed; else the keywords of a
+    :class:`~msj_gym.agents.system_model.SimulatedSelector`, which picks it by simulating each advisor
+    on the system the observation describes) shape the network; the rest go to SB3."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.set_kwargs, kwargs = _split_kwargs(kwargs)

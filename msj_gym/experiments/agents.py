@@ -177,10 +177,13 @@ def env_build(model: str, build: dict[str, Any]) -> dict[str, Any]:
 
 def agent_files(spec: str) -> tuple[str, ...]:
     """The files an agent's decisions depend on beyond msj_gym's code, for the runs' code key: a
-    checkpoint (a path or a shipped name) and its ``.json``; the module that a ``module:attr`` names."""
+    checkpoint (a path or a shipped name), its ``.json`` and the networks' code of ``msj_gym/agents``
+    (the class-set network's guard, gate and simulated selection run there, not in the checkpoint);
+    the module that a ``module:attr`` names."""
     files = _checkpoint_files(spec)
     if files:
-        return files + _loader_files(files[0], _stamp(files))
+        networks = tuple(sorted(str(f) for f in Path(__file__).resolve().parents[1].glob("agents/*.py")))
+        return files + _loader_files(files[0], _stamp(files)) + networks
     if ":" in spec:
         import importlib.util
 

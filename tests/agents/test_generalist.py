@@ -142,6 +142,29 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
     shutil.copy(out.with_suffix(".json"), tmp_path / "twin.json")
     with pytest.raises(ValueError, match=r"--fit-gate: .* has a gate already"):
         generalist.main([*TINY, "--fit-gate", str(tmp_path / "twin.zip"), "--out", str(tmp_path / "t2.zip")])
+    # the base followed chosen by simulating each on the observed system: the network, guard and gate
+    # unchanged, both selection ratios recorded
+    capsys.readouterr()
+    simulated = tmp_path / "simulated.zip"
+    generalist.main(
+        [*TINY, "--simulate-selection", str(out), "--selection-arrivals", "500", "--out", str(simulated)]
+    )
+    smeta = json.loads(simulated.with_suffix(".json").read_text())
+    assert smeta["simulated_selection"]["bases"] == advisors
+    assert smeta["simulated_selection"]["arrivals"] == 500
+    assert "selection_ratio_with_selector_head" in smeta and "simulated_selection_by" in smeta
+    net = MaskablePPO.load(simulated, device="cpu").policy.mlp_extractor
+    assert net.simulated is not None and net.simulated.config() == smeta["simulated_selection"]
+    plain = MaskablePPO.load(out, device="cpu").policy.mlp_extractor.state_dict()
+    for key, value in net.state_dict().items():  # the weights are the checkpoint's
+        assert (value == plain[key]).all(), key
+    # the bases are the checkpoint's; others are refused, and one derivation at a time
+    for argv, match in (
+        (["--simulate-selection", str(out), "--bases", "first-fit"], "--bases: the checkpoint follows"),
+        (["--simulate-selection", str(out), "--retune", str(out)], "--retune and --simulate-selection"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            generalist.parse_args([*argv, "--out", str(tmp_path / "x.zip")])
     # each round's decisions and kept fit are in the data folder
     text = sorted(p.name for p in (tmp_path / "data").iterdir())
     assert text == ["round-1.npz", "round-1.zip", "round-2.npz", "round-2.zip"]
@@ -186,6 +209,11 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
         (["--retune", "nope.zip"], "--retune: expected a checkpoint .zip with its .json"),
         (["--fit-gate", "nope.zip"], "--fit-gate: expected a checkpoint .zip with its .json"),
         (["--gate-systems", "0"], "--gate-systems: expected a positive integer, got 0"),
+        (["--simulate-selection", "nope.zip"], "--simulate-selection: expected a checkpoint .zip with"),
+        (["--selection-seeds", "0"], "--selection-seeds: expected a positive integer, got 0"),
+        (["--selection-arrivals", "-5"], "--selection-arrivals: expected a positive integer, got -5"),
+        (["--selection-lean", "nan"], "--selection-lean: expected a non-negative number, got nan"),
+        (["--selection-lean", "-0.1"], "--selection-lean: expected a non-negative number, got -0.1"),
         (["--guard-ages", "x"], "--guard-ages: expected comma-separated numbers"),
         (["--guard-queues", "-1"], "--guard-queues: expected non-negative finite numbers"),
     ],

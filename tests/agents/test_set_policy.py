@@ -79,6 +79,25 @@ def test_permuting_the_classes_permutes_the_action_distribution(algo: str, advis
     assert np.ptp(a[:, 1:5], axis=1).max() > 0  # the scores do depend on the class
 
 
+def test_the_simulated_pick_does_not_depend_on_the_classes_order() -> None:
+    advisors = ["first-fit", "adaptive-quickswap"]
+    env = _env(advisor=advisors)
+    _, width, _ = set_layout(env.observation_space, env.action_space)
+    config = {"bases": advisors, "safest": 1, "arrivals": 1000}
+    model = MaskablePPO(
+        ClassSetMaskablePolicy, env, seed=3, policy_kwargs={"hidden": 16, "simulated_selection": config}
+    )
+    obs = _states(env, 20)
+    moved = _permute_rows(obs, np.array([4, 0, 5, 1, 3, 2]), width)
+    net = model.policy.mlp_extractor
+    with th.no_grad():
+        a, b = net.selected(th.as_tensor(obs)), net.selected(th.as_tensor(moved))
+    assert th.equal(a, b)
+    np.testing.assert_allclose(
+        class_logits(model.policy, moved)[:, 1 + SLOTS :], class_logits(model.policy, obs)[:, 1 + SLOTS :]
+    )
+
+
 def test_padding_slots_never_get_probability() -> None:
     env = _env()
     model = MaskablePPO(ClassSetMaskablePolicy, env, seed=1, n_steps=64, batch_size=32)

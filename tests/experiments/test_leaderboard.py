@@ -139,6 +139,16 @@ def test_the_plan_resolves_each_entrants_key_once(monkeypatch) -> None:
     assert replace(points[0], code="other") == points[0]  # the key is not part of the point
 
 
+def test_an_agents_runs_are_keyed_by_the_code_its_network_runs() -> None:
+    """A shipped network decides with code of msj_gym/agents (the class-set network's guard, gate and
+    simulated selection), not only with its checkpoint: a change there must not reuse its runs."""
+    from msj_gym.experiments.runner import entrant_files
+
+    names = {Path(f).name for f in entrant_files("agent:generalist", "generalist")}
+    assert {"set_policy.py", "system_model.py", "generalist.json", "generalist.zip"} <= names
+    assert not {"set_policy.py", "system_model.py"} & {Path(f).name for f in entrant_files("msf")}
+
+
 def test_trained_checkpoint_runs_as_an_entrant(tmp_path) -> None:
     pytest.importorskip("sb3_contrib")
     from pathlib import Path

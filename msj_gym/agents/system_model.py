@@ -1,0 +1,213 @@
+"""Which base heuristic to follow on a system, chosen by simulating each on the system the agent's
+observation describes.
+
+The class-set observation (``observation="classes"``, see the ``MSJEnv`` card) states the system it is
+taken in: ``log2(k) / 16``, each class's server need as a share of ``k``, its arrival share, its mean
+duration relative to the system's and the squared coefficient of variation (SCV) of its durations,
+all squashed where they are unbounded, and the offered load. :func:`system_from_class_set` inverts
+those columns into a Poisson :class:`~msj_gym.workloads.workload.Workload`; nothing of a job's own
+size enters, so a size-oblivious agent may use it. Only the first two moments of each class's
+durations are observed, so the rebuilt system draws them from a family matched to them
+(:func:`duration_with_moments`): exponential at SCV 1, gamma below (an Erlang where ``1 / SCV`` is
+an integer, deterministic near 0), the balanced two-phase hyperexponential above (SCV capped at
+:data:`MAX_MODEL_SCV`). The classes are put in a canonical order first, so that listing them in
+another order gives the same system, run for run.
+
+:class:`SimulatedSelector` runs every base on that system with the compiled simulator and picks the
+one with the least mean response time, leaning towards the base that is rarely far off (a pick whose
+simulated excess over the best is within ``lean`` of it goes to the safe base). This is how
+:mod:`msj_gym.agents.generalist` labels its training systems (each base simulated on the system, the
+best one followed); the learned selector approximates that table from the static features, and on
+generated systems it never saw it picks worse (``benchmarks/generalist_selection.py``).
+
+What the rebuilt system cannot know: arrivals that are not Poisson (a trace's), durations whose
+distribution is not determined by two moments, a load of 1 or more (every base is unstable there).
+Where the observation does not determine the system (``k`` of 65,536 or more, a load of 1 or more),
+:meth:`SimulatedSelector.choose` returns -1 and the caller keeps its own choice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from msj_gym.env.layout import SET_SYSTEM_FEATURES, STATIC_CLASS, STATIC_SYSTEM
+from msj_gym.workloads.distributions import (
+    MIN_GAMMA_SCV,
+    Deterministic,
+    Distribution,
+    Exponential,
+    Gamma,
+    HyperExponential,
+)
+from msj_gym.workloads.workload import JobClass, Workload
+
+__all__ = [
+    "MAX_MODEL_SCV",
+    "SimulatedSelector",
+    "duration_with_moments",
+    "system_from_class_set",
+    "unsquash",
+]
+
+# above this SCV the rebuilt durations are hyperexponential at this SCV: a trace's class without a
+# finite second moment is observed as 1e6, where sample means of a few runs would not settle
+MAX_MODEL_SCV = 100.0
+# the observation's log2(k) / 16 is capped at 1: from k = 65,536 on, k is not known
+_MAX_K_COLUMN = 1.0
+# the class-set system columns (the ``MSJEnv`` card): load as squash(1 / (1 - rho)), 1 for rho >= 1
+_SYS_K, _SYS_LOAD = 4, 6
+# the class-row columns: present, need / k, arrival share, mean duration, SCV of the durations
+_ROW_PRESENT, _ROW_NEED, _ROW_SHARE, _ROW_MEAN, _ROW_SCV = 0, 1, 3, 6, 7
+
+
+def unsquash(y: float) -> float:
+    """The inverse of the observation's ``squash`` (``x -> log1p(x) / (1 + log1p(x))``) on ``[0, 1)``."""
+    y = float(y)
+    if not 0.0 <= y < 1.0:
+        raise ValueError(f"squashed value: expected a number in [0, 1), got {y!r}")
+    return math.expm1(y / (1.0 - y))
+
+
+def duration_with_moments(mean: float, scv: float) -> Distribution:
+    """A duration distribution with this mean and squared coefficient of variation (see the module
+    docstring for the family chosen)."""
+    if scv < MIN_GAMMA_SCV:
+        return Deterministic(mean)
+    if abs(scv - 1.0) < 1e-3:  # the observation is float32: an exponential class reads as 1 +- 1e-6
+        return Exponential(mean)
+    if scv < 1.0:
+        return Gamma(mean, scv)
+    return HyperExponential(mean=mean, scv=min(scv, MAX_MODEL_SCV))
+
+
+def system_from_class_set(obs: np.ndarray, features: int) -> Workload | None:
+    """The Poisson system a class-set observation (one row of ``8 + slots * features`` floats)
+    describes, its classes in a canonical order; ``None`` where the observation does not determine it
+    (``k`` of 65,536 or more, an offered load of 1 or more, no class)."""
+    obs = np.asarray(obs, dtype=np.float64)
+    system = obs[:SET_SYSTEM_FEATURES]
+    if system[_SYS_K] >= _MAX_K_COLUMN or system[_SYS_LOAD] >= 1.0:
+        return None
+    k = round(float(2.0 ** (16.0 * system[_SYS_K])))
+    load = 1.0 - 1.0 / unsquash(system[_SYS_LOAD]) if system[_SYS_LOAD] > 0.0 else 0.0
+    rows = obs[SET_SYSTEM_FEATURES:].reshape(-1, features)
+    rows = rows[rows[:, _ROW_PRESENT] > 0.5]
+    if not rows.size or not 0.0 < load < 1.0:
+        return None
+    # canonical order: the rebuilt system, and every run on it, do not depend on the classes' order
+    order = np.lexsort(rows[:, [_ROW_SCV, _ROW_MEAN, _ROW_SHARE, _ROW_NEED]].T)
+    rows = rows[order]
+    shares = rows[:, _ROW_SHARE] / rows[:, _ROW_SHARE].sum()
+    classes = []
+    for row, share in zip(rows, shares, strict=True):
+        need = min(max(round(float(row[_ROW_NEED] * k)), 1), k)
+        duration = duration_with_moments(unsquash(row[_ROW_MEAN]), unsquash(row[_ROW_SCV]))
+        classes.append(JobClass(need, duration, float(share), f"need-{need}"))
+    return Workload(num_servers=k, classes=classes, load=load, name="observed")
+
+
+@dataclass
+class SimulatedSelector:
+    """Picks the base to follow on the system an observation describes by simulating each of
+    ``bases`` (registry specs, in the order of the env's advisors) on it, ``seeds`` runs of
+    ``arrivals`` arrivals each; a base whose run is flagged unstable counts as unstable. The pick is
+    the base with the least excess over the best (its mean response time over the best's, minus 1),
+    less ``lean`` for base ``safest``. Each system is simulated once (kept by its observed
+    columns, up to ``cache`` systems)."""
+
+    bases: Sequence[str]
+    safest: int
+    seeds: Sequence[int] = (0, 1)
+    arrivals: int = 20_000
+    lean: float = 0.01
+    cache: int = 4096
+    _picks: OrderedDict[bytes, int] = field(default_factory=OrderedDict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        from msj_gym.registry import policy_from_spec
+
+        self.bases = tuple(str(b) for b in self.bases)
+        self.seeds = tuple(int(s) for s in self.seeds)
+        for b in self.bases:  # a spec that names no heuristic is refused before any run
+            policy_from_spec(b, "bases")
+        if not 0 <= self.safest < len(self.bases):
+            raise ValueError(f"safest: expected a base index below {len(self.bases)}, got {self.safest}")
+        if not self.seeds or self.arrivals < 1:
+            raise ValueError(
+                f"seeds, arrivals: expected some seeds and arrivals, got {self.seeds}, {self.arrivals}"
+            )
+        if not (math.isfinite(self.lean) and self.lean >= 0):
+            raise ValueError(f"lean: expected a non-negative number, got {self.lean}")
+
+    def config(self) -> dict[str, Any]:
+        """The keywords that make this selector again (a checkpoint keeps them)."""
+        out = asdict(self)
+        out.pop("_picks")
+        out.update(bases=list(self.bases), seeds=list(self.seeds))
+        return out
+
+    def means(self, workload: Workload) -> np.ndarray:
+        """Each base's mean response time on ``workload`` over the runs (``inf``: a run flagged)."""
+        from msj_gym import Simulator
+        from msj_gym.registry import policy_from_spec
+
+        out = np.empty(len(self.bases))
+        for i, spec in enumerate(self.bases):
+            runs = [
+                Simulator(workload, policy_from_spec(spec), seed=s, num_arrivals=self.arrivals).run()
+                for s in self.seeds
+            ]
+            out[i] = np.mean([r.mean_response_time if r.stable else math.inf for r in runs])
+        return out
+
+    def pick(self, means: np.ndarray) -> int:
+        """The base chosen from the bases' mean response times (the safe base where every one is
+        unstable: nothing tells them apart)."""
+        best = float(np.min(means))
+        if not math.isfinite(best):
+            return self.safest
+        excess = np.where(np.isfinite(means), means / best - 1.0, math.inf)
+        excess[self.safest] -= self.lean
+        return int(np.argmin(excess))
+
+    def choose(self, obs: np.ndarray, features: int) -> np.ndarray:
+        """Per observation of the batch ``obs`` (``(B, 8 + slots * features)``), the base index
+        chosen, or -1 where the observation does not determine the system."""
+        obs = np.asarray(obs, dtype=np.float32)
+        # the columns that describe the system, not its state: the same at every decision of an episode
+        static = obs[:, self._static_columns(obs.shape[1], features)]
+        out = np.empty(obs.shape[0], dtype=np.int64)
+        for i in range(obs.shape[0]):
+            key = static[i].tobytes()
+            got = self._picks.get(key)
+            if got is None:  # a system not seen in this order: the same pick as in any other order
+                rows = static[i, len(STATIC_SYSTEM) :].reshape(-1, len(STATIC_CLASS))
+                canonical = (
+                    static[i, : len(STATIC_SYSTEM)].tobytes() + rows[np.lexsort(rows.T[::-1])].tobytes()
+                )
+                got = self._picks.get(canonical)
+                if got is None:
+                    workload = system_from_class_set(obs[i], features)
+                    got = -1 if workload is None else self.pick(self.means(workload))
+                    self._keep(canonical, got)
+                self._keep(key, got)
+            out[i] = got
+        return out
+
+    def _keep(self, key: bytes, pick: int) -> None:
+        self._picks[key] = pick
+        if len(self._picks) > self.cache:
+            self._picks.popitem(last=False)
+
+    @staticmethod
+    def _static_columns(width: int, features: int) -> np.ndarray:
+        """The observation's static columns: the system's, then each class slot's."""
+        slots = (width - SET_SYSTEM_FEATURES) // features
+        per_slot = SET_SYSTEM_FEATURES + features * np.arange(slots)[:, None] + np.array(STATIC_CLASS)
+        return np.concatenate([np.array(STATIC_SYSTEM), per_slot.ravel()])

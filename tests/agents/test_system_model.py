@@ -1,0 +1,201 @@
+"""The system a class-set observation describes (``msj_gym.agents.system_model``): rebuilt from the
+observation alone, the same whatever the classes' order, and the base a simulated selector follows on
+it; in the class-set network, the simulated pick replaces the selector head's where the observation
+determines the system, and a checkpoint keeps it."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import msj_gym  # noqa: F401  (registers the envs)
+from msj_gym.agents.system_model import (
+    SimulatedSelector,
+    duration_with_moments,
+    system_from_class_set,
+    unsquash,
+)
+from msj_gym.env.observe import squash
+from msj_gym.workloads.distributions import Deterministic, Erlang, Exponential, HyperExponential, Uniform
+from msj_gym.workloads.generator import sample_systems
+from msj_gym.workloads.workload import JobClass, Workload
+
+BASES = ["first-fit", "adaptive-quickswap", "static-quickswap"]
+KWARGS = {"observation": "classes", "actions": "priority", "advisor": BASES}
+FEATURES = 14
+
+
+def _first_observation(scenario, **kw) -> np.ndarray:
+    env = gym.make("MSJ-v0", scenario=scenario, num_arrivals=50, **KWARGS, **kw)
+    obs, _ = env.reset(seed=0)
+    return obs
+
+
+def _moments(workload: Workload) -> list[tuple]:
+    """Each class's need, arrival share, mean duration over the system's and SCV, sorted."""
+    mean = sum(c.probability * c.service_time.mean for c in workload.classes)
+    return sorted(
+        (c.server_need, c.probability, c.service_time.mean / mean, c.service_time.scv)
+        for c in workload.classes
+    )
+
+
+@pytest.mark.parametrize("x", [0.0, 1e-6, 0.3, 1.0, 7.5, 40.0, 1e4])
+def test_unsquash_inverts_the_observations_squash(x: float) -> None:
+    assert unsquash(squash.py_func(x)) == pytest.approx(x, rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("y", [1.0, -0.1, math.nan])
+def test_unsquash_refuses_values_outside_its_range(y: float) -> None:
+    with pytest.raises(ValueError, match="squashed value"):
+        unsquash(y)
+
+
+@pytest.mark.parametrize("scenario", ["sf-fig2", "one-or-all", "four-class", "bs-fig1", "borg-cellb"])
+def test_the_rebuilt_system_is_the_scenarios_own(scenario: str) -> None:
+    env = gym.make("MSJ-v0", scenario=scenario, load=0.7, num_arrivals=50, **KWARGS)
+    obs, _ = env.reset(seed=0)
+    real = env.unwrapped.workload
+    rebuilt = system_from_class_set(obs, FEATURES)
+    assert rebuilt is not None
+    assert rebuilt.num_servers == real.num_servers
+    assert rebuilt.load == pytest.approx(real.load, rel=1e-5)
+    for got, want in zip(_moments(rebuilt), _moments(real), strict=True):
+        assert got[0] == want[0]
+        np.testing.assert_allclose(got[1:], want[1:], rtol=1e-5)
+    # the scenarios' durations are exponential: so are the rebuilt ones, not a near-1 gamma
+    assert {c.service_time.kind for c in rebuilt.classes} == {"exponential"}
+
+
+def test_durations_keep_their_first_two_moments() -> None:
+    classes = [
+        JobClass(1, Erlang(3, 2.0), 0.3, "erlang"),
+        JobClass(2, Uniform(0.0, 4.0), 0.3, "uniform"),
+        JobClass(4, HyperExponential(mean=0.5, scv=6.0), 0.2, "h2"),
+        JobClass(8, Deterministic(3.0), 0.1, "fixed"),
+        JobClass(16, Exponential(1.5), 0.1, "exp"),
+    ]
+    real = Workload(num_servers=37, classes=classes, load=0.6, name="mixed")
+    rebuilt = system_from_class_set(_first_observation(real), FEATURES)
+    assert rebuilt is not None and rebuilt.num_servers == 37
+    for got, want in zip(_moments(rebuilt), _moments(real), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    kinds = {c.server_need: c.service_time.kind for c in rebuilt.classes}
+    assert kinds == {1: "gamma", 2: "gamma", 4: "hyperexponential", 8: "deterministic", 16: "exponential"}
+
+
+def test_duration_family_by_scv() -> None:
+    assert isinstance(duration_with_moments(2.0, 0.0), Deterministic)
+    assert isinstance(duration_with_moments(2.0, 1.0 + 1e-6), Exponential)
+    assert duration_with_moments(2.0, 0.25).kind == "gamma"
+    heavy = duration_with_moments(2.0, 1e6)  # a trace class without a finite second moment
+    assert heavy.kind == "hyperexponential" and heavy.scv == pytest.approx(100.0)
+
+
+def test_listing_the_classes_in_another_order_rebuilds_the_same_system() -> None:
+    system = sample_systems(7, 1)[0]
+    order = np.random.default_rng(3).permutation(len(system.classes))
+    shuffled = Workload(
+        num_servers=system.num_servers,
+        classes=[system.classes[i] for i in order],
+        load=system.load,
+        name="shuffled",
+    )
+    a = system_from_class_set(_first_observation(system), FEATURES)
+    b = system_from_class_set(_first_observation(shuffled), FEATURES)
+    assert a is not None and b is not None
+    assert [(c.server_need, c.probability, c.service_time.mean) for c in a.classes] == [
+        (c.server_need, c.probability, c.service_time.mean) for c in b.classes
+    ]
+    selector = SimulatedSelector(bases=BASES, safest=1, arrivals=2000)
+    np.testing.assert_array_equal(
+        selector.means(a), SimulatedSelector(bases=BASES, safest=1, arrivals=2000).means(b)
+    )
+    # the selector picks once for both orders: the second is found under the canonical order
+    first = selector.choose(_first_observation(system)[None], FEATURES)
+    selector.means = None  # simulating again would fail
+    assert selector.choose(_first_observation(shuffled)[None], FEATURES).tolist() == first.tolist()
+
+
+def test_an_overloaded_system_is_not_determined() -> None:
+    obs = _first_observation("sf-fig2", load=1.2)
+    assert system_from_class_set(obs, FEATURES) is None
+    selector = SimulatedSelector(bases=BASES, safest=1, arrivals=500)
+    assert selector.choose(obs[None], FEATURES).tolist() == [-1]
+
+
+def test_the_pick_leans_towards_the_safe_base() -> None:
+    selector = SimulatedSelector(bases=BASES, safest=1, lean=0.05)
+    assert selector.pick(np.array([1.00, 1.04, 2.0])) == 1  # within the lean: the safe base
+    assert selector.pick(np.array([1.00, 1.06, 2.0])) == 0
+    assert selector.pick(np.array([math.inf, 3.0, 1.0])) == 2
+    assert selector.pick(np.array([math.inf, math.inf, math.inf])) == 1  # nothing tells them apart
+
+
+def test_the_simulated_pick_is_the_best_base_on_the_rebuilt_system() -> None:
+    obs = _first_observation("one-or-all", load=0.9)
+    selector = SimulatedSelector(bases=BASES, safest=1, arrivals=3000, lean=0.0)
+    means = selector.means(system_from_class_set(obs, FEATURES))
+    # First-Fit starves the need-32 class of one-or-all at 0.9: a Quickswap is followed
+    assert not math.isfinite(means[0]) or means[0] > min(means[1:])
+    calls = []
+    simulate = selector.means
+    selector.means = lambda w: calls.append(w) or simulate(w)
+    pick = selector.choose(np.stack([obs, obs]), FEATURES)
+    assert pick.tolist() == [int(np.argmin(means))] * 2
+    assert selector.choose(obs[None], FEATURES).tolist() == [pick[0]]
+    assert len(calls) == 1  # one system: simulated once
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"bases": ["first-fit", "nope"], "safest": 0}, "nope"),
+        ({"bases": BASES, "safest": 3}, "safest: expected a base index below 3, got 3"),
+        ({"bases": BASES, "safest": 0, "lean": math.nan}, "lean: expected a non-negative number, got nan"),
+        ({"bases": BASES, "safest": 0, "lean": -0.1}, "lean: expected a non-negative number"),
+        ({"bases": BASES, "safest": 0, "arrivals": 0}, "seeds, arrivals"),
+        ({"bases": BASES, "safest": 0, "seeds": ()}, "seeds, arrivals"),
+    ],
+)
+def test_bad_selector_settings(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        SimulatedSelector(**kwargs)
+
+
+def test_the_network_follows_the_simulated_pick_and_a_checkpoint_keeps_it(tmp_path) -> None:
+    pytest.importorskip("sb3_contrib", reason="the class-set policy needs the rl extra (sb3-contrib, torch)")
+    import torch as th
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy
+
+    env = gym.make("MSJ-v0", scenario="one-or-all", load=0.9, num_arrivals=200, **KWARGS)
+    config = SimulatedSelector(bases=BASES, safest=1, arrivals=3000).config()
+    model = MaskablePPO(
+        ClassSetMaskablePolicy, env, seed=0, policy_kwargs={"hidden": 8, "simulated_selection": config}
+    )
+    net = model.policy.mlp_extractor
+    obs, _ = env.reset(seed=0)
+    overloaded = _first_observation("one-or-all", load=1.1)
+    x = th.as_tensor(np.stack([obs, overloaded]))
+    picked = net.selected(x)[:, 0].tolist()
+    want = net.simulated.choose(obs[None], FEATURES)[0]
+    head = int(net.selector_logits(x)[1].argmax())
+    assert picked == [want, head]  # the overloaded system is not determined: the head's pick
+    # only the picked advisor's action is scored
+    logits = net.forward_actor(x[:1])[0]
+    followed = logits[-len(BASES) :] > -1e8
+    assert followed.tolist() == [j == want for j in range(len(BASES))]
+    model.save(tmp_path / "m.zip")
+    again = MaskablePPO.load(tmp_path / "m.zip", device="cpu").policy.mlp_extractor
+    assert again.simulated is not None and again.simulated.config() == config
+    with pytest.raises(ValueError, match="simulated_selection: expected 3 bases"):
+        MaskablePPO(
+            ClassSetMaskablePolicy,
+            env,
+            policy_kwargs={"hidden": 8, "simulated_selection": {**config, "bases": BASES[:2]}},
+        )
