@@ -193,7 +193,10 @@ class SimulatedSelector:
                 )
                 got = self._picks.get(canonical)
                 if got is None:
-                    workload = system_from_class_set(obs[i], features)
+                    try:
+                        workload = system_from_class_set(obs[i], features)
+                    except ValueError:  # columns no system has (a share of 0, say): the caller picks
+                        workload = None
                     got = -1 if workload is None else self.pick(self.means(workload))
                     self._keep(canonical, got)
                 self._keep(key, got)

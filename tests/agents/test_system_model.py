@@ -18,6 +18,7 @@ from msj_gym.agents.system_model import (
     system_from_class_set,
     unsquash,
 )
+from msj_gym.env.layout import SET_SYSTEM_FEATURES
 from msj_gym.env.observe import squash
 from msj_gym.workloads.distributions import Deterministic, Erlang, Exponential, HyperExponential, Uniform
 from msj_gym.workloads.generator import sample_systems
@@ -125,6 +126,14 @@ def test_an_overloaded_system_is_not_determined() -> None:
     assert system_from_class_set(obs, FEATURES) is None
     selector = SimulatedSelector(bases=BASES, safest=1, arrivals=500)
     assert selector.choose(obs[None], FEATURES).tolist() == [-1]
+
+
+def test_an_observation_no_system_has_is_left_to_the_caller() -> None:
+    obs = _first_observation("sf-fig2", load=0.7)
+    obs[SET_SYSTEM_FEATURES + 3] = 0.0  # the first class's arrival share: a class that never arrives
+    with pytest.raises(ValueError):
+        system_from_class_set(obs, FEATURES)
+    assert SimulatedSelector(bases=BASES, safest=1).choose(obs[None], FEATURES).tolist() == [-1]
 
 
 def test_the_pick_leans_towards_the_safe_base() -> None:
