@@ -17,7 +17,6 @@ and how often it picks each base.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from typing import Any
@@ -30,34 +29,15 @@ TRUTH_SEEDS_FROM = 7
 
 
 def system_row(task: dict[str, Any]) -> dict[str, Any]:
-    """One system: the agent's first observation there, each base's mean response time on it (the
-    truth), and the simulated selector's pick (a worker's unit of work)."""
-    import gymnasium as gym
-
-    import msj_gym  # noqa: F401  (registers the envs)
-    from msj_gym import Simulator
+    """One system: the agent's first observation there and each base's mean response time on it (the
+    truth), as the generalist's training tables them, and the simulated selector's pick (a worker's
+    unit of work)."""
+    from msj_gym.agents.generalist import base_table
     from msj_gym.agents.system_model import SimulatedSelector
-    from msj_gym.registry import policy_from_spec
 
-    system = task["system"]
-    env = gym.make("MSJ-v0", scenario=system, num_arrivals=100, **task["env_kwargs"])
-    obs, _ = env.reset(seed=0)
-    truth = []
-    for spec in task["selector"]["bases"]:
-        runs = [
-            Simulator(system, policy_from_spec(spec), seed=s, num_arrivals=task["arrivals"]).run()
-            for s in task["seeds"]
-        ]
-        truth.append(float(np.mean([r.mean_response_time if r.stable else math.inf for r in runs])))
-    pick = int(SimulatedSelector(**task["selector"]).choose(obs[None], task["features"])[0])
-    return {"index": task["index"], "obs": obs, "truth": np.array(truth), "simulated": pick}
-
-
-def excess_of(means: np.ndarray, cap: float = 10.0) -> np.ndarray:
-    """Per system and base, the excess over the best base (see the module docstring)."""
-    from msj_gym.agents.generalist import excess_of as capped
-
-    return capped(means, cap)
+    row = base_table(task)
+    pick = int(SimulatedSelector(**task["selector"]).choose(row["obs"][None], task["features"])[0])
+    return {"index": task["index"], "obs": row["obs"], "truth": row["means"], "simulated": pick}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--{name.replace('_', '-')}: expected a positive integer, got {getattr(args, name)}")
     if args.seed < 0:
         ap.error(f"--seed: expected a non-negative integer, got {args.seed}")
+    from msj_gym.agents.generalist import excess_of
     from msj_gym.experiments.agents import load_agent
 
     spec = load_agent(args.agent)  # a refusal names the agent
@@ -99,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             "seeds": seeds,
             "arrivals": args.truth_arrivals,
             "env_kwargs": spec.env_kwargs,
+            "bases": selector.bases,
             "selector": selector.config(),
             "features": net.features,
         }
