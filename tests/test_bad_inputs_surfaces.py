@@ -208,6 +208,9 @@ GENERALIST_CASES = [
     (["--selection-lean", "inf"], ["--selection-lean", "got inf"]),
     (["--selection-lean", "some"], ["--selection-lean", "'some'"]),
     (["--selection-seeds", "0"], ["--selection-seeds", "got 0"]),
+    (["--rehearse", "-4"], ["--rehearse", "got -4"]),
+    (["--rehearse", "many"], ["--rehearse", "'many'"]),
+    (["--rehearse-trust", "-1.5"], ["--rehearse-trust", "got -1.5"]),
     (["--simulate-selection", "nope.zip"], ["--simulate-selection", "'nope.zip'"]),
 ]
 

@@ -35,7 +35,9 @@ system with up to 32 classes. It learns from the environment only: it never sees
 Three derivations leave the network as it is and write a new checkpoint: ``--retune`` chooses the
 follow bias and guard again, ``--fit-gate`` fits the gate, and ``--simulate-selection`` has the agent
 choose the base it follows by simulating each on the system its observation describes
-(:class:`msj_gym.agents.system_model.SimulatedSelector`) instead of by its selector head.
+(:class:`msj_gym.agents.system_model.SimulatedSelector`) instead of by its selector head; with
+``--rehearse N`` it also rehearses there (its network with each base, and the pick followed throughout,
+runs of N arrivals) to settle whether its network is trusted, instead of by its gate.
 
 Collection runs in ``--workers`` processes, or on a Ray cluster with ``--backend ray [--address ...]``,
 with the same results. ``--data DIR`` keeps each round's compared decisions (a rerun reuses them).
@@ -52,6 +54,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from msj_gym.agents.system_model import run_mean
 
 OBLIVIOUS_BASES = ("first-fit", "adaptive-quickswap", "static-quickswap")
 SIZE_AWARE_BASES = ("easy-backfilling", "first-fit", "adaptive-quickswap")
@@ -171,6 +175,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0.01,
         help="excess over the best base within which the safe base is picked (--simulate-selection)",
     )
+    ap.add_argument(
+        "--rehearse",
+        type=int,
+        default=0,
+        help="arrivals of each rehearsal run: the agent played on the observed system, its network "
+        "with each base and the pick followed throughout, to settle whether its network is trusted "
+        "there (--simulate-selection; 0: no rehearsal, the gate decides)",
+    )
+    ap.add_argument(
+        "--rehearse-trust",
+        type=float,
+        default=-0.02,
+        help="a lean, as a share: above 0, how much better than the pick followed throughout the "
+        "network must rehearse to be trusted; below 0, how much better the pick must rehearse to be "
+        "followed throughout instead (--simulate-selection with --rehearse)",
+    )
     ap.set_defaults(loss="expected-cost")  # msj_gym.agents.improve.fit's loss
     args = ap.parse_args(argv)
     positive = (
@@ -189,6 +209,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--wide-weight: expected a positive number, got {args.wide_weight}")
     if not (math.isfinite(args.selection_lean) and args.selection_lean >= 0):
         ap.error(f"--selection-lean: expected a non-negative number, got {args.selection_lean}")
+    if args.rehearse < 0:
+        ap.error(f"--rehearse: expected a whole number of arrivals (0: off), got {args.rehearse}")
+    if not (math.isfinite(args.rehearse_trust) and -1 < args.rehearse_trust < 1):
+        ap.error(f"--rehearse-trust: expected a share in (-1, 1), got {args.rehearse_trust}")
     if not 0 <= args.explore < 1:
         ap.error(f"--explore: expected a share in [0, 1), got {args.explore}")
     if args.sample_every < 1:
@@ -439,19 +463,6 @@ def _collect_following(task: dict[str, Any], follow: Any) -> dict[str, np.ndarra
                 lane["episode"] += 1
             lane["obs"], lane["info"] = obs, info
     return _decisions(obs_l, mask_l, cost_l, n_act, task["index"])
-
-
-def run_mean(result: Any, flagged: bool = True) -> float:
-    """A run's mean response time, ``inf`` if it is flagged unstable. With ``flagged`` false, a run
-    whose only flag is a rising number in system keeps its mean (on a run of a few thousand arrivals
-    that is often a queue still draining, and a run that really runs away has a mean to show it);
-    one that left measured jobs waiting (a starved class: the mean of the others would flatter it)
-    stays ``inf``."""
-    from msj_gym.metrics.result import GROWING_TREND
-
-    if result.stable or (not flagged and result.stability_note.startswith(GROWING_TREND)):
-        return float(result.mean_response_time)
-    return math.inf
 
 
 def base_table(task: dict[str, Any]) -> dict[str, Any]:
@@ -727,13 +738,21 @@ def _simulate_selection(
         seeds=tuple(range(args.selection_seeds)),
         arrivals=args.selection_arrivals,
         lean=args.selection_lean,
+        rehearse=args.rehearse,
+        trust=args.rehearse_trust,
+        env_id=meta.get("env_id", "MSJ-v0"),
+        env_kwargs=kwargs if args.rehearse else None,
     )
     net.simulated = selector
     config = selector.config()
     model.policy_kwargs["simulated_selection"] = config  # what the saved model is built with again
     model.policy.set_kwargs["simulated_selection"] = config
     score = selection_score(agent_means(model, select, seeds, args.select_arrivals, kwargs), best)
-    log(f"simulated selection (safe base {args.bases[safest]}): selection ratio to the best base {score:.4f}")
+    rehearsed = f", rehearsing {args.rehearse} arrivals" if args.rehearse else ""
+    log(
+        f"simulated selection (safe base {args.bases[safest]}{rehearsed}): "
+        f"selection ratio to the best base {score:.4f}"
+    )
     return _write_derived(
         model,
         args.out,

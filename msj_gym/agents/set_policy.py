@@ -21,6 +21,7 @@ class slot plus wait, plus the advisor's), the features per class from the obser
 from __future__ import annotations
 
 import itertools
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -154,6 +155,8 @@ class ClassSetNetwork(nn.Module):
         # the advisor to follow chosen by simulating each on the observed system instead of by the
         # selector head, where the observation determines the system (see agents.system_model)
         self.simulated: SimulatedSelector | None = None
+        # the advisor per row of a rehearsal's batch (see _rehearse), None otherwise
+        self._forced: th.Tensor | None = None
         if simulated_selection is not None and extra:
             from msj_gym.agents.system_model import SimulatedSelector
 
@@ -214,12 +217,80 @@ class ClassSetNetwork(nn.Module):
         """``(B, 1)``: the advisor followed on each observation's system: the simulated pick where
         there is a simulated selector and the observation determines the system, else the selector
         head's."""
+        return self.plan(obs)[0]
+
+    def plan(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """``(B, 1)`` each: the advisor followed on each observation's system (as :meth:`selected`),
+        and whether the network is trusted there as the rehearsal settled it (0 trusted, 1 the
+        advisor followed throughout, -1 not settled: the gate head decides, if there is one)."""
+        if self._forced is not None:  # a rehearsal's run: its base, the network trusted
+            return self._forced.unsqueeze(1), th.zeros_like(self._forced).unsqueeze(1)
         chosen = self.selector_logits(obs).argmax(dim=1, keepdim=True)
+        modes = th.full_like(chosen, -1)
         if self.simulated is not None:
-            picks = th.as_tensor(self.simulated.choose(obs.detach().cpu().numpy(), self.features))
-            picks = picks.to(chosen.device).unsqueeze(1)
-            chosen = th.where(picks >= 0, picks, chosen)
-        return chosen
+            rehearsal = self._rehearse if self.simulated.rehearse else None
+            picks, settled = self.simulated.plan(obs.detach().cpu().numpy(), self.features, rehearsal)
+            picks_t = th.as_tensor(picks).to(chosen.device).unsqueeze(1)
+            chosen = th.where(picks_t >= 0, picks_t, chosen)
+            modes = th.as_tensor(settled).to(chosen.device).unsqueeze(1)
+        return chosen, modes
+
+    @th.no_grad()
+    def _rehearse(self, workload: Any, pick: int) -> tuple[np.ndarray, float]:
+        """The agent on a rebuilt system (:class:`~msj_gym.agents.system_model.SimulatedSelector`'s
+        rehearsal): the network's mean response time following each advisor (its guards as they are,
+        the gate and the selection set aside), and ``pick`` followed throughout, on the selector's
+        seeds (the same jobs for each). Every run steps together, one batch per step."""
+        import gymnasium as gym
+
+        import msj_gym  # noqa: F401  (registers the envs)
+        from msj_gym.agents.system_model import run_mean
+
+        sel = self.simulated
+        assert sel is not None and sel.env_kwargs is not None  # a rehearsing selector has both
+        runs = [(b, s) for b in range(self.extra) for s in sel.seeds]
+        kwargs = sel.env_kwargs
+
+        def make() -> Any:  # the env unwrapped: its result() is the run's
+            return gym.make(sel.env_id, scenario=workload, num_arrivals=sel.rehearse, **kwargs).unwrapped
+
+        envs = [make() for _ in runs]
+        followed = [make() for _ in sel.seeds]
+        means = np.full(len(runs), math.inf)
+        obs, masks = [], []
+        for env, (_, s) in zip(envs, runs, strict=True):
+            o, info = env.reset(seed=s)
+            obs.append(o)
+            masks.append(info["action_mask"])
+        live = list(range(len(runs)))
+        device = self.follow_bias.device
+        try:
+            while live:
+                self._forced = th.tensor([runs[j][0] for j in live], device=device)
+                batch = th.as_tensor(np.array([obs[j] for j in live]), dtype=th.float32, device=device)
+                logits = self.forward_actor(batch)
+                allowed = th.as_tensor(np.array([masks[j] for j in live]), device=device)
+                actions = logits.masked_fill(~allowed, -math.inf).argmax(dim=1).tolist()
+                still = []
+                for j, a in zip(live, actions, strict=True):
+                    obs[j], _, _, over, info = envs[j].step(int(a))
+                    masks[j] = info["action_mask"]
+                    if over:
+                        means[j] = run_mean(envs[j].result(), flagged=False)
+                    else:
+                        still.append(j)
+                live = still
+        finally:
+            self._forced = None
+        follow_action = 1 + self.slots + pick  # the advisor's own decision, always offered
+        follow = []
+        for env, s in zip(followed, sel.seeds, strict=True):
+            env.reset(seed=s)
+            over = False
+            while not over:
+                _, _, _, over, _ = env.step(follow_action)
+            follow.append(run_mean(env.result(), flagged=False))
+        return means.reshape(self.extra, len(sel.seeds)).mean(axis=1), float(np.mean(follow))
 
     def gate_logits(self, obs: th.Tensor) -> th.Tensor:
         """``(B, 2)``: how good the network's own choices (column 0) and following the selected
@@ -238,14 +309,18 @@ class ClassSetNetwork(nn.Module):
         advisors = other[:, 1:]
         if self.extra:  # only the selected advisor may be followed
             with th.no_grad():
-                chosen = self.selected(obs)
+                chosen, settled = self.plan(obs)
                 rows = obs[:, SET_SYSTEM_FEATURES:].reshape(obs.shape[0], self.slots, self.features)
                 oldest = rows[:, :, SET_AGE].amax(dim=1, keepdim=True)
                 follow = (oldest > self.follow_when_age) | (
                     obs[:, SET_QUEUE : SET_QUEUE + 1] > self.follow_when_queue
                 )
-                if self.gated:  # a system the gate does not trust the network on: follow throughout
-                    follow = follow | (self.gate_logits(obs).argmax(dim=1, keepdim=True) == 1)
+                # a system the rehearsal or the gate does not trust the network on: follow throughout
+                if self.gated:
+                    gate = self.gate_logits(obs).argmax(dim=1, keepdim=True) == 1
+                    follow = follow | th.where(settled >= 0, settled == 1, gate)
+                else:
+                    follow = follow | (settled == 1)
                 guard = th.where(follow, 1e6, 0.0)
             followed = th.zeros_like(advisors, dtype=th.bool).scatter_(1, chosen, True)
             advisors = (advisors + self.follow_bias + guard).masked_fill(~followed, PADDING_SCORE)

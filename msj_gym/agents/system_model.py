@@ -20,6 +20,11 @@ simulated excess over the best is within ``lean`` of it goes to the safe base). 
 best one followed); the learned selector approximates that table from the static features, and on
 generated systems it never saw it picks worse (``benchmarks/generalist_selection.py``).
 
+With ``rehearse``, the selector also settles whether the agent's network is trusted on the system:
+the agent is played on the rebuilt system through its own env, its network with each base and the
+pick followed throughout, and the network is trusted where it does better there (a heuristic alone is
+not what the agent runs: the network and a heuristic together are).
+
 What the rebuilt system cannot know: arrivals that are not Poisson (a trace's), durations whose
 distribution is not determined by two moments, a load of 1 or more (every base is unstable there).
 Where the observation does not determine the system (``k`` of 65,536 or more, a load of 1 or more),
@@ -30,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -51,6 +56,7 @@ __all__ = [
     "MAX_MODEL_SCV",
     "SimulatedSelector",
     "duration_with_moments",
+    "run_mean",
     "system_from_class_set",
     "unsquash",
 ]
@@ -112,6 +118,24 @@ def system_from_class_set(obs: np.ndarray, features: int) -> Workload | None:
     return Workload(num_servers=k, classes=classes, load=load, name="observed")
 
 
+def run_mean(result: Any, flagged: bool = True) -> float:
+    """A run's mean response time, ``inf`` if it is flagged unstable. With ``flagged`` false, a run
+    whose only flag is a rising number in system keeps its mean (on a run of a few thousand arrivals
+    that is often a queue still draining, and a run that really runs away has a mean to show it);
+    one that left measured jobs waiting (a starved class: the mean of the others would flatter it)
+    stays ``inf``."""
+    from msj_gym.metrics.result import GROWING_TREND
+
+    if result.stable or (not flagged and result.stability_note.startswith(GROWING_TREND)):
+        return float(result.mean_response_time)
+    return math.inf
+
+
+# plays the agent on a rebuilt system: (its network's mean response time following each base, that of
+# the given base followed throughout), over the selector's seeds
+Rehearsal = Callable[[Workload, int], tuple[np.ndarray, float]]
+
+
 @dataclass
 class SimulatedSelector:
     """Picks the base to follow on the system an observation describes by simulating each of
@@ -119,7 +143,20 @@ class SimulatedSelector:
     ``arrivals`` arrivals each; a base whose run is flagged unstable counts as unstable. The pick is
     the base with the least excess over the best (its mean response time over the best's, minus 1),
     less ``lean`` for base ``safest``. Each system is simulated once (kept by its observed
-    columns, up to ``cache`` systems)."""
+    columns, up to ``cache`` systems).
+
+    With ``rehearse`` arrivals (0: off) it also settles, per system, whether the agent's network is
+    trusted there or the pick is followed throughout (what the gate head decides otherwise): the
+    agent rehearses on the rebuilt system through its own env (``env_id`` with ``env_kwargs``), on
+    ``seeds``, once with its network following each base (its guards as they are) and once following
+    the pick throughout, the same jobs for each. The network's base is the one it rehearses best with
+    (unless the pick is within ``lean`` of it); with ``trust`` >= 0 the network is trusted where its
+    mean response time is below ``1 - trust`` times the pick's followed throughout, with ``trust`` < 0
+    unless the pick's is below ``1 + trust`` times the network's (a lean towards the network). A
+    short run whose only flag is a rising number in system keeps its mean here (:func:`run_mean` with
+    ``flagged`` false): a few thousand arrivals at a heavy load are often still draining. A base
+    pick scores the heuristic alone; the rehearsal scores the agent, the network and a heuristic
+    together, which is what is then run."""
 
     bases: Sequence[str]
     safest: int
@@ -127,7 +164,11 @@ class SimulatedSelector:
     arrivals: int = 20_000
     lean: float = 0.01
     cache: int = 4096
-    _picks: OrderedDict[bytes, int] = field(default_factory=OrderedDict, init=False, repr=False)
+    rehearse: int = 0
+    trust: float = -0.02
+    env_id: str = "MSJ-v0"
+    env_kwargs: dict[str, Any] | None = None
+    _picks: OrderedDict[bytes, tuple[int, int]] = field(default_factory=OrderedDict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         from msj_gym.registry import policy_from_spec
@@ -144,6 +185,14 @@ class SimulatedSelector:
             )
         if not (math.isfinite(self.lean) and self.lean >= 0):
             raise ValueError(f"lean: expected a non-negative number, got {self.lean}")
+        if isinstance(self.rehearse, bool) or not isinstance(self.rehearse, int) or self.rehearse < 0:
+            raise ValueError(f"rehearse: expected a whole number of arrivals (0: off), got {self.rehearse!r}")
+        if not (math.isfinite(self.trust) and -1 < self.trust < 1):
+            raise ValueError(f"trust: expected a share in (-1, 1), got {self.trust}")
+        if self.rehearse and not isinstance(self.env_kwargs, dict):
+            raise ValueError(
+                f"env_kwargs: the agent's env keywords are needed to rehearse, got {self.env_kwargs!r}"
+            )
 
     def config(self) -> dict[str, Any]:
         """The keywords that make this selector again (a checkpoint keeps them)."""
@@ -163,7 +212,7 @@ class SimulatedSelector:
                 Simulator(workload, policy_from_spec(spec), seed=s, num_arrivals=self.arrivals).run()
                 for s in self.seeds
             ]
-            out[i] = np.mean([r.mean_response_time if r.stable else math.inf for r in runs])
+            out[i] = np.mean([run_mean(r) for r in runs])
         return out
 
     def pick(self, means: np.ndarray) -> int:
@@ -178,11 +227,24 @@ class SimulatedSelector:
 
     def choose(self, obs: np.ndarray, features: int) -> np.ndarray:
         """Per observation of the batch ``obs`` (``(B, 8 + slots * features)``), the base index
-        chosen, or -1 where the observation does not determine the system."""
+        chosen, or -1 where the observation does not determine the system (no rehearsal)."""
+        return self.plan(obs, features)[0]
+
+    def plan(
+        self, obs: np.ndarray, features: int, rehearsal: Rehearsal | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per observation of the batch ``obs``: the base index chosen (-1 where the observation does
+        not determine the system), and whether the agent's network is trusted there: 0 (trusted, and
+        the base is the one the network does best with), 1 (the base followed throughout) or -1 (not
+        settled: no rehearsal, or a system not determined). ``rehearsal`` plays the agent on a
+        rebuilt system; a selector with ``rehearse`` needs it."""
+        if self.rehearse and rehearsal is None:
+            raise ValueError("rehearsal: this selector rehearses the agent; its network must be passed")
         obs = np.asarray(obs, dtype=np.float32)
         # the columns that describe the system, not its state: the same at every decision of an episode
         static = obs[:, self._static_columns(obs.shape[1], features)]
-        out = np.empty(obs.shape[0], dtype=np.int64)
+        picks = np.empty(obs.shape[0], dtype=np.int64)
+        modes = np.empty(obs.shape[0], dtype=np.int64)
         for i in range(obs.shape[0]):
             key = static[i].tobytes()
             got = self._picks.get(key)
@@ -197,14 +259,30 @@ class SimulatedSelector:
                         workload = system_from_class_set(obs[i], features)
                     except ValueError:  # columns no system has (a share of 0, say): the caller picks
                         workload = None
-                    got = -1 if workload is None else self.pick(self.means(workload))
+                    got = (-1, -1) if workload is None else self._settle(workload, rehearsal)
                     self._keep(canonical, got)
                 self._keep(key, got)
-            out[i] = got
-        return out
+            picks[i], modes[i] = got
+        return picks, modes
 
-    def _keep(self, key: bytes, pick: int) -> None:
-        self._picks[key] = pick
+    def _settle(self, workload: Workload, rehearsal: Rehearsal | None) -> tuple[int, int]:
+        """The base and the trust in the network on a rebuilt system (see the class docstring)."""
+        pick = self.pick(self.means(workload))
+        if not self.rehearse or rehearsal is None:
+            return pick, -1
+        network, followed = rehearsal(workload, pick)
+        best = int(np.argmin(network))
+        # the network's base: the one it rehearses best with, unless the pick is within the lean of it
+        base = best if network[best] < (1.0 - self.lean) * network[pick] else pick
+        mine = float(network[base])
+        if self.trust >= 0:  # a lean towards following: the network must win by the trust
+            trusted = mine < (1.0 - self.trust) * followed
+        else:  # a lean towards the network: following must win by as much
+            trusted = not followed < (1.0 + self.trust) * mine
+        return (base, 0) if math.isfinite(mine) and trusted else (pick, 1)
+
+    def _keep(self, key: bytes, got: tuple[int, int]) -> None:
+        self._picks[key] = got
         if len(self._picks) > self.cache:
             self._picks.popitem(last=False)
 

@@ -147,11 +147,24 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
     capsys.readouterr()
     simulated = tmp_path / "simulated.zip"
     generalist.main(
-        [*TINY, "--simulate-selection", str(out), "--selection-arrivals", "500", "--out", str(simulated)]
+        [
+            *TINY,
+            "--simulate-selection",
+            str(out),
+            "--selection-arrivals",
+            "500",
+            "--rehearse",
+            "300",
+            "--out",
+            str(simulated),
+        ]
     )
+    assert "rehearsing 300 arrivals" in capsys.readouterr().out
     smeta = json.loads(simulated.with_suffix(".json").read_text())
     assert smeta["simulated_selection"]["bases"] == advisors
     assert smeta["simulated_selection"]["arrivals"] == 500
+    assert smeta["simulated_selection"]["rehearse"] == 300
+    assert smeta["simulated_selection"]["env_kwargs"] == meta["env_kwargs"]
     assert "selection_ratio_with_selector_head" in smeta and "simulated_selection_by" in smeta
     net = MaskablePPO.load(simulated, device="cpu").policy.mlp_extractor
     assert net.simulated is not None and net.simulated.config() == smeta["simulated_selection"]
@@ -214,6 +227,10 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
         (["--selection-arrivals", "-5"], "--selection-arrivals: expected a positive integer, got -5"),
         (["--selection-lean", "nan"], "--selection-lean: expected a non-negative number, got nan"),
         (["--selection-lean", "-0.1"], "--selection-lean: expected a non-negative number, got -0.1"),
+        (["--rehearse", "-1"], "--rehearse: expected a whole number of arrivals (0: off), got -1"),
+        (["--rehearse-trust", "1"], "--rehearse-trust: expected a share in (-1, 1), got 1.0"),
+        (["--rehearse-trust", "-1"], "--rehearse-trust: expected a share in (-1, 1), got -1.0"),
+        (["--rehearse-trust", "nan"], "--rehearse-trust: expected a share in (-1, 1), got nan"),
         (["--guard-ages", "x"], "--guard-ages: expected comma-separated numbers"),
         (["--guard-queues", "-1"], "--guard-queues: expected non-negative finite numbers"),
     ],

@@ -168,6 +168,13 @@ def test_the_simulated_pick_is_the_best_base_on_the_rebuilt_system() -> None:
         ({"bases": BASES, "safest": 0, "lean": -0.1}, "lean: expected a non-negative number"),
         ({"bases": BASES, "safest": 0, "arrivals": 0}, "seeds, arrivals"),
         ({"bases": BASES, "safest": 0, "seeds": ()}, "seeds, arrivals"),
+        ({"bases": BASES, "safest": 0, "rehearse": -1}, "rehearse: expected a whole number of arrivals"),
+        ({"bases": BASES, "safest": 0, "rehearse": 2.5}, "rehearse: expected a whole number of arrivals"),
+        ({"bases": BASES, "safest": 0, "rehearse": True}, "rehearse: expected a whole number of arrivals"),
+        ({"bases": BASES, "safest": 0, "trust": 1.0}, r"trust: expected a share in \(-1, 1\), got 1.0"),
+        ({"bases": BASES, "safest": 0, "trust": -1.0}, r"trust: expected a share in \(-1, 1\), got -1.0"),
+        ({"bases": BASES, "safest": 0, "trust": math.nan}, "trust: expected a share"),
+        ({"bases": BASES, "safest": 0, "rehearse": 100}, "env_kwargs: the agent's env keywords are needed"),
     ],
 )
 def test_bad_selector_settings(kwargs: dict, match: str) -> None:
@@ -208,3 +215,103 @@ def test_the_network_follows_the_simulated_pick_and_a_checkpoint_keeps_it(tmp_pa
             env,
             policy_kwargs={"hidden": 8, "simulated_selection": {**config, "bases": BASES[:2]}},
         )
+
+
+def _rehearsing(**kw) -> SimulatedSelector:
+    return SimulatedSelector(bases=BASES, safest=1, arrivals=2000, rehearse=500, env_kwargs=KWARGS, **kw)
+
+
+@pytest.mark.parametrize(
+    ("network", "followed", "trust", "lean", "want"),
+    [
+        ([3.0, 2.0, 2.5], 2.2, 0.02, 0.0, (1, 0)),  # the network with its best base, by more than the trust
+        ([3.0, 2.0, 2.5], 2.0, 0.0, 0.0, (0, 1)),  # a tie is not enough: the pick followed throughout
+        ([3.0, 2.0, 2.5], 2.03, 0.02, 0.0, (0, 1)),  # within the trust
+        ([3.0, 2.0, 2.5], 1.97, -0.02, 0.0, (1, 0)),  # leaning to the network: following wins by too little
+        ([3.0, 2.0, 2.5], 1.95, -0.02, 0.0, (0, 1)),  # following wins by more than the lean
+        ([2.0, 1.995, 2.5], 5.0, 0.0, 0.01, (0, 0)),  # the network's base: the pick, within the lean
+        ([2.0, 1.95, 2.5], 5.0, 0.0, 0.01, (1, 0)),  # another base, better by more than the lean
+        ([math.inf] * 3, 2.0, 0.0, 0.0, (0, 1)),  # the network runs away everywhere
+        ([math.inf] * 3, 2.0, -0.5, 0.0, (0, 1)),
+        ([math.inf, 9.0, math.inf], math.inf, 0.02, 0.0, (1, 0)),  # only the network keeps a mean
+        ([math.inf, 9.0, math.inf], math.inf, -0.02, 0.0, (1, 0)),
+        ([math.inf] * 3, math.inf, 0.02, 0.0, (0, 1)),  # nothing tells them apart: the pick
+    ],
+)
+def test_the_rehearsal_trusts_the_network_only_where_it_does_better(
+    network, followed, trust, lean, want
+) -> None:
+    selector = _rehearsing(trust=trust, lean=lean)
+    selector.means = lambda w: np.array([1.0, 2.0, 3.0])  # the base pick: first-fit (index 0)
+    seen = []
+
+    def rehearsal(workload, pick):
+        seen.append(pick)
+        return np.array(network), followed
+
+    obs = _first_observation("sf-fig2", load=0.7)
+    picks, modes = selector.plan(obs[None], FEATURES, rehearsal)
+    assert (int(picks[0]), int(modes[0])) == want
+    assert seen == [0]  # the pick followed throughout is the base pick's
+    with pytest.raises(ValueError, match="rehearsal: this selector rehearses the agent"):
+        _rehearsing().plan(obs[None], FEATURES)
+
+
+def test_the_rehearsal_plays_the_agent_itself(tmp_path) -> None:
+    """The rehearsal's runs are the network's own: each base's mean is the network's through the env,
+    the base forced, the gate and selection set aside, on the selector's seeds; and the pick followed
+    throughout is its advisor's action at every decision. The rehearsed plan steers the network, is
+    the same for the classes in another order, and a checkpoint keeps it."""
+    pytest.importorskip("sb3_contrib", reason="the class-set policy needs the rl extra (sb3-contrib, torch)")
+    import torch as th
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.agents.generalist import agent_means
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy
+    from msj_gym.agents.system_model import run_mean
+
+    env = gym.make("MSJ-v0", scenario="sf-fig2", load=0.7, num_arrivals=200, **KWARGS)
+    config = _rehearsing(trust=0.0).config()
+    model = MaskablePPO(
+        ClassSetMaskablePolicy, env, seed=3, policy_kwargs={"hidden": 8, "simulated_selection": config}
+    )
+    net = model.policy.mlp_extractor
+    obs, _ = env.reset(seed=0)
+    workload = system_from_class_set(obs, FEATURES)
+    network, followed = net._rehearse(workload, 2)
+    selector, net.simulated = net.simulated, None
+    for b in range(len(BASES)):
+        net.select_bias.zero_()
+        net.select_bias[b] = 1e6
+        want = agent_means(model, [workload], [0, 1], 500, KWARGS, flagged=False)[0]
+        assert network[b] == want
+    net.select_bias.zero_()
+    own = []
+    for s in (0, 1):
+        run = gym.make("MSJ-v0", scenario=workload, num_arrivals=500, **KWARGS).unwrapped
+        _, info = run.reset(seed=s)
+        over = False
+        while not over:
+            _, _, _, over, info = run.step(len(info["action_mask"]) - 1)  # static-quickswap's own decision
+        own.append(run_mean(run.result(), flagged=False))
+    assert followed == np.mean(own)
+    net.simulated = selector
+    x = th.as_tensor(obs[None])
+    picks, modes = net.plan(x)
+    pick, mode = int(picks[0, 0]), int(modes[0, 0])
+    assert mode in (0, 1)
+    logits = net.forward_actor(x)[0]
+    assert (logits[-len(BASES) :] > -1e8).tolist() == [j == pick for j in range(len(BASES))]
+    if mode == 1:  # followed throughout: the advisor's action outranks every other
+        assert int(logits.argmax()) == len(logits) - len(BASES) + pick
+    shuffled = Workload(
+        num_servers=workload.num_servers,
+        arrival_rate=workload.arrival_rate,
+        classes=list(reversed(workload.classes)),
+    )
+    other = _first_observation(shuffled)
+    again = _rehearsing(trust=0.0)
+    assert [x.tolist() for x in again.plan(other[None], FEATURES, net._rehearse)] == [[pick], [mode]]
+    model.save(tmp_path / "m.zip")
+    loaded = MaskablePPO.load(tmp_path / "m.zip", device="cpu").policy.mlp_extractor
+    assert loaded.simulated is not None and loaded.simulated.config() == config
