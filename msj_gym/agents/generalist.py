@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from msj_gym.agents.system_model import run_mean
+from msj_gym.agents.system_model import play_together, run_mean
 
 OBLIVIOUS_BASES = ("first-fit", "adaptive-quickswap", "static-quickswap")
 SIZE_AWARE_BASES = ("easy-backfilling", "first-fit", "adaptive-quickswap")
@@ -511,32 +511,17 @@ def agent_means(
     one batch per step."""
     import gymnasium as gym
 
-    envs: list[Any] = []  # MSJ-v0 envs, wrapped: the run's result is the unwrapped env's
+    envs: list[Any] = []
     slots: list[tuple[int, int]] = []
     for i, wl in enumerate(systems):
         for s in seeds:
             envs.append(gym.make("MSJ-v0", scenario=wl, num_arrivals=arrivals, **kwargs))
             slots.append((i, s))
-    obs, masks, live = [], [], []
-    for env, (_, s) in zip(envs, slots, strict=True):
-        o, info = env.reset(seed=s)
-        obs.append(o)
-        masks.append(info["action_mask"])
-        live.append(True)
-    result = [math.inf] * len(envs)
-    while any(live):
-        idx = [j for j, alive in enumerate(live) if alive]
-        actions, _ = model.predict(
-            np.array([obs[j] for j in idx]),
-            action_masks=np.array([masks[j] for j in idx]),
-            deterministic=True,
-        )
-        for j, act in zip(idx, actions, strict=True):
-            o, _, _, over, info = envs[j].step(int(act))
-            obs[j], masks[j] = o, info["action_mask"]
-            if over:
-                live[j] = False
-                result[j] = run_mean(envs[j].unwrapped.result(), flagged)
+
+    def predict(live: list[int], obs: np.ndarray, masks: np.ndarray) -> Any:
+        return model.predict(obs, action_masks=masks, deterministic=True)[0]
+
+    result = play_together(envs, [s for _, s in slots], predict, flagged)
     out = np.zeros(len(systems))
     for i in range(len(systems)):
         out[i] = float(np.mean([r for r, (sys_i, _) in zip(result, slots, strict=True) if sys_i == i]))

@@ -244,53 +244,37 @@ class ClassSetNetwork(nn.Module):
         import gymnasium as gym
 
         import msj_gym  # noqa: F401  (registers the envs)
-        from msj_gym.agents.system_model import run_mean
+        from msj_gym.agents.system_model import play_together
 
         sel = self.simulated
         assert sel is not None and sel.env_kwargs is not None  # a rehearsing selector has both
         runs = [(b, s) for b in range(self.extra) for s in sel.seeds]
         kwargs = sel.env_kwargs
 
-        def make() -> Any:  # the env unwrapped: its result() is the run's
-            return gym.make(sel.env_id, scenario=workload, num_arrivals=sel.rehearse, **kwargs).unwrapped
+        def make() -> Any:
+            return gym.make(sel.env_id, scenario=workload, num_arrivals=sel.rehearse, **kwargs)
 
-        envs = [make() for _ in runs]
-        followed = [make() for _ in sel.seeds]
-        means = np.full(len(runs), math.inf)
-        obs, masks = [], []
-        for env, (_, s) in zip(envs, runs, strict=True):
-            o, info = env.reset(seed=s)
-            obs.append(o)
-            masks.append(info["action_mask"])
-        live = list(range(len(runs)))
         device = self.follow_bias.device
+
+        def network(live: list[int], obs: np.ndarray, masks: np.ndarray) -> list[int]:
+            self._forced = th.tensor([runs[j][0] for j in live], device=device)
+            logits = self.forward_actor(th.as_tensor(obs, dtype=th.float32, device=device))
+            allowed = th.as_tensor(masks, device=device)
+            out: list[int] = logits.masked_fill(~allowed, -math.inf).argmax(dim=1).tolist()
+            return out
+
         try:
-            while live:
-                self._forced = th.tensor([runs[j][0] for j in live], device=device)
-                batch = th.as_tensor(np.array([obs[j] for j in live]), dtype=th.float32, device=device)
-                logits = self.forward_actor(batch)
-                allowed = th.as_tensor(np.array([masks[j] for j in live]), device=device)
-                actions = logits.masked_fill(~allowed, -math.inf).argmax(dim=1).tolist()
-                still = []
-                for j, a in zip(live, actions, strict=True):
-                    obs[j], _, _, over, info = envs[j].step(int(a))
-                    masks[j] = info["action_mask"]
-                    if over:
-                        means[j] = run_mean(envs[j].result(), flagged=False)
-                    else:
-                        still.append(j)
-                live = still
+            means = play_together([make() for _ in runs], [s for _, s in runs], network, flagged=False)
         finally:
             self._forced = None
         follow_action = 1 + self.slots + pick  # the advisor's own decision, always offered
-        follow = []
-        for env, s in zip(followed, sel.seeds, strict=True):
-            env.reset(seed=s)
-            over = False
-            while not over:
-                _, _, _, over, _ = env.step(follow_action)
-            follow.append(run_mean(env.result(), flagged=False))
-        return means.reshape(self.extra, len(sel.seeds)).mean(axis=1), float(np.mean(follow))
+        follow = play_together(
+            [make() for _ in sel.seeds],
+            sel.seeds,
+            lambda live, o, m: [follow_action] * len(live),
+            flagged=False,
+        )
+        return means.reshape(self.extra, len(sel.seeds)).mean(axis=1), float(follow.mean())
 
     def gate_logits(self, obs: th.Tensor) -> th.Tensor:
         """``(B, 2)``: how good the network's own choices (column 0) and following the selected

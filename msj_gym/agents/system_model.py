@@ -56,6 +56,7 @@ __all__ = [
     "MAX_MODEL_SCV",
     "SimulatedSelector",
     "duration_with_moments",
+    "play_together",
     "run_mean",
     "system_from_class_set",
     "unsquash",
@@ -129,6 +130,37 @@ def run_mean(result: Any, flagged: bool = True) -> float:
     if result.stable or (not flagged and result.stability_note.startswith(GROWING_TREND)):
         return float(result.mean_response_time)
     return math.inf
+
+
+def play_together(
+    envs: Sequence[Any],
+    seeds: Sequence[int],
+    act: Callable[[list[int], np.ndarray, np.ndarray], Sequence[int]],
+    flagged: bool = True,
+) -> np.ndarray:
+    """Each env's episode from ``reset(seed=...)``, all stepped together: at each step ``act(live,
+    observations, masks)`` gives the actions of the envs still running (``live``, their indices),
+    so that a network sees one batch per step. Returns each run's mean as :func:`run_mean` counts it
+    (``flagged``)."""
+    obs, masks = [], []
+    for env, s in zip(envs, seeds, strict=True):
+        o, info = env.reset(seed=s)
+        obs.append(o)
+        masks.append(info["action_mask"])
+    out = np.full(len(envs), math.inf)
+    live = list(range(len(envs)))
+    while live:
+        actions = act(live, np.array([obs[j] for j in live]), np.array([masks[j] for j in live]))
+        still = []
+        for j, a in zip(live, actions, strict=True):
+            obs[j], _, _, over, info = envs[j].step(int(a))
+            masks[j] = info["action_mask"]
+            if over:
+                out[j] = run_mean(envs[j].unwrapped.result(), flagged)
+            else:
+                still.append(j)
+        live = still
+    return out
 
 
 # plays the agent on a rebuilt system: (its network's mean response time following each base, that of
