@@ -36,8 +36,9 @@ def system_row(task: dict[str, Any]) -> dict[str, Any]:
     from msj_gym.agents.system_model import SimulatedSelector
 
     row = base_table(task)
-    # the base pick alone: a rehearsal settles the network's trust, which this script does not judge
-    selector = SimulatedSelector(**{**task["selector"], "rehearse": 0, "env_kwargs": None})
+    # the base pick alone: a rehearsal settles the network's trust, and a fallback sets the network
+    # aside, neither of which this script judges
+    selector = SimulatedSelector(**{**task["selector"], "rehearse": 0, "env_kwargs": None, "fallbacks": ()})
     pick = int(selector.choose(row["obs"][None], task["features"])[0])
     return {"index": task["index"], "obs": row["obs"], "truth": row["means"], "simulated": pick}
 

@@ -22,6 +22,7 @@ __all__ = [
     "atomic_savefig",
     "atomic_write_csv",
     "atomic_write_text",
+    "cache_folder",
     "check_output_file",
     "check_output_folder",
     "os_error_line",
@@ -62,6 +63,17 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         if isinstance(exc, OSError) and not isinstance(exc, OutputError):
             raise OutputError(exc.errno or errno.EIO, exc.strerror or str(exc), str(target)) from None
         raise
+
+
+def cache_folder(name: str) -> Path:
+    """The folder of one of the disk caches that every process shares (solved optima, the generalists'
+    plans): ``$MSJ_GYM_CACHE/name``, else ``$XDG_CACHE_HOME/msj_gym/name``, else
+    ``~/.cache/msj_gym/name``. Entries are written with :func:`atomic_write_text` or
+    :func:`atomic_path`, so that processes sharing one never read half an entry."""
+    root = os.environ.get("MSJ_GYM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "msj_gym"
+    )
+    return Path(root) / name
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -211,6 +211,7 @@ GENERALIST_CASES = [
     (["--rehearse", "-4"], ["--rehearse", "got -4"]),
     (["--rehearse", "many"], ["--rehearse", "'many'"]),
     (["--rehearse-trust", "-1.5"], ["--rehearse-trust", "got -1.5"]),
+    (["--fallbacks", "lsf"], ["--fallbacks", "--simulate-selection"]),
     (["--simulate-selection", "nope.zip"], ["--simulate-selection", "'nope.zip'"]),
 ]
 

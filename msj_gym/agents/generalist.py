@@ -37,7 +37,9 @@ follow bias and guard again, ``--fit-gate`` fits the gate, and ``--simulate-sele
 choose the base it follows by simulating each on the system its observation describes
 (:class:`msj_gym.agents.system_model.SimulatedSelector`) instead of by its selector head; with
 ``--rehearse N`` it also rehearses there (its network with each base, and the pick followed throughout,
-runs of N arrivals) to settle whether its network is trusted, instead of by its gate.
+runs of N arrivals) to settle whether its network is trusted, instead of by its gate; with
+``--fallbacks H1,H2,...`` it may also pick heuristics its network was not trained beside, which it then
+follows throughout (the env gains one advisor's action for each; the weights do not change).
 
 Collection runs in ``--workers`` processes, or on a Ray cluster with ``--backend ray [--address ...]``,
 with the same results. ``--data DIR`` keeps each round's compared decisions (a rerun reuses them).
@@ -191,6 +193,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "network must rehearse to be trusted; below 0, how much better the pick must rehearse to be "
         "followed throughout instead (--simulate-selection with --rehearse)",
     )
+    ap.add_argument(
+        "--fallbacks",
+        default="",
+        help="comma-separated heuristics the agent may also follow throughout, its network set aside, "
+        "where one simulates better than every base (--simulate-selection; added to the env's "
+        "advisors after the bases)",
+    )
     ap.set_defaults(loss="expected-cost")  # msj_gym.agents.improve.fit's loss
     args = ap.parse_args(argv)
     positive = (
@@ -260,13 +269,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     from msj_gym.registry import policy_from_spec
 
-    for b in args.bases:
-        try:
-            policy = policy_from_spec(b, "--bases")
-        except ValueError as exc:
-            ap.error(str(exc))
-        if policy.preemptive or (policy.size_aware and not args.sizes):
-            ap.error(f"--bases: {b!r} preempts or reads sizes; the agent may not (add --sizes for sizes)")
+    args.fallbacks = tuple(b.strip() for b in args.fallbacks.split(",") if b.strip())
+    if args.fallbacks and args.simulate_selection is None:
+        ap.error("--fallbacks: expected with --simulate-selection (they are followed on its simulated pick)")
+    for flag, specs in (("--bases", args.bases), ("--fallbacks", args.fallbacks)):
+        for b in specs:
+            try:
+                policy = policy_from_spec(b, flag)
+            except ValueError as exc:
+                ap.error(str(exc))
+            if policy.preemptive or (policy.size_aware and not args.sizes):
+                ap.error(f"{flag}: {b!r} preempts or reads sizes; the agent may not (add --sizes for sizes)")
+    twice = sorted({b for b in args.fallbacks if (*args.bases, *args.fallbacks).count(b) > 1})
+    if twice:
+        ap.error(f"--fallbacks: expected heuristics other than the bases, each once, got {','.join(twice)}")
     try:
         from msj_gym.experiments.runner import check_backend
 
@@ -705,6 +721,7 @@ def _simulate_selection(
     with the least mean excess on the selector's systems, as the selector head's lean is). Its ratio to
     the best base on the selection systems is logged beside the selector head's; written to ``--out``
     with its ``.json``."""
+    from gymnasium import spaces
     from sb3_contrib import MaskablePPO
 
     from msj_gym.agents.system_model import SimulatedSelector
@@ -712,14 +729,17 @@ def _simulate_selection(
     meta = json.loads(args.simulate_selection.with_suffix(".json").read_text())
     kwargs, best = meta["env_kwargs"], table["means"].min(axis=1)
     model: Any = MaskablePPO.load(args.simulate_selection, device="cpu")
-    net = model.policy.mlp_extractor
-    net.simulated = None  # the selector head's choice first, for the comparison
+    selector_net = model.policy.mlp_extractor  # the loaded one, whatever its fallbacks
+    selector_net.simulated = None  # the selector head's choice first, for the comparison
     head = selection_score(agent_means(model, select, seeds, args.select_arrivals, kwargs), best)
     log(f"the selector head's choice: selection ratio to the best base {head:.4f}")
     safest = int(np.argmin(excess_of(extra["means"]).mean(axis=0)))
+    # the fallbacks are the env's advisors after the bases: one action each
+    kwargs = {**kwargs, "advisor": [*args.bases, *args.fallbacks]}
     selector = SimulatedSelector(
         bases=args.bases,
         safest=safest,
+        fallbacks=args.fallbacks,
         seeds=tuple(range(args.selection_seeds)),
         arrivals=args.selection_arrivals,
         lean=args.selection_lean,
@@ -728,22 +748,36 @@ def _simulate_selection(
         env_id=meta.get("env_id", "MSJ-v0"),
         env_kwargs=kwargs if args.rehearse else None,
     )
-    net.simulated = selector
     config = selector.config()
-    model.policy_kwargs["simulated_selection"] = config  # what the saved model is built with again
-    model.policy.set_kwargs["simulated_selection"] = config
+    # built again around its own selector, with an action per advisor (the fallbacks' too); the saved
+    # weights do not depend on the fallbacks
+    policy_kwargs = {**model.policy_kwargs, "simulated_selection": config}
+    slots = selector_net.slots
+    model = MaskablePPO.load(
+        args.simulate_selection,
+        device="cpu",
+        custom_objects={
+            "policy_kwargs": policy_kwargs,
+            "action_space": spaces.Discrete(1 + slots + len(args.bases) + len(args.fallbacks)),
+        },
+    )
+    net = model.policy.mlp_extractor
+    net.simulated = selector
     score = selection_score(agent_means(model, select, seeds, args.select_arrivals, kwargs), best)
     rehearsed = f", rehearsing {args.rehearse} arrivals" if args.rehearse else ""
+    fallen = f", fallbacks {','.join(args.fallbacks)}" if args.fallbacks else ""
     log(
-        f"simulated selection (safe base {args.bases[safest]}{rehearsed}): "
+        f"simulated selection (safe base {args.bases[safest]}{rehearsed}{fallen}): "
         f"selection ratio to the best base {score:.4f}"
     )
+    meta["env_kwargs"] = kwargs
     return _write_derived(
         model,
         args.out,
         meta,
         "simulated selection",
         simulated_selection=config,
+        fallbacks=list(args.fallbacks),
         selection_ratio_to_best_base=round(score, 5),
         selection_ratio_with_selector_head=round(head, 5),
         simulated_selection_by="python -m msj_gym.agents.generalist " + " ".join(sys.argv[1:]),

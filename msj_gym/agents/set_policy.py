@@ -20,6 +20,7 @@ class slot plus wait, plus the advisor's), the features per class from the obser
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from typing import TYPE_CHECKING, Any
@@ -106,6 +107,15 @@ class ClassSetNetwork(nn.Module):
     ) -> None:
         super().__init__()
         self.slots, self.features, self.extra = slots, features, extra
+        # the advisors the network scores and pairs with (the bases); a simulated selector's fallbacks
+        # are the env's last advisors, only ever followed throughout
+        fallbacks = len((simulated_selection or {}).get("fallbacks", ()))
+        if fallbacks and fallbacks >= extra:
+            raise ValueError(
+                f"simulated_selection: {fallbacks} fallbacks need more advisors than that in the env "
+                f"(at least one base), got {extra}"
+            )
+        self.paired = extra - fallbacks
         self.latent_dim_pi = 1 + slots + extra
         self.latent_dim_vf = hidden
         self.encoder = _mlp([SET_SYSTEM_FEATURES + features, hidden, hidden], activation)
@@ -115,7 +125,7 @@ class ClassSetNetwork(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) for _ in range(attention_layers))
         self.context = _mlp([SET_SYSTEM_FEATURES + 2 * hidden, hidden, hidden], activation)
         self.score = nn.Sequential(_mlp([2 * hidden, hidden], activation), nn.Linear(hidden, 1))
-        self.other = nn.Sequential(_mlp([hidden, hidden], activation), nn.Linear(hidden, 1 + extra))
+        self.other = nn.Sequential(_mlp([hidden, hidden], activation), nn.Linear(hidden, 1 + self.paired))
         self.value = _mlp([hidden, hidden], activation)
         for head in (self.score[-1], self.other[-1]):  # near-uniform initial policy
             assert isinstance(head, nn.Linear)
@@ -125,14 +135,14 @@ class ClassSetNetwork(nn.Module):
         # system and its classes), so that the agent follows one heuristic throughout; trained apart
         # (fit_selector), and ``follow_bias`` added to the followed advisor's logit (0: none).
         width = len(STATIC_SYSTEM) + len(STATIC_CLASS)
-        if extra:
+        if self.paired:
             self.select_encoder = _mlp([width, hidden, hidden], activation)
             self.select = nn.Sequential(_mlp([len(STATIC_SYSTEM) + 2 * hidden, hidden], activation))
-            self.select.append(nn.Linear(hidden, extra))
+            self.select.append(nn.Linear(hidden, self.paired))
         # The gate (with advisors, optional): whether on this system the network's own choices are
         # worth more than following the selected advisor throughout, from the same static features
         # as the selector; trained apart (fit_gate) on what each did on generated systems.
-        self.gated = bool(gate and extra)
+        self.gated = bool(gate and self.paired)
         if self.gated:
             self.gate_encoder = _mlp([width, hidden, hidden], activation)
             self.gate = nn.Sequential(_mlp([len(STATIC_SYSTEM) + 2 * hidden, hidden], activation))
@@ -143,7 +153,7 @@ class ClassSetNetwork(nn.Module):
         self.register_buffer("follow_bias", th.zeros(()))
         # added to the selector's logits: a lean towards the advisor that is rarely far off, where a
         # wrong pick is costly (chosen by cross-validation; see msj_gym.agents.generalist)
-        self.register_buffer("select_bias", th.zeros(max(extra, 1)))
+        self.register_buffer("select_bias", th.zeros(max(self.paired, 1)))
         # the starvation guard: where some class's oldest waiting job is older than this (in the
         # observation's squashed units of its class's mean duration), the selected advisor is followed
         # whatever else scores higher (2: above any squashed value, never)
@@ -161,10 +171,10 @@ class ClassSetNetwork(nn.Module):
             from msj_gym.agents.system_model import SimulatedSelector
 
             self.simulated = SimulatedSelector(**simulated_selection)
-            if len(self.simulated.bases) != extra:
+            if len(self.simulated.bases) != self.paired:
                 raise ValueError(
-                    f"simulated_selection: expected {extra} bases (the env's advisors), "
-                    f"got {len(self.simulated.bases)}"
+                    f"simulated_selection: expected {self.paired} bases (the env's advisors before the "
+                    f"{fallbacks} fallbacks), got {len(self.simulated.bases)}"
                 )
 
     def _embed(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
@@ -211,7 +221,7 @@ class ClassSetNetwork(nn.Module):
 
     def selector_logits(self, obs: th.Tensor) -> th.Tensor:
         """Per advisor, how good following it throughout is on this system."""
-        return self._static(self.select_encoder, self.select, obs) + self.select_bias[: self.extra]
+        return self._static(self.select_encoder, self.select, obs) + self.select_bias[: self.paired]
 
     def selected(self, obs: th.Tensor) -> th.Tensor:
         """``(B, 1)``: the advisor followed on each observation's system: the simulated pick where
@@ -222,25 +232,37 @@ class ClassSetNetwork(nn.Module):
     def plan(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         """``(B, 1)`` each: the advisor followed on each observation's system (as :meth:`selected`),
         and whether the network is trusted there as the rehearsal settled it (0 trusted, 1 the
-        advisor followed throughout, -1 not settled: the gate head decides, if there is one)."""
+        advisor followed throughout, -1 not settled: the gate head decides, if there is one). A
+        fallback (an advisor past the bases) is always followed throughout."""
         if self._forced is not None:  # a rehearsal's run: its base, the network trusted
             return self._forced.unsqueeze(1), th.zeros_like(self._forced).unsqueeze(1)
         chosen = self.selector_logits(obs).argmax(dim=1, keepdim=True)
         modes = th.full_like(chosen, -1)
         if self.simulated is not None:
             rehearsal = self._rehearse if self.simulated.rehearse else None
-            picks, settled = self.simulated.plan(obs.detach().cpu().numpy(), self.features, rehearsal)
+            picks, settled = self.simulated.plan(
+                obs.detach().cpu().numpy(), self.features, rehearsal, self.digest
+            )
             picks_t = th.as_tensor(picks).to(chosen.device).unsqueeze(1)
             chosen = th.where(picks_t >= 0, picks_t, chosen)
             modes = th.as_tensor(settled).to(chosen.device).unsqueeze(1)
         return chosen, modes
 
+    def digest(self) -> str:
+        """A hash of the network's weights and buffers (what its rehearsals depend on besides the
+        code): keys its rehearsed plans on disk."""
+        h = hashlib.sha256()
+        for name, value in sorted(self.state_dict().items()):
+            h.update(name.encode() + value.detach().cpu().numpy().tobytes())
+        return h.hexdigest()[:32]
+
     @th.no_grad()
     def _rehearse(self, workload: Any, pick: int) -> tuple[np.ndarray, float]:
         """The agent on a rebuilt system (:class:`~msj_gym.agents.system_model.SimulatedSelector`'s
-        rehearsal): the network's mean response time following each advisor (its guards as they are,
-        the gate and the selection set aside), and ``pick`` followed throughout, on the selector's
-        seeds (the same jobs for each). Every run steps together, one batch per step."""
+        rehearsal): the network's mean response time following each base (its guards as they are,
+        the gate and the selection set aside), and ``pick`` (a base or a fallback) followed
+        throughout, on the selector's seeds (the same jobs for each). Every run steps together, one
+        batch per step."""
         import gymnasium as gym
 
         import msj_gym  # noqa: F401  (registers the envs)
@@ -248,33 +270,38 @@ class ClassSetNetwork(nn.Module):
 
         sel = self.simulated
         assert sel is not None and sel.env_kwargs is not None  # a rehearsing selector has both
-        runs = [(b, s) for b in range(self.extra) for s in sel.seeds]
-        kwargs = sel.env_kwargs
+        runs = [(b, s) for b in range(self.paired) for s in sel.seeds]
+        advisors, env_kwargs = list(sel.followable), sel.env_kwargs
 
-        def make() -> Any:
+        # each run's env asks only the advisors it may follow (every advisor is asked at every
+        # decision, and the others change nothing: the advisors only advise)
+        def make(followed: list[str]) -> Any:
+            kwargs = {**env_kwargs, "advisor": followed}
             return gym.make(sel.env_id, scenario=workload, num_arrivals=sel.rehearse, **kwargs)
 
         device = self.follow_bias.device
+        paired = 1 + self.slots + self.paired  # the actions of an env with the bases only
 
         def network(live: list[int], obs: np.ndarray, masks: np.ndarray) -> list[int]:
             self._forced = th.tensor([runs[j][0] for j in live], device=device)
-            logits = self.forward_actor(th.as_tensor(obs, dtype=th.float32, device=device))
+            logits = self.forward_actor(th.as_tensor(obs, dtype=th.float32, device=device))[:, :paired]
             allowed = th.as_tensor(masks, device=device)
             out: list[int] = logits.masked_fill(~allowed, -math.inf).argmax(dim=1).tolist()
             return out
 
         try:
-            means = play_together([make() for _ in runs], [s for _, s in runs], network, flagged=False)
+            envs = [make(advisors[: self.paired]) for _ in runs]
+            means = play_together(envs, [s for _, s in runs], network, flagged=False)
         finally:
             self._forced = None
-        follow_action = 1 + self.slots + pick  # the advisor's own decision, always offered
+        follow_action = 1 + self.slots  # the picked advisor's own decision, always offered
         follow = play_together(
-            [make() for _ in sel.seeds],
+            [make([advisors[pick]]) for _ in sel.seeds],
             sel.seeds,
             lambda live, o, m: [follow_action] * len(live),
             flagged=False,
         )
-        return means.reshape(self.extra, len(sel.seeds)).mean(axis=1), float(follow.mean())
+        return means.reshape(self.paired, len(sel.seeds)).mean(axis=1), float(follow.mean())
 
     def gate_logits(self, obs: th.Tensor) -> th.Tensor:
         """``(B, 2)``: how good the network's own choices (column 0) and following the selected
@@ -290,7 +317,8 @@ class ClassSetNetwork(nn.Module):
         scores = self.score(pair).squeeze(2).masked_fill(~present, PADDING_SCORE)
         rest = scores.new_full((scores.shape[0], self.slots - scores.shape[1]), PADDING_SCORE)
         other = self.other(context)
-        advisors = other[:, 1:]
+        # a fallback has no score of the network's own: it is only ever followed (by the guard below)
+        advisors = th.cat([other[:, 1:], other.new_zeros((other.shape[0], self.extra - self.paired))], dim=1)
         if self.extra:  # only the selected advisor may be followed
             with th.no_grad():
                 chosen, settled = self.plan(obs)
@@ -305,6 +333,7 @@ class ClassSetNetwork(nn.Module):
                     follow = follow | th.where(settled >= 0, settled == 1, gate)
                 else:
                     follow = follow | (settled == 1)
+                follow = follow | (chosen >= self.paired)  # a fallback: followed throughout
                 guard = th.where(follow, 1e6, 0.0)
             followed = th.zeros_like(advisors, dtype=th.bool).scatter_(1, chosen, True)
             advisors = (advisors + self.follow_bias + guard).masked_fill(~followed, PADDING_SCORE)

@@ -20,6 +20,11 @@ simulated excess over the best is within ``lean`` of it goes to the safe base). 
 best one followed); the learned selector approximates that table from the static features, and on
 generated systems it never saw it picks worse (``benchmarks/generalist_selection.py``).
 
+With ``fallbacks``, it also simulates heuristics the network was not trained beside (the env's
+advisors after the bases); one of them is picked only where it simulates better than every base by
+more than the lean, and is then followed throughout, the network set aside. They let the agent fall
+back on the heuristic that suits a system its bases do not.
+
 With ``rehearse``, the selector also settles whether the agent's network is trusted on the system:
 the agent is played on the rebuilt system through its own env, its network with each base and the
 pick followed throughout, and the network is trusted where it does better there (a heuristic alone is
@@ -33,10 +38,13 @@ Where the observation does not determine the system (``k`` of 65,536 or more, a 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -163,6 +171,39 @@ def play_together(
     return out
 
 
+@dataclass
+class _StoredPlan:
+    """One system's plan on disk (see :class:`SimulatedSelector`), the whole key stored beside it: an
+    entry that is unreadable or keyed otherwise is computed again; one that cannot be written is not
+    kept (the cache saves time, it is never needed)."""
+
+    key: str
+
+    @property
+    def path(self) -> Path:
+        from msj_gym.atomic import cache_folder
+
+        return cache_folder("plans") / f"{hashlib.sha256(self.key.encode()).hexdigest()[:32]}.json"
+
+    def get(self) -> tuple[int, int] | None:
+        try:
+            entry = json.loads(self.path.read_text())
+            if entry["key"] == self.key:
+                return int(entry["pick"]), int(entry["mode"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        return None
+
+    def put(self, got: tuple[int, int]) -> None:
+        from msj_gym.atomic import atomic_write_text
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.path, json.dumps({"key": self.key, "pick": got[0], "mode": got[1]}))
+        except OSError:
+            pass
+
+
 # plays the agent on a rebuilt system: (its network's mean response time following each base, that of
 # the given base followed throughout), over the selector's seeds
 Rehearsal = Callable[[Workload, int], tuple[np.ndarray, float]]
@@ -175,7 +216,18 @@ class SimulatedSelector:
     ``arrivals`` arrivals each; a base whose run is flagged unstable counts as unstable. The pick is
     the base with the least excess over the best (its mean response time over the best's, minus 1),
     less ``lean`` for base ``safest``. Each system is simulated once (kept by its observed
-    columns, up to ``cache`` systems).
+    columns, up to ``cache`` systems in the process, and on disk in the cache folder ``plans`` (see
+    :func:`msj_gym.atomic.cache_folder`) for every process: keyed by the selector's settings, the
+    system, the code that simulates it and, for a rehearsal, the network's weights, so that a changed
+    one is never served an old plan).
+
+    ``fallbacks`` are more heuristics to choose from (the env's next advisors, after the bases), ones
+    the network was not trained beside: where one is picked it is followed throughout, the network set
+    aside. A fallback's excess counts ``lean`` more, since picking it forgoes what the network adds to
+    a base; so a fallback is picked only where it simulates better than every base by more than
+    ``lean`` (than the safe base by twice that). They widen the heuristics the agent can fall back on
+    to those of a system its bases do not suit (Least Servers First where short narrow jobs should go
+    first, say).
 
     With ``rehearse`` arrivals (0: off) it also settles, per system, whether the agent's network is
     trusted there or the pick is followed throughout (what the gate head decides otherwise): the
@@ -192,6 +244,7 @@ class SimulatedSelector:
 
     bases: Sequence[str]
     safest: int
+    fallbacks: Sequence[str] = ()
     seeds: Sequence[int] = (0, 1)
     arrivals: int = 20_000
     lean: float = 0.01
@@ -206,9 +259,15 @@ class SimulatedSelector:
         from msj_gym.registry import policy_from_spec
 
         self.bases = tuple(str(b) for b in self.bases)
+        self.fallbacks = tuple(str(b) for b in self.fallbacks)
         self.seeds = tuple(int(s) for s in self.seeds)
         for b in self.bases:  # a spec that names no heuristic is refused before any run
             policy_from_spec(b, "bases")
+        for b in self.fallbacks:
+            policy_from_spec(b, "fallbacks")
+        twice = sorted({b for b in self.followable if self.followable.count(b) > 1})
+        if twice:
+            raise ValueError(f"bases, fallbacks: expected each heuristic once, got {', '.join(twice)} twice")
         if not 0 <= self.safest < len(self.bases):
             raise ValueError(f"safest: expected a base index below {len(self.bases)}, got {self.safest}")
         if not self.seeds or self.arrivals < 1:
@@ -230,16 +289,23 @@ class SimulatedSelector:
         """The keywords that make this selector again (a checkpoint keeps them)."""
         out = asdict(self)
         out.pop("_picks")
-        out.update(bases=list(self.bases), seeds=list(self.seeds))
+        out.update(bases=list(self.bases), fallbacks=list(self.fallbacks), seeds=list(self.seeds))
         return out
 
+    @property
+    def followable(self) -> tuple[str, ...]:
+        """Every heuristic the agent may follow, in the order of the env's advisors: the bases, then
+        the fallbacks."""
+        return (*self.bases, *self.fallbacks)
+
     def means(self, workload: Workload) -> np.ndarray:
-        """Each base's mean response time on ``workload`` over the runs (``inf``: a run flagged)."""
+        """Each base's and then each fallback's mean response time on ``workload`` over the runs
+        (``inf``: a run flagged)."""
         from msj_gym import Simulator
         from msj_gym.registry import policy_from_spec
 
-        out = np.empty(len(self.bases))
-        for i, spec in enumerate(self.bases):
+        out = np.empty(len(self.followable))
+        for i, spec in enumerate(self.followable):
             runs = [
                 Simulator(workload, policy_from_spec(spec), seed=s, num_arrivals=self.arrivals).run()
                 for s in self.seeds
@@ -248,13 +314,14 @@ class SimulatedSelector:
         return out
 
     def pick(self, means: np.ndarray) -> int:
-        """The base chosen from the bases' mean response times (the safe base where every one is
-        unstable: nothing tells them apart)."""
+        """The heuristic chosen (an index into :attr:`followable`) from their mean response times (the
+        safe base where every one is unstable: nothing tells them apart)."""
         best = float(np.min(means))
         if not math.isfinite(best):
             return self.safest
         excess = np.where(np.isfinite(means), means / best - 1.0, math.inf)
         excess[self.safest] -= self.lean
+        excess[len(self.bases) :] += self.lean
         return int(np.argmin(excess))
 
     def choose(self, obs: np.ndarray, features: int) -> np.ndarray:
@@ -263,13 +330,20 @@ class SimulatedSelector:
         return self.plan(obs, features)[0]
 
     def plan(
-        self, obs: np.ndarray, features: int, rehearsal: Rehearsal | None = None
+        self,
+        obs: np.ndarray,
+        features: int,
+        rehearsal: Rehearsal | None = None,
+        network: Callable[[], str] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Per observation of the batch ``obs``: the base index chosen (-1 where the observation does
-        not determine the system), and whether the agent's network is trusted there: 0 (trusted, and
-        the base is the one the network does best with), 1 (the base followed throughout) or -1 (not
-        settled: no rehearsal, or a system not determined). ``rehearsal`` plays the agent on a
-        rebuilt system; a selector with ``rehearse`` needs it."""
+        """Per observation of the batch ``obs``: the heuristic chosen (an index into
+        :attr:`followable`; -1 where the observation does not determine the system), and whether the
+        agent's network is trusted there: 0 (trusted, and the base is the one the network does best
+        with), 1 (the heuristic followed throughout: always so for a fallback) or -1 (not settled: no
+        rehearsal, or a system not determined). ``rehearsal`` plays the agent on a rebuilt system; a
+        selector with ``rehearse`` needs it, and ``network``, a digest of the network it plays (asked
+        only where a system is new), keys its plans on disk; without one they are kept in the
+        process only."""
         if self.rehearse and rehearsal is None:
             raise ValueError("rehearsal: this selector rehearses the agent; its network must be passed")
         obs = np.asarray(obs, dtype=np.float32)
@@ -291,7 +365,15 @@ class SimulatedSelector:
                         workload = system_from_class_set(obs[i], features)
                     except ValueError:  # columns no system has (a share of 0, say): the caller picks
                         workload = None
-                    got = (-1, -1) if workload is None else self._settle(workload, rehearsal)
+                    if workload is None:
+                        got = (-1, -1)
+                    else:
+                        stored = self._stored(canonical, features, network)
+                        got = stored.get() if stored is not None else None
+                        if got is None:
+                            got = self._settle(workload, rehearsal)
+                            if stored is not None:
+                                stored.put(got)
                     self._keep(canonical, got)
                 self._keep(key, got)
             picks[i], modes[i] = got
@@ -300,18 +382,39 @@ class SimulatedSelector:
     def _settle(self, workload: Workload, rehearsal: Rehearsal | None) -> tuple[int, int]:
         """The base and the trust in the network on a rebuilt system (see the class docstring)."""
         pick = self.pick(self.means(workload))
+        fallback = pick >= len(self.bases)
         if not self.rehearse or rehearsal is None:
-            return pick, -1
+            return pick, (1 if fallback else -1)
         network, followed = rehearsal(workload, pick)
         best = int(np.argmin(network))
         # the network's base: the one it rehearses best with, unless the pick is within the lean of it
-        base = best if network[best] < (1.0 - self.lean) * network[pick] else pick
+        base = best if fallback or network[best] < (1.0 - self.lean) * network[pick] else pick
         mine = float(network[base])
         if self.trust >= 0:  # a lean towards following: the network must win by the trust
             trusted = mine < (1.0 - self.trust) * followed
         else:  # a lean towards the network: following must win by as much
             trusted = not followed < (1.0 + self.trust) * mine
         return (base, 0) if math.isfinite(mine) and trusted else (pick, 1)
+
+    def _stored(self, system: bytes, features: int, network: Callable[[], str] | None) -> _StoredPlan | None:
+        """The disk entry of a system's plan (None: a rehearsal without the network's digest)."""
+        if self.rehearse and network is None:
+            return None
+        from importlib.metadata import version
+
+        from msj_gym.agents.evaluate import code_stamp
+
+        doc = {
+            "selector": self.config(),
+            "features": int(features),
+            "system": system.hex(),
+            # what a plan is computed with: the simulator, envs and heuristics, this module and the
+            # network's (its weights, and the libraries its arithmetic is done by)
+            "code": code_stamp(Path(__file__), Path(__file__).with_name("set_policy.py")),
+            "network": network() if self.rehearse and network is not None else None,
+            "libraries": {m: version(m) for m in ("numpy", "numba", *(("torch",) if self.rehearse else ()))},
+        }
+        return _StoredPlan(json.dumps(doc, sort_keys=True, default=str))
 
     def _keep(self, key: bytes, got: tuple[int, int]) -> None:
         self._picks[key] = got

@@ -30,10 +30,9 @@ __all__ = ["remember_solution", "solved_table", "solver_version"]
 
 
 def _cache_dir() -> Path:
-    root = os.environ.get("MSJ_GYM_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "msj_gym"
-    )
-    return Path(root) / "optimal"
+    from msj_gym.atomic import cache_folder
+
+    return cache_folder("optimal")
 
 
 @cache

@@ -155,16 +155,21 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
             "500",
             "--rehearse",
             "300",
+            "--fallbacks",
+            "lsf,msf",
             "--out",
             str(simulated),
         ]
     )
-    assert "rehearsing 300 arrivals" in capsys.readouterr().out
+    assert "rehearsing 300 arrivals, fallbacks lsf,msf" in capsys.readouterr().out
     smeta = json.loads(simulated.with_suffix(".json").read_text())
     assert smeta["simulated_selection"]["bases"] == advisors
+    assert smeta["simulated_selection"]["fallbacks"] == smeta["fallbacks"] == ["lsf", "msf"]
     assert smeta["simulated_selection"]["arrivals"] == 500
     assert smeta["simulated_selection"]["rehearse"] == 300
-    assert smeta["simulated_selection"]["env_kwargs"] == meta["env_kwargs"]
+    # the fallbacks are the env's advisors after the bases, the rest of the env as it was
+    assert smeta["env_kwargs"] == {**meta["env_kwargs"], "advisor": [*advisors, "lsf", "msf"]}
+    assert smeta["simulated_selection"]["env_kwargs"] == smeta["env_kwargs"]
     assert "selection_ratio_with_selector_head" in smeta and "simulated_selection_by" in smeta
     net = MaskablePPO.load(simulated, device="cpu").policy.mlp_extractor
     assert net.simulated is not None and net.simulated.config() == smeta["simulated_selection"]
@@ -231,6 +236,7 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
         (["--rehearse-trust", "1"], "--rehearse-trust: expected a share in (-1, 1), got 1.0"),
         (["--rehearse-trust", "-1"], "--rehearse-trust: expected a share in (-1, 1), got -1.0"),
         (["--rehearse-trust", "nan"], "--rehearse-trust: expected a share in (-1, 1), got nan"),
+        (["--fallbacks", "lsf"], "--fallbacks: expected with --simulate-selection"),
         (["--guard-ages", "x"], "--guard-ages: expected comma-separated numbers"),
         (["--guard-queues", "-1"], "--guard-queues: expected non-negative finite numbers"),
     ],
@@ -239,6 +245,29 @@ def test_bad_arguments(argv: list[str], match: str, capsys) -> None:
     from msj_gym.agents._cli import run_script
 
     code = run_script("python -m msj_gym.agents.generalist", generalist.parse_args, ["--out", "x.zip", *argv])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and match in err[0], err
+
+
+SHIPPED = pathlib.Path(generalist.__file__).parent / "checkpoints" / "generalist.zip"
+
+
+@pytest.mark.parametrize(
+    ("fallbacks", "match"),
+    [
+        ("server-filling", "--fallbacks: 'server-filling' preempts or reads sizes"),
+        ("easy-backfilling", "--fallbacks: 'easy-backfilling' preempts or reads sizes"),
+        ("nope", "--fallbacks 'nope'"),
+        ("lsf,first-fit", "--fallbacks: expected heuristics other than the bases, each once, got first-fit"),
+        ("lsf,lsf", "--fallbacks: expected heuristics other than the bases, each once, got lsf"),
+    ],
+)
+def test_bad_fallbacks(fallbacks: str, match: str, capsys) -> None:
+    from msj_gym.agents._cli import run_script
+
+    argv = ["--out", "x.zip", "--simulate-selection", str(SHIPPED), "--fallbacks", fallbacks]
+    code = run_script("python -m msj_gym.agents.generalist", generalist.parse_args, argv)
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and match in err[0], err

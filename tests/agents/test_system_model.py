@@ -29,6 +29,12 @@ KWARGS = {"observation": "classes", "actions": "priority", "advisor": BASES}
 FEATURES = 14
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """Each test its own plans on disk: none left from another test or run."""
+    monkeypatch.setenv("MSJ_GYM_CACHE", str(tmp_path / "cache"))
+
+
 def _first_observation(scenario, **kw) -> np.ndarray:
     env = gym.make("MSJ-v0", scenario=scenario, num_arrivals=50, **KWARGS, **kw)
     obs, _ = env.reset(seed=0)
@@ -159,10 +165,78 @@ def test_the_simulated_pick_is_the_best_base_on_the_rebuilt_system() -> None:
     assert len(calls) == 1  # one system: simulated once
 
 
+def test_a_fallback_must_beat_every_base_by_the_lean_and_is_followed_throughout() -> None:
+    selector = SimulatedSelector(bases=BASES, safest=1, lean=0.05, fallbacks=["lsf", "msf"])
+    assert selector.followable == (*BASES, "lsf", "msf")
+    # lsf the least, but within the lean of the safe base (twice the lean): the safe base
+    assert selector.pick(np.array([1.0, 1.04, 2.0, 0.97, 3.0])) == 1
+    assert selector.pick(np.array([1.0, 1.2, 2.0, 0.97, 3.0])) == 0  # within the lean of a base
+    assert selector.pick(np.array([1.0, 1.2, 2.0, 0.90, 3.0])) == 3
+    assert selector.pick(np.array([math.inf, math.inf, math.inf, 2.0, math.inf])) == 3
+    obs = _first_observation("sf-fig2", load=0.7)
+    for i, (means, want) in enumerate(
+        (([1.0, 1.2, 2.0, 0.9, 3.0], (3, 1)), ([1.0, 1.2, 2.0, 1.0, 3.0], (0, -1)))
+    ):
+        # other settings each time: a plan kept on disk is not served to the other means
+        fresh = SimulatedSelector(
+            bases=BASES, safest=1, lean=0.05, fallbacks=["lsf", "msf"], arrivals=1000 + i
+        )
+        fresh.means = lambda w, m=means: np.array(m)
+        picks, modes = fresh.plan(obs[None], FEATURES)
+        assert (int(picks[0]), int(modes[0])) == want  # a fallback is followed: settled without the gate
+
+
+def test_the_fallbacks_are_simulated_after_the_bases() -> None:
+    obs = _first_observation("one-or-all", load=0.7)
+    workload = system_from_class_set(obs, FEATURES)
+    plain = SimulatedSelector(bases=BASES, safest=1, arrivals=2000).means(workload)
+    both = SimulatedSelector(bases=BASES, safest=1, arrivals=2000, fallbacks=["msf"]).means(workload)
+    alone = SimulatedSelector(bases=["msf"], safest=0, arrivals=2000).means(workload)
+    assert both.tolist() == [*plain, *alone]
+
+
+def test_a_plan_is_kept_on_disk_for_the_same_selector_system_and_network_only(tmp_path) -> None:
+    obs = _first_observation("sf-fig2", load=0.7)
+    calls = []
+
+    def selector(**kw) -> SimulatedSelector:
+        made = SimulatedSelector(**{"bases": BASES, "safest": 1, "arrivals": 1000, **kw})
+        made.means = lambda w: calls.append("means") or np.array([1.0, 2.0, 3.0])
+        return made
+
+    def rehearsal(workload, pick):
+        calls.append("rehearsal")
+        return np.array([3.0, 2.0, 2.5]), 2.5
+
+    first = selector().plan(obs[None], FEATURES)
+    assert calls == ["means"]
+    again = selector().plan(obs[None], FEATURES)  # a new selector, as in another process: from disk
+    assert calls == ["means"] and [a.tolist() for a in again] == [a.tolist() for a in first]
+    selector(arrivals=1001).plan(obs[None], FEATURES)  # other settings: simulated again
+    assert calls == ["means"] * 2
+    rehearsing = {"rehearse": 300, "env_kwargs": KWARGS}
+    got = selector(**rehearsing).plan(obs[None], FEATURES, rehearsal, lambda: "weights-a")
+    assert [a.tolist() for a in got] == [[1], [0]] and calls[2:] == ["means", "rehearsal"]
+    selector(**rehearsing).plan(obs[None], FEATURES, rehearsal, lambda: "weights-a")
+    assert len(calls) == 4  # the same network: from disk
+    selector(**rehearsing).plan(obs[None], FEATURES, rehearsal, lambda: "weights-b")
+    assert len(calls) == 6  # another network: rehearsed again
+    selector(**rehearsing).plan(obs[None], FEATURES, rehearsal)
+    selector(**rehearsing).plan(obs[None], FEATURES, rehearsal)
+    assert len(calls) == 10  # no digest of the network: kept in the process only
+    for entry in (tmp_path / "cache" / "plans").iterdir():  # a damaged entry is computed again
+        entry.write_text("{not json")
+    assert [a.tolist() for a in selector().plan(obs[None], FEATURES)] == [a.tolist() for a in first]
+    assert len(calls) == 11
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         ({"bases": ["first-fit", "nope"], "safest": 0}, "nope"),
+        ({"bases": BASES, "safest": 0, "fallbacks": ["nope"]}, "fallbacks 'nope'"),
+        ({"bases": BASES, "safest": 0, "fallbacks": ["lsf", "first-fit"]}, "expected each heuristic once"),
+        ({"bases": BASES, "safest": 0, "fallbacks": ["lsf", "lsf"]}, "got lsf twice"),
         ({"bases": BASES, "safest": 3}, "safest: expected a base index below 3, got 3"),
         ({"bases": BASES, "safest": 0, "lean": math.nan}, "lean: expected a non-negative number, got nan"),
         ({"bases": BASES, "safest": 0, "lean": -0.1}, "lean: expected a non-negative number"),
@@ -257,6 +331,104 @@ def test_the_rehearsal_trusts_the_network_only_where_it_does_better(
         _rehearsing().plan(obs[None], FEATURES)
 
 
+@pytest.mark.parametrize(("followed", "want"), [(2.2, (1, 0)), (1.5, (3, 1)), (math.inf, (1, 0))])
+def test_a_rehearsed_fallback_is_set_against_the_networks_best_base(followed, want) -> None:
+    selector = _rehearsing(trust=0.02, fallbacks=["lsf"])
+    selector.means = lambda w: np.array([1.0, 2.0, 3.0, 0.5])  # the pick: lsf (index 3)
+    seen = []
+
+    def rehearsal(workload, pick):
+        seen.append(pick)
+        return np.array([3.0, 2.0, 2.5]), followed  # the network with each base only
+
+    obs = _first_observation("sf-fig2", load=0.7)
+    picks, modes = selector.plan(obs[None], FEATURES, rehearsal)
+    assert (int(picks[0]), int(modes[0])) == want
+    assert seen == [3]
+
+
+def _assert_rehearsed_as_played(model, workload, arrivals, kwargs, network, followed) -> None:
+    """A rehearsal's means are the agent's own runs through its env (every advisor in it), seeds 0
+    and 1: the network with each base forced (the selection set aside), and the env's last advisor
+    (the one picked) followed at every decision."""
+    from msj_gym.agents.generalist import agent_means
+    from msj_gym.agents.system_model import run_mean
+
+    net = model.policy.mlp_extractor
+    for b in range(len(BASES)):
+        net.select_bias.zero_()
+        net.select_bias[b] = 1e6
+        assert network[b] == agent_means(model, [workload], [0, 1], arrivals, kwargs, flagged=False)[0]
+    net.select_bias.zero_()
+    own = []
+    for s in (0, 1):
+        run = gym.make("MSJ-v0", scenario=workload, num_arrivals=arrivals, **kwargs).unwrapped
+        _, info = run.reset(seed=s)
+        over = False
+        while not over:
+            _, _, _, over, info = run.step(len(info["action_mask"]) - 1)
+        own.append(run_mean(run.result(), flagged=False))
+    assert followed == np.mean(own)
+
+
+def test_the_network_follows_a_fallback_throughout(tmp_path) -> None:
+    """A fallback is one more advisor of the env, which the network never scores: picked, its action
+    outranks every other at every decision, and the network's weights are those of the same network
+    without fallbacks (a checkpoint gains fallbacks without training)."""
+    pytest.importorskip("sb3_contrib", reason="the class-set policy needs the rl extra (sb3-contrib, torch)")
+    import torch as th
+    from gymnasium import spaces
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy
+
+    plain_env = gym.make("MSJ-v0", scenario="sf-fig2", load=0.7, num_arrivals=200, **KWARGS)
+    plain = MaskablePPO(ClassSetMaskablePolicy, plain_env, seed=0, policy_kwargs={"hidden": 8})
+    plain.save(tmp_path / "plain.zip")
+    kwargs = {**KWARGS, "advisor": [*BASES, "lsf"]}
+    env = gym.make("MSJ-v0", scenario="sf-fig2", load=0.7, num_arrivals=200, **kwargs)
+    config = SimulatedSelector(bases=BASES, safest=1, arrivals=1000, fallbacks=["lsf"]).config()
+    model = MaskablePPO.load(
+        tmp_path / "plain.zip",
+        device="cpu",
+        custom_objects={
+            "policy_kwargs": {**plain.policy_kwargs, "simulated_selection": config},
+            "action_space": spaces.Discrete(env.action_space.n),
+        },
+    )
+    net = model.policy.mlp_extractor
+    assert (net.extra, net.paired) == (4, 3)
+    for key, value in plain.policy.mlp_extractor.state_dict().items():
+        assert (value == net.state_dict()[key]).all(), key
+    assert net.digest() == plain.policy.mlp_extractor.digest()  # what its plans on disk are keyed by
+    with th.no_grad():
+        plain.policy.mlp_extractor.follow_bias += 1.0
+    assert net.digest() != plain.policy.mlp_extractor.digest()
+    net.simulated.means = lambda w: np.array([2.0, 2.0, 2.0, 1.0])  # lsf simulates best
+    obs, _ = env.reset(seed=1)
+    over, steps = False, 0
+    while not over and steps < 50:
+        logits = net.forward_actor(th.as_tensor(obs[None]))[0]
+        assert int(logits.argmax()) == env.action_space.n - 1  # lsf's own decision
+        assert (logits[-4:-1] < -1e8).all()  # no base is scored
+        obs, _, _, over, _ = env.step(int(logits.argmax()))
+        steps += 1
+    # rehearsed with a fallback picked: the same means as the agent's own env, with every advisor, gives
+    # (the rehearsal's envs ask only the advisors each run may follow)
+
+    workload = system_from_class_set(obs, FEATURES)
+    net.simulated = SimulatedSelector(**{**config, "rehearse": 300, "env_kwargs": kwargs})
+    network, followed = net._rehearse(workload, 3)
+    net.simulated = None
+    _assert_rehearsed_as_played(model, workload, 300, kwargs, network, followed)  # lsf: the last advisor
+    with pytest.raises(ValueError, match="2 fallbacks need more advisors than that in the env"):
+        MaskablePPO(
+            ClassSetMaskablePolicy,
+            gym.make("MSJ-v0", scenario="sf-fig2", **{**KWARGS, "advisor": BASES[:2]}),
+            policy_kwargs={"hidden": 8, "simulated_selection": {**config, "fallbacks": ["lsf", "msf"]}},
+        )
+
+
 def test_the_rehearsal_plays_the_agent_itself(tmp_path) -> None:
     """The rehearsal's runs are the network's own: each base's mean is the network's through the env,
     the base forced, the gate and selection set aside, on the selector's seeds; and the pick followed
@@ -266,9 +438,7 @@ def test_the_rehearsal_plays_the_agent_itself(tmp_path) -> None:
     import torch as th
     from sb3_contrib import MaskablePPO
 
-    from msj_gym.agents.generalist import agent_means
     from msj_gym.agents.set_policy import ClassSetMaskablePolicy
-    from msj_gym.agents.system_model import run_mean
 
     env = gym.make("MSJ-v0", scenario="sf-fig2", load=0.7, num_arrivals=200, **KWARGS)
     config = _rehearsing(trust=0.0).config()
@@ -280,21 +450,7 @@ def test_the_rehearsal_plays_the_agent_itself(tmp_path) -> None:
     workload = system_from_class_set(obs, FEATURES)
     network, followed = net._rehearse(workload, 2)
     selector, net.simulated = net.simulated, None
-    for b in range(len(BASES)):
-        net.select_bias.zero_()
-        net.select_bias[b] = 1e6
-        want = agent_means(model, [workload], [0, 1], 500, KWARGS, flagged=False)[0]
-        assert network[b] == want
-    net.select_bias.zero_()
-    own = []
-    for s in (0, 1):
-        run = gym.make("MSJ-v0", scenario=workload, num_arrivals=500, **KWARGS).unwrapped
-        _, info = run.reset(seed=s)
-        over = False
-        while not over:
-            _, _, _, over, info = run.step(len(info["action_mask"]) - 1)  # static-quickswap's own decision
-        own.append(run_mean(run.result(), flagged=False))
-    assert followed == np.mean(own)
+    _assert_rehearsed_as_played(model, workload, 500, KWARGS, network, followed)  # static-quickswap: last
     net.simulated = selector
     x = th.as_tensor(obs[None])
     picks, modes = net.plan(x)
