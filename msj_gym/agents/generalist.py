@@ -264,6 +264,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if args.bases and tuple(args.bases.split(",")) != tuple(own):
             ap.error(f"--bases: the checkpoint follows {','.join(own)}, got {args.bases!r}")
         args.bases = ",".join(own)
+        args.simulated_meta = meta  # read once: the derivation writes it on, updated
     args.bases = (
         tuple(args.bases.split(",")) if args.bases else (SIZE_AWARE_BASES if args.sizes else OBLIVIOUS_BASES)
     )
@@ -726,7 +727,7 @@ def _simulate_selection(
 
     from msj_gym.agents.system_model import SimulatedSelector
 
-    meta = json.loads(args.simulate_selection.with_suffix(".json").read_text())
+    meta = dict(args.simulated_meta)  # the checkpoint's .json, as parse_args read it
     kwargs, best = meta["env_kwargs"], table["means"].min(axis=1)
     model: Any = MaskablePPO.load(args.simulate_selection, device="cpu")
     selector_net = model.policy.mlp_extractor  # the loaded one, whatever its fallbacks
