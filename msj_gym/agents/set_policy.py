@@ -236,16 +236,17 @@ class ClassSetNetwork(nn.Module):
         fallback (an advisor past the bases) is always followed throughout."""
         if self._forced is not None:  # a rehearsal's run: its base, the network trusted
             return self._forced.unsqueeze(1), th.zeros_like(self._forced).unsqueeze(1)
-        chosen = self.selector_logits(obs).argmax(dim=1, keepdim=True)
-        modes = th.full_like(chosen, -1)
-        if self.simulated is not None:
-            rehearsal = self._rehearse if self.simulated.rehearse else None
-            picks, settled = self.simulated.plan(
-                obs.detach().cpu().numpy(), self.features, rehearsal, self.digest
-            )
-            picks_t = th.as_tensor(picks).to(chosen.device).unsqueeze(1)
-            chosen = th.where(picks_t >= 0, picks_t, chosen)
-            modes = th.as_tensor(settled).to(chosen.device).unsqueeze(1)
+        if self.simulated is None:
+            chosen = self.selector_logits(obs).argmax(dim=1, keepdim=True)
+            return chosen, th.full_like(chosen, -1)
+        rehearsal = self._rehearse if self.simulated.rehearse else None
+        batch = obs.detach().cpu().numpy()
+        picks, settled = self.simulated.plan(batch, self.features, rehearsal, self.digest)
+        chosen = th.as_tensor(picks, device=obs.device).unsqueeze(1)
+        modes = th.as_tensor(settled, device=obs.device).unsqueeze(1)
+        if bool((chosen < 0).any()):  # systems the observation does not determine: the head's pick
+            head = self.selector_logits(obs).argmax(dim=1, keepdim=True)
+            chosen = th.where(chosen >= 0, chosen, head)
         return chosen, modes
 
     def digest(self) -> str:
