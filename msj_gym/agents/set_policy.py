@@ -318,8 +318,9 @@ class ClassSetNetwork(nn.Module):
         scores = self.score(pair).squeeze(2).masked_fill(~present, PADDING_SCORE)
         rest = scores.new_full((scores.shape[0], self.slots - scores.shape[1]), PADDING_SCORE)
         other = self.other(context)
-        # a fallback has no score of the network's own: it is only ever followed (by the guard below)
-        advisors = th.cat([other[:, 1:], other.new_zeros((other.shape[0], self.extra - self.paired))], dim=1)
+        advisors = other[:, 1:]
+        if self.extra > self.paired:  # a fallback has no score of the network's own: it is only followed
+            advisors = th.cat([advisors, other.new_zeros((other.shape[0], self.extra - self.paired))], dim=1)
         if self.extra:  # only the selected advisor may be followed
             with th.no_grad():
                 chosen, settled = self.plan(obs)
@@ -328,13 +329,13 @@ class ClassSetNetwork(nn.Module):
                 follow = (oldest > self.follow_when_age) | (
                     obs[:, SET_QUEUE : SET_QUEUE + 1] > self.follow_when_queue
                 )
-                # a system the rehearsal or the gate does not trust the network on: follow throughout
+                # a system the rehearsal or the gate does not trust the network on, or whose pick is a
+                # fallback (the selector settles those as followed): follow throughout
                 if self.gated:
                     gate = self.gate_logits(obs).argmax(dim=1, keepdim=True) == 1
                     follow = follow | th.where(settled >= 0, settled == 1, gate)
                 else:
                     follow = follow | (settled == 1)
-                follow = follow | (chosen >= self.paired)  # a fallback: followed throughout
                 guard = th.where(follow, 1e6, 0.0)
             followed = th.zeros_like(advisors, dtype=th.bool).scatter_(1, chosen, True)
             advisors = (advisors + self.follow_bias + guard).masked_fill(~followed, PADDING_SCORE)
