@@ -369,6 +369,14 @@ class _ClassSetMixin(_MixinBase):
         # forward_critic, latent_dim_pi and latent_dim_vf
         self.mlp_extractor = ClassSetNetwork(slots, features, extra, **kwargs)  # type: ignore[assignment]
 
+    def set_training_mode(self, mode: bool) -> None:
+        # SB3 sets the mode at every predict call, and torch's train() walks every submodule: about a
+        # fifth of an agent's run at one decision per call. Where the policy and its network are in
+        # that mode already, there is nothing to set.
+        if self.training == mode and self.mlp_extractor.training == mode:
+            return
+        super().set_training_mode(mode)
+
     def _build(self, lr_schedule: Any) -> None:
         ortho = self.ortho_init
         self.ortho_init = False  # the network initialises itself (small score heads)

@@ -134,6 +134,24 @@ def test_a_checkpoint_saves_loads_and_acts_like_any_sb3_model(tmp_path) -> None:
         steps += 1
 
 
+@pytest.mark.parametrize("algo", [MaskablePPO, PPO])
+def test_the_training_mode_reaches_every_module_and_is_not_set_again_unchanged(algo, monkeypatch) -> None:
+    env = _env()
+    policy = ClassSetMaskablePolicy if algo is MaskablePPO else ClassSetPolicy
+    model = algo(policy, env, seed=0, n_steps=64, batch_size=32)
+    obs, info = env.reset(seed=1)
+    masks = {"action_masks": info["action_mask"]} if algo is MaskablePPO else {}
+    for mode in (True, False, True):
+        model.policy.set_training_mode(mode)
+        assert all(m.training == mode for m in model.policy.modules())
+    first = model.predict(obs, deterministic=True, **masks)[0]  # sets eval mode everywhere
+    assert not any(m.training for m in model.policy.modules())
+    walked = []
+    monkeypatch.setattr(th.nn.Module, "train", lambda self, mode=True: walked.append(mode) or self)
+    again = model.predict(obs, deterministic=True, **masks)[0]
+    assert walked == [] and again == first
+
+
 def test_the_gate_follows_the_selected_advisor_throughout_or_leaves_the_network_as_it_is(tmp_path) -> None:
     env = _env(advisor=["first-fit", "adaptive-quickswap"])
     plain = MaskablePPO(ClassSetMaskablePolicy, env, seed=4, n_steps=64, batch_size=32)
