@@ -212,6 +212,7 @@ GENERALIST_CASES = [
     (["--rehearse", "many"], ["--rehearse", "'many'"]),
     (["--rehearse-trust", "-1.5"], ["--rehearse-trust", "got -1.5"]),
     (["--fallbacks", "lsf"], ["--fallbacks", "--simulate-selection"]),
+    (["--no-rehearse-fallbacks"], ["--no-rehearse-fallbacks", "--rehearse"]),
     (["--simulate-selection", "nope.zip"], ["--simulate-selection", "'nope.zip'"]),
 ]
 

@@ -39,7 +39,8 @@ choose the base it follows by simulating each on the system its observation desc
 ``--rehearse N`` it also rehearses there (its network with each base, and the pick followed throughout,
 runs of N arrivals) to settle whether its network is trusted, instead of by its gate; with
 ``--fallbacks H1,H2,...`` it may also pick heuristics its network was not trained beside, which it then
-follows throughout (the env gains one advisor's action for each; the weights do not change).
+follows throughout (the env gains one advisor's action for each; the weights do not change), unless its
+rehearsal trusts the network there instead (``--no-rehearse-fallbacks``: a fallback pick is final).
 
 Collection runs in ``--workers`` processes, or on a Ray cluster with ``--backend ray [--address ...]``,
 with the same results. ``--data DIR`` keeps each round's compared decisions (a rerun reuses them).
@@ -200,6 +201,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "where one simulates better than every base (--simulate-selection; added to the env's "
         "advisors after the bases)",
     )
+    ap.add_argument(
+        "--no-rehearse-fallbacks",
+        dest="rehearse_fallbacks",
+        action="store_false",
+        help="follow a fallback pick throughout without rehearsing it (--rehearse with --fallbacks; "
+        "by default the rehearsal may trust the network instead)",
+    )
     ap.set_defaults(loss="expected-cost")  # msj_gym.agents.improve.fit's loss
     args = ap.parse_args(argv)
     positive = (
@@ -273,6 +281,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.fallbacks = tuple(b.strip() for b in args.fallbacks.split(",") if b.strip())
     if args.fallbacks and args.simulate_selection is None:
         ap.error("--fallbacks: expected with --simulate-selection (they are followed on its simulated pick)")
+    if not args.rehearse_fallbacks and not (args.fallbacks and args.rehearse):
+        ap.error("--no-rehearse-fallbacks: expected with --rehearse and --fallbacks (it settles their picks)")
     for flag, specs in (("--bases", args.bases), ("--fallbacks", args.fallbacks)):
         for b in specs:
             try:
@@ -746,6 +756,7 @@ def _simulate_selection(
         lean=args.selection_lean,
         rehearse=args.rehearse,
         trust=args.rehearse_trust,
+        rehearse_fallbacks=args.rehearse_fallbacks,
         env_id=meta.get("env_id", "MSJ-v0"),
         env_kwargs=kwargs if args.rehearse else None,
     )
@@ -767,6 +778,7 @@ def _simulate_selection(
     score = selection_score(agent_means(model, select, seeds, args.select_arrivals, kwargs), best)
     rehearsed = f", rehearsing {args.rehearse} arrivals" if args.rehearse else ""
     fallen = f", fallbacks {','.join(args.fallbacks)}" if args.fallbacks else ""
+    fallen += "" if args.rehearse_fallbacks else " (followed without rehearsal)"
     log(
         f"simulated selection (safe base {args.bases[safest]}{rehearsed}{fallen}): "
         f"selection ratio to the best base {score:.4f}"

@@ -236,7 +236,9 @@ class SimulatedSelector:
     the pick throughout, the same jobs for each. The network's base is the one it rehearses best with
     (unless the pick is within ``lean`` of it); with ``trust`` >= 0 the network is trusted where its
     mean response time is below ``1 - trust`` times the pick's followed throughout, with ``trust`` < 0
-    unless the pick's is below ``1 + trust`` times the network's (a lean towards the network). A
+    unless the pick's is below ``1 + trust`` times the network's (a lean towards the network). With
+    ``rehearse_fallbacks`` false, a fallback pick is followed throughout without a rehearsal (it has
+    already simulated better than every base by the lean). A
     short run whose only flag is a rising number in system keeps its mean here (:func:`run_mean` with
     ``flagged`` false): a few thousand arrivals at a heavy load are often still draining. A base
     pick scores the heuristic alone; the rehearsal scores the agent, the network and a heuristic
@@ -251,6 +253,7 @@ class SimulatedSelector:
     cache: int = 4096
     rehearse: int = 0
     trust: float = -0.02
+    rehearse_fallbacks: bool = True
     env_id: str = "MSJ-v0"
     env_kwargs: dict[str, Any] | None = None
     _picks: OrderedDict[bytes, tuple[int, int]] = field(default_factory=OrderedDict, init=False, repr=False)
@@ -278,6 +281,8 @@ class SimulatedSelector:
             raise ValueError(f"lean: expected a non-negative number, got {self.lean}")
         if isinstance(self.rehearse, bool) or not isinstance(self.rehearse, int) or self.rehearse < 0:
             raise ValueError(f"rehearse: expected a whole number of arrivals (0: off), got {self.rehearse!r}")
+        if not isinstance(self.rehearse_fallbacks, bool):
+            raise ValueError(f"rehearse_fallbacks: expected True or False, got {self.rehearse_fallbacks!r}")
         if not (math.isfinite(self.trust) and -1 < self.trust < 1):
             raise ValueError(f"trust: expected a share in (-1, 1), got {self.trust}")
         if self.rehearse and not isinstance(self.env_kwargs, dict):
@@ -383,7 +388,7 @@ class SimulatedSelector:
         """The base and the trust in the network on a rebuilt system (see the class docstring)."""
         pick = self.pick(self.means(workload))
         fallback = pick >= len(self.bases)
-        if not self.rehearse or rehearsal is None:
+        if not self.rehearse or rehearsal is None or (fallback and not self.rehearse_fallbacks):
             return pick, (1 if fallback else -1)
         network, followed = rehearsal(workload, pick)
         best = int(np.argmin(network))

@@ -157,16 +157,19 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
             "300",
             "--fallbacks",
             "lsf,msf",
+            "--no-rehearse-fallbacks",
             "--out",
             str(simulated),
         ]
     )
-    assert "rehearsing 300 arrivals, fallbacks lsf,msf" in capsys.readouterr().out
+    logged = capsys.readouterr().out
+    assert "rehearsing 300 arrivals, fallbacks lsf,msf (followed without rehearsal)" in logged
     smeta = json.loads(simulated.with_suffix(".json").read_text())
     assert smeta["simulated_selection"]["bases"] == advisors
     assert smeta["simulated_selection"]["fallbacks"] == smeta["fallbacks"] == ["lsf", "msf"]
     assert smeta["simulated_selection"]["arrivals"] == 500
     assert smeta["simulated_selection"]["rehearse"] == 300
+    assert smeta["simulated_selection"]["rehearse_fallbacks"] is False
     # the fallbacks are the env's advisors after the bases, the rest of the env as it was
     assert smeta["env_kwargs"] == {**meta["env_kwargs"], "advisor": [*advisors, "lsf", "msf"]}
     assert smeta["simulated_selection"]["env_kwargs"] == smeta["env_kwargs"]
@@ -237,6 +240,7 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
         (["--rehearse-trust", "-1"], "--rehearse-trust: expected a share in (-1, 1), got -1.0"),
         (["--rehearse-trust", "nan"], "--rehearse-trust: expected a share in (-1, 1), got nan"),
         (["--fallbacks", "lsf"], "--fallbacks: expected with --simulate-selection"),
+        (["--no-rehearse-fallbacks"], "--no-rehearse-fallbacks: expected with --rehearse and --fallbacks"),
         (["--guard-ages", "x"], "--guard-ages: expected comma-separated numbers"),
         (["--guard-queues", "-1"], "--guard-queues: expected non-negative finite numbers"),
     ],
@@ -271,6 +275,19 @@ def test_bad_fallbacks(fallbacks: str, match: str, capsys) -> None:
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and match in err[0], err
+
+
+@pytest.mark.parametrize("rehearse", [[], ["--rehearse", "0"]])
+def test_fallbacks_followed_without_rehearsal_need_a_rehearsal(rehearse: list[str], capsys) -> None:
+    from msj_gym.agents._cli import run_script
+
+    argv = ["--out", "x.zip", "--simulate-selection", str(SHIPPED), "--fallbacks", "lsf", *rehearse]
+    code = run_script(
+        "python -m msj_gym.agents.generalist", generalist.parse_args, [*argv, "--no-rehearse-fallbacks"]
+    )
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--no-rehearse-fallbacks: expected with --rehearse and" in err[0], err
 
 
 def test_wide_weight_splits_the_decisions_towards_full_width_systems() -> None:

@@ -248,6 +248,7 @@ def test_a_plan_is_kept_on_disk_for_the_same_selector_system_and_network_only(tm
         ({"bases": BASES, "safest": 0, "trust": 1.0}, r"trust: expected a share in \(-1, 1\), got 1.0"),
         ({"bases": BASES, "safest": 0, "trust": -1.0}, r"trust: expected a share in \(-1, 1\), got -1.0"),
         ({"bases": BASES, "safest": 0, "trust": math.nan}, "trust: expected a share"),
+        ({"bases": BASES, "safest": 0, "rehearse_fallbacks": "no"}, "rehearse_fallbacks: expected True or"),
         ({"bases": BASES, "safest": 0, "rehearse": 100}, "env_kwargs: the agent's env keywords are needed"),
     ],
 )
@@ -345,6 +346,24 @@ def test_a_rehearsed_fallback_is_set_against_the_networks_best_base(followed, wa
     picks, modes = selector.plan(obs[None], FEATURES, rehearsal)
     assert (int(picks[0]), int(modes[0])) == want
     assert seen == [3]
+
+
+def test_a_fallback_pick_is_followed_without_rehearsal_where_the_selector_says_so() -> None:
+    selector = _rehearsing(trust=0.02, fallbacks=["lsf"], rehearse_fallbacks=False)
+    seen = []
+
+    def rehearsal(workload, pick):
+        seen.append(pick)
+        return np.array([3.0, 2.0, 2.5]), 2.2  # the network with its best base would be trusted
+
+    obs = _first_observation("sf-fig2", load=0.7)
+    selector.means = lambda w: np.array([1.0, 2.0, 3.0, 0.5])  # the pick: lsf (index 3)
+    assert [int(a[0]) for a in selector.plan(obs[None], FEATURES, rehearsal)] == [3, 1]
+    assert seen == []  # settled without a rehearsal
+    base = _rehearsing(trust=0.02, fallbacks=["lsf"], rehearse_fallbacks=False)
+    base.means = lambda w: np.array([1.0, 2.0, 3.0, 5.0])  # a base pick: rehearsed as ever
+    assert [int(a[0]) for a in base.plan(obs[None], FEATURES, rehearsal)] == [1, 0]
+    assert seen == [0]
 
 
 def _assert_rehearsed_as_played(model, workload, arrivals, kwargs, network, followed) -> None:
