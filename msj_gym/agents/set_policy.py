@@ -331,11 +331,10 @@ class ClassSetNetwork(nn.Module):
                 )
                 # a system the rehearsal or the gate does not trust the network on, or whose pick is a
                 # fallback (the selector settles those as followed): follow throughout
-                if self.gated:
+                follow = follow | (settled == 1)
+                if self.gated and bool((settled < 0).any()):  # the gate decides what nothing settled
                     gate = self.gate_logits(obs).argmax(dim=1, keepdim=True) == 1
-                    follow = follow | th.where(settled >= 0, settled == 1, gate)
-                else:
-                    follow = follow | (settled == 1)
+                    follow = follow | ((settled < 0) & gate)
                 guard = th.where(follow, 1e6, 0.0)
             followed = th.zeros_like(advisors, dtype=th.bool).scatter_(1, chosen, True)
             advisors = (advisors + self.follow_bias + guard).masked_fill(~followed, PADDING_SCORE)

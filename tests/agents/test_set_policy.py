@@ -170,6 +170,13 @@ def test_the_gate_follows_the_selected_advisor_throughout_or_leaves_the_network_
     net.gate_bias.copy_(th.tensor([0.0, 1e3]))
     logits = class_logits(gated.policy, obs)
     assert (logits.argmax(axis=1) == 1 + SLOTS + chosen).all()
+    # where the plan is settled already (here a rehearsal's forced runs: the network trusted), the gate
+    # is not asked, and the network's logits are the plain network's
+    net._forced = th.as_tensor(chosen)
+    net.gate_logits = lambda o: pytest.fail("the gate was asked where the plan is settled")
+    np.testing.assert_array_equal(class_logits(gated.policy, obs), class_logits(plain.policy, obs))
+    del net.gate_logits
+    net._forced = None
     # the gate is a static head: it reads what the system is, so it decides once per system
     fitted = fit_gate(gated.policy, obs[:1], np.array([[0.0, 0.5]]), epochs=50, seed=0)
     assert fitted == 0.0  # the column with no excess is chosen on the system it was fitted on
