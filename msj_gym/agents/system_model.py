@@ -223,11 +223,11 @@ class SimulatedSelector:
 
     ``fallbacks`` are more heuristics to choose from (the env's next advisors, after the bases), ones
     the network was not trained beside: where one is picked it is followed throughout, the network set
-    aside. A fallback's excess counts ``lean`` more, since picking it forgoes what the network adds to
-    a base; so a fallback is picked only where it simulates better than every base by more than
-    ``lean`` (than the safe base by twice that). They widen the heuristics the agent can fall back on
-    to those of a system its bases do not suit (Least Servers First where short narrow jobs should go
-    first, say).
+    aside (unless a rehearsal, below, trusts the network instead). A fallback's excess counts
+    ``lean`` more, since picking it forgoes what the network adds to a base; so a fallback is picked
+    only where it simulates better than every base by more than ``lean`` (than the safe base by twice
+    that). They widen the heuristics the agent can fall back on to those of a system its bases do not
+    suit (Least Servers First where short narrow jobs should go first, say).
 
     With ``rehearse`` arrivals (0: off) it also settles, per system, whether the agent's network is
     trusted there or the pick is followed throughout (what the gate head decides otherwise): the
@@ -238,11 +238,10 @@ class SimulatedSelector:
     mean response time is below ``1 - trust`` times the pick's followed throughout, with ``trust`` < 0
     unless the pick's is below ``1 + trust`` times the network's (a lean towards the network). With
     ``rehearse_fallbacks`` false, a fallback pick is followed throughout without a rehearsal (it has
-    already simulated better than every base by the lean). A
-    short run whose only flag is a rising number in system keeps its mean here (:func:`run_mean` with
-    ``flagged`` false): a few thousand arrivals at a heavy load are often still draining. A base
-    pick scores the heuristic alone; the rehearsal scores the agent, the network and a heuristic
-    together, which is what is then run."""
+    simulated better than every base by the lean already). A short run whose only flag is a rising
+    number in system keeps its mean here (:func:`run_mean` with ``flagged`` false): a few thousand
+    arrivals at a heavy load are often still draining. A base pick scores the heuristic alone; the
+    rehearsal scores the agent, the network and a heuristic together, which is what is then run."""
 
     bases: Sequence[str]
     safest: int
