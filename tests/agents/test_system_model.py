@@ -366,6 +366,26 @@ def test_a_fallback_pick_is_followed_without_rehearsal_where_the_selector_says_s
     assert seen == [0]
 
 
+def test_planning_a_new_system_is_said_on_stderr_where_it_takes_a_while(monkeypatch, capsys) -> None:
+    import time
+
+    monkeypatch.setattr("msj_gym.core.jit.ANNOUNCE_AFTER", 0.01)
+    selector = _rehearsing()
+    selector.means = lambda w: np.array([1.0, 2.0, 3.0])
+
+    def rehearsal(workload, pick):
+        time.sleep(0.3)
+        return np.array([3.0, 2.0, 2.5]), 2.2
+
+    obs = _first_observation("sf-fig2", load=0.7)
+    selector.plan(obs[None], FEATURES, rehearsal)
+    err = capsys.readouterr().err
+    said = "msj-gym: planning the agent on a system it has not seen (k = 8, 2 classes, load 0.7): "
+    assert said + "simulating its heuristics and rehearsing it" in err and "done in" in err
+    selector.plan(obs[None], FEATURES, rehearsal)  # planned already: nothing to say
+    assert capsys.readouterr().err == ""
+
+
 def _assert_rehearsed_as_played(model, workload, arrivals, kwargs, network, followed) -> None:
     """A rehearsal's means are the agent's own runs through its env (every advisor in it), seeds 0
     and 1: the network with each base forced (the selection set aside), and the env's last advisor
