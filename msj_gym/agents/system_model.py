@@ -384,21 +384,19 @@ class SimulatedSelector:
         return picks, modes
 
     def _settle(self, workload: Workload, rehearsal: Rehearsal | None) -> tuple[int, int]:
-        """The base and the trust in the network on a rebuilt system (see the class docstring), said
-        on stderr where it takes a while (a rehearsal takes seconds, once per system)."""
+        """The base and the trust in the network on a rebuilt system (see the class docstring), each
+        step said on stderr where it takes a while (a rehearsal takes seconds, once per system)."""
         from msj_gym.core.jit import announce
 
-        what = "simulating its heuristics" + (" and rehearsing it" if self.rehearse and rehearsal else "")
         system = f"k = {workload.num_servers}, {len(workload.classes)} classes, load {workload.load:.3g}"
-        with announce(f"planning the agent on a system it has not seen ({system}): {what}"):
-            return self._settled(workload, rehearsal)
-
-    def _settled(self, workload: Workload, rehearsal: Rehearsal | None) -> tuple[int, int]:
-        pick = self.pick(self.means(workload))
+        planning = f"planning the agent on a system it has not seen ({system})"
+        with announce(f"{planning}: simulating its heuristics"):
+            pick = self.pick(self.means(workload))
         fallback = pick >= len(self.bases)
         if not self.rehearse or rehearsal is None or (fallback and not self.rehearse_fallbacks):
             return pick, (1 if fallback else -1)
-        network, followed = rehearsal(workload, pick)
+        with announce(f"{planning}: rehearsing it"):
+            network, followed = rehearsal(workload, pick)
         best = int(np.argmin(network))
         # the network's base: the one it rehearses best with, unless the pick is within the lean of it
         base = best if fallback or network[best] < (1.0 - self.lean) * network[pick] else pick

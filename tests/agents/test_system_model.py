@@ -381,7 +381,7 @@ def test_planning_a_new_system_is_said_on_stderr_where_it_takes_a_while(monkeypa
     selector.plan(obs[None], FEATURES, rehearsal)
     err = capsys.readouterr().err
     said = "msj-gym: planning the agent on a system it has not seen (k = 8, 2 classes, load 0.7): "
-    assert said + "simulating its heuristics and rehearsing it" in err and "done in" in err
+    assert said + "rehearsing it: done in" in err
     selector.plan(obs[None], FEATURES, rehearsal)  # planned already: nothing to say
     assert capsys.readouterr().err == ""
 
