@@ -213,6 +213,7 @@ GENERALIST_CASES = [
     (["--rehearse-trust", "-1.5"], ["--rehearse-trust", "got -1.5"]),
     (["--fallbacks", "lsf"], ["--fallbacks", "--simulate-selection"]),
     (["--no-rehearse-fallbacks"], ["--no-rehearse-fallbacks", "--rehearse"]),
+    (["--all-flagged", "mean"], ["--all-flagged", "'mean'"]),
     (["--simulate-selection", "nope.zip"], ["--simulate-selection", "'nope.zip'"]),
 ]
 

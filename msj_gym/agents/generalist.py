@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from msj_gym.agents.system_model import play_together, run_mean
+from msj_gym.agents.system_model import ALL_FLAGGED, play_together, run_mean
 
 OBLIVIOUS_BASES = ("first-fit", "adaptive-quickswap", "static-quickswap")
 SIZE_AWARE_BASES = ("easy-backfilling", "first-fit", "adaptive-quickswap")
@@ -207,6 +207,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_false",
         help="follow a fallback pick throughout without rehearsing it (--rehearse with --fallbacks; "
         "by default the rehearsal may trust the network instead)",
+    )
+    ap.add_argument(
+        "--all-flagged",
+        choices=ALL_FLAGGED,
+        default="little",
+        help="where every heuristic is flagged unstable on some simulated run: pick among those flagged "
+        "on the fewest runs by Little's law (little), or the safe base (safest) (--simulate-selection)",
     )
     ap.set_defaults(loss="expected-cost")  # msj_gym.agents.improve.fit's loss
     args = ap.parse_args(argv)
@@ -757,6 +764,7 @@ def _simulate_selection(
         rehearse=args.rehearse,
         trust=args.rehearse_trust,
         rehearse_fallbacks=args.rehearse_fallbacks,
+        all_flagged=args.all_flagged,
         env_id=meta.get("env_id", "MSJ-v0"),
         env_kwargs=kwargs if args.rehearse else None,
     )

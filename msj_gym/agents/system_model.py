@@ -61,15 +61,19 @@ from msj_gym.workloads.distributions import (
 from msj_gym.workloads.workload import JobClass, Workload
 
 __all__ = [
+    "ALL_FLAGGED",
     "MAX_MODEL_SCV",
     "SimulatedSelector",
     "duration_with_moments",
+    "little_mean",
     "play_together",
     "run_mean",
     "system_from_class_set",
     "unsquash",
 ]
 
+# how a selector picks where every heuristic is flagged on some run (see SimulatedSelector.pick)
+ALL_FLAGGED = ("little", "safest")
 # above this SCV the rebuilt durations are hyperexponential at this SCV: a trace's class without a
 # finite second moment is observed as 1e6, where sample means of a few runs would not settle
 MAX_MODEL_SCV = 100.0
@@ -138,6 +142,16 @@ def run_mean(result: Any, flagged: bool = True) -> float:
     if result.stable or (not flagged and result.stability_note.startswith(GROWING_TREND)):
         return float(result.mean_response_time)
     return math.inf
+
+
+def little_mean(result: Any) -> float:
+    """A run's mean number in system over its arrival rate: its mean response time by Little's law,
+    flagged or not. Unlike the mean over the jobs that left, it counts the jobs still waiting at the
+    end for the time they waited, so a run that starves a class shows it (``inf``: nothing to
+    divide)."""
+    rate = float(result.arrival_rate)
+    value = float(result.mean_jobs_in_system) / rate if rate > 0 else math.inf
+    return value if math.isfinite(value) else math.inf
 
 
 def play_together(
@@ -229,6 +243,12 @@ class SimulatedSelector:
     that). They widen the heuristics the agent can fall back on to those of a system its bases do not
     suit (Least Servers First where short narrow jobs should go first, say).
 
+    Where every heuristic is flagged on some run (a rare class of wide jobs still waiting when the
+    runs stop, say), no mean response time is left to compare. With ``all_flagged="little"`` the
+    pick is then made the same way among the heuristics flagged on the fewest runs, by each run's
+    number in system over its arrival rate (:func:`little_mean`, Little's law), which counts the jobs
+    left waiting; with ``"safest"`` it is the safe base.
+
     With ``rehearse`` arrivals (0: off) it also settles, per system, whether the agent's network is
     trusted there or the pick is followed throughout (what the gate head decides otherwise): the
     agent rehearses on the rebuilt system through its own env (``env_id`` with ``env_kwargs``), on
@@ -253,6 +273,7 @@ class SimulatedSelector:
     rehearse: int = 0
     trust: float = -0.02
     rehearse_fallbacks: bool = True
+    all_flagged: str = "little"
     env_id: str = "MSJ-v0"
     env_kwargs: dict[str, Any] | None = None
     _picks: OrderedDict[bytes, tuple[int, int]] = field(default_factory=OrderedDict, init=False, repr=False)
@@ -282,6 +303,10 @@ class SimulatedSelector:
             raise ValueError(f"rehearse: expected a whole number of arrivals (0: off), got {self.rehearse!r}")
         if not isinstance(self.rehearse_fallbacks, bool):
             raise ValueError(f"rehearse_fallbacks: expected True or False, got {self.rehearse_fallbacks!r}")
+        if self.all_flagged not in ALL_FLAGGED:
+            raise ValueError(
+                f"all_flagged: expected one of {', '.join(ALL_FLAGGED)}, got {self.all_flagged!r}"
+            )
         if not (math.isfinite(self.trust) and -1 < self.trust < 1):
             raise ValueError(f"trust: expected a share in (-1, 1), got {self.trust}")
         if self.rehearse and not isinstance(self.env_kwargs, dict):
@@ -305,24 +330,42 @@ class SimulatedSelector:
     def means(self, workload: Workload) -> np.ndarray:
         """Each base's and then each fallback's mean response time on ``workload`` over the runs
         (``inf``: a run flagged)."""
+        return self.measure(workload)[0]
+
+    def measure(self, workload: Workload) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per heuristic of :attr:`followable` on ``workload`` over the runs: the mean response time
+        (``inf``: a run flagged), how many runs are flagged, and the mean of each run's number in
+        system over its arrival rate (Little's law), which counts the jobs a run leaves waiting."""
         from msj_gym import Simulator
         from msj_gym.registry import policy_from_spec
 
-        out = np.empty(len(self.followable))
+        means, flagged, little = (np.empty(len(self.followable)) for _ in range(3))
         for i, spec in enumerate(self.followable):
             runs = [
                 Simulator(workload, policy_from_spec(spec), seed=s, num_arrivals=self.arrivals).run()
                 for s in self.seeds
             ]
-            out[i] = np.mean([run_mean(r) for r in runs])
-        return out
+            means[i] = np.mean([run_mean(r) for r in runs])
+            flagged[i] = sum(not r.stable for r in runs)
+            little[i] = np.mean([little_mean(r) for r in runs])
+        return means, flagged, little
 
-    def pick(self, means: np.ndarray) -> int:
-        """The heuristic chosen (an index into :attr:`followable`) from their mean response times (the
-        safe base where every one is unstable: nothing tells them apart)."""
+    def pick(
+        self, means: np.ndarray, flagged: np.ndarray | None = None, little: np.ndarray | None = None
+    ) -> int:
+        """The heuristic chosen (an index into :attr:`followable`) from their mean response times.
+        Where every one is flagged on some run: with ``all_flagged="little"`` (and ``flagged`` and
+        ``little`` from :meth:`measure`), the same choice among those flagged on the fewest runs by
+        Little's-law means; otherwise the safe base."""
         best = float(np.min(means))
         if not math.isfinite(best):
-            return self.safest
+            if self.all_flagged == "safest" or flagged is None or little is None:
+                return self.safest
+            fewest = np.asarray(flagged) == np.min(flagged)
+            means = np.where(fewest & np.isfinite(little), np.asarray(little, dtype=float), math.inf)
+            best = float(np.min(means))
+            if not (math.isfinite(best) and best > 0):
+                return self.safest
         excess = np.where(np.isfinite(means), means / best - 1.0, math.inf)
         excess[self.safest] -= self.lean
         excess[len(self.bases) :] += self.lean
@@ -391,7 +434,7 @@ class SimulatedSelector:
         system = f"k = {workload.num_servers}, {len(workload.classes)} classes, load {workload.load:.3g}"
         planning = f"planning the agent on a system it has not seen ({system})"
         with announce(f"{planning}: simulating its heuristics"):
-            pick = self.pick(self.means(workload))
+            pick = self.pick(*self.measure(workload))
         fallback = pick >= len(self.bases)
         if not self.rehearse or rehearsal is None or (fallback and not self.rehearse_fallbacks):
             return pick, (1 if fallback else -1)

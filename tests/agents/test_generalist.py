@@ -241,6 +241,7 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
         (["--rehearse-trust", "nan"], "--rehearse-trust: expected a share in (-1, 1), got nan"),
         (["--fallbacks", "lsf"], "--fallbacks: expected with --simulate-selection"),
         (["--no-rehearse-fallbacks"], "--no-rehearse-fallbacks: expected with --rehearse and --fallbacks"),
+        (["--all-flagged", "first"], "--all-flagged: invalid choice: 'first'"),
         (["--guard-ages", "x"], "--guard-ages: expected comma-separated numbers"),
         (["--guard-queues", "-1"], "--guard-queues: expected non-negative finite numbers"),
     ],

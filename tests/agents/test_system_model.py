@@ -41,6 +41,13 @@ def _first_observation(scenario, **kw) -> np.ndarray:
     return obs
 
 
+def _measured(means) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What :meth:`SimulatedSelector.measure` gives where no run is flagged: each heuristic's mean
+    response time, no run flagged, and the same means by Little's law."""
+    means = np.array(means, dtype=float)
+    return means, np.zeros(means.size), means
+
+
 def _moments(workload: Workload) -> list[tuple]:
     """Each class's need, arrival share, mean duration over the system's and SCV, sorted."""
     mean = sum(c.probability * c.service_time.mean for c in workload.classes)
@@ -123,7 +130,7 @@ def test_listing_the_classes_in_another_order_rebuilds_the_same_system() -> None
     )
     # the selector picks once for both orders: the second is found under the canonical order
     first = selector.choose(_first_observation(system)[None], FEATURES)
-    selector.means = None  # simulating again would fail
+    selector.measure = None  # simulating again would fail
     assert selector.choose(_first_observation(shuffled)[None], FEATURES).tolist() == first.tolist()
 
 
@@ -150,6 +157,51 @@ def test_the_pick_leans_towards_the_safe_base() -> None:
     assert selector.pick(np.array([math.inf, math.inf, math.inf])) == 1  # nothing tells them apart
 
 
+def test_where_every_heuristic_is_flagged_the_pick_goes_by_littles_law_among_the_least_flagged() -> None:
+    selector = SimulatedSelector(bases=BASES, safest=1, lean=0.05, fallbacks=["lsf"])
+    flagged = np.array([1, 1, 2, 1])
+    means = np.full(4, math.inf)
+    # the least by Little's law (index 2) is flagged on more runs: left out
+    assert selector.pick(means, flagged, np.array([1.0, 2.0, 0.5, 3.0])) == 0
+    assert selector.pick(means, flagged, np.array([1.0, 1.04, 0.5, 3.0])) == 1  # the lean, as ever
+    assert selector.pick(means, flagged, np.array([1.0, 1.2, 0.5, 0.9])) == 3  # a fallback by the lean
+    assert selector.pick(means, flagged, np.array([1.0, 1.2, 0.5, 0.97])) == 0
+    assert selector.pick(means) == 1  # nothing to compare: the safe base
+    assert selector.pick(means, flagged, np.full(4, math.inf)) == 1
+    # a heuristic stable on every run goes first, however the flagged ones look by Little's law
+    assert selector.pick(np.array([math.inf, math.inf, 9.0, math.inf]), flagged, np.full(4, 0.1)) == 2
+    safest = SimulatedSelector(bases=BASES, safest=1, fallbacks=["lsf"], all_flagged="safest")
+    assert safest.pick(means, flagged, np.array([1.0, 2.0, 0.5, 3.0])) == 1
+
+
+def test_littles_law_counts_the_jobs_a_starving_heuristic_leaves_waiting() -> None:
+    from msj_gym import Simulator
+    from msj_gym.agents.system_model import little_mean
+    from msj_gym.registry import policy_from_spec
+
+    first_fit = policy_from_spec("first-fit")
+    calm = Simulator(sample_systems(5, 1)[0], first_fit, seed=0, num_arrivals=20_000).run()
+    assert calm.stable
+    assert little_mean(calm) == pytest.approx(calm.mean_response_time, rel=0.05)
+    # one job in 200 needs all 32 servers, the rest one: First-Fit lets the narrow ones pass it
+    starved = Workload(
+        num_servers=32,
+        classes=[
+            JobClass(1, Exponential(1.0), 0.995, "narrow"),
+            JobClass(32, Exponential(1.0), 0.005, "wide"),
+        ],
+        load=0.6,
+        name="starved",
+    )
+    runs = [Simulator(starved, first_fit, seed=s, num_arrivals=5000).run() for s in (0, 1)]
+    assert not any(r.stable for r in runs)
+    assert all(little_mean(r) > 1.5 * r.mean_response_time for r in runs)
+    selector = SimulatedSelector(bases=BASES, safest=1, arrivals=5000, fallbacks=["lsf"])
+    means, flagged, little = selector.measure(starved)
+    assert flagged.tolist()[0] == 2 and not math.isfinite(means[0])
+    assert little[0] == pytest.approx(np.mean([little_mean(r) for r in runs]))
+
+
 def test_the_simulated_pick_is_the_best_base_on_the_rebuilt_system() -> None:
     obs = _first_observation("one-or-all", load=0.9)
     selector = SimulatedSelector(bases=BASES, safest=1, arrivals=3000, lean=0.0)
@@ -157,8 +209,8 @@ def test_the_simulated_pick_is_the_best_base_on_the_rebuilt_system() -> None:
     # First-Fit starves the need-32 class of one-or-all at 0.9: a Quickswap is followed
     assert not math.isfinite(means[0]) or means[0] > min(means[1:])
     calls = []
-    simulate = selector.means
-    selector.means = lambda w: calls.append(w) or simulate(w)
+    simulate = selector.measure
+    selector.measure = lambda w: calls.append(w) or simulate(w)
     pick = selector.choose(np.stack([obs, obs]), FEATURES)
     assert pick.tolist() == [int(np.argmin(means))] * 2
     assert selector.choose(obs[None], FEATURES).tolist() == [pick[0]]
@@ -181,7 +233,7 @@ def test_a_fallback_must_beat_every_base_by_the_lean_and_is_followed_throughout(
         fresh = SimulatedSelector(
             bases=BASES, safest=1, lean=0.05, fallbacks=["lsf", "msf"], arrivals=1000 + i
         )
-        fresh.means = lambda w, m=means: np.array(m)
+        fresh.measure = lambda w, m=means: _measured(m)
         picks, modes = fresh.plan(obs[None], FEATURES)
         assert (int(picks[0]), int(modes[0])) == want  # a fallback is followed: settled without the gate
 
@@ -201,7 +253,7 @@ def test_a_plan_is_kept_on_disk_for_the_same_selector_system_and_network_only(tm
 
     def selector(**kw) -> SimulatedSelector:
         made = SimulatedSelector(**{"bases": BASES, "safest": 1, "arrivals": 1000, **kw})
-        made.means = lambda w: calls.append("means") or np.array([1.0, 2.0, 3.0])
+        made.measure = lambda w: calls.append("means") or _measured([1.0, 2.0, 3.0])
         return made
 
     def rehearsal(workload, pick):
@@ -249,6 +301,7 @@ def test_a_plan_is_kept_on_disk_for_the_same_selector_system_and_network_only(tm
         ({"bases": BASES, "safest": 0, "trust": -1.0}, r"trust: expected a share in \(-1, 1\), got -1.0"),
         ({"bases": BASES, "safest": 0, "trust": math.nan}, "trust: expected a share"),
         ({"bases": BASES, "safest": 0, "rehearse_fallbacks": "no"}, "rehearse_fallbacks: expected True or"),
+        ({"bases": BASES, "safest": 0, "all_flagged": "mean"}, "all_flagged: expected one of little, safest"),
         ({"bases": BASES, "safest": 0, "rehearse": 100}, "env_kwargs: the agent's env keywords are needed"),
     ],
 )
@@ -317,7 +370,7 @@ def test_the_rehearsal_trusts_the_network_only_where_it_does_better(
     network, followed, trust, lean, want
 ) -> None:
     selector = _rehearsing(trust=trust, lean=lean)
-    selector.means = lambda w: np.array([1.0, 2.0, 3.0])  # the base pick: first-fit (index 0)
+    selector.measure = lambda w: _measured([1.0, 2.0, 3.0])  # the base pick: first-fit (index 0)
     seen = []
 
     def rehearsal(workload, pick):
@@ -335,7 +388,7 @@ def test_the_rehearsal_trusts_the_network_only_where_it_does_better(
 @pytest.mark.parametrize(("followed", "want"), [(2.2, (1, 0)), (1.5, (3, 1)), (math.inf, (1, 0))])
 def test_a_rehearsed_fallback_is_set_against_the_networks_best_base(followed, want) -> None:
     selector = _rehearsing(trust=0.02, fallbacks=["lsf"])
-    selector.means = lambda w: np.array([1.0, 2.0, 3.0, 0.5])  # the pick: lsf (index 3)
+    selector.measure = lambda w: _measured([1.0, 2.0, 3.0, 0.5])  # the pick: lsf (index 3)
     seen = []
 
     def rehearsal(workload, pick):
@@ -357,11 +410,11 @@ def test_a_fallback_pick_is_followed_without_rehearsal_where_the_selector_says_s
         return np.array([3.0, 2.0, 2.5]), 2.2  # the network with its best base would be trusted
 
     obs = _first_observation("sf-fig2", load=0.7)
-    selector.means = lambda w: np.array([1.0, 2.0, 3.0, 0.5])  # the pick: lsf (index 3)
+    selector.measure = lambda w: _measured([1.0, 2.0, 3.0, 0.5])  # the pick: lsf (index 3)
     assert [int(a[0]) for a in selector.plan(obs[None], FEATURES, rehearsal)] == [3, 1]
     assert seen == []  # settled without a rehearsal
     base = _rehearsing(trust=0.02, fallbacks=["lsf"], rehearse_fallbacks=False)
-    base.means = lambda w: np.array([1.0, 2.0, 3.0, 5.0])  # a base pick: rehearsed as ever
+    base.measure = lambda w: _measured([1.0, 2.0, 3.0, 5.0])  # a base pick: rehearsed as ever
     assert [int(a[0]) for a in base.plan(obs[None], FEATURES, rehearsal)] == [1, 0]
     assert seen == [0]
 
@@ -371,7 +424,7 @@ def test_planning_a_new_system_is_said_on_stderr_where_it_takes_a_while(monkeypa
 
     monkeypatch.setattr("msj_gym.core.jit.ANNOUNCE_AFTER", 0.01)
     selector = _rehearsing()
-    selector.means = lambda w: np.array([1.0, 2.0, 3.0])
+    selector.measure = lambda w: _measured([1.0, 2.0, 3.0])
 
     def rehearsal(workload, pick):
         time.sleep(0.3)
@@ -443,7 +496,7 @@ def test_the_network_follows_a_fallback_throughout(tmp_path) -> None:
     with th.no_grad():
         plain.policy.mlp_extractor.follow_bias += 1.0
     assert net.digest() != plain.policy.mlp_extractor.digest()
-    net.simulated.means = lambda w: np.array([2.0, 2.0, 2.0, 1.0])  # lsf simulates best
+    net.simulated.measure = lambda w: _measured([2.0, 2.0, 2.0, 1.0])  # lsf simulates best
     obs, _ = env.reset(seed=1)
     over, steps = False, 0
     while not over and steps < 50:
