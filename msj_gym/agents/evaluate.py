@@ -99,6 +99,10 @@ def evaluate(
     loaded, meta = load_agent(checkpoint)
     env_kwargs = dict(meta.get("env_kwargs", {}))
     env_kwargs.update(num_arrivals=arrivals, warmup=warmup)
+    if env_kwargs.get("max_arrivals") is None:  # held to the cap of the heuristics' runs beside it
+        from msj_gym.env.msj_env import heuristic_cap
+
+        env_kwargs["max_arrivals"] = heuristic_cap(env_kwargs, arrivals)
     env = gym.make(meta.get("env_id", "MSJ-v0"), **env_kwargs)
     try:  # an agent that cannot act on this env's workload is refused before any run
         loaded.agent_for(env)

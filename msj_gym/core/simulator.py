@@ -160,10 +160,16 @@ class Simulator:
         else:
             self._no_records = "per-job records off (record_jobs=False)"
         self.record_jobs = bool(record_jobs)
-        self.max_arrivals = int(max_arrivals) if max_arrivals is not None else 2 * expected + self.CHUNK
+        self.max_arrivals = int(max_arrivals) if max_arrivals is not None else self.arrival_cap(expected)
         if self.max_arrivals < expected:
             raise ValueError(f"max_arrivals: expected >= {expected}, got {max_arrivals!r}")
         self._setup()
+
+    @classmethod
+    def arrival_cap(cls, expected: int) -> int:
+        """The default ``max_arrivals`` of a run expecting ``expected`` arrivals (``num_arrivals``, or
+        the horizon's): twice that plus a refill of slack."""
+        return 2 * int(expected) + cls.CHUNK
 
     MAX_ARRIVALS = 10**12  # arrivals one run may ask for: more is a typo, not an experiment
     RECORD_LIMIT = 250_000  # measured jobs up to which per-job records are kept by default (14 MB)

@@ -68,10 +68,24 @@ from .modes import ACTION_MODES, OBSERVATION_MODES, Shape, mode_named
 from .observe import class_set_constants
 from .stepping import reward_paid, step_of
 
-__all__ = ["AgentSlot", "EnvSnapshot", "MSJEnv", "MSJPreemptiveEnv", "resolve_workload"]
+__all__ = ["AgentSlot", "EnvSnapshot", "MSJEnv", "MSJPreemptiveEnv", "heuristic_cap", "resolve_workload"]
 
 _DEFAULT_SCENARIO = "sf-fig2"
 DEFAULT_MAX_CLASSES = 32  # class slots of observation="classes": borg-cellb's 26 classes fit
+#: arrivals run by the warm-start policy before the agent takes over (``warm_start_arrivals``)
+WARM_START_ARRIVALS = 1000
+
+
+def heuristic_cap(env_kwargs: dict[str, Any], num_arrivals: int) -> int:
+    """The ``max_arrivals`` that holds an MSJ env episode of ``num_arrivals`` arrivals (its other
+    keywords ``env_kwargs``) to the arrival cap of a simulator run of the same length
+    (:meth:`Simulator.arrival_cap`), after its warm start's arrivals if it has one. An agent compared
+    with heuristics runs with it, so that it is never flagged where a heuristic deciding as it does
+    would not be (the env's own default, twice the arrivals, is tighter)."""
+    warm = env_kwargs.get("warm_start_arrivals", WARM_START_ARRIVALS) if env_kwargs.get("warm_start") else 0
+    return Simulator.arrival_cap(num_arrivals) + int(warm)
+
+
 # ``reward``: what the compiled step pays (layout.REWARD_*); "mean" is "integral" on another scale
 REWARDS = {
     "integral": REWARD_AREA,
@@ -287,7 +301,8 @@ class MSJEnv(gym.Env):
       recorded trace; it also sets :meth:`result`'s bounded slowdown);
     * ``warm_start`` (None), ``warm_start_arrivals`` (1000);
     * ``max_arrivals`` (None: twice the episode's expected arrivals; a policy that has not cleared the
-      measured jobs by then is unstable), ``max_jobs_in_system`` (100000);
+      measured jobs by then is unstable; the leaderboard and the agents' evaluation give an agent the
+      simulator's cap instead, :func:`heuristic_cap`), ``max_jobs_in_system`` (100000);
     * ``render_mode`` (None | ``"ansi"`` | ``"rgb_array"``): ``"ansi"`` gives a text summary of servers
       and queues; ``"rgb_array"`` an ``H x W x 3`` uint8 picture of the state (drawn with Pillow, a few
       ms a frame; see :mod:`msj_gym.env.render`): the ``k`` servers as lanes, each held by a running job
@@ -337,7 +352,7 @@ class MSJEnv(gym.Env):
         weighted: bool = False,
         slowdown_tau: float | None = None,
         warm_start: str | Policy | None = None,
-        warm_start_arrivals: int = 1000,
+        warm_start_arrivals: int = WARM_START_ARRIVALS,
         max_arrivals: int | None = None,
         max_jobs_in_system: int = 100_000,
         render_mode: str | None = None,

@@ -137,6 +137,10 @@ class AgentSpec:
         keys = _POINT_KEYS[ENV_MODELS[env_id]]
         kwargs = {k: v for k, v in self.env_kwargs.items() if k not in keys}
         kwargs.update(build, scenario=scenario, num_arrivals=num_arrivals, warmup=warmup)
+        if ENV_MODELS[env_id] == "msj" and kwargs.get("max_arrivals") is None:
+            from ..env.msj_env import heuristic_cap
+
+            kwargs["max_arrivals"] = heuristic_cap(kwargs, num_arrivals)  # a heuristic's run's cap
         return gym.make(env_id, **kwargs)
 
     def agent_for(self, env: Any, seed: int = 0) -> Any:
