@@ -43,6 +43,10 @@ POINTS = (
     ("bs-fig1-k32-0.876", "bs-fig1", 32, 0.876, 10_000, "durations 40 times apart"),
     ("one-or-all-k512-0.8", "one-or-all", 512, 0.8, 10_000, "k above 256"),
     ("borg-cellb-0.8", "borg-cellb", None, 0.8, 10_000, "26 classes on 2,048 servers"),
+    ("kit-fh2-0.6", "kit-fh2", None, 0.6, 10_000, "k = 512, an HPC log's classes, lognormal"),
+    ("kit-fh2-0.85", "kit-fh2", None, 0.85, 10_000, "k = 512, an HPC log's classes, lognormal"),
+    ("sdsc-sp2-0.6", "sdsc-sp2", None, 0.6, 10_000, "k = 512, an HPC log's classes, lognormal"),
+    ("sdsc-sp2-0.85", "sdsc-sp2", None, 0.85, 10_000, "k = 512, an HPC log's classes, lognormal"),
 )
 
 
