@@ -7,12 +7,12 @@ import pytest
 
 from msj_gym import Simulator
 from msj_gym.env.agents import rollout
+from msj_gym.env.msj_env import DEFAULT_MAX_CLASSES
 from msj_gym.experiments.agents import AgentSpec
 from msj_gym.registry import policy_from_spec
 from msj_gym.workloads.distributions import Exponential
 from msj_gym.workloads.workload import JobClass, Workload
 
-SLOTS = 32  # the class-set observation's default class slots
 KWARGS = {"observation": "classes", "actions": "priority", "advisor": ["first-fit"]}
 
 
@@ -20,7 +20,7 @@ class _Follow:
     """Always the advisor's own decision (the action after the wait and the class slots)."""
 
     def predict(self, observation, state=None, episode_start=None, deterministic=False):
-        return 1 + SLOTS, state
+        return 1 + DEFAULT_MAX_CLASSES, state
 
 
 def _starved() -> Workload:
