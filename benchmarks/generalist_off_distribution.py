@@ -109,8 +109,9 @@ def parse_point(text: str) -> tuple[str, str, int | None, float, int, str]:
         k = int(parts[2]) if len(parts) == 3 else None
     except ValueError:
         raise ValueError(f"--point: expected SCENARIO:LOAD or SCENARIO:LOAD:K, got {text!r}") from None
-    if not (math.isfinite(load) and load > 0) or (k is not None and k < 1):
-        raise ValueError(f"--point: expected a positive load and k, got {text!r}")
+    # at a load of 1 or more no policy is stable, so the point could have no reference to compare with
+    if not (math.isfinite(load) and 0 < load < 1) or (k is not None and k < 1):
+        raise ValueError(f"--point: expected a load in (0, 1) and a positive k, got {text!r}")
     stem = Path(parts[0]).stem if parts[0].endswith(".toml") else parts[0]
     label = f"{stem}{'' if k is None else f'-k{k}'}-{load:g}"
     return label, parts[0], k, load, 20_000, "given with --point"

@@ -131,7 +131,10 @@ def test_the_selection_script_refuses_bad_input(argv: list[str], needle: str) ->
     [
         (["--point", "one-or-all"], "--point: expected SCENARIO:LOAD or SCENARIO:LOAD:K, got 'one-or-all'"),
         (["--point", "one-or-all:0.8:x"], "got 'one-or-all:0.8:x'"),
-        (["--point", "one-or-all:-1"], "--point: expected a positive load and k, got 'one-or-all:-1'"),
+        (["--point", "one-or-all:-1"], "--point: expected a load in (0, 1) and a positive k, got 'one-or"),
+        (["--point", "sf-fig2:1.5"], "--point: expected a load in (0, 1) and a positive k, got 'sf-fig2:1"),
+        (["--point", "sf-fig2:0.7:16:3"], "--point: expected a load in (0, 1) and a positive k, got"),
+        (["--point", "sf-fig2:0.7:0"], "--point: expected a load in (0, 1) and a positive k, got"),
         (["--point", "nope:0.5"], "--point: 'nope' at load 0.5: unknown scenario 'nope'"),
         (["--point", "nope:0.5:16"], "another k needs a built-in scenario or a .toml file, got 'nope'"),
         (["--point", "four-class:0.7:4"], "--point: four-class with num_servers = 4 at load 0.7:"),

@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from msj_gym.agents.system_model import ALL_FLAGGED, play_together, run_mean
+from msj_gym.agents.system_model import ALL_FLAGGED, any_system, play_together, run_mean
 
 OBLIVIOUS_BASES = ("first-fit", "adaptive-quickswap", "static-quickswap")
 SIZE_AWARE_BASES = ("easy-backfilling", "first-fit", "adaptive-quickswap")
@@ -224,6 +224,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name in (*positive, "candidates"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')}: expected a positive integer, got {getattr(args, name)}")
+    if args.select_arrivals < 2:  # a run's fewest (the simulator's)
+        ap.error(f"--select-arrivals: expected an integer >= 2, got {args.select_arrivals}")
     if args.skip + args.tail >= args.episode_arrivals:
         ap.error(
             f"--skip + --tail: expected fewer than --episode-arrivals = {args.episode_arrivals}, "
@@ -283,13 +285,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.bases = (
         tuple(args.bases.split(",")) if args.bases else (SIZE_AWARE_BASES if args.sizes else OBLIVIOUS_BASES)
     )
-    from msj_gym.registry import policy_from_spec
+    from msj_gym.registry import policy_from_spec, supports
 
     args.fallbacks = tuple(b.strip() for b in args.fallbacks.split(",") if b.strip())
     if args.fallbacks and args.simulate_selection is None:
         ap.error("--fallbacks: expected with --simulate-selection (they are followed on its simulated pick)")
     if not args.rehearse_fallbacks and not (args.fallbacks and args.rehearse):
         ap.error("--no-rehearse-fallbacks: expected with --rehearse and --fallbacks (it settles their picks)")
+    probe = any_system()
     for flag, specs in (("--bases", args.bases), ("--fallbacks", args.fallbacks)):
         for b in specs:
             try:
@@ -298,6 +301,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                 ap.error(str(exc))
             if policy.preemptive or (policy.size_aware and not args.sizes):
                 ap.error(f"{flag}: {b!r} preempts or reads sizes; the agent may not (add --sizes for sizes)")
+            narrow = supports(policy, probe)
+            if narrow is not None:  # the agent meets every kind of system: an advisor must run on each
+                ap.error(f"{flag}: {b!r} is not defined on every system ({narrow})")
     twice = sorted({b for b in args.fallbacks if (*args.bases, *args.fallbacks).count(b) > 1})
     if twice:
         ap.error(f"--fallbacks: expected heuristics other than the bases, each once, got {','.join(twice)}")

@@ -131,6 +131,14 @@ def system_from_class_set(obs: np.ndarray, features: int) -> Workload | None:
     return Workload(num_servers=k, classes=classes, load=load, name="observed")
 
 
+def any_system() -> Workload:
+    """A plain system (three classes of needs 1, 2 and 4 on 6 servers, exponential durations), with
+    none of the structure a narrow heuristic asks for (one-or-all, say). The agent meets every kind of
+    system, so a heuristic it may follow that is refused here is refused before any run."""
+    classes = [JobClass(n, Exponential(1.0), p, f"need-{n}") for n, p in ((1, 0.5), (2, 0.3), (4, 0.2))]
+    return Workload(num_servers=6, classes=classes, load=0.5, name="any")
+
+
 def run_mean(result: Any, flagged: bool = True) -> float:
     """A run's mean response time, ``inf`` if it is flagged unstable. With ``flagged`` false, a run
     whose only flag is a rising number in system keeps its mean (on a run of a few thousand arrivals
@@ -279,15 +287,17 @@ class SimulatedSelector:
     _picks: OrderedDict[bytes, tuple[int, int]] = field(default_factory=OrderedDict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        from msj_gym.registry import policy_from_spec
+        from msj_gym.registry import policy_from_spec, supports
 
         self.bases = tuple(str(b) for b in self.bases)
         self.fallbacks = tuple(str(b) for b in self.fallbacks)
         self.seeds = tuple(int(s) for s in self.seeds)
-        for b in self.bases:  # a spec that names no heuristic is refused before any run
-            policy_from_spec(b, "bases")
-        for b in self.fallbacks:
-            policy_from_spec(b, "fallbacks")
+        probe = any_system()
+        for name, specs in (("bases", self.bases), ("fallbacks", self.fallbacks)):
+            for b in specs:  # a spec that names no heuristic, or one narrower than the agent, before any run
+                narrow = supports(policy_from_spec(b, name), probe)
+                if narrow is not None:
+                    raise ValueError(f"{name}: {b!r} is not defined on every system ({narrow})")
         twice = sorted({b for b in self.followable if self.followable.count(b) > 1})
         if twice:
             raise ValueError(f"bases, fallbacks: expected each heuristic once, got {', '.join(twice)} twice")

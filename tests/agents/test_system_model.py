@@ -288,6 +288,8 @@ def test_a_plan_is_kept_on_disk_for_the_same_selector_system_and_network_only(tm
         ({"bases": ["first-fit", "nope"], "safest": 0}, "nope"),
         ({"bases": BASES, "safest": 0, "fallbacks": ["nope"]}, "fallbacks 'nope'"),
         ({"bases": BASES, "safest": 0, "fallbacks": ["lsf", "first-fit"]}, "expected each heuristic once"),
+        ({"bases": BASES, "safest": 0, "fallbacks": ["msfq"]}, "fallbacks: 'msfq' is not defined on every"),
+        ({"bases": ["msfq", "first-fit"], "safest": 1}, "bases: 'msfq' is not defined on every system"),
         ({"bases": BASES, "safest": 0, "fallbacks": ["lsf", "lsf"]}, "got lsf twice"),
         ({"bases": BASES, "safest": 3}, "safest: expected a base index below 3, got 3"),
         ({"bases": BASES, "safest": 0, "lean": math.nan}, "lean: expected a non-negative number, got nan"),
