@@ -40,7 +40,9 @@ choose the base it follows by simulating each on the system its observation desc
 runs of N arrivals) to settle whether its network is trusted, instead of by its gate; with
 ``--fallbacks H1,H2,...`` it may also pick heuristics its network was not trained beside, which it then
 follows throughout (the env gains one advisor's action for each; the weights do not change), unless its
-rehearsal trusts the network there instead (``--no-rehearse-fallbacks``: a fallback pick is final).
+rehearsal trusts the network there instead (``--no-rehearse-fallbacks``: a fallback pick is final);
+with ``--rescue alone``, where the rehearsal trusts the network, its guards hand decisions to the
+heuristic simulated best alone on the system rather than to the network's base.
 
 Collection runs in ``--workers`` processes, or on a Ray cluster with ``--backend ray [--address ...]``,
 with the same results. ``--data DIR`` keeps each round's compared decisions (a rerun reuses them).
@@ -58,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from msj_gym.agents.system_model import ALL_FLAGGED, any_system, play_together, run_mean
+from msj_gym.agents.system_model import ALL_FLAGGED, RESCUES, any_system, play_together, run_mean
 
 OBLIVIOUS_BASES = ("first-fit", "adaptive-quickswap", "static-quickswap")
 SIZE_AWARE_BASES = ("easy-backfilling", "first-fit", "adaptive-quickswap")
@@ -215,6 +217,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="where every heuristic is flagged unstable on some simulated run: pick among those flagged "
         "on the fewest runs by Little's law (little), or the safe base (safest) (--simulate-selection)",
     )
+    ap.add_argument(
+        "--rescue",
+        choices=RESCUES,
+        default="base",
+        help="where the rehearsal trusts the network and a guard trips: hand decisions to the network's "
+        "base, or to the heuristic simulated best alone on the system (alone) (--simulate-selection "
+        "--rehearse)",
+    )
     ap.set_defaults(loss="expected-cost")  # msj_gym.agents.improve.fit's loss
     args = ap.parse_args(argv)
     positive = (
@@ -290,6 +300,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.fallbacks = tuple(b.strip() for b in args.fallbacks.split(",") if b.strip())
     if args.fallbacks and args.simulate_selection is None:
         ap.error("--fallbacks: expected with --simulate-selection (they are followed on its simulated pick)")
+    if args.rescue != "base" and not (args.simulate_selection is not None and args.rehearse):
+        ap.error(
+            f"--rescue {args.rescue}: expected with --simulate-selection and --rehearse (it acts where "
+            "the rehearsal trusts the network)"
+        )
     if not args.rehearse_fallbacks and not (args.fallbacks and args.rehearse):
         ap.error("--no-rehearse-fallbacks: expected with --rehearse and --fallbacks (it settles their picks)")
     probe = any_system()
@@ -771,6 +786,7 @@ def _simulate_selection(
         trust=args.rehearse_trust,
         rehearse_fallbacks=args.rehearse_fallbacks,
         all_flagged=args.all_flagged,
+        rescue=args.rescue,
         env_id=meta.get("env_id", "MSJ-v0"),
         env_kwargs=kwargs if args.rehearse else None,
     )

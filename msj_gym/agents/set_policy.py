@@ -165,8 +165,10 @@ class ClassSetNetwork(nn.Module):
         # the advisor to follow chosen by simulating each on the observed system instead of by the
         # selector head, where the observation determines the system (see agents.system_model)
         self.simulated: SimulatedSelector | None = None
-        # the advisor per row of a rehearsal's batch (see _rehearse), None otherwise
+        # the advisor per row of a rehearsal's batch (see _rehearse), None otherwise, and the one its
+        # guards hand decisions to (None: the same)
         self._forced: th.Tensor | None = None
+        self._forced_rescue: th.Tensor | None = None
         if simulated_selection is not None and extra:
             from msj_gym.agents.system_model import SimulatedSelector
 
@@ -229,25 +231,33 @@ class ClassSetNetwork(nn.Module):
         head's."""
         return self.plan(obs)[0]
 
-    def plan(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+    def plan(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """``(B, 1)`` each: the advisor followed on each observation's system (as :meth:`selected`),
-        and whether the network is trusted there as the rehearsal settled it (0 trusted, 1 the
-        advisor followed throughout, -1 not settled: the gate head decides, if there is one). A
-        fallback (an advisor past the bases) is always followed throughout."""
+        whether the network is trusted there as the rehearsal settled it (0 trusted, 1 the
+        advisor followed throughout, -1 not settled: the gate head decides, if there is one), and the
+        advisor its guards hand decisions to where it is trusted (its base, or with a selector's
+        ``rescue="alone"`` the heuristic simulated best alone there). A fallback (an advisor past the
+        bases) is always followed throughout."""
         if self._forced is not None:  # a rehearsal's run: its base, the network trusted
-            return self._forced.unsqueeze(1), th.zeros_like(self._forced).unsqueeze(1)
+            forced = self._forced.unsqueeze(1)
+            rescue = forced if self._forced_rescue is None else self._forced_rescue.unsqueeze(1)
+            return forced, th.zeros_like(forced), rescue
         if self.simulated is None:
             chosen = self.selector_logits(obs).argmax(dim=1, keepdim=True)
-            return chosen, th.full_like(chosen, -1)
+            return chosen, th.full_like(chosen, -1), chosen
         rehearsal = self._rehearse if self.simulated.rehearse else None
         batch = obs.detach().cpu().numpy()
-        picks, settled = self.simulated.plan(batch, self.features, rehearsal, self.digest)
+        picks, settled, alone = self.simulated.plan(batch, self.features, rehearsal, self.digest)
         chosen = th.as_tensor(picks, device=obs.device).unsqueeze(1)
         modes = th.as_tensor(settled, device=obs.device).unsqueeze(1)
         if bool((chosen < 0).any()):  # systems the observation does not determine: the head's pick
             head = self.selector_logits(obs).argmax(dim=1, keepdim=True)
             chosen = th.where(chosen >= 0, chosen, head)
-        return chosen, modes
+        rescue = chosen
+        if self.simulated.rescue == "alone":
+            best = th.as_tensor(alone, device=obs.device).unsqueeze(1)
+            rescue = th.where(best >= 0, best, chosen)
+        return chosen, modes, rescue
 
     def digest(self) -> str:
         """A hash of the network's weights and buffers (what its rehearsals depend on besides the
@@ -261,7 +271,8 @@ class ClassSetNetwork(nn.Module):
     def _rehearse(self, workload: Any, pick: int) -> tuple[np.ndarray, float]:
         """The agent on a rebuilt system (:class:`~msj_gym.agents.system_model.SimulatedSelector`'s
         rehearsal): the network's mean response time following each base (its guards as they are,
-        the gate and the selection set aside), and ``pick`` (a base or a fallback) followed
+        handing decisions to the base or, with ``rescue="alone"``, to ``pick``; the gate and the
+        selection set aside), and ``pick`` (a base or a fallback) followed
         throughout, on the selector's seeds (the same jobs for each). Every run steps together, one
         batch per step."""
         import gymnasium as gym
@@ -281,20 +292,25 @@ class ClassSetNetwork(nn.Module):
             return gym.make(sel.env_id, scenario=workload, num_arrivals=sel.rehearse, **kwargs)
 
         device = self.follow_bias.device
-        paired = 1 + self.slots + self.paired  # the actions of an env with the bases only
+        # the advisors of the network's runs: the bases, and the pick where the guards hand it over
+        rescued = sel.rescue == "alone"
+        width = max(self.paired, pick + 1) if rescued else self.paired
+        paired = 1 + self.slots + width  # the actions of an env with those advisors
 
         def network(live: list[int], obs: np.ndarray, masks: np.ndarray) -> list[int]:
             self._forced = th.tensor([runs[j][0] for j in live], device=device)
+            if rescued:
+                self._forced_rescue = th.full((len(live),), pick, device=device)
             logits = self.forward_actor(th.as_tensor(obs, dtype=th.float32, device=device))[:, :paired]
             allowed = th.as_tensor(masks, device=device)
             out: list[int] = logits.masked_fill(~allowed, -math.inf).argmax(dim=1).tolist()
             return out
 
         try:
-            envs = [make(advisors[: self.paired]) for _ in runs]
+            envs = [make(advisors[:width]) for _ in runs]
             means = play_together(envs, [s for _, s in runs], network, flagged=False)
         finally:
-            self._forced = None
+            self._forced = self._forced_rescue = None
         follow_action = 1 + self.slots  # the picked advisor's own decision, always offered
         follow = play_together(
             [make([advisors[pick]]) for _ in sel.seeds],
@@ -323,12 +339,14 @@ class ClassSetNetwork(nn.Module):
             advisors = th.cat([advisors, other.new_zeros((other.shape[0], self.extra - self.paired))], dim=1)
         if self.extra:  # only the selected advisor may be followed
             with th.no_grad():
-                chosen, settled = self.plan(obs)
+                chosen, settled, rescue = self.plan(obs)
                 rows = obs[:, SET_SYSTEM_FEATURES:].reshape(obs.shape[0], self.slots, self.features)
                 oldest = rows[:, :, SET_AGE].amax(dim=1, keepdim=True)
                 follow = (oldest > self.follow_when_age) | (
                     obs[:, SET_QUEUE : SET_QUEUE + 1] > self.follow_when_queue
                 )
+                # a guard that fires where the network is trusted hands the decision to its rescue
+                chosen = th.where(follow & (settled == 0), rescue, chosen)
                 # a system the rehearsal or the gate does not trust the network on, or whose pick is a
                 # fallback (the selector settles those as followed): follow throughout
                 follow = follow | (settled == 1)

@@ -63,6 +63,7 @@ from msj_gym.workloads.workload import JobClass, Workload
 __all__ = [
     "ALL_FLAGGED",
     "MAX_MODEL_SCV",
+    "RESCUES",
     "SimulatedSelector",
     "duration_with_moments",
     "little_mean",
@@ -74,6 +75,9 @@ __all__ = [
 
 # how a selector picks where every heuristic is flagged on some run (see SimulatedSelector.pick)
 ALL_FLAGGED = ("little", "safest")
+# whom the network's guard hands decisions to where the network is trusted: its base, or the heuristic
+# simulated best alone on the system (see SimulatedSelector)
+RESCUES = ("base", "alone")
 # above this SCV the rebuilt durations are hyperexponential at this SCV: a trace's class without a
 # finite second moment is observed as 1e6, where sample means of a few runs would not settle
 MAX_MODEL_SCV = 100.0
@@ -207,21 +211,22 @@ class _StoredPlan:
 
         return cache_folder("plans") / f"{hashlib.sha256(self.key.encode()).hexdigest()[:32]}.json"
 
-    def get(self) -> tuple[int, int] | None:
+    def get(self) -> tuple[int, int, int] | None:
         try:
             entry = json.loads(self.path.read_text())
             if entry["key"] == self.key:
-                return int(entry["pick"]), int(entry["mode"])
+                return int(entry["pick"]), int(entry["mode"]), int(entry["alone"])
         except (OSError, ValueError, KeyError, TypeError):
             pass
         return None
 
-    def put(self, got: tuple[int, int]) -> None:
+    def put(self, got: tuple[int, int, int]) -> None:
         from msj_gym.atomic import atomic_write_text
 
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.path, json.dumps({"key": self.key, "pick": got[0], "mode": got[1]}))
+            entry = {"key": self.key, "pick": got[0], "mode": got[1], "alone": got[2]}
+            atomic_write_text(self.path, json.dumps(entry))
         except OSError:
             pass
 
@@ -269,7 +274,13 @@ class SimulatedSelector:
     simulated better than every base by the lean already). A short run whose only flag is a rising
     number in system keeps its mean here (:func:`run_mean` with ``flagged`` false): a few thousand
     arrivals at a heavy load are often still draining. A base pick scores the heuristic alone; the
-    rehearsal scores the agent, the network and a heuristic together, which is what is then run."""
+    rehearsal scores the agent, the network and a heuristic together, which is what is then run.
+
+    Where the network is trusted, its guards (a job waiting too long, a queue too long) hand decisions
+    to a heuristic until they clear: with ``rescue="base"`` to the network's base, with
+    ``"alone"`` to the heuristic simulated best alone on the system (the pick), which is the one that
+    drains that system best. A rehearsal plays the network with the same rescue, so that it scores
+    what is then run. :meth:`plan` gives the pick beside the base either way."""
 
     bases: Sequence[str]
     safest: int
@@ -282,9 +293,13 @@ class SimulatedSelector:
     trust: float = -0.02
     rehearse_fallbacks: bool = True
     all_flagged: str = "little"
+    rescue: str = "base"
     env_id: str = "MSJ-v0"
     env_kwargs: dict[str, Any] | None = None
-    _picks: OrderedDict[bytes, tuple[int, int]] = field(default_factory=OrderedDict, init=False, repr=False)
+    # per system: (the base or heuristic followed, the trust, the pick)
+    _picks: OrderedDict[bytes, tuple[int, int, int]] = field(
+        default_factory=OrderedDict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         from msj_gym.registry import policy_from_spec, supports
@@ -317,6 +332,8 @@ class SimulatedSelector:
             raise ValueError(
                 f"all_flagged: expected one of {', '.join(ALL_FLAGGED)}, got {self.all_flagged!r}"
             )
+        if self.rescue not in RESCUES:
+            raise ValueError(f"rescue: expected one of {', '.join(RESCUES)}, got {self.rescue!r}")
         if not (math.isfinite(self.trust) and -1 < self.trust < 1):
             raise ValueError(f"trust: expected a share in (-1, 1), got {self.trust}")
         if self.rehearse and not isinstance(self.env_kwargs, dict):
@@ -392,12 +409,13 @@ class SimulatedSelector:
         features: int,
         rehearsal: Rehearsal | None = None,
         network: Callable[[], str] | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per observation of the batch ``obs``: the heuristic chosen (an index into
-        :attr:`followable`; -1 where the observation does not determine the system), and whether the
+        :attr:`followable`; -1 where the observation does not determine the system), whether the
         agent's network is trusted there: 0 (trusted, and the base is the one the network does best
         with), 1 (the heuristic followed throughout: always so for a fallback) or -1 (not settled: no
-        rehearsal, or a system not determined). ``rehearsal`` plays the agent on a rebuilt system; a
+        rehearsal, or a system not determined), and the heuristic simulated best alone there (the
+        pick; -1 where the system is not determined). ``rehearsal`` plays the agent on a rebuilt system; a
         selector with ``rehearse`` needs it, and ``network``, a digest of the network it plays (asked
         only where a system is new), keys its plans on disk; without one they are kept in the
         process only."""
@@ -408,6 +426,7 @@ class SimulatedSelector:
         static = obs[:, self._static_columns(obs.shape[1], features)]
         picks = np.empty(obs.shape[0], dtype=np.int64)
         modes = np.empty(obs.shape[0], dtype=np.int64)
+        alone = np.empty(obs.shape[0], dtype=np.int64)
         for i in range(obs.shape[0]):
             key = static[i].tobytes()
             got = self._picks.get(key)
@@ -423,7 +442,7 @@ class SimulatedSelector:
                     except ValueError:  # columns no system has (a share of 0, say): the caller picks
                         workload = None
                     if workload is None:
-                        got = (-1, -1)
+                        got = (-1, -1, -1)
                     else:
                         stored = self._stored(canonical, features, network)
                         got = stored.get() if stored is not None else None
@@ -433,11 +452,11 @@ class SimulatedSelector:
                                 stored.put(got)
                     self._keep(canonical, got)
                 self._keep(key, got)
-            picks[i], modes[i] = got
-        return picks, modes
+            picks[i], modes[i], alone[i] = got
+        return picks, modes, alone
 
-    def _settle(self, workload: Workload, rehearsal: Rehearsal | None) -> tuple[int, int]:
-        """The base and the trust in the network on a rebuilt system (see the class docstring), each
+    def _settle(self, workload: Workload, rehearsal: Rehearsal | None) -> tuple[int, int, int]:
+        """The base, the trust in the network and the pick on a rebuilt system (see the class docstring), each
         step said on stderr where it takes a while (a rehearsal takes seconds, once per system)."""
         from msj_gym.core.jit import announce
 
@@ -447,7 +466,7 @@ class SimulatedSelector:
             pick = self.pick(*self.measure(workload))
         fallback = pick >= len(self.bases)
         if not self.rehearse or rehearsal is None or (fallback and not self.rehearse_fallbacks):
-            return pick, (1 if fallback else -1)
+            return pick, (1 if fallback else -1), pick
         with announce(f"{planning}: rehearsing it"):
             network, followed = rehearsal(workload, pick)
         best = int(np.argmin(network))
@@ -458,7 +477,7 @@ class SimulatedSelector:
             trusted = mine < (1.0 - self.trust) * followed
         else:  # a lean towards the network: following must win by as much
             trusted = not followed < (1.0 + self.trust) * mine
-        return (base, 0) if math.isfinite(mine) and trusted else (pick, 1)
+        return (base, 0, pick) if math.isfinite(mine) and trusted else (pick, 1, pick)
 
     def _stored(self, system: bytes, features: int, network: Callable[[], str] | None) -> _StoredPlan | None:
         """The disk entry of a system's plan (None: a rehearsal without the network's digest)."""
@@ -480,7 +499,7 @@ class SimulatedSelector:
         }
         return _StoredPlan(json.dumps(doc, sort_keys=True, default=str))
 
-    def _keep(self, key: bytes, got: tuple[int, int]) -> None:
+    def _keep(self, key: bytes, got: tuple[int, int, int]) -> None:
         self._picks[key] = got
         if len(self._picks) > self.cache:
             self._picks.popitem(last=False)

@@ -244,6 +244,8 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
         (["--fallbacks", "lsf"], "--fallbacks: expected with --simulate-selection"),
         (["--no-rehearse-fallbacks"], "--no-rehearse-fallbacks: expected with --rehearse and --fallbacks"),
         (["--all-flagged", "first"], "--all-flagged: invalid choice: 'first'"),
+        (["--rescue", "pick"], "--rescue: invalid choice: 'pick'"),
+        (["--rescue", "alone"], "--rescue alone: expected with --simulate-selection and --rehearse"),
         (["--guard-ages", "x"], "--guard-ages: expected comma-separated numbers"),
         (["--guard-queues", "-1"], "--guard-queues: expected non-negative finite numbers"),
     ],

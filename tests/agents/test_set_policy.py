@@ -220,3 +220,37 @@ def test_a_guard_follows_the_selected_advisor_exactly_where_it_trips(guard: str)
 def test_refuses_spaces_that_are_not_a_class_set() -> None:
     with pytest.raises(ValueError, match="not the class-set layout"):
         MaskablePPO(ClassSetMaskablePolicy, gym.make("MSJ-v0", scenario="four-class", queue_window=3))
+
+
+@pytest.mark.parametrize("rescue", ["base", "alone"])
+def test_a_guard_hands_a_trusted_network_over_to_its_rescue(rescue: str) -> None:
+    from types import SimpleNamespace
+
+    from msj_gym.env.layout import SET_AGE
+    from msj_gym.env.observe import squash
+
+    env = _env(scenario="four-class", load=0.95, advisor=["first-fit", "adaptive-quickswap", "lsf"])
+    model = MaskablePPO(ClassSetMaskablePolicy, env, seed=2)  # untrained: the guard alone decides
+    obs = _states(env, 400, seed=3)
+    net = model.policy.mlp_extractor
+    free = class_logits(model.policy, obs)
+    # a selector that trusts the network beside first-fit (0) and simulates lsf (2) best alone
+    n = len(obs)
+
+    def plan(batch, *args):
+        m = len(batch)
+        return np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), np.full(m, 2, dtype=np.int64)
+
+    net.simulated = SimpleNamespace(rescue=rescue, rehearse=0, plan=plan)
+    _, width, _ = set_layout(env.observation_space, env.action_space)
+    rows = obs[:, SET_SYSTEM_FEATURES:].reshape(n, SLOTS, width)
+    net.follow_when_age.fill_(squash.py_func(1.0))
+    tripped = rows[:, :, SET_AGE].max(axis=1) > squash.py_func(1.0)
+    assert 0 < tripped.sum() < n
+    logits = class_logits(model.policy, obs)
+    helper = 2 if rescue == "alone" else 0
+    assert (logits[tripped].argmax(axis=1) == 1 + SLOTS + helper).all()
+    # untripped: the network's own choice, only its base's follow action offered (lsf's is not)
+    untripped = logits[~tripped]
+    np.testing.assert_array_equal(untripped[:, : 1 + SLOTS], free[~tripped][:, : 1 + SLOTS])
+    assert (untripped[:, 1 + SLOTS + 1 :] < -1e8).all()

@@ -234,7 +234,7 @@ def test_a_fallback_must_beat_every_base_by_the_lean_and_is_followed_throughout(
             bases=BASES, safest=1, lean=0.05, fallbacks=["lsf", "msf"], arrivals=1000 + i
         )
         fresh.measure = lambda w, m=means: _measured(m)
-        picks, modes = fresh.plan(obs[None], FEATURES)
+        picks, modes, _ = fresh.plan(obs[None], FEATURES)
         assert (int(picks[0]), int(modes[0])) == want  # a fallback is followed: settled without the gate
 
 
@@ -268,7 +268,7 @@ def test_a_plan_is_kept_on_disk_for_the_same_selector_system_and_network_only(tm
     assert calls == ["means"] * 2
     rehearsing = {"rehearse": 300, "env_kwargs": KWARGS}
     got = selector(**rehearsing).plan(obs[None], FEATURES, rehearsal, lambda: "weights-a")
-    assert [a.tolist() for a in got] == [[1], [0]] and calls[2:] == ["means", "rehearsal"]
+    assert [a.tolist() for a in got] == [[1], [0], [0]] and calls[2:] == ["means", "rehearsal"]
     selector(**rehearsing).plan(obs[None], FEATURES, rehearsal, lambda: "weights-a")
     assert len(calls) == 4  # the same network: from disk
     selector(**rehearsing).plan(obs[None], FEATURES, rehearsal, lambda: "weights-b")
@@ -304,6 +304,7 @@ def test_a_plan_is_kept_on_disk_for_the_same_selector_system_and_network_only(tm
         ({"bases": BASES, "safest": 0, "trust": math.nan}, "trust: expected a share"),
         ({"bases": BASES, "safest": 0, "rehearse_fallbacks": "no"}, "rehearse_fallbacks: expected True or"),
         ({"bases": BASES, "safest": 0, "all_flagged": "mean"}, "all_flagged: expected one of little, safest"),
+        ({"bases": BASES, "safest": 0, "rescue": "pick"}, "rescue: expected one of base, alone, got 'pick'"),
         ({"bases": BASES, "safest": 0, "rehearse": 100}, "env_kwargs: the agent's env keywords are needed"),
     ],
 )
@@ -380,7 +381,7 @@ def test_the_rehearsal_trusts_the_network_only_where_it_does_better(
         return np.array(network), followed
 
     obs = _first_observation("sf-fig2", load=0.7)
-    picks, modes = selector.plan(obs[None], FEATURES, rehearsal)
+    picks, modes, _ = selector.plan(obs[None], FEATURES, rehearsal)
     assert (int(picks[0]), int(modes[0])) == want
     assert seen == [0]  # the pick followed throughout is the base pick's
     with pytest.raises(ValueError, match="rehearsal: this selector rehearses the agent"):
@@ -398,7 +399,7 @@ def test_a_rehearsed_fallback_is_set_against_the_networks_best_base(followed, wa
         return np.array([3.0, 2.0, 2.5]), followed  # the network with each base only
 
     obs = _first_observation("sf-fig2", load=0.7)
-    picks, modes = selector.plan(obs[None], FEATURES, rehearsal)
+    picks, modes, _ = selector.plan(obs[None], FEATURES, rehearsal)
     assert (int(picks[0]), int(modes[0])) == want
     assert seen == [3]
 
@@ -413,11 +414,11 @@ def test_a_fallback_pick_is_followed_without_rehearsal_where_the_selector_says_s
 
     obs = _first_observation("sf-fig2", load=0.7)
     selector.measure = lambda w: _measured([1.0, 2.0, 3.0, 0.5])  # the pick: lsf (index 3)
-    assert [int(a[0]) for a in selector.plan(obs[None], FEATURES, rehearsal)] == [3, 1]
+    assert [int(a[0]) for a in selector.plan(obs[None], FEATURES, rehearsal)] == [3, 1, 3]
     assert seen == []  # settled without a rehearsal
     base = _rehearsing(trust=0.02, fallbacks=["lsf"], rehearse_fallbacks=False)
     base.measure = lambda w: _measured([1.0, 2.0, 3.0, 5.0])  # a base pick: rehearsed as ever
-    assert [int(a[0]) for a in base.plan(obs[None], FEATURES, rehearsal)] == [1, 0]
+    assert [int(a[0]) for a in base.plan(obs[None], FEATURES, rehearsal)] == [1, 0, 0]
     assert seen == [0]
 
 
@@ -547,7 +548,7 @@ def test_the_rehearsal_plays_the_agent_itself(tmp_path) -> None:
     _assert_rehearsed_as_played(model, workload, 500, KWARGS, network, followed)  # static-quickswap: last
     net.simulated = selector
     x = th.as_tensor(obs[None])
-    picks, modes = net.plan(x)
+    picks, modes, _ = net.plan(x)
     pick, mode = int(picks[0, 0]), int(modes[0, 0])
     assert mode in (0, 1)
     logits = net.forward_actor(x)[0]
@@ -561,7 +562,49 @@ def test_the_rehearsal_plays_the_agent_itself(tmp_path) -> None:
     )
     other = _first_observation(shuffled)
     again = _rehearsing(trust=0.0)
-    assert [x.tolist() for x in again.plan(other[None], FEATURES, net._rehearse)] == [[pick], [mode]]
+    assert [x.tolist() for x in again.plan(other[None], FEATURES, net._rehearse)][:2] == [[pick], [mode]]
     model.save(tmp_path / "m.zip")
     loaded = MaskablePPO.load(tmp_path / "m.zip", device="cpu").policy.mlp_extractor
     assert loaded.simulated is not None and loaded.simulated.config() == config
+
+
+def test_a_rehearsal_with_rescue_alone_plays_the_guard_handing_over_to_the_pick() -> None:
+    """With ``rescue="alone"`` the rehearsal's network runs hand a tripped guard's decisions to the
+    pick, as the agent then does where it trusts the network: each base's rehearsed mean is the
+    network's own run with that base and that rescue, and differs from the run rescued by the base."""
+    pytest.importorskip("sb3_contrib", reason="the class-set policy needs the rl extra (sb3-contrib, torch)")
+    from types import SimpleNamespace
+
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.agents.generalist import agent_means
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy
+    from msj_gym.env.observe import squash
+
+    env = gym.make("MSJ-v0", scenario="four-class", load=0.9, num_arrivals=200, **KWARGS)
+    config = _rehearsing(trust=0.0, rescue="alone").config()
+    model = MaskablePPO(
+        ClassSetMaskablePolicy, env, seed=3, policy_kwargs={"hidden": 8, "simulated_selection": config}
+    )
+    net = model.policy.mlp_extractor
+    net.follow_when_age.fill_(squash.py_func(0.5))  # a guard that trips often
+    workload = system_from_class_set(env.reset(seed=0)[0], FEATURES)
+    pick = 2
+    network, _ = net._rehearse(workload, pick)
+    selector = net.simulated
+    differs = False
+    for b in range(len(BASES)):
+        for rescue in (pick, b) if b == 0 else (pick,):
+
+            def plan(batch, *args, b=b, rescue=rescue):
+                n = len(batch)
+                return np.full(n, b), np.zeros(n, dtype=np.int64), np.full(n, rescue)
+
+            net.simulated = SimpleNamespace(rescue="alone", rehearse=0, plan=plan)
+            played = agent_means(model, [workload], [0, 1], 500, KWARGS, flagged=False)[0]
+            if rescue == pick:
+                assert network[b] == played
+            else:
+                differs |= bool(network[b] != played)
+    net.simulated = selector
+    assert differs  # the rescue changed some run: the guard tripped and handed over
