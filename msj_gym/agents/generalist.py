@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from msj_gym.agents.system_model import ALL_FLAGGED, RESCUES, any_system, play_together, run_mean
+from msj_gym.agents.system_model import ALL_FLAGGED, RESCUES, play_together, refuse_narrow, run_mean
 
 OBLIVIOUS_BASES = ("first-fit", "adaptive-quickswap", "static-quickswap")
 SIZE_AWARE_BASES = ("easy-backfilling", "first-fit", "adaptive-quickswap")
@@ -295,7 +295,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.bases = (
         tuple(args.bases.split(",")) if args.bases else (SIZE_AWARE_BASES if args.sizes else OBLIVIOUS_BASES)
     )
-    from msj_gym.registry import policy_from_spec, supports
+    from msj_gym.registry import policy_from_spec
 
     args.fallbacks = tuple(b.strip() for b in args.fallbacks.split(",") if b.strip())
     if args.fallbacks and args.simulate_selection is None:
@@ -307,7 +307,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         )
     if not args.rehearse_fallbacks and not (args.fallbacks and args.rehearse):
         ap.error("--no-rehearse-fallbacks: expected with --rehearse and --fallbacks (it settles their picks)")
-    probe = any_system()
     for flag, specs in (("--bases", args.bases), ("--fallbacks", args.fallbacks)):
         for b in specs:
             try:
@@ -316,9 +315,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                 ap.error(str(exc))
             if policy.preemptive or (policy.size_aware and not args.sizes):
                 ap.error(f"{flag}: {b!r} preempts or reads sizes; the agent may not (add --sizes for sizes)")
-            narrow = supports(policy, probe)
-            if narrow is not None:  # the agent meets every kind of system: an advisor must run on each
-                ap.error(f"{flag}: {b!r} is not defined on every system ({narrow})")
+            try:
+                refuse_narrow(policy, flag, b)
+            except ValueError as exc:
+                ap.error(str(exc))
     twice = sorted({b for b in args.fallbacks if (*args.bases, *args.fallbacks).count(b) > 1})
     if twice:
         ap.error(f"--fallbacks: expected heuristics other than the bases, each once, got {','.join(twice)}")

@@ -168,7 +168,7 @@ class ClassSetNetwork(nn.Module):
         # the advisor per row of a rehearsal's batch (see _rehearse), None otherwise, and the one its
         # guards hand decisions to (None: the same)
         self._forced: th.Tensor | None = None
-        self._forced_rescue: th.Tensor | None = None
+        self._forced_rescue: int | None = None
         if simulated_selection is not None and extra:
             from msj_gym.agents.system_model import SimulatedSelector
 
@@ -240,7 +240,7 @@ class ClassSetNetwork(nn.Module):
         bases) is always followed throughout."""
         if self._forced is not None:  # a rehearsal's run: its base, the network trusted
             forced = self._forced.unsqueeze(1)
-            rescue = forced if self._forced_rescue is None else self._forced_rescue.unsqueeze(1)
+            rescue = forced if self._forced_rescue is None else th.full_like(forced, self._forced_rescue)
             return forced, th.zeros_like(forced), rescue
         if self.simulated is None:
             chosen = self.selector_logits(obs).argmax(dim=1, keepdim=True)
@@ -299,13 +299,12 @@ class ClassSetNetwork(nn.Module):
 
         def network(live: list[int], obs: np.ndarray, masks: np.ndarray) -> list[int]:
             self._forced = th.tensor([runs[j][0] for j in live], device=device)
-            if rescued:
-                self._forced_rescue = th.full((len(live),), pick, device=device)
             logits = self.forward_actor(th.as_tensor(obs, dtype=th.float32, device=device))[:, :paired]
             allowed = th.as_tensor(masks, device=device)
             out: list[int] = logits.masked_fill(~allowed, -math.inf).argmax(dim=1).tolist()
             return out
 
+        self._forced_rescue = pick if rescued else None
         try:
             envs = [make(advisors[:width]) for _ in runs]
             means = play_together(envs, [s for _, s in runs], network, flagged=False)

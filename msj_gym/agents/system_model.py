@@ -143,6 +143,17 @@ def any_system() -> Workload:
     return Workload(num_servers=6, classes=classes, load=0.5, name="any")
 
 
+def refuse_narrow(policy: Any, field: str, spec: str) -> None:
+    """A one-line ``ValueError`` naming ``field`` and ``spec`` if ``policy`` (a heuristic the agent may
+    follow) is not defined on :func:`any_system`: the agent meets every kind of system, so each of
+    its heuristics must run on each."""
+    from msj_gym.registry import supports
+
+    narrow = supports(policy, any_system())
+    if narrow is not None:
+        raise ValueError(f"{field}: {spec!r} is not defined on every system ({narrow})")
+
+
 def run_mean(result: Any, flagged: bool = True) -> float:
     """A run's mean response time, ``inf`` if it is flagged unstable. With ``flagged`` false, a run
     whose only flag is a rising number in system keeps its mean (on a run of a few thousand arrivals
@@ -302,17 +313,14 @@ class SimulatedSelector:
     )
 
     def __post_init__(self) -> None:
-        from msj_gym.registry import policy_from_spec, supports
+        from msj_gym.registry import policy_from_spec
 
         self.bases = tuple(str(b) for b in self.bases)
         self.fallbacks = tuple(str(b) for b in self.fallbacks)
         self.seeds = tuple(int(s) for s in self.seeds)
-        probe = any_system()
         for name, specs in (("bases", self.bases), ("fallbacks", self.fallbacks)):
             for b in specs:  # a spec that names no heuristic, or one narrower than the agent, before any run
-                narrow = supports(policy_from_spec(b, name), probe)
-                if narrow is not None:
-                    raise ValueError(f"{name}: {b!r} is not defined on every system ({narrow})")
+                refuse_narrow(policy_from_spec(b, name), name, b)
         twice = sorted({b for b in self.followable if self.followable.count(b) > 1})
         if twice:
             raise ValueError(f"bases, fallbacks: expected each heuristic once, got {', '.join(twice)} twice")
