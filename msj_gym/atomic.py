@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ __all__ = [
     "cache_folder",
     "check_output_file",
     "check_output_folder",
+    "computed_once",
     "os_error_line",
 ]
 
@@ -74,6 +76,49 @@ def cache_folder(name: str) -> Path:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "msj_gym"
     )
     return Path(root) / name
+
+
+@contextlib.contextmanager
+def computed_once(entry: Path, doing: str) -> Iterator[None]:
+    """Hold the lock of the cache entry ``entry`` (an exclusive ``flock`` on ``.NAME.lock`` beside it)
+    while this process computes it, so that processes needing the same entry at the same time compute
+    it once: the others wait here, saying so on stderr (``doing``: what the holder is doing), and then
+    find it written. Read the entry again inside the block before computing it. A lock that cannot be
+    made (a read-only cache) holds nothing: each process computes its own, as without one. The OS
+    releases the lock of a process that dies. Re-entrant in a thread: a flock taken twice through
+    two open files would wait for itself."""
+    import fcntl
+    import sys
+
+    lock = entry.with_name(f".{entry.name}.lock")
+    key = str(lock.absolute())
+    held: set[str] = _COMPUTING.__dict__.setdefault("entries", set())
+    if key in held:
+        yield
+        return
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fh = lock.open("a")  # never removed: unlinking a lock file races with its next taker
+    except OSError:
+        yield
+        return
+    with fh:  # closing it releases the lock
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"msj-gym: another process is {doing}; waiting for its result", file=sys.stderr, flush=True)
+            with contextlib.suppress(OSError):
+                fcntl.flock(fh, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks: computed here as well
+            pass
+        held.add(key)
+        try:
+            yield
+        finally:
+            held.discard(key)
+
+
+_COMPUTING = threading.local()  # the entries each thread holds
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -326,6 +326,68 @@ def test_an_unreadable_cached_solve_is_solved_again_with_a_note(damage, tmp_path
     assert path.read_bytes() != b"" and len(path.read_bytes()) > 100  # written anew, whole
 
 
+_SOLVE_ONCE = """
+import sys, time
+from pathlib import Path
+import msj_gym.analysis.optimal as optimal
+from msj_gym import load_scenario
+from msj_gym.analysis.solutions import solved_table
+
+T = Path(sys.argv[1])
+real = optimal.solve_optimal
+
+def counted(*args, **kw):
+    with (T / "solves").open("a") as fh:
+        fh.write("solve\\n")
+    deadline = time.monotonic() + 60
+    while not (T / "go").exists() and time.monotonic() < deadline:  # held until the test says go
+        time.sleep(0.05)
+    return real(*args, **kw)
+
+optimal.solve_optimal = counted
+print(solved_table(load_scenario("sf-fig2").build(load=0.5), False)["value"]["mean_response_time"].hex())
+"""
+
+
+def test_processes_needing_one_optimum_at_once_solve_it_once(tmp_path):
+    """The second process waits for the first's solve (saying so) and reads it from the cache."""
+    pytest.importorskip("scipy")
+    script = tmp_path / "solve.py"
+    script.write_text(_SOLVE_ONCE)
+    env = {**ENV, "MSJ_GYM_CACHE": str(tmp_path / "cache")}
+
+    def start(name: str) -> subprocess.Popen[str]:
+        with (tmp_path / f"{name}.err").open("w") as err:
+            return subprocess.Popen(
+                [sys.executable, str(script), str(tmp_path)],
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                env=env,
+            )
+
+    def wait_for(what, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not what():
+            assert time.monotonic() < deadline, "timed out"
+            time.sleep(0.05)
+
+    first = start("first")
+    wait_for(lambda: (tmp_path / "solves").exists())  # the first holds the solve
+    second = start("second")
+    wait_for(lambda: "waiting for its result" in (tmp_path / "second.err").read_text())
+    (tmp_path / "go").touch()
+    outs = [proc.communicate(timeout=300)[0].strip() for proc in (first, second)]
+    assert [first.returncode, second.returncode] == [0, 0]
+    assert (tmp_path / "solves").read_text().splitlines() == ["solve"]  # solved once, by the first
+    assert outs[0] == outs[1] and float.fromhex(outs[0]) > 0
+    waited = [line for line in (tmp_path / "second.err").read_text().splitlines() if "waiting" in line]
+    assert waited == [
+        "msj-gym: another process is solving the exact non-preemptive optimum of sf-fig2 at load 0.5; "
+        "waiting for its result"
+    ]
+
+
 def test_an_unreadable_optima_json_is_solved_again_with_a_note(tmp_path, monkeypatch, capsys):
     from msj_gym.experiments import benchmark as bm
 

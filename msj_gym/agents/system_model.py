@@ -208,6 +208,14 @@ def play_together(
     return out
 
 
+def _described(workload: Workload) -> str:
+    """A rebuilt system in a few words, for what is said on stderr."""
+    classes = len(workload.classes)
+    return (
+        f"k = {workload.num_servers}, {classes} class{'es' if classes > 1 else ''}, load {workload.load:.3g}"
+    )
+
+
 @dataclass
 class _StoredPlan:
     """One system's plan on disk (see :class:`SimulatedSelector`), the whole key stored beside it: an
@@ -452,24 +460,37 @@ class SimulatedSelector:
                     if workload is None:
                         got = (-1, -1, -1)
                     else:
-                        stored = self._stored(canonical, features, network)
-                        got = stored.get() if stored is not None else None
-                        if got is None:
-                            got = self._settle(workload, rehearsal)
-                            if stored is not None:
-                                stored.put(got)
+                        got = self._planned(workload, rehearsal, self._stored(canonical, features, network))
                     self._keep(canonical, got)
                 self._keep(key, got)
             picks[i], modes[i], alone[i] = got
         return picks, modes, alone
+
+    def _planned(
+        self, workload: Workload, rehearsal: Rehearsal | None, stored: _StoredPlan | None
+    ) -> tuple[int, int, int]:
+        """A new system's plan: from disk where it is there, else settled (and put on disk)."""
+        got = stored.get() if stored is not None else None
+        if got is not None:
+            return got
+        if stored is None:
+            return self._settle(workload, rehearsal)
+        from msj_gym.atomic import computed_once
+
+        # workers meeting the same new system at once plan it once; the others read its plan
+        with computed_once(stored.path, f"planning the agent on the same system ({_described(workload)})"):
+            got = stored.get()
+            if got is None:
+                got = self._settle(workload, rehearsal)
+                stored.put(got)
+        return got
 
     def _settle(self, workload: Workload, rehearsal: Rehearsal | None) -> tuple[int, int, int]:
         """The base, the trust in the network and the pick on a rebuilt system (see the class docstring), each
         step said on stderr where it takes a while (a rehearsal takes seconds, once per system)."""
         from msj_gym.core.jit import announce
 
-        system = f"k = {workload.num_servers}, {len(workload.classes)} classes, load {workload.load:.3g}"
-        planning = f"planning the agent on a system it has not seen ({system})"
+        planning = f"planning the agent on a system it has not seen ({_described(workload)})"
         with announce(f"{planning}: simulating its heuristics"):
             pick = self.pick(*self.measure(workload))
         fallback = pick >= len(self.bases)

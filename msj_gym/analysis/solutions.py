@@ -93,28 +93,71 @@ def _solved(
     key: str, key_doc: str, workload: Workload, preemptive: bool, blocking_target: float, max_states: int
 ) -> dict[str, Any]:
     path = _cache_dir() / f"{key}.npz"
-    if path.exists():
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                if str(z["key_doc"]) == key_doc:
-                    out = {
-                        "table": z["table"],
-                        "configs": z["configs"],
-                        "up": z["up"],
-                        "buffers": z["buffers"],
-                        "value": json.loads(str(z["value"])),
-                    }
-                    float(out["value"]["mean_response_time"])
-                    return out
-        except Exception as exc:
-            # a cache entry cut short (a killed writer, a full disk) or damaged is a miss: solve again
-            why = " ".join(str(exc).split())[:80] or "unreadable"
-            print(
-                f"msj-gym: note: cached solve {str(path)!r} is unreadable ({type(exc).__name__}: {why}); "
-                "solving again",
-                file=sys.stderr,
-                flush=True,
-            )
+    seen = _stamp(path)
+    out = _load(path, key_doc)
+    if out is not None:
+        return out
+    from msj_gym.atomic import computed_once
+
+    kind = "preemptive" if preemptive else "non-preemptive"
+    name = getattr(workload, "name", "the workload")
+    # a built Workload's load is a float: set in __post_init__, though declared optional
+    load = float(workload.load)  # type: ignore[arg-type]
+    what = f"solving the exact {kind} optimum of {name} at load {load:.4g}"
+    # workers needing the same optimum at once solve it once: a solve takes minutes and gigabytes
+    with computed_once(path, what):
+        out = _load(path, key_doc) if _stamp(path) != seen else None  # written while this one waited
+        if out is None:
+            out = _solve(key, key_doc, workload, preemptive, blocking_target, max_states, what)
+    return out
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """When ``path`` was last written and its size (None: not there)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _load(path: Path, key_doc: str) -> dict[str, Any] | None:
+    """The cached solve at ``path`` if it is the one of ``key_doc``, else None."""
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if str(z["key_doc"]) == key_doc:
+                out = {
+                    "table": z["table"],
+                    "configs": z["configs"],
+                    "up": z["up"],
+                    "buffers": z["buffers"],
+                    "value": json.loads(str(z["value"])),
+                }
+                float(out["value"]["mean_response_time"])
+                return out
+    except Exception as exc:
+        # a cache entry cut short (a killed writer, a full disk) or damaged is a miss: solve again
+        why = " ".join(str(exc).split())[:80] or "unreadable"
+        print(
+            f"msj-gym: note: cached solve {str(path)!r} is unreadable ({type(exc).__name__}: {why}); "
+            "solving again",
+            file=sys.stderr,
+            flush=True,
+        )
+    return None
+
+
+def _solve(
+    key: str,
+    key_doc: str,
+    workload: Workload,
+    preemptive: bool,
+    blocking_target: float,
+    max_states: int,
+    what: str,
+) -> dict[str, Any]:
     failed_path, failed_doc = _failure_key(key_doc, max_states)
     refused = _remembered_failure(failed_path, failed_doc)
     if refused is not None:
@@ -122,11 +165,6 @@ def _solved(
     from msj_gym.analysis.optimal import estimate_solve, solve_optimal
     from msj_gym.core.jit import announce
 
-    kind = "preemptive" if preemptive else "non-preemptive"
-    name = getattr(workload, "name", "the workload")
-    # a built Workload's load is a float: set in __post_init__, though declared optional
-    load = float(workload.load)  # type: ignore[arg-type]
-    what = f"solving the exact {kind} optimum of {name} at load {load:.4g}"
     estimate = estimate_solve(workload, max_states=max_states)
     with announce(f"{what} ({estimate.describe()})"):
         try:

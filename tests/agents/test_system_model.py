@@ -282,6 +282,52 @@ def test_a_plan_is_kept_on_disk_for_the_same_selector_system_and_network_only(tm
     assert len(calls) == 11
 
 
+def test_selectors_meeting_one_new_system_at_once_plan_it_once(capsys) -> None:
+    """Two selectors (as in two workers) planning the same system at the same time: the second waits
+    for the first's plan, saying so, and reads it from disk instead of simulating again."""
+    import threading
+    import time
+
+    obs = _first_observation("sf-fig2", load=0.7)
+    calls: list[str] = []
+    go = threading.Event()
+
+    def selector(name: str) -> SimulatedSelector:
+        made = SimulatedSelector(bases=BASES, safest=1, arrivals=1000)
+
+        def measure(workload):
+            calls.append(name)
+            go.wait(timeout=60)
+            return _measured([1.0, 2.0, 3.0])
+
+        made.measure = measure
+        return made
+
+    got: dict[str, list] = {}
+
+    def plan(name: str) -> None:
+        got[name] = [a.tolist() for a in selector(name).plan(obs[None], FEATURES)]
+
+    first = threading.Thread(target=plan, args=("first",))
+    first.start()
+    deadline = time.monotonic() + 60
+    while calls != ["first"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    second = threading.Thread(target=plan, args=("second",))
+    second.start()
+    said = ""
+    while "waiting for its result" not in said:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+        said += capsys.readouterr().err
+    go.set()
+    first.join(timeout=60)
+    second.join(timeout=60)
+    assert calls == ["first"] and got["second"] == got["first"] == [[0], [-1], [0]]
+    assert "another process is planning the agent on the same system (k = 8, 2 classes, load 0.7)" in said
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
