@@ -1,5 +1,6 @@
-"""Output files written whole or not at all, output paths checked before a long computation, and one
-line for what the operating system refuses.
+"""Output files written whole or not at all, output paths checked before a long computation, one line
+for what the operating system refuses, and disk-cache entries that processes needing them at the same
+time compute once (:func:`computed_once`).
 
 Every table, picture and animation the commands write goes through :func:`atomic_path`: the content
 is written to a hidden temporary file in the same folder and renamed over the target only once it is
