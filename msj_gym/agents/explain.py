@@ -30,32 +30,12 @@ def _kind(started: np.ndarray, wide: int) -> str:
     return "narrow" if started.sum() > 0 else "idle"
 
 
-def _starts(env: Any, action: int) -> np.ndarray:
-    """Per class, the jobs the env's action ``action`` starts now (read before it is taken)."""
-    from msj_gym.core import state as S
-
-    out = np.zeros(env.workload.num_classes, dtype=np.int64)
-    first_advisor = env.action_space.n - len(env.advisors)
-    if action == 0 or not env.action_masks()[action]:
-        return out  # wait (an invalid action counts as wait)
-    if action >= first_advisor:
-        words = env._advice[action - first_advisor]
-    elif env._priority:
-        words = env._priority_plan(action - 1)
-    else:
-        out[(action - 1) // env.queue_window] += 1
-        return out
-    for w in np.asarray(words).tolist():
-        if w >= 0:
-            out[env.core.sim.ji[w, S.CLS]] += 1
-    return out
-
-
 def compare(spec: str, scenario: str, load: float, arrivals: int, seed: int) -> dict[str, Any]:
     """Decisions of the agent ``spec`` and of the optimum on one episode: a counter of (state group,
     agent's kind, optimum's kind) and the agreement."""
     from msj_gym.core import state as S
     from msj_gym.core.simulator import PolicyDriver
+    from msj_gym.env import planning
     from msj_gym.experiments.agents import load_agent
     from msj_gym.registry import policy_from_spec
 
@@ -92,7 +72,7 @@ def compare(spec: str, scenario: str, load: float, arrivals: int, seed: int) -> 
             f"{'a wide job waits' if sim.ci[S.C_NWAIT, wide] else 'no wide job waits'}"
         )
         action, _ = agent.predict(obs, deterministic=True, action_masks=info["action_mask"])
-        started_agent = _starts(base, int(action))
+        started_agent = planning.starts_by_class(base, int(action))
         obs, _, _, over, info = env.step(int(action))
         counts[(group, _kind(started_agent, wide), _kind(started_opt, wide))] += 1
     total = sum(counts.values())

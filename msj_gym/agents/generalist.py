@@ -389,7 +389,7 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
     valid action's cost with the system's best base (``task["best"]``) playing the branches out (NaN
     where invalid; the other bases' advisor actions count as invalid: the agent follows the one its
     selector picks, and on a training system that is the best one)."""
-    from msj_gym.core import state as S
+    from msj_gym.env import planning
     from msj_gym.env.branches import BranchPlayer
 
     a = task["args"]
@@ -416,7 +416,7 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
         over = False
         while not over and len(cost_l) < task["decisions"]:
             mask = info["action_mask"]
-            arrived = int(env.core.sim.iv[S.I_NARR])
+            arrived = planning.jobs_arrived(env)
             window = a["skip"] <= arrived < a["episode_arrivals"] - a["tail"]
             mine = mask.copy()
             mine[n_act - others.size :] &= ~others
@@ -432,7 +432,7 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
             elif player.follows is not None:  # the advisor followed, as its action does
                 obs, _, _, over, info = env.step(base_action)
             else:
-                obs, _, _, over, info = env.step_policy(base)
+                obs, _, _, over, info = planning.step_policy(env, base)
     return _decisions(obs_l, mask_l, cost_l, n_act, task["index"])
 
 
@@ -462,7 +462,7 @@ def _collect_following(task: dict[str, Any], follow: Any) -> dict[str, np.ndarra
     """:func:`collect_system` for a round whose episodes the fitted network ``follow`` drives:
     :data:`FOLLOW_EPISODES` episodes side by side, each with its own env, branch player, sampling
     stream and episode seeds, stepped in a fixed order so that the data depend on the task alone."""
-    from msj_gym.core import state as S
+    from msj_gym.env import planning
     from msj_gym.env.branches import BranchPlayer
 
     a = task["args"]
@@ -486,7 +486,7 @@ def _collect_following(task: dict[str, Any], follow: Any) -> dict[str, np.ndarra
         asked, actions = [], {}
         for i, lane in enumerate(lanes):
             env, rng, mask = lane["env"], lane["rng"], lane["info"]["action_mask"]
-            arrived = int(env.core.sim.iv[S.I_NARR])
+            arrived = planning.jobs_arrived(env)
             window = a["skip"] <= arrived < a["episode_arrivals"] - a["tail"]
             mine = mask.copy()
             mine[n_act - others.size :] &= ~others

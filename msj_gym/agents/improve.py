@@ -9,7 +9,7 @@ classification-based, as in Lagoudakis & Parr 2003). Along episodes driven by a 
 (``--base``, with ``--explore`` of its decisions replaced by a random valid action so that the states an
 improved policy reaches are seen too), at sampled decisions the environment is snapshotted and every
 valid action is tried: take it, then let the base policy play the episode out natively
-(:meth:`msj_gym.MSJEnv.play_out`). All branches of a decision see the same future arrivals and service
+(:func:`msj_gym.env.planning.play_out`). All branches of a decision see the same future arrivals and service
 times, so the differences of their costs (the time jobs spend in the system until the episode's end)
 are the differences the action makes, without the noise of the job stream: branches that reach the
 same state coincide from then on. The policy network (a MaskablePPO policy, so that the checkpoint
@@ -222,7 +222,7 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
     import gymnasium as gym
 
     import msj_gym  # noqa: F401  (registers the envs)
-    from msj_gym.core import state as S
+    from msj_gym.env import planning
     from msj_gym.env.branches import BASE_DECISION, BranchPlayer, python_costs
     from msj_gym.env.msj_env import MSJEnv
 
@@ -255,7 +255,7 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
         over = False
         while not over and len(cost_l) < args.decisions:
             mask = info["action_mask"]
-            arrived = int(env.core.sim.iv[S.I_NARR])
+            arrived = planning.jobs_arrived(env)
             window = args.skip <= arrived < args.episode_arrivals - args.tail
             choice = base_action() if not priority else delegate
             if window and mask.sum() >= 2 and rng.random() < 1.0 / args.sample_every:
@@ -279,7 +279,7 @@ def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> d
             elif follow is not None:
                 action = int(follow.predict(obs, action_masks=mask, deterministic=True)[0])
             elif priority:
-                obs, _, _, over, info = env.step_policy(base)
+                obs, _, _, over, info = planning.step_policy(env, base)
                 continue
             else:
                 action = choice

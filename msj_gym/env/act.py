@@ -351,6 +351,13 @@ def action_family(code: int) -> int:
 
 
 @kernel_jit
+def decode_action(sim, ep, action):
+    """The engine action (start slot ``s`` / preempt ``-s-1``) that valid job action ``action`` names
+    (not "wait"): the inverse of :func:`encode_action`."""
+    return _decode(sim, ep, action)
+
+
+@kernel_jit
 def encode_action(sim, ep, engine_action):
     """The job action that names engine action ``engine_action`` (start slot ``s`` / preempt ``-s-1``),
     or ``-1 - rank`` when the job's rank is outside the action window (``-1``: no such job)."""

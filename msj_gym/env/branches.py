@@ -2,7 +2,8 @@
 
 Rollout-based planning and policy improvement (``msj_gym/agents/improve.py``) ask, at a decision: what does
 the episode cost from here if the agent takes action ``a`` and a base heuristic plays the rest? In
-Python that is, per action, :meth:`MSJEnv.restore`, :meth:`MSJEnv.step` and :meth:`MSJEnv.play_out`:
+Python that is, per action, :func:`~msj_gym.env.planning.restore`, ``env.step`` and
+:func:`~msj_gym.env.planning.play_out`:
 a deep copy of the simulator and a handful of compiled calls. :class:`BranchPlayer` does the same
 inside one compiled loop: for each branch it copies the state into a scratch state (the arrival
 stream, which the engine only reads, is shared: every branch sees the same future jobs, the common
@@ -34,6 +35,7 @@ from ..core.engine import advance, apply, can_decide
 from ..core.jit import announce, internal_jit, kernel_jit
 from ..core.policy import Policy
 from ..native.copying import copy1d
+from . import planning
 from .batch import copy_state
 from .layout import EP_ADVISE
 from .stepping import reward_paid, step_of
@@ -405,28 +407,30 @@ def python_costs(env: Any, base: Policy, actions: np.ndarray, persist: int = 1) 
     rewards where the compiled one takes the difference of the run's totals), so the two agree to
     rounding, not bit for bit."""
     env = getattr(env, "unwrapped", env)
-    snap = env.snapshot()
+    snap = planning.snapshot(env)
     out = np.empty(len(actions))
     advice = env._n_actions - len(env.advisors)  # actions from here on are advisors' decisions
     follows = next((advice + j for j, p in enumerate(env.advisors) if p is base), None)
     try:
         for i, a in enumerate(np.asarray(actions).tolist()):
-            env.restore(snap)
+            planning.restore(env, snap)
             if a == BASE_DECISION and follows is not None:
                 a = follows
-            _, reward, _, truncated, info = env.step_policy(base) if a == BASE_DECISION else env.step(a)
+            _, reward, _, truncated, info = (
+                planning.step_policy(env, base) if a == BASE_DECISION else env.step(a)
+            )
             taken = 1
             while taken < persist and 0 <= a < advice and not truncated and info["action_mask"][a]:
                 _, more, _, truncated, info = env.step(a)
                 reward += more
                 taken += 1
             if follows is None:
-                out[i] = -(reward + (0.0 if truncated else env.play_out(base)))
+                out[i] = -(reward + (0.0 if truncated else planning.play_out(env, base)))
                 continue
             while not truncated:
                 _, more, _, truncated, _ = env.step(follows)
                 reward += more
             out[i] = -reward
     finally:
-        env.restore(snap)
+        planning.restore(env, snap)
     return out

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     ScenarioSource: TypeAlias = (
         str | Path | Mapping[str, Any] | Scenario | GPUTraceScenario | SWFScenario | Workload | TraceWorkload
     )
-from .act import encode_action, priority_plan
+from .act import encode_action
 from .layout import (
     EP_ACTIONS,
     EP_ADVISE,
@@ -66,9 +65,9 @@ from .layout import (
 )
 from .modes import ACTION_MODES, OBSERVATION_MODES, Shape, mode_named
 from .observe import class_set_constants
-from .stepping import reward_paid, step_of
+from .stepping import step_of
 
-__all__ = ["AgentSlot", "EnvSnapshot", "MSJEnv", "MSJPreemptiveEnv", "heuristic_cap", "resolve_workload"]
+__all__ = ["AgentSlot", "MSJEnv", "MSJPreemptiveEnv", "heuristic_cap", "resolve_workload"]
 
 _DEFAULT_SCENARIO = "sf-fig2"
 DEFAULT_MAX_CLASSES = 32  # class slots of observation="classes": borg-cellb's 26 classes fit
@@ -104,16 +103,6 @@ class AgentSlot(Policy):
     def __init__(self, preemptive: bool) -> None:
         super().__init__()
         self.preemptive = preemptive  # type: ignore[misc]  # per instance: admission or preemptive env
-
-
-class EnvSnapshot(NamedTuple):
-    """An episode's state as :meth:`MSJEnv.snapshot` saves it (treat as opaque)."""
-
-    owner: int
-    core: Simulator
-    counters: tuple[int, bool, int]
-    arrays: tuple[np.ndarray, np.ndarray]
-    advice: tuple[list[np.ndarray], list[Any]]  # the advisors' decisions now and their data
 
 
 def resolve_workload(
@@ -774,24 +763,6 @@ class MSJEnv(gym.Env):
         reward = float(self._out[O_REWARD]) * self._reward_scale
         return self._observation(), reward, False, self._over, info
 
-    def step_policy(self, policy: str | Policy) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """Let a baseline ``policy`` (an id or a :class:`Policy`) make the current decision whole (every
-        start or preemption it makes at this instant), then advance to the next decision; returns what
-        :meth:`step` returns. It drives an episode with a heuristic whatever the action mode, e.g. to
-        reach states at which an agent's actions are then compared. The policy's data is prepared once
-        per episode (and again after :meth:`restore`), as in a native run; a policy that must see every
-        event (``decides_every_event``) sees only the decisions."""
-        if self.core is None:
-            raise RuntimeError("MSJ env: call reset() first")
-        if self._over:
-            raise RuntimeError("MSJ env: the episode is over (truncated); call reset() first")
-        decision = self._decision_of(policy)
-        self._out[:] = 0.0
-        self._apply(decision)
-        info = self._advance(-1)
-        reward = float(self._out[O_REWARD]) * self._reward_scale
-        return self._observation(), reward, False, self._over, info
-
     def _decision_of(self, policy: Any) -> np.ndarray:
         """The engine actions of ``policy``'s decision now (its data kept per episode)."""
         entry = self._drivers.get(id(policy))
@@ -808,15 +779,6 @@ class MSJEnv(gym.Env):
         if len(engine_actions) and apply(core.sim, engine_actions, len(engine_actions)) != S.E_NONE:
             core._raise()
 
-    def _priority_plan(self, c: int) -> np.ndarray:
-        """The engine words that priority ``c`` would apply now (preemptions, then starts), for
-        inspection: the compiled step applies them itself."""
-        if not self._priority:
-            raise ValueError(f"_priority_plan: this env takes {self.action_mode!r} actions")
-        out = np.zeros(2 * self.workload.num_servers + 2, dtype=np.int64)
-        n = priority_plan(self._sim, self._ep, int(c), self._work, out)
-        return out[:n]
-
     def _check_action(self, action: Any) -> int:
         n = self._n_actions
         expected = f"action: expected an integer in [0, {n}) (Discrete({n}))"
@@ -832,83 +794,6 @@ class MSJEnv(gym.Env):
         if not 0 <= a < n:
             raise ValueError(f"{expected}, got {a}")
         return a
-
-    # ------------------------------------------------------------------------------------------------
-    def snapshot(self) -> EnvSnapshot:
-        """The episode's full state now (simulator, future job stream, counters): restore it with
-        :meth:`restore` as often as needed. Branches restored from one snapshot see the same future
-        arrivals and service times (common random numbers), which is what rollout-based planning and
-        policy improvement compare actions with."""
-        if self.core is None:
-            raise RuntimeError("MSJ env: call reset() first")
-        drivers = [self._drivers.get(id(p)) for p in self.advisors]
-        return EnvSnapshot(
-            id(self),
-            self._copy_core(self.core),
-            (self.episode, self._over, self._invalid),
-            (self._obs.copy(), self._mask.copy()),
-            (
-                [a.copy() for a in self._advice],
-                [None if d is None else copy.deepcopy(d[1].pdata) for d in drivers],
-            ),
-        )
-
-    def _copy_core(self, core: Simulator) -> Simulator:
-        # the workload and the agent's slot are shared (read-only); everything else is copied
-        memo = {id(self.workload): self.workload, id(self._agent_slot): self._agent_slot}
-        return copy.deepcopy(core, memo)
-
-    def restore(self, snapshot: EnvSnapshot) -> tuple[Any, dict[str, Any]]:
-        """Go back to ``snapshot`` (taken from this env); returns the observation and the decision's
-        info (its ``action_mask``) as they were then. The snapshot stays usable."""
-        if not isinstance(snapshot, EnvSnapshot):
-            raise TypeError(
-                f"snapshot: expected an EnvSnapshot from snapshot(), got {type(snapshot).__name__}"
-            )
-        if snapshot.owner != id(self):
-            raise ValueError("snapshot: taken from another environment")
-        self.core = self._copy_core(snapshot.core)
-        self.core._views()
-        self.episode, self._over, self._invalid = snapshot.counters
-        self._obs[:], self._mask[:] = snapshot.arrays
-        self._bind()
-        self._drivers.clear()
-        # the advisors' data as it was, so that their decisions go on as they would have
-        advice, pdatas = snapshot.advice
-        self._advice = [a.copy() for a in advice]
-        for policy, pdata in zip(self.advisors, pdatas, strict=True):
-            if pdata is not None:
-                driver = PolicyDriver(policy, self.core, copy.deepcopy(pdata))
-                self._drivers[id(policy)] = (policy, driver)
-        info = {
-            "time": float(self._sim.fv[S.F_NOW]),
-            "action_mask": self.action_masks(),
-            "jobs_in_system": int(self._sim.iv[S.I_NSYS]),
-        }
-        return self._observation(), info
-
-    def play_out(self, policy: str | Policy) -> float:
-        """Hand the rest of the episode to a baseline ``policy`` (an id or a :class:`Policy`), run
-        natively from the current decision on, and return the reward the episode would still have
-        paid (the sum of the remaining steps' rewards, in this env's reward units). The episode is over
-        afterwards. Unweighted rewards only."""
-        if self.core is None:
-            raise RuntimeError("MSJ env: call reset() first")
-        if self._over:
-            raise RuntimeError("MSJ env: the episode is over (truncated); call reset() first")
-        if self.weighted:
-            raise ValueError("play_out: weighted=True rewards are not supported; make the env unweighted")
-        policy = self._baseline("policy", policy)
-        core = self.core
-        start = float(reward_paid(core.sim.fv, self._ep))
-        # the decision due now is the policy's, then it runs event by event to the end
-        driver = PolicyDriver(policy, core)
-        self._apply(driver.decide())
-        core.drive(policy, driver.pdata)
-        self._over = True
-        self._bind()
-        self._observe()
-        return -(float(reward_paid(core.sim.fv, self._ep)) - start) * self._reward_scale
 
     def decide_every_event(self, flag: bool) -> None:
         """Also stop at events where nothing can be decided (only "wait" is valid there). For agents

@@ -12,6 +12,7 @@ import pytest
 
 import msj_gym  # noqa: F401  (registers the envs)
 from msj_gym.core import state as S
+from msj_gym.env import planning
 from msj_gym.env.layout import SET_CLASS_FEATURES, SET_SIZE_FEATURES, SET_SYSTEM_FEATURES
 from msj_gym.env.observe import squash
 from msj_gym.workloads import Exponential, JobClass, Workload
@@ -179,7 +180,7 @@ def test_permuting_the_classes_permutes_the_observation_and_the_priorities(env_i
             if mask_b[1 + c]:
                 # the same starts and preemptions (listed in class order, so in another order)
                 np.testing.assert_array_equal(
-                    np.sort(b._priority_plan(c)), np.sort(a._priority_plan(perm[c]))
+                    np.sort(planning.engine_words(b, 1 + c)), np.sort(planning.engine_words(a, 1 + perm[c]))
                 )
         compared += 1
     assert compared > 100

@@ -11,6 +11,7 @@ import msj_gym  # noqa: F401  (registers the envs)
 from msj_gym import PolicyAgent, Simulator
 from msj_gym.baselines import make_policy
 from msj_gym.core import state as S
+from msj_gym.env import planning
 
 ARRIVALS, WARMUP, SEED = 2000, 200, 11
 
@@ -103,7 +104,7 @@ def test_a_priority_packs_its_class_then_the_others_by_decreasing_need() -> None
             for d in order:
                 expected[d] = min(total[d], free // int(ci[S.C_NEED, d]))
                 free -= expected[d] * int(ci[S.C_NEED, d])
-            plan = env._priority_plan(int(c))
+            plan = planning.engine_words(env, 1 + int(c))
             running = ci[S.C_NRUN].copy()
             for a in plan:
                 cls = env.core.sim.ji[a if a >= 0 else -a - 1, S.CLS]
@@ -123,7 +124,7 @@ def test_step_policy_is_the_native_run(env_id: str, policy_id: str, actions: str
     env.reset(seed=SEED)
     over, steps = False, 0
     while not over:
-        _, _, _, over, _ = env.unwrapped.step_policy(policy_id)
+        _, _, _, over, _ = planning.step_policy(env.unwrapped, policy_id)
         steps += 1
     assert steps > 100
     assert _comparable(env.unwrapped.result()) == _native(env, policy_id)
@@ -162,7 +163,7 @@ def test_priority_shortest_starts_the_shortest_jobs_of_a_class() -> None:
         mask = info["action_mask"]
         sim = env.core.sim
         for c in np.flatnonzero(mask[1:]):
-            plan = env._priority_plan(int(c))
+            plan = planning.engine_words(env, 1 + int(c))
             for d in range(4):
                 started = [s for s in plan if sim.ji[s, S.CLS] == d]
                 waiting, s = [], sim.ci[S.C_HEAD, d]

@@ -11,6 +11,7 @@ import msj_gym  # noqa: F401  (registers the envs)
 from msj_gym import PolicyAgent, Simulator
 from msj_gym.baselines import make_policy
 from msj_gym.core import state as S
+from msj_gym.env import planning
 
 
 def _env(**kw):
@@ -33,20 +34,20 @@ def test_restore_replays_the_same_future() -> None:
     env = _env()
     env.reset(seed=3)
     _steps(env, np.random.default_rng(0), 50)
-    snap = env.snapshot()
+    snap = planning.snapshot(env)
     first = _steps(env, np.random.default_rng(1), 200)
-    _, info = env.restore(snap)
+    _, info = planning.restore(env, snap)
     assert np.array_equal(info["action_mask"], env.action_masks())
     again = _steps(env, np.random.default_rng(1), 200)
     assert again == first  # same arrivals, service times, rewards and observations, bit for bit
-    env.restore(snap)  # a snapshot stays usable after a restore
+    planning.restore(env, snap)  # a snapshot stays usable after a restore
     assert _steps(env, np.random.default_rng(1), 200) == first
     other = _steps(_restored(env, snap), np.random.default_rng(2), 200)
     assert other != first
 
 
 def _restored(env, snap):
-    env.restore(snap)
+    planning.restore(env, snap)
     return env
 
 
@@ -54,7 +55,7 @@ def test_play_out_from_the_start_is_the_native_run() -> None:
     # the whole episode's time in system, played out by MSF, equals MSF's native run with the seed
     env = _env()
     env.reset(seed=11)
-    paid = env.play_out("msf")
+    paid = planning.play_out(env, "msf")
     native = Simulator(env.workload, make_policy("msf"), seed=11, num_arrivals=400, warmup=0)
     native.run()
     assert -paid == pytest.approx(float(native.sim.fv[S.F_RUN_AREA]), rel=1e-12)
@@ -69,9 +70,9 @@ def test_play_out_equals_stepping_the_policy_agent(policy_id: str) -> None:
     env = _env(queue_window=64)
     env.reset(seed=5)
     _steps(env, np.random.default_rng(4), 80)
-    snap = env.snapshot()
-    paid = env.play_out(policy_id)
-    env.restore(snap)
+    snap = planning.snapshot(env)
+    paid = planning.play_out(env, policy_id)
+    planning.restore(env, snap)
     agent = PolicyAgent(policy_id, env)
     total, truncated = 0.0, False
     while not truncated:
@@ -84,17 +85,17 @@ def test_play_out_equals_stepping_the_policy_agent(policy_id: str) -> None:
 def test_snapshot_and_play_out_refuse_misuse() -> None:
     env = _env()
     with pytest.raises(RuntimeError, match="reset"):
-        env.snapshot()
+        planning.snapshot(env)
     env.reset(seed=0)
     with pytest.raises(TypeError, match="EnvSnapshot"):
-        env.restore("state")
+        planning.restore(env, "state")
     other = _env()
     other.reset(seed=0)
     with pytest.raises(ValueError, match="another environment"):
-        env.restore(other.snapshot())
+        planning.restore(env, planning.snapshot(other))
     with pytest.raises(ValueError, match="preempts"):
-        env.play_out("server-filling")
+        planning.play_out(env, "server-filling")
     weighted = _env(weighted=True)
     weighted.reset(seed=0)
     with pytest.raises(ValueError, match="weighted"):
-        weighted.play_out("msf")
+        planning.play_out(weighted, "msf")

@@ -20,7 +20,7 @@ import numpy as np
 import msj_gym  # noqa: F401  (registers the env ids)
 from msj_gym import PolicyAgent, Simulator
 from msj_gym.baselines import MOLDABLE_POLICIES, list_policies, make_policy, supports
-from msj_gym.env import COMPAT_ENV_ID, MOLDABLE_ENV_ID, DrawnAssignmentAgent, MoldablePolicyAgent
+from msj_gym.env import COMPAT_ENV_ID, MOLDABLE_ENV_ID, DrawnAssignmentAgent, MoldablePolicyAgent, planning
 from msj_gym.moldable import simulate_moldable
 from msj_gym.pooled import PooledSimulator
 from msj_gym.workloads.compat import build_compat_scenario
@@ -241,7 +241,7 @@ def _play_out(pid: str, random_steps: int) -> Record:
         paid += float(reward)
         if truncated:
             break
-    out = {"random_part": encode(paid), "play_out": encode(env.play_out(pid))}
+    out = {"random_part": encode(paid), "play_out": encode(planning.play_out(env, pid))}
     out["result"] = result_record(env.result())
     return out
 
