@@ -327,7 +327,7 @@ def shipped_agents() -> dict[str, Path]:
         except (ImportError, TypeError):
             continue
         if where.is_dir():
-            for p in sorted(where.glob("*.zip")):
+            for p in sorted([*where.glob("*.zip"), *where.glob("*.npz")]):
                 out.setdefault(p.stem, p)
     return out
 
@@ -359,6 +359,8 @@ def agent_loader(algo: Any) -> Any:
 register_agent_folder("msj_gym.agents")
 register_agent_loader("scored-assignment", "msj_gym.agents.assign_search:load_checkpoint")
 register_agent_loader("scored-hpc", "msj_gym.agents.hpc_search:load_checkpoint")
+register_agent_loader("class-set-network", "msj_gym.agents.network:load_checkpoint")
+register_agent_loader("planner", "msj_gym.agents.planner:load_checkpoint")
 
 # The built-in policies of the source papers (package ``msj_gym.baselines``), in the order every listing uses.
 _MSJ = ("msj",)

@@ -290,7 +290,7 @@ class FuturePlayer:
         *,
         futures: int = 8,
         horizon: int = 64,
-        seed: int = 0,
+        seed: int | np.random.SeedSequence = 0,
         know_sizes: bool = False,
         max_events: int | None = None,
     ) -> None:
@@ -324,7 +324,7 @@ class FuturePlayer:
         self.know_sizes = bool(know_sizes)
         self.max_events = max_events
         self.seed = seed
-        root = np.random.SeedSequence(seed)
+        root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         arrivals, sizes = root.spawn(2)
         self._stream = workload.arrivals(arrivals)
         self._rng = np.random.default_rng(sizes)

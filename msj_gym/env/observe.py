@@ -63,6 +63,7 @@ __all__ = [
     "class_set_constants",
     "known_remaining",
     "squash",
+    "write_class_rows",
     "write_class_set",
     "write_flat",
 ]
@@ -183,22 +184,24 @@ def class_set_constants(fpar, k, needs):
 
 
 @internal_jit
-def write_class_set(sim, ep, fpar, obs, work):
-    """The class-set observation: ``SET_SYSTEM_FEATURES`` system features, then one row per class slot
-    (see the ``MSJEnv`` card), rows past the workload's classes all zero (column 0 is the mask)."""
-    iv, ci, ji, jf = sim.iv, sim.ci, sim.ji, sim.jf
+def write_class_rows(sim, ep, fpar, obs, free, nwait, nrun, head):
+    """The size-oblivious part of the class-set observation of state ``sim`` in which ``free`` servers
+    are idle and class ``c`` has ``nwait[c]`` jobs waiting (the oldest in slot ``head[c]``, -1 if none)
+    and ``nrun[c]`` running: the system features and a row per class (its first
+    ``SET_CLASS_FEATURES`` entries), padding rows zero. The env passes its state's own counts; a
+    policy that decides several starts at one instant (:mod:`msj_gym.agents.network`) passes the
+    counts as its earlier starts left them, so that it sees what the env would show."""
+    iv, ci, jf = sim.iv, sim.ci, sim.jf
     nclass = ci.shape[1]
     slots = ep[EP_SLOTS]
-    reveal = ep[EP_REVEAL] != 0
-    width = SET_CLASS_FEATURES + (SET_SIZE_FEATURES if reveal else 0)
+    width = SET_CLASS_FEATURES + (SET_SIZE_FEATURES if ep[EP_REVEAL] != 0 else 0)
     k = iv[I_K]
     now = sim.fv[F_NOW]
-    free = iv[I_FREE]
     mean_need = fpar[2 * nclass]
     load = fpar[2 * nclass + 1]
     demand = 0.0
     for c in range(nclass):
-        demand += ci[C_NWAIT, c] * ci[C_NEED, c]
+        demand += nwait[c] * ci[C_NEED, c]
     obs[0] = min(load, 1.0)
     obs[1] = free / k
     obs[2] = squash(iv[I_NSYS] * mean_need)
@@ -210,8 +213,8 @@ def write_class_set(sim, ep, fpar, obs, work):
     p = SET_SYSTEM_FEATURES
     for c in range(nclass):
         need = ci[C_NEED, c]
-        waiting = ci[C_NWAIT, c]
-        h = ci[C_HEAD, c]
+        waiting = nwait[c]
+        h = head[c]
         m = fpar[c]
         share = fpar[3 * nclass + 2 + c]
         constants = 5 * nclass + F_SET_CLASS + SET_CONSTANTS_PER_CLASS * c
@@ -225,11 +228,31 @@ def write_class_set(sim, ep, fpar, obs, work):
         obs[p + 7] = fpar[constants + 2]
         obs[p + 8] = squash(waiting)
         obs[p + 9] = squash(waiting * need / k)
-        obs[p + 10] = ci[C_NRUN, c] * need / k
+        obs[p + 10] = nrun[c] * need / k
         obs[p + 11] = squash((now - jf[h, ARRIVAL]) / m) if h != -1 else 0.0
         obs[p + 12] = 1.0 if h != -1 and need <= free else 0.0
         obs[p + 13] = min(waiting, free // need) * need / k
-        if reveal:
+        p += width
+    for q in range(p, SET_SYSTEM_FEATURES + slots * width):  # padding slots
+        obs[q] = 0.0
+
+
+@internal_jit
+def write_class_set(sim, ep, fpar, obs, work):
+    """The class-set observation: ``SET_SYSTEM_FEATURES`` system features, then one row per class slot
+    (see the ``MSJEnv`` card), rows past the workload's classes all zero (column 0 is the mask)."""
+    iv, ci, ji, jf = sim.iv, sim.ci, sim.ji, sim.jf
+    nclass = ci.shape[1]
+    reveal = ep[EP_REVEAL] != 0
+    width = SET_CLASS_FEATURES + (SET_SIZE_FEATURES if reveal else 0)
+    now = sim.fv[F_NOW]
+    write_class_rows(sim, ep, fpar, obs, iv[I_FREE], ci[C_NWAIT], ci[C_NRUN], ci[C_HEAD])
+    if reveal:
+        for c in range(nclass):
+            h = ci[C_HEAD, c]
+            waiting = ci[C_NWAIT, c]
+            m = fpar[c]
+            p = SET_SYSTEM_FEATURES + c * width
             shortest, total = np.inf, 0.0
             s = h
             while s != -1:
@@ -241,7 +264,6 @@ def write_class_set(sim, ep, fpar, obs, work):
             obs[q] = squash(shortest / m) if waiting > 0 else 0.0
             obs[q + 1] = squash(total / waiting / m) if waiting > 0 else 0.0
             obs[q + 2] = 2.0  # the soonest departure of the class, below (2: above any squash)
-        p += width
     if reveal:
         for q in range(iv[I_NRUN]):
             s = sim.run_list[q]
@@ -253,9 +275,6 @@ def write_class_set(sim, ep, fpar, obs, work):
             at = SET_SYSTEM_FEATURES + c * width + SET_CLASS_FEATURES + 2
             if obs[at] > 1.0:  # no class-c job runs
                 obs[at] = 0.0
-    for _ in range((slots - nclass) * width):  # padding slots
-        obs[p] = 0.0
-        p += 1
 
 
 # The writer of each observation code (``ep[EP_OBS]``): the step is assembled from the one its env uses

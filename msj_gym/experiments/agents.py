@@ -186,8 +186,11 @@ def agent_files(spec: str) -> tuple[str, ...]:
     the module that a ``module:attr`` names."""
     files = _checkpoint_files(spec)
     if files:
+        loader_files = _loader_files(files[0], _stamp(files))
+        if loader_files:  # a registered algorithm says what code its decisions run
+            return files + loader_files
         networks = tuple(sorted(str(f) for f in Path(__file__).resolve().parents[1].glob("agents/*.py")))
-        return files + _loader_files(files[0], _stamp(files)) + networks
+        return files + networks
     if ":" in spec:
         import importlib.util
 
@@ -233,7 +236,9 @@ def _loader_files(checkpoint: str, stamp: tuple[tuple[str, int, int], ...]) -> t
         if loader is None:
             return ()
         files = {inspect.getsourcefile(loader) or ""}
-        native = loader(path, meta).get("native")
+        loaded = loader(path, meta)
+        native = loaded.get("native")
+        files.update(str(Path(f).resolve()) for f in loaded.get("code", ()))
     except (OSError, ValueError, AttributeError, TypeError):  # a damaged one fails where it is run
         return ()
     if native is not None:
