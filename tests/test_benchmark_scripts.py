@@ -47,6 +47,17 @@ SCRIPTS = {
         "generalist",
     ],
     "generalist_selection.py": ["--systems", "3", "--truth-seeds", "1", "--truth-arrivals", "500"],
+    "gap_closed.py": [
+        "--agent",
+        "msj_gym.env:RandomAgent",
+        "--points",
+        "sf-fig2:0.5",
+        "--seeds",
+        "1",
+        "--arrivals",
+        "300",
+    ],
+    "bench_planner.py": ["--decisions", "40", "--repeats", "1"],
 }
 # RLScheduler's simulator is not a dependency: the speed benchmark needs a checkout of its repository
 REFERENCE = os.environ.get("MSJ_GYM_RLSCHEDULER_CHECKOUT")

@@ -21,9 +21,12 @@ Bertsekas, rollout algorithms):
    mean C) / scale`` (``scale``: the system's spread of costs, so that every system counts alike), with
    a small entropy bonus, a cost-sensitive classification whose minimiser takes the cheapest action.
    Every round's decisions are kept and fitted again.
-3. **Select.** The fit is kept if its mean log ratio to the best heuristic on ``--select-systems``
-   other generated systems is below the last kept one's (the networks run natively there, as they do
-   in the leaderboard).
+3. **Select.** Each round's fit drives the next round and plays its branches out (a step of policy
+   iteration: a one-step improvement leans on its bases to do what it never does itself, such as
+   holding servers for a wide job, and the next round, whose base is the fit, sees what that costs).
+   The network written is the round's fit with the lowest mean log ratio to the best heuristic on
+   ``--select-systems`` other generated systems (the networks run natively there, as in the
+   leaderboard).
 
 The exact optimum is never a target: the planner learns from simulations of the system's model only.
 The result is a weights file (``.npz``, data only) with its ``.json`` config, an agent as
@@ -44,7 +47,10 @@ import numpy as np
 
 PROG = "python -m msj_gym.agents.expert"
 HEURISTICS = ("first-fit", "msf", "adaptive-quickswap", "static-quickswap")
-_NOT_SETTINGS = ("out", "data", "workers", "backend", "address")  # change no decision
+# what a round's compared decisions depend on, besides the network that drove them
+_COLLECTION = ("systems", "seed", "decisions", "bases", "futures", "horizon", "episode_arrivals", "skip",
+               "sample_every", "explore")  # fmt: skip
+UNSTABLE_RATIO = 10.0  # what an unstable selection run counts as, in multiples of the best heuristic
 
 
 def log(message: str) -> None:
@@ -316,9 +322,11 @@ def fit(data: dict[str, np.ndarray], start: Any, args: argparse.Namespace, seed:
     import torch
 
     torch.manual_seed(seed)
+    torch.set_num_threads(1)  # a small network: more threads only contend with the collecting workers
     module = torch_network(args.hidden, args.code)
     if start is not None:
         to_torch(start, module)
+    module.float()  # trained in single precision; the weights are kept in double
     cost, mask = data["cost"], data["mask"]
     valid = ~np.isnan(cost)
     mean = np.nanmean(cost, axis=1, keepdims=True)
@@ -334,8 +342,8 @@ def fit(data: dict[str, np.ndarray], start: Any, args: argparse.Namespace, seed:
     perm = gen.permutation(n)
     n_val = max(1, n // 10)
     val, train = perm[:n_val], perm[n_val:]
-    obs_t = torch.as_tensor(data["obs"], dtype=torch.float64)
-    adv_t = torch.as_tensor(adv, dtype=torch.float64)
+    obs_t = torch.as_tensor(data["obs"], dtype=torch.float32)
+    adv_t = torch.as_tensor(adv, dtype=torch.float32)
     mask_t = torch.as_tensor(mask)
     optimizer = torch.optim.Adam(module.parameters(), lr=args.learning_rate)
 
@@ -384,8 +392,9 @@ def _score_system(task: dict[str, Any]) -> dict[str, float]:
 
 
 def selection_score(args: argparse.Namespace, systems: list[Any], weights: Any) -> tuple[float, list]:
-    """Mean log ratio of the network to the best heuristic on ``systems`` (inf if it is unstable
-    where a heuristic is stable), and the per-system rows."""
+    """Mean log ratio of the network to the best heuristic on ``systems`` (an unstable run counts as
+    :data:`UNSTABLE_RATIO` times it; systems where every heuristic is unstable are left out), and the
+    per-system rows."""
     tasks = [
         {"workload": _workload_dict(wl), "arrivals": args.select_arrivals, "seeds": [10_001, 10_002],
          "heuristics": list(HEURISTICS), "index": i,
@@ -398,7 +407,8 @@ def selection_score(args: argparse.Namespace, systems: list[Any], weights: Any) 
         best = min(v for k, v in row.items() if k != "network")
         if math.isinf(best):
             continue
-        logs.append(math.log(row["network"] / best) if math.isfinite(row["network"]) else math.inf)
+        # an unstable run counts as ten times the best heuristic, so that one system does not hide the rest
+        logs.append(math.log(min(row["network"] / best, UNSTABLE_RATIO)))
     return (float(np.mean(logs)) if logs else math.inf), rows
 
 
@@ -418,18 +428,20 @@ def main(argv: list[str] | None = None) -> Path:
     kept_score = math.inf
     data: dict[str, np.ndarray] | None = None
     history = []
-    settings = {k: str(v) for k, v in sorted(vars(args).items()) if k not in _NOT_SETTINGS}
+    settings = {k: str(getattr(args, k)) for k in _COLLECTION}
     for r in range(args.rounds):
         # a round's decisions depend on the settings and on the network that drove it
-        key = json.dumps(settings) + f"|round {r}|" + ("" if kept is None else kept.digest())
+        key = json.dumps(settings) + f"|round {r}|" + ("" if weights is None else weights.digest())
         where = None if args.data is None else args.data.with_name(f"{args.data.stem}-round{r}.npz")
         part = read_round(where, key)
         if part is None:
-            part = collect(args, systems, kept, r)
+            # the last fit drives the episodes and plays the branches out: a step of policy iteration,
+            # which also mends what the last one got wrong (a base it leaned on that it never follows)
+            part = collect(args, systems, weights, r)
             write_round(where, key, part)
         data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
         log(f"round {r + 1}: {len(part['cost'])} decisions compared, {len(data['cost'])} in all")
-        weights, regret = fit(data, kept, args, args.seed + r)
+        weights, regret = fit(data, weights, args, args.seed + r)
         score, _ = selection_score(args, selection, weights)
         log(f"round {r + 1}: held-out regret {regret:.4f}; mean log ratio to the best heuristic {score:+.4f}")
         history.append({"round": r + 1, "decisions": len(data["cost"]), "regret": regret, "selection": score})

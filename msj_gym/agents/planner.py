@@ -186,4 +186,5 @@ def load_checkpoint(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
         "factory": functools.partial(_agent, config, weights),
         "native": None,
         "code": (network.__file__, futures.__file__),
+        "notes": ("plans with the model" + (", knows the sizes present" if config.know_sizes else ""),),
     }

@@ -103,6 +103,7 @@ class AgentSpec:
         factory: bool,
         any_env: bool = False,
         native: tuple[str, dict[str, Any]] | None = None,
+        notes: tuple[str, ...] = (),
     ) -> None:
         self.spec = spec
         self.model = model
@@ -112,6 +113,7 @@ class AgentSpec:
         self.any_env = any_env
         # (policy spec, params) whose native runs are the agent's episodes through its env, run for run
         self.native = native
+        self.notes = notes  # how it decides, for the leaderboard's kind column ("plans with the model")
 
     def env_id_for(self, model: str) -> str:
         """The env the agent acts in on a scenario of ``model`` (``msj``, ``moldable``, ``compatibility``)."""
@@ -383,7 +385,8 @@ def _load_registered(spec: str, path: Path, meta: dict[str, Any], loader: Any) -
         raise ValueError(f"--agent {spec!r}: {exc}") from None
     env_id = meta.get("env_id", "MSJ-v0")
     kwargs = dict(meta.get("env_kwargs", {}))
-    return AgentSpec(spec, loaded["factory"], env_id, kwargs, True, native=loaded.get("native"))
+    notes = tuple(loaded.get("notes", ()))
+    return AgentSpec(spec, loaded["factory"], env_id, kwargs, True, native=loaded.get("native"), notes=notes)
 
 
 def _load_object(spec: str) -> AgentSpec:

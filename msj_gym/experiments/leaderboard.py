@@ -434,7 +434,7 @@ def _entrants(
         # an agent is held to the optimum of what its env lets it do (preempt; see sizes)
         preempts = loaded.env_id == "MSJPreemptive-v0"
         sees_sizes = _agent_sees_sizes(loaded.env_kwargs)
-        out.append(Entrant(label, None, spec, preempts, sees_sizes, {}))
+        out.append(Entrant(label, None, spec, preempts, sees_sizes, {}, loaded.notes))
     if config.reference is not None and config.reference not in labels:
         raise ValueError(
             f"--reference: {config.reference!r} is not an entrant here ({', '.join(sorted(labels))})"
