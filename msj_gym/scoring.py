@@ -23,9 +23,9 @@ One call, for each policy (``FILE.py:Class``, ``module:Class``, a registered id,
    it): on each seed, ``100 * (T_low - T) / (T_low - T_high)`` with ``T_low`` FCFS's mean response
    time (or the worst size-oblivious heuristic stable on every seed) and ``T_high`` the exact
    non-preemptive optimum where it is solved (every sf-fig2 and one-or-all point), else the best
-   size-oblivious heuristic; floored at 0, and **an unstable run scores 0** (its mean is over a growing
-   queue, the jobs that never finished left out). A point where the policy is not defined scores 0 on
-   every seed (flagged ``n/a``).
+   size-oblivious heuristic; floored at 0, and **an unstable run scores 0** (its queue grows without
+   bound: whatever its mean response time says, a starving policy's can be low). A point where the
+   policy is not defined scores 0 on every seed (flagged ``n/a``).
 
 **The combined score** is the mean over every run (points x seeds), with a stratified-bootstrap 95 %
 interval (the seeds resampled within each point). It is not the benchmark's interquartile mean, which
@@ -159,6 +159,7 @@ class PolicyResult:
     status: str
     policy_id: str = ""
     kind: str = ""
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     score: float = math.nan
     score_ci95: tuple[float, float] = (math.nan, math.nan)
     iqm: float = math.nan
@@ -186,6 +187,7 @@ class PolicyResult:
             "status": self.status,
             "policy_id": self.policy_id,
             "kind": self.kind,
+            "params": dict(self.params),
             "score": _num(self.score),
             "score_ci95": [_num(x) for x in self.score_ci95],
             "iqm": _num(self.iqm),
@@ -278,7 +280,10 @@ def _target(policy: Any, params: Mapping[str, Any]) -> _Target:
         cls = policy if isinstance(policy, type) else type(policy)
         if params and not isinstance(policy, type):
             raise ValueError(f"params: a policy instance takes no parameters, got {sorted(params)}")
-        return _Target(f"{cls.__module__}:{cls.__qualname__}", "object", params, policy)
+        given = params if isinstance(policy, type) else policy.param_values
+        shown = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        # module:Class(its parameters): two instances of one class are two policies
+        return _Target(f"{cls.__module__}:{cls.__qualname__}({shown})", "object", params, policy)
     if not isinstance(policy, str):
         raise ValueError(
             "score: expected a policy spec (FILE.py:Class, module:Class or a registered id) or a "
@@ -613,6 +618,7 @@ def _run_candidate(
         policy = state["policy"]
         return {
             "policy_id": str(policy.policy_id),
+            "params": dict(policy.param_values),
             "preemptive": bool(policy.preemptive),
             "size_aware": bool(policy.reads_sizes()),
             "unsupported": state["unsupported"],
@@ -635,8 +641,8 @@ def _run_candidate(
         out: dict[str, Any] = run_in_child(
             stages,
             who,
-            hang_hint="an endless loop?",
-            crash_hint="an out-of-bounds read or write in its kernel?",
+            hang_hint="an endless loop in its code?",
+            crash_hint="an out-of-bounds read or write in its code?",
         )
     except AssertionError as exc:
         msg = " ".join(str(exc).split())
@@ -685,6 +691,7 @@ def _scored(
 def _result(
     spec: str,
     policy_id: str,
+    params: Mapping[str, Any],
     entrant: str,
     config: BenchmarkConfig,
     report: dict[str, Any],
@@ -724,6 +731,7 @@ def _result(
         status="scored",
         policy_id=policy_id,
         kind=kind,
+        params=dict(params),
         score=float(m.mean()),
         score_ci95=stratified_bootstrap_ci(_mean, m),
         iqm=iqm(m),
@@ -769,7 +777,7 @@ def score(
     step) when it is the only one; in a list, its result has ``status == "refused"`` and the others are
     scored."""
     from .experiments.runner import check_backend, provenance, warm_point
-    from .registry import policy_class
+    from .registry import make_policy, policy_class
 
     single = not isinstance(policy, list | tuple)
     items = [policy] if single else list(policy)
@@ -803,7 +811,16 @@ def score(
             defined = {w for p, w in zip(refs.points, refs.owner, strict=True) if p.series == t.spec}
             missing = {w: "not defined here" for w in config.points or () if w not in defined}
             results.append(
-                _result(t.spec, t.spec, t.spec, config, plain, missing, time.perf_counter() - start)
+                _result(
+                    t.spec,
+                    t.spec,
+                    make_policy(t.spec).param_values,
+                    t.spec,
+                    config,
+                    plain,
+                    missing,
+                    time.perf_counter() - start,
+                )
             )
             continue
         if not warm:
@@ -831,7 +848,14 @@ def score(
         ]
         report = _scored(config, refs, list(zip(mine, out["rows"], strict=True)), kind)
         result = _result(
-            t.spec, out["policy_id"], _LABEL, config, report, out["unsupported"], time.perf_counter() - start
+            t.spec,
+            out["policy_id"],
+            out["params"],
+            _LABEL,
+            config,
+            report,
+            out["unsupported"],
+            time.perf_counter() - start,
         )
         if t.how == "builtin":  # a built-in with parameters of its own: no user's policy
             result = dataclasses.replace(result, kind=_kind(out["preemptive"], out["size_aware"], False))
