@@ -384,7 +384,7 @@ def _parser() -> argparse.ArgumentParser:
         "--time-limit",
         type=float,
         default=DEFAULT_TIME_LIMIT,
-        help=f"seconds for each step of a policy's vetting and each point of its runs (default "
+        help=f"seconds for each step of a policy's vetting and each of its runs (default "
         f"{DEFAULT_TIME_LIMIT:g})",
     )
     score.add_argument(

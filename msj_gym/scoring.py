@@ -114,7 +114,7 @@ PUBLISHED_SEEDS: dict[str, tuple[int, ...]] = {
 #: Where a policy is vetted: each system of the suite, at a load where every sound policy is stable.
 VET_POINTS: tuple[tuple[str, float], ...] = (("sf-fig2", 0.7), ("one-or-all", 0.7), ("four-class", 0.7))
 SMALL_BATCH = 2_000_000  # arrivals in all: fewer are simulated in this process, without workers
-DEFAULT_TIME_LIMIT = 60.0  # seconds per step of a policy's vetting and per point of its runs
+DEFAULT_TIME_LIMIT = 60.0  # seconds per step of a policy's vetting and per run
 _MODULE = "_msj_gym_score_candidate"  # the child's module holding the policy it scores
 _LABEL = "candidate (scored)"  # its entrant name in the benchmark's scoring: no built-in id
 
@@ -597,20 +597,19 @@ def _run_candidate(
 
         return run
 
-    def runs(where: tuple[str, float]) -> Callable[[], None]:
+    def runs(where: tuple[str, float], template: Point) -> Callable[[], None]:
         def run() -> None:
             if where in state["unsupported"]:
                 return
             policy = state["policy"]
-            for p in templates[where]:
-                mine = dataclasses.replace(
-                    p,
-                    series=_LABEL,
-                    policy=f"{_MODULE}:Candidate",
-                    params=dict(policy.param_values),
-                    code=None,
-                )
-                state["rows"].append(run_point(mine))
+            mine = dataclasses.replace(
+                template,
+                series=_LABEL,
+                policy=f"{_MODULE}:Candidate",
+                params=dict(policy.param_values),
+                code=None,
+            )
+            state["rows"].append(run_point(mine))
 
         return run
 
@@ -634,7 +633,11 @@ def _run_candidate(
             for sc, x in VET_POINTS
             if any(w[0] == sc for w in templates)
         ]
-    stages += [(f"its runs at {sc}@{x:g}", runs((sc, x)), time_limit) for sc, x in templates]
+    stages += [  # each run within the time limit: a slow policy's unstable run is not taken for a hang
+        (f"its run at {sc}@{x:g}, seed {p.seed}", runs((sc, x), p), time_limit)
+        for (sc, x), pts in templates.items()
+        for p in pts
+    ]
     stages.append(("reporting", report, time_limit))
     who = f"score {target.spec!r}"
     try:
@@ -769,7 +772,7 @@ def score(
     ``seeds`` (default :data:`SCORE_SEEDS`; at least 2, none of :data:`PUBLISHED_SEEDS`), ``arrivals``
     per run (default :data:`SCORE_ARRIVALS`) and ``points`` (a subset of :data:`SCORE_POINTS`) change
     the suite, and the report says so; ``time_limit`` bounds each step of a policy's vetting and each
-    point of its runs; ``workers`` processes make the built-in policies' runs the first time (default
+    of its runs; ``workers`` processes make the built-in policies' runs the first time (default
     every core).
 
     Every input is checked before any work (a one-line ``ValueError``). A policy that fails its
