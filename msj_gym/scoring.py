@@ -52,6 +52,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -471,27 +472,44 @@ def _references(
             data = _read_references(entry, points)
             if data is None:
                 what = "preemptive " if preemptive else ""
+                kept = _writable(folder)
+                later = (
+                    f"later calls read them from {folder}" if kept else f"{folder} is not writable: not kept"
+                )
                 print(
                     f"msj-gym score: running the {len({p.series for p in points})} {what}built-in policies "
-                    f"on the suite once ({len(points)} runs; later calls read them from {folder})",
+                    f"on the suite once ({len(points)} runs; {later})",
                     file=sys.stderr,
                     flush=True,
                 )
-                runs = folder / key
-                # a few short runs go faster here than in worker processes, which start by importing
-                many = len(points) * config.arrivals >= SMALL_BATCH
-                rows = run_points(points, runs / "runs.jsonl", progress, workers=workers if many else 1)
-                optima = {} if preemptive else _optima(runs, config, True)
+                with tempfile.TemporaryDirectory(prefix="msj-gym-score-") as scratch:
+                    runs = folder / key if kept else Path(scratch)
+                    # a few short runs go faster here than in worker processes, which start by importing
+                    many = len(points) * config.arrivals >= SMALL_BATCH
+                    rows = run_points(points, runs / "runs.jsonl", progress, workers=workers if many else 1)
+                    optima = {} if preemptive else _optima(runs, config, True)
                 drop = ("key", "provenance", "content", "code", "options", "build", "params", "agent")
                 data = {
                     "identity": identity,
                     "rows": [{k: v for k, v in r.items() if k not in drop} for r in rows],
                     "optima": [[sc, x, v] for (sc, x), v in optima.items()],
                 }
-                atomic_write_text(entry, json.dumps(data))
-                shutil.rmtree(runs, ignore_errors=True)  # the entry holds what the scores need
+                if kept:
+                    atomic_write_text(entry, json.dumps(data))
+                    shutil.rmtree(runs, ignore_errors=True)  # the entry holds what the scores need
     optima = {(str(sc), float(x)): float(v) for sc, x, v in data["optima"]}
     return _References(points, data["rows"], owner, kinds, optima)
+
+
+def _writable(folder: Path) -> bool:
+    """Whether this process can make ``folder`` and write in it (a read-only cache is not an error:
+    the references are then made again on every call)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
+            return True
+    except OSError:
+        return False
 
 
 def _read_references(entry: Path, points: Sequence[Point]) -> dict[str, Any] | None:
