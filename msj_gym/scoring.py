@@ -313,6 +313,10 @@ def _target(policy: Any, params: Mapping[str, Any]) -> _Target:
         if not path.is_file():
             why = "is a folder" if path.is_dir() else "does not exist"
             raise ValueError(f"score {spec!r}: the file {head!r} {why}")
+        try:
+            _file_module(path)
+        except ValueError as exc:
+            raise ValueError(f"score {spec!r}: {exc}") from None
         return _Target(spec, "file", params)
     if not _NAME.match(head):
         raise ValueError(f"score {spec!r}: expected FILE.py:Class or module:Class, got module {head!r}")
@@ -530,6 +534,20 @@ def _read_references(entry: Path, points: Sequence[Point]) -> dict[str, Any] | N
 # ----------------------------------------------------------------------------- a policy, in a child
 
 
+def _file_module(path: Path) -> str:
+    """The module name ``path`` is imported by: its stem, which must name no other module this process
+    has imported (a one-line ``ValueError`` before any work)."""
+    name = path.stem
+    old = sys.modules.get(name)
+    where = getattr(old, "__file__", None) if old is not None else None
+    if old is not None and (where is None or Path(where).resolve() != path.resolve()):
+        raise ValueError(
+            f"the module name {name!r} of {str(path)!r} is taken by {where or 'a built-in module'}; rename "
+            "the file"
+        )
+    return name
+
+
 def _load(target: _Target) -> Policy:
     """Import (afresh) and make the policy ``target`` names; runs in the child."""
     from .core.policy import Policy
@@ -540,16 +558,19 @@ def _load(target: _Target) -> Policy:
     obj = target.obj
     head, _, attr = target.spec.rpartition(":")
     if target.how == "file":
+        # imported by its own name from its folder, as `module:Class` run there imports it: numba's disk
+        # cache of its kernel names the module, and a later process must be able to import that name
         path = Path(head).resolve()
-        name = "_msj_gym_score_" + re.sub(r"\W", "_", path.stem)
-        sys.modules.pop(name, None)
-        if str(path.parent) not in sys.path:
-            sys.path.insert(0, str(path.parent))  # its own imports of the files beside it
-        found = importlib.util.spec_from_file_location(name, path)
-        assert found is not None and found.loader is not None
-        module = importlib.util.module_from_spec(found)
-        sys.modules[name] = module
-        found.loader.exec_module(module)
+        name = _file_module(path)
+        sys.modules.pop(name, None)  # imported before, maybe edited since: import it as it is now
+        folder = str(path.parent)
+        if folder in sys.path:
+            sys.path.remove(folder)
+        sys.path.insert(0, folder)  # first: the file named, and the files beside it that it imports
+        importlib.invalidate_caches()
+        module = importlib.import_module(name)
+        if Path(str(module.__file__)).resolve() != path:
+            raise ImportError(f"the name {name!r} imports {module.__file__}, not {path}; rename the file")
         obj = import_object(f"{name}:{attr}", "policy")
     elif target.how == "module":
         old = sys.modules.get(head)

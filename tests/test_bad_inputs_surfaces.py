@@ -692,6 +692,7 @@ SCORE_CASES = [
     (["missing.py:Rule"], ["score 'missing.py:Rule'", "the file 'missing.py' does not exist"]),
     (["no_such_module_anywhere:Rule"], ["no module 'no_such_module_anywhere' on the path"]),
     (["mine.py:1st"], ["score 'mine.py:1st'", "expected a class or object name after the colon"]),
+    (["json.py:Rule"], ["score 'json.py:Rule'", "the module name 'json'", "is taken by", "rename the file"]),
     (["first-fit", "first-fit"], ["'first-fit' given twice"]),
     (["first-fit", "--policy-param", "spread=2"], ["score 'first-fit'", "spread"]),
     (["first-fit", "--builtin", "--policy-param", "a=1"], ["--policy-param", "applies to one SPEC"]),
@@ -716,6 +717,7 @@ def test_score_refuses_bad_input_before_any_work(flags, needles, capsys, tmp_pat
     monkeypatch.setenv("MSJ_GYM_CACHE", str(tmp_path / "cache"))  # nothing may be written there either
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.py").write_text("")
+    (tmp_path / "json.py").write_text("")  # named as a module every process has imported
     _refused(["score", *flags], needles, capsys, tmp_path)
 
 

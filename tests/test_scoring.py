@@ -228,9 +228,14 @@ def test_in_a_list_a_refused_policy_is_recorded_and_the_others_scored(cache, wri
     assert "SyntaxError" in str(report.results[0].error)
 
 
-def test_the_child_imports_a_file_afresh(write) -> None:
+def test_the_child_imports_a_file_afresh(write, monkeypatch) -> None:
+    import sys
+
     from msj_gym.scoring import _load, _target
 
+    monkeypatch.setattr(sys, "path", list(sys.path))  # _load, meant for the child, puts its folder first
+    monkeypatch.setitem(sys.modules, "edited", None)  # and imports it as `edited`: undone after the test
+    del sys.modules["edited"]
     path = write("edited.py", SCAN_FIT)
     assert _load(_target(f"{path}:ScanFit", {})).policy_id == "scan-fit"
     write("edited.py", SCAN_FIT.replace('"scan-fit"', '"scan-fit-edited"'))
