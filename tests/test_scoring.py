@@ -267,9 +267,14 @@ def test_a_policy_object_and_its_parameters(cache) -> None:
 def test_the_command_prints_the_document_and_exits_1_on_a_refusal(cache, write, capsys) -> None:
     good = write("good.py", SCAN_FIT) + ":ScanFit"
     flags = ["--points", SUITE["points"], "--seeds", SUITE["seeds"], "--arrivals", "1000", "--workers", "1"]
+    score("first-fit", **SUITE)  # the references of the suite, made here if no test before made them
+    capsys.readouterr()
     assert main(["score", good, *flags, "--compact"]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert len(out.splitlines()) == 1 and json.loads(out)["results"][0]["policy_id"] == "scan-fit"
+    assert "running the" not in captured.err  # the references of this suite were made once, and cached
+    assert list((cache / "score").glob("references-*.json"))
     broken = write("broken.py", "class Rule(:\n") + ":Rule"
     assert main(["score", broken, good, *flags]) == 1
     captured = capsys.readouterr()
