@@ -28,11 +28,18 @@ _FROM_ENV = frozenset(
 )
 
 
+_FROM_SCORING = frozenset({"PolicyRefused", "ScoreReport", "score"})
+
+
 def __getattr__(name: str) -> Any:
     if name in _FROM_ENV:
         from . import env
 
         return getattr(env, name)
+    if name in _FROM_SCORING:  # the evaluator for policy search imports the benchmark: only when asked
+        from . import scoring
+
+        return getattr(scoring, name)
     raise AttributeError(f"module 'msj_gym' has no attribute {name!r}")
 
 
@@ -47,8 +54,10 @@ __all__ = [
     "MSJVectorEnv",
     "Policy",
     "PolicyAgent",
+    "PolicyRefused",
     "RandomAgent",
     "Scenario",
+    "ScoreReport",
     "SimulationError",
     "SimulationResult",
     "Simulator",
@@ -57,5 +66,6 @@ __all__ = [
     "list_scenarios",
     "load_scenario",
     "rollout",
+    "score",
     "simulate",
 ]

@@ -1,5 +1,5 @@
 """Command line: ``msj-gym leaderboard``, ``benchmark``, ``simulate``, ``sequences``, ``reproduce``,
-``render`` and ``list`` (a stable contract other tooling relies on)."""
+``render``, ``score`` and ``list`` (a stable contract other tooling relies on)."""
 
 from __future__ import annotations
 
@@ -336,6 +336,64 @@ def _parser() -> argparse.ArgumentParser:
     fig.add_argument("--arrivals", type=int, help="arrivals per run (default: the figure's)")
     fig.add_argument("--seeds", type=int, default=1, help="independent runs per point (default 1)")
     _backend_args(fig)
+
+    from .scoring import DEFAULT_TIME_LIMIT, SCORE_ARRIVALS, SCORE_SEEDS
+
+    score = sub.add_parser(
+        "score",
+        help="score policies for policy search: vet each, run the score suite, print JSON",
+        description="Vet each policy as check_policy does (in a child process, each step within "
+        "--time-limit seconds: a broken policy is refused in one line), run it on the score suite "
+        "(sf-fig2, one-or-all and four-class at 8 loads) at seeds no published table uses, paired with "
+        "the built-in policies, and print JSON (schema msj-gym-score/1): one combined score (the mean "
+        "over points x seeds of the benchmark's scale: 0 = FCFS or the lower reference, 100 = the exact "
+        "optimum or the best heuristic; an unstable run scores 0) and the per-point scores, with 95% "
+        "intervals. Exit 1 if a policy is refused.",
+    )
+    score.add_argument(
+        "policies",
+        nargs="*",
+        metavar="SPEC",
+        help="FILE.py:Class, module:Class (a Policy class or instance) or a registered id",
+    )
+    score.add_argument(
+        "--builtin",
+        action="store_true",
+        help="score every built-in policy too (their runs are the references')",
+    )
+    score.add_argument(
+        "--policy-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a parameter of the one policy scored (repeatable)",
+    )
+    score.add_argument(
+        "--seeds",
+        default=None,
+        help=f"seeds: 'LO-HI' or a list, at least 2, none a published table's (default "
+        f"{SCORE_SEEDS[0]}-{SCORE_SEEDS[-1]})",
+    )
+    score.add_argument(
+        "--arrivals", type=int, default=None, help=f"arrivals per run (default {SCORE_ARRIVALS})"
+    )
+    score.add_argument(
+        "--points", default=None, metavar="SCENARIO@LOAD,...", help="a subset of the suite (default: all 8)"
+    )
+    score.add_argument(
+        "--time-limit",
+        type=float,
+        default=DEFAULT_TIME_LIMIT,
+        help=f"seconds for each step of a policy's vetting and each of its runs (default "
+        f"{DEFAULT_TIME_LIMIT:g})",
+    )
+    score.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes making the built-in policies' runs the first time (default all cores)",
+    )
+    score.add_argument("--compact", action="store_true", help="print the JSON on one line")
     return parser
 
 
@@ -537,6 +595,34 @@ def _benchmark(args: argparse.Namespace) -> int:
     print(format_benchmark(report))
     print("wrote " + ", ".join(str(f) for f in report["files"]) + f" and {Path(args.out) / 'runs.jsonl'}")
     return 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    from .scoring import builtin_ids, score
+
+    specs = list(args.policies)
+    if not specs and not args.builtin:
+        raise ValueError("score: expected SPEC (FILE.py:Class, module:Class or an id) or --builtin")
+    if args.policy_param and (len(specs) != 1 or args.builtin):
+        raise ValueError("--policy-param: applies to one SPEC, without --builtin")
+    _importable_from_here(specs)
+    if args.builtin:
+        specs += [pid for pid in builtin_ids(args.points) if pid not in specs]
+    report = score(
+        specs,
+        params=_policy_params(args.policy_param),
+        seeds=args.seeds,
+        arrivals=args.arrivals,
+        points=args.points,
+        time_limit=args.time_limit,
+        workers=args.workers,
+        progress=True,
+    )
+    print(report.to_json(indent=None if args.compact else 2))
+    refused = [r for r in report.results if r.status != "scored"]
+    for r in refused:
+        print(f"msj-gym: error: {r.error}", file=sys.stderr)
+    return 1 if refused else 0
 
 
 def _check_system_flags(args: argparse.Namespace) -> None:
@@ -1107,6 +1193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _optimal(args)
         if args.command == "render":
             return _render(args)
+        if args.command == "score":
+            return _score(args)
         return _list(args.model)
     except ValueError as exc:
         print(f"msj-gym: error: {_one_line(exc)}", file=sys.stderr)

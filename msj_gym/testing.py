@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,7 +23,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .core.policy import Policy
 
-__all__ = ["DEFAULT_TIME_LIMIT", "check_policy"]
+__all__ = ["DEFAULT_TIME_LIMIT", "check_policy", "run_in_child"]
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DEFAULT_TIME_LIMIT = 600.0  # seconds per check; a cold start compiles the engine loop within the first
@@ -85,14 +85,36 @@ def _bounds_checked(cls: type[Policy]) -> type:
 
 
 def _in_child(stages: list[tuple[str, Callable[[], Any]]], pid: str, time_limit: float) -> Any:
-    """Run ``stages`` (name, function) in order in a forked child, each within ``time_limit`` seconds;
-    the last one's value. A stage's ``AssertionError`` is re-raised here; a crash, a stage over its
-    time or any other exception is a one-line check failure naming the stage."""
+    """:func:`run_in_child` of ``stages`` (name, function), each within ``time_limit`` seconds, its
+    failures worded as :func:`check_policy`'s."""
+    return run_in_child([(name, run, time_limit) for name, run in stages], f"check_policy({pid!r})")
+
+
+HANG_HINT = "an endless loop in the kernel?"
+CRASH_HINT = "an out-of-bounds read or write in the kernel?"
+
+
+def run_in_child(
+    stages: Sequence[tuple[str, Callable[[], Any], float]],
+    who: str,
+    *,
+    hang_hint: str = HANG_HINT,
+    crash_hint: str = CRASH_HINT,
+    limit_name: str = "time_limit",
+) -> Any:
+    """Run ``stages`` (name, function, seconds) in order in a forked child, each within its seconds;
+    the last one's value (sent back pickled). A stage's ``AssertionError`` is re-raised here; a crash, a
+    stage over its time or any other exception is an ``AssertionError`` in one line, ``"{who}: ..."``,
+    naming the stage (with ``hang_hint`` or ``crash_hint``; a stage over its time names ``limit_name``, the
+    setting that gave it). The guard of code that may crash or never
+    return (compiled code does not see Ctrl-C): :func:`check_policy` and ``msj-gym score`` run user
+    policies in it. Where there is no ``fork`` (Windows) the stages run in-process, without the time
+    limits."""
     import multiprocessing as mp
 
     if sys.platform == "win32" or "fork" not in mp.get_all_start_methods():
         value = None
-        for _name, run in stages:
+        for _name, run, _limit in stages:
             value = run()
         return value
     ctx = mp.get_context("fork")
@@ -101,8 +123,8 @@ def _in_child(stages: list[tuple[str, Callable[[], Any]]], pid: str, time_limit:
     def child() -> None:
         try:
             value = None
-            for name, run in stages:
-                send.send(("stage", name))
+            for i, (_name, run, _limit) in enumerate(stages):
+                send.send(("stage", i))
                 value = run()
             send.send(("done", value))
         except AssertionError as exc:
@@ -110,17 +132,17 @@ def _in_child(stages: list[tuple[str, Callable[[], Any]]], pid: str, time_limit:
         except BaseException as exc:  # reported by the parent as this stage's failure
             send.send(("error", f"{type(exc).__name__}: {' '.join(str(exc).split())}"))
 
-    proc = ctx.Process(target=child, daemon=True)
+    # not a daemon, so that a stage may start processes of its own (check_policy's child, in a score's);
+    # the finally below ends it whatever happens here
+    proc = ctx.Process(target=child, daemon=False)
     proc.start()
     send.close()
-    stage = "starting the checks"
+    stage, limit = "starting the checks", max((float(lim) for *_, lim in stages), default=60.0)
     try:
         while True:
-            if not receive.poll(time_limit):
-                raise _fail(
-                    pid,
-                    f"{stage} did not finish within {time_limit:g} s (time_limit): an endless loop in "
-                    "the kernel?",
+            if not receive.poll(limit):
+                raise AssertionError(
+                    f"{who}: {stage} did not finish within {limit:g} s ({limit_name}): {hang_hint}"
                 )
             try:
                 kind, payload = receive.recv()
@@ -132,17 +154,15 @@ def _in_child(stages: list[tuple[str, Callable[[], Any]]], pid: str, time_limit:
                     if code is not None and code < 0
                     else f"exit {code}"
                 )
-                raise _fail(
-                    pid, f"{stage} crashed the process ({how}): an out-of-bounds read or write in the kernel?"
-                ) from None
+                raise AssertionError(f"{who}: {stage} crashed the process ({how}): {crash_hint}") from None
             if kind == "stage":
-                stage = payload
+                stage, limit = stages[payload][0], float(stages[payload][2])
             elif kind == "done":
                 return payload
             elif kind == "fail":
                 raise AssertionError(payload)
             else:
-                raise _fail(pid, f"{stage} failed: {payload}")
+                raise AssertionError(f"{who}: {stage} failed: {payload}")
     finally:
         receive.close()
         if proc.is_alive():

@@ -4,8 +4,8 @@ flag and the value, no traceback, nothing on stdout and nothing written. The sur
 ``python -m msj_gym.agents.improve / evaluate / train / generalist / explain / assign_search /
 hpc_search`` scripts,
 the GPU-trace loaders and SWF replay, ``msj-gym benchmark`` and the agents' metadata (benchmark and
-leaderboard), ``msj-gym optimal``, ``msj-gym render``, ``msj_gym.testing.check_policy`` and the env
-keywords and vector-env seeds."""
+leaderboard), ``msj-gym score`` and the policy-search example, ``msj-gym optimal``, ``msj-gym render``,
+``msj_gym.testing.check_policy`` and the env keywords and vector-env seeds."""
 
 from __future__ import annotations
 
@@ -681,6 +681,67 @@ def test_benchmark_odd_out_or_workers(where, needles, capsys, tmp_path, tiny_sui
         out = afile if where == "a file" else afile / "bench"
         argv = ["benchmark", "--quick", "--workers", "1", "--out", str(out)]
     _refused(argv, needles, capsys, tmp_path)
+
+
+# ------------------------------------------------- msj-gym score and the policy-search example
+
+SCORE_CASES = [
+    ([], ["score: expected SPEC", "--builtin"]),
+    (["no-such-policy"], ["unknown policy 'no-such-policy'"]),
+    (["compat-fcfs"], ["score 'compat-fcfs'", "compatibility model"]),
+    (["missing.py:Rule"], ["score 'missing.py:Rule'", "the file 'missing.py' does not exist"]),
+    (["no_such_module_anywhere:Rule"], ["no module 'no_such_module_anywhere' on the path"]),
+    (["mine.py:1st"], ["score 'mine.py:1st'", "expected a class or object name after the colon"]),
+    (["json.py:Rule"], ["score 'json.py:Rule'", "the module name 'json'", "is taken by", "rename the file"]),
+    (["first-fit", "first-fit"], ["'first-fit' given twice"]),
+    (["first-fit", "--policy-param", "spread=2"], ["score 'first-fit'", "spread"]),
+    (["first-fit", "--builtin", "--policy-param", "a=1"], ["--policy-param", "applies to one SPEC"]),
+    (["first-fit", "--seeds", "0-9"], ["--seeds '0-9'", "seed 0", "published"]),
+    (["first-fit", "--seeds", "9000-9003"], ["--seeds '9000-9003'", "seed 9000", "published"]),
+    (["first-fit", "--seeds", "5600-5600"], ["--seeds '5600-5600'", "at least 2 seeds"]),
+    (["first-fit", "--seeds", "many"], ["--seeds", "'many'"]),
+    (["first-fit", "--arrivals", "10"], ["--arrivals", "10"]),
+    (["first-fit", "--arrivals", "lots"], ["--arrivals", "'lots'"]),
+    (["first-fit", "--points", "sf-fig2@0.6"], ["--points 'sf-fig2@0.6'", "not a point of the score suite"]),
+    (["first-fit", "--points", "nowhere"], ["--points 'nowhere'"]),
+    (["first-fit", "--time-limit", "0"], ["--time-limit", "positive number of seconds"]),
+    (["first-fit", "--time-limit", "nan"], ["--time-limit", "nan"]),
+    (["first-fit", "--workers", "0"], ["--workers", "0"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("flags", "needles"), SCORE_CASES, ids=[" ".join(c[0]) or "nothing" for c in SCORE_CASES]
+)
+def test_score_refuses_bad_input_before_any_work(flags, needles, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("MSJ_GYM_CACHE", str(tmp_path / "cache"))  # nothing may be written there either
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text("")
+    (tmp_path / "json.py").write_text("")  # named as a module every process has imported
+    _refused(["score", *flags], needles, capsys, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["--budget", "0"], ["--budget", "positive number of candidates, got 0"]),
+        (["--search-seeds", "0-4"], ["--search-seeds '0-4'", "published"]),
+        (["--held-out-seeds", "5605-5614"], ["--held-out-seeds '5605-5614'", "seed 5605 is a search seed"]),
+        (["--arrivals", "5"], ["--arrivals", "5"]),
+    ],
+    ids=["budget", "search-seeds", "held-out-seeds", "arrivals"],
+)
+def test_the_policy_search_example_refuses_bad_input_in_one_line(argv, needles, tmp_path, monkeypatch):
+    from tests.integrations.conftest import example
+
+    monkeypatch.setenv("MSJ_GYM_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(SystemExit) as info:
+        example("policy_search").main(argv)
+    line = str(info.value.code)
+    assert line.startswith("policy_search.py: error: ") and "\n" not in line, line
+    for needle in needles:
+        assert needle in line, (needle, line)
+    assert not (tmp_path / "cache").exists()
 
 
 # -------------------------------------------------------------------------------- msj-gym optimal

@@ -34,9 +34,10 @@ FLOORS: dict[str, int] = {
     "env": 4,
     "experiments": 5,
     "testing": 5,
-    "__init__": 6,  # the package's front door: what `import msj_gym` gives
-    "cli": 7,
-    "__main__": 8,
+    "scoring": 6,  # the evaluator for policy search: the benchmark's scoring and testing's guard
+    "__init__": 7,  # the package's front door: what `import msj_gym` gives
+    "cli": 8,
+    "__main__": 9,
 }
 # The policies and the agents: above the library, which reaches them by strings (the registry's)
 OTHERS = ("baselines", "agents")

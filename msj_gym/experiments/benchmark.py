@@ -948,10 +948,13 @@ def score(
     optima: dict[tuple[str, float], float],
     unfit: dict[str, dict[tuple[str, float], str]],
     owner: Sequence[tuple[str, float]] | None = None,
+    *,
+    aggregates: bool = True,
 ) -> dict[str, Any]:
     """Scales, per-point scores and aggregates of finished runs (see the module docstring), each point
     on its metric (:meth:`BenchmarkConfig.metric_at`); ``owner`` names the suite point of each run
-    (default: its scenario and x)."""
+    (default: its scenario and x). Without ``aggregates`` the sections' aggregates are left empty (their
+    bootstrap is the costly part): the scales and the per-point scores alone."""
 
     owner = owner if owner is not None else [(p.scenario, p.x) for p in points]
     runs: dict[tuple[str, float], dict[str, dict[int, dict[str, Any]]]] = {}
@@ -1045,8 +1048,8 @@ def score(
         test, train = config.section_points(model, "test"), config.section_points(model, "train")
         outside = _outside(config, unfit, model)
         sections[model] = {
-            "aggregates": _aggregate(test, rows, scales, outside) if test else [],
-            "train_aggregates": _aggregate(train, rows, scales, outside) if train else [],
+            "aggregates": _aggregate(test, rows, scales, outside) if test and aggregates else [],
+            "train_aggregates": _aggregate(train, rows, scales, outside) if train and aggregates else [],
             "outside": sorted(outside),
         }
     msj = sections.get("msj", {"aggregates": [], "train_aggregates": [], "outside": []})
