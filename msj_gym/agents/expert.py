@@ -13,14 +13,14 @@ Bertsekas, rollout algorithms):
    under one of them; later rounds under the network of the round before (the states it reaches,
    DAgger). ``--explore`` of the decisions are random valid actions. At sampled decisions every valid
    action is played out by :class:`~msj_gym.env.futures.FuturePlayer` in ``--futures`` futures of
-   ``--horizon`` arrivals drawn from the system's model (never the episode's own future), by each base:
-   the heuristics and, from round 2, the network itself. An action's cost is its mean over the futures
-   under the base that does best with it (a parallel rollout, Chang, Givan & Chong 2004: the improved
-   policy is at least as good as every base).
+   ``--horizon`` arrivals drawn from the system's model (never the episode's own future): in round 1
+   by each heuristic base, an action costing its mean over the futures under the base that does best
+   with it (a parallel rollout, Chang, Givan & Chong 2004); from round 2 by the network itself (a step
+   of policy iteration).
 2. **Fit.** The network minimises the expected cost of its action distribution, ``sum_a pi(a|s) (C_a -
    mean C) / scale`` (``scale``: the system's spread of costs, so that every system counts alike), with
    a small entropy bonus, a cost-sensitive classification whose minimiser takes the cheapest action.
-   Every round's decisions are kept and fitted again.
+   A round fits its own decisions, starting from the last round's weights.
 3. **Select.** Each round's fit drives the next round and plays its branches out (a step of policy
    iteration: a one-step improvement leans on its bases to do what it never does itself, such as
    holding servers for a wide job, and the next round, whose base is the fit, sees what that costs).
@@ -156,10 +156,13 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
     workload = Workload(**task["workload"])
     env = _env(workload, a["episode_arrivals"])
     weights = None if task["weights"] is None else NetworkWeights(**task["weights"])
+    # round 1 plays out under the heuristics (the best of them per action), later rounds under the
+    # network alone: an action judged by a continuation the policy never follows (a heuristic that
+    # holds servers for a wide job) is judged wrongly, and only the policy's own continuation shows it
     bases: list[Any] = list(a["bases"])
     agent = None
     if weights is not None:
-        bases.append(NetworkPolicy(weights))
+        bases = [NetworkPolicy(weights)]
         agent = NetworkAgent(weights, workload.num_classes)
     sampling, streams, futures = task["seed"].spawn(3)
     rng = np.random.default_rng(sampling)
@@ -426,12 +429,13 @@ def main(argv: list[str] | None = None) -> Path:
     weights: NetworkWeights | None = None
     kept: NetworkWeights | None = None
     kept_score = math.inf
-    data: dict[str, np.ndarray] | None = None
     history = []
     settings = {k: str(getattr(args, k)) for k in _COLLECTION}
     for r in range(args.rounds):
         # a round's decisions depend on the settings and on the network that drove it
-        key = json.dumps(settings) + f"|round {r}|" + ("" if weights is None else weights.digest())
+        key = (
+            json.dumps(settings) + f"|round {r}|" + ("" if weights is None else "network " + weights.digest())
+        )
         where = None if args.data is None else args.data.with_name(f"{args.data.stem}-round{r}.npz")
         part = read_round(where, key)
         if part is None:
@@ -439,12 +443,16 @@ def main(argv: list[str] | None = None) -> Path:
             # which also mends what the last one got wrong (a base it leaned on that it never follows)
             part = collect(args, systems, weights, r)
             write_round(where, key, part)
-        data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
-        log(f"round {r + 1}: {len(part['cost'])} decisions compared, {len(data['cost'])} in all")
-        weights, regret = fit(data, weights, args, args.seed + r)
+        log(f"round {r + 1}: {len(part['cost'])} decisions compared")
+        # fitted on its own round's decisions, from the last fit's weights: earlier rounds' costs are
+        # another policy's improvement step
+        weights, regret = fit(part, weights, args, args.seed + r)
+        if where is not None:  # each round's network beside its decisions, to look into later
+            with atomic_path(where.with_name(f"{where.stem}-network.npz")) as tmp:
+                weights.save(tmp)
         score, _ = selection_score(args, selection, weights)
         log(f"round {r + 1}: held-out regret {regret:.4f}; mean log ratio to the best heuristic {score:+.4f}")
-        history.append({"round": r + 1, "decisions": len(data["cost"]), "regret": regret, "selection": score})
+        history.append({"round": r + 1, "decisions": len(part["cost"]), "regret": regret, "selection": score})
         if score < kept_score:
             kept, kept_score = weights, score
     final = kept if kept is not None else weights
