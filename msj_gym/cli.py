@@ -25,6 +25,14 @@ DEFAULT_SOLVE_MINUTES = 10.0  # `optimal`: larger solves are refused at once unl
 DEFAULT_GIF_FRAMES = 300  # `render`: 50 s of animation at 6 frames per second
 MAX_GIF_FRAMES = 2000
 MAX_GANTT_ARRIVALS = 20_000  # `render` to .png: a bar per service segment, all drawn at once
+TRUST_PICKLE_HELP = (
+    "load --agent checkpoints in stable-baselines3's own format, whose pickles can run any code: only "
+    "for files you trust (msj_gym's own checkpoints hold data only and need no flag)"
+)
+TRUST_IMPORTS_HELP = (
+    "let an --agent checkpoint's .json import the module:attr it names (an advisor or base outside the "
+    "registry and msj_gym): only for files you trust"
+)
 BARE_AGENTS_HELP = (
     "admit a checkpoint without its .json (the env and keywords it was trained with): it runs on the "
     "env's defaults, its algorithm guessed; by default such a checkpoint is refused"
@@ -195,6 +203,7 @@ def _parser() -> argparse.ArgumentParser:
         "compatibility scenario, an agent of that model's env (MSJMoldable-v0, CompatAssign-v0)",
     )
     lb.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
+    _trust_args(lb)
     lb.add_argument("--seeds", default="5", help="a count, 'LO-HI' or a list (default 5: seeds 0..4)")
     lb.add_argument(
         "--arrivals", type=int, default=None, help="arrivals per run (default 20000; a trace: all its jobs)"
@@ -268,6 +277,7 @@ def _parser() -> argparse.ArgumentParser:
         "(repeatable)",
     )
     seq.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
+    _trust_args(seq)
     seq.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     _backend_args(seq)
 
@@ -287,6 +297,7 @@ def _parser() -> argparse.ArgumentParser:
         help="a shipped agent name, an SB3 checkpoint .zip or module:attr (repeatable)",
     )
     bench.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
+    _trust_args(bench)
     bench.add_argument(
         "--policies",
         default="",
@@ -395,6 +406,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     score.add_argument("--compact", action="store_true", help="print the JSON on one line")
     return parser
+
+
+def _trust_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trust-pickle", action="store_true", help=TRUST_PICKLE_HELP)
+    p.add_argument("--trust-imports", action="store_true", help=TRUST_IMPORTS_HELP)
+
+
+def _grants(args: argparse.Namespace) -> list[str]:
+    """What the command was told to trust (:mod:`msj_gym.trust`), for its duration."""
+    from .trust import IMPORTS, PICKLE
+
+    flags = ((PICKLE, "trust_pickle"), (IMPORTS, "trust_imports"))
+    return [kind for kind, flag in flags if getattr(args, flag, False)]
 
 
 def _backend_args(p: argparse.ArgumentParser) -> None:
@@ -1178,24 +1202,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:  # an unknown flag, a value of the wrong type, a missing one
         print(f"msj-gym: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    from .trust import trusting
+
     try:
-        if args.command == "simulate":
-            return _simulate(args)
-        if args.command in ("reproduce", "figure"):
-            return _figure(args)
-        if args.command == "leaderboard":
-            return _leaderboard(args)
-        if args.command == "benchmark":
-            return _benchmark(args)
-        if args.command == "sequences":
-            return _sequences(args)
-        if args.command == "optimal":
-            return _optimal(args)
-        if args.command == "render":
-            return _render(args)
-        if args.command == "score":
-            return _score(args)
-        return _list(args.model)
+        with trusting(_grants(args)):
+            if args.command == "simulate":
+                return _simulate(args)
+            if args.command in ("reproduce", "figure"):
+                return _figure(args)
+            if args.command == "leaderboard":
+                return _leaderboard(args)
+            if args.command == "benchmark":
+                return _benchmark(args)
+            if args.command == "sequences":
+                return _sequences(args)
+            if args.command == "optimal":
+                return _optimal(args)
+            if args.command == "render":
+                return _render(args)
+            if args.command == "score":
+                return _score(args)
+            return _list(args.model)
     except ValueError as exc:
         print(f"msj-gym: error: {_one_line(exc)}", file=sys.stderr)
         return 2

@@ -23,6 +23,7 @@ FLOORS: dict[str, int] = {
     "atomic": 0,
     "metrics": 0,
     "registration": 0,
+    "trust": 0,
     "workloads": 0,
     "core": 1,
     "analysis": 2,
