@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-DEFAULT_SOLVE_MINUTES = 10.0  # `optimal`: larger solves are refused at once unless --max-minutes says so
 DEFAULT_GIF_FRAMES = 300  # `render`: 50 s of animation at 6 frames per second
 MAX_GIF_FRAMES = 2000
 MAX_GANTT_ARRIVALS = 20_000  # `render` to .png: a bar per service segment, all drawn at once
@@ -51,7 +50,7 @@ def _policy_params(items: Sequence[str]) -> dict[str, str]:
 
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
-    from .analysis.limits import DEFAULT_MAX_STATES
+    from .analysis.limits import DEFAULT_MAX_STATES, DEFAULT_SOLVE_MINUTES
     from .arguments import ArgumentParser
 
     # one-line refusals (its subcommands' parsers are of its class)
@@ -315,7 +314,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "--points",
-        default="",
+        default=None,
         metavar="SCENARIO@X,...",
         help="run only these points of the suite (e.g. 002-sub-linear-halfin-whitt@4000,003-random-2@0.7): "
         "a subset, scored over its own points, in a folder of its own",
@@ -447,6 +446,15 @@ def _importable_from_here(specs: Sequence[str]) -> None:
         sys.path.append(os.getcwd())
 
 
+def _listed(flag: str, text: str) -> tuple[str, ...]:
+    """A comma list of ``flag`` (empty items dropped), each item once: one given twice is refused."""
+    items = tuple(p.strip() for p in text.split(",") if p.strip())
+    twice = next((p for p in items if items.count(p) > 1), None)
+    if twice is not None:
+        raise ValueError(f"{flag}: {twice!r} is given twice")
+    return items
+
+
 def _positive_finite(flag: str, value: float | None) -> None:
     """Refuse a time or rate flag that is not a positive finite number (argparse accepts nan, inf)."""
     if value is not None and not (math.isfinite(value) and value > 0):
@@ -481,7 +489,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     check_output_folder("--out", args.out, "leaderboard.json")  # before the plan, which may solve optima
     if any(_is_other_model(s) for s in args.scenario or []):
         return _model_leaderboard(args, workers)
-    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    policies = _listed("--policies", args.policies)
     if not policies and not args.agent:
         raise ValueError(f"--policies: expected policy ids or a group, got {args.policies!r}")
     _importable_from_here([*policies, *args.agent])
@@ -557,7 +565,7 @@ def _sequences(args: argparse.Namespace) -> int:
     from .experiments.sequences import SequenceProtocol, format_sequences, run_sequences
 
     workers = _workers(args)
-    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    policies = _listed("--policies", args.policies)
     _importable_from_here([*policies, *args.agent])
     protocol = SequenceProtocol(
         scenario=args.scenario,
@@ -602,7 +610,11 @@ def _benchmark(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = dict(QUICK) if args.quick else {}
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     _importable_from_here([*policies, *args.agent])
-    if args.points.strip():
+    if args.points is not None:  # given: a selection, never empty (leave it out for the whole suite)
+        if not args.points.strip(" ,"):
+            raise ValueError(
+                f"--points {args.points!r}: expected SCENARIO@X,... (leave --points out for the whole suite)"
+            )
         extra["points"] = parse_points(args.points, args.suite)
     config = BenchmarkConfig(
         agents=tuple(args.agent),
@@ -673,14 +685,17 @@ def _scenario_model(name: str) -> str:
     return "msj"
 
 
-def _check_policy(policy_id: str, model: str) -> None:
+def _check_policy(policy_id: str, model: str, params: dict[str, str] | None = None) -> None:
     """An error before any work if ``policy_id`` is unknown or not defined on ``model`` (no import of
     a registered policy; a ``module:attr`` policy of the user's own is imported and asked)."""
     from .registry import policy_from_spec, policy_spec
 
     if ":" in policy_id:
+        from .guard import vet_policy
+
         _importable_from_here([policy_id])
-        models = tuple(getattr(policy_from_spec(policy_id, "--policy"), "models", ("msj",)))
+        vet_policy(policy_id, "--policy", params=params)  # imported and made in a child process first
+        models = tuple(getattr(policy_from_spec(policy_id, "--policy", **params), "models", ("msj",)))
         if model not in models:
             raise ValueError(
                 f"--policy: {policy_id!r} is not defined on the {model} model of the scenario "
@@ -732,7 +747,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.warmup is not None and not (math.isfinite(args.warmup) and args.warmup >= 0):
         raise ValueError(f"--warmup: expected a finite number >= 0, got {args.warmup!r}")
     model = _scenario_model(args.scenario)
-    _check_policy(args.policy, model)
+    _check_policy(args.policy, model, _policy_params(args.policy_param))
     if model == "compatibility":
         return _simulate_compat(args)
     if model == "moldable":
@@ -749,6 +764,10 @@ def _simulate(args: argparse.Namespace) -> int:
         raise
     from .workloads.trace import replay_length
 
+    from .guard import vet_policy
+
+    # a policy of the user's own: a short bounds-checked run on this workload, in a child process
+    vet_policy(args.policy, "--policy", workload, _policy_params(args.policy_param))
     policy = policy_from_spec(args.policy, "--policy", **_policy_params(args.policy_param))
     run = _run_length(args, replay_length(workload))
     _note_short_trace(workload, run.get("num_arrivals"))

@@ -31,6 +31,7 @@ FLOORS: dict[str, int] = {
     "registry": 2,
     "moldable": 3,
     "pooled": 3,
+    "guard": 3,
     "api": 4,
     "env": 4,
     "experiments": 5,

@@ -489,6 +489,8 @@ def load_scenario(
         if isinstance(name_or_path, GPUTraceScenario | SWFScenario):
             return name_or_path
     text = str(name_or_path)
+    if isinstance(name_or_path, str) and not text.strip():  # else read as the folder '.'
+        raise ValueError("scenario: expected a built-in name, a scenario file or a trace, got ''")
     if isinstance(name_or_path, str) and ":" in text:
         from .gpu_traces import gpu_trace_scenario, is_gpu_trace_spec
         from .swf import is_swf_spec, swf_scenario
