@@ -198,8 +198,9 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PATH",
-        help="a shipped agent name, an SB3 checkpoint .zip or module:attr (repeatable); on a moldable or "
-        "compatibility scenario, an agent of that model's env (MSJMoldable-v0, CompatAssign-v0)",
+        help="a shipped agent name, a checkpoint .zip (data only; stable-baselines3's own pickled format "
+        "needs --trust-pickle) or module:attr (repeatable); on a moldable or compatibility scenario, an "
+        "agent of that model's env (MSJMoldable-v0, CompatAssign-v0)",
     )
     lb.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
     _trust_args(lb)
@@ -272,8 +273,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="SPEC",
-        help="a shipped agent name, an SB3 checkpoint .zip or module:attr, ranked beside the policies "
-        "(repeatable)",
+        help="a shipped agent name, a checkpoint .zip (data only; stable-baselines3's own pickled format "
+        "needs --trust-pickle) or module:attr, ranked beside the policies (repeatable)",
     )
     seq.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
     _trust_args(seq)
@@ -293,7 +294,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="SPEC",
-        help="a shipped agent name, an SB3 checkpoint .zip or module:attr (repeatable)",
+        help="a shipped agent name, a checkpoint .zip (data only; stable-baselines3's own pickled format "
+        "needs --trust-pickle) or module:attr (repeatable)",
     )
     bench.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
     _trust_args(bench)
@@ -690,6 +692,7 @@ def _check_policy(policy_id: str, model: str, params: dict[str, str] | None = No
     a registered policy; a ``module:attr`` policy of the user's own is imported and asked)."""
     from .registry import policy_from_spec, policy_spec
 
+    params = params or {}
     if ":" in policy_id:
         from .guard import vet_policy
 
@@ -762,9 +765,8 @@ def _simulate(args: argparse.Namespace) -> int:
         if args.arrival_rate is not None and str(exc).startswith("arrival_rate:"):
             raise ValueError("--arrival-rate" + str(exc).removeprefix("arrival_rate")) from None
         raise
-    from .workloads.trace import replay_length
-
     from .guard import vet_policy
+    from .workloads.trace import replay_length
 
     # a policy of the user's own: a short bounds-checked run on this workload, in a child process
     vet_policy(args.policy, "--policy", workload, _policy_params(args.policy_param))

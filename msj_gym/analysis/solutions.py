@@ -416,7 +416,7 @@ def _remembered_failure(path: Path, doc: str) -> str | None:
 def _remember_failure(path: Path, doc: str, error: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.{os.urandom(3).hex()}.tmp")
         tmp.write_text(json.dumps({"key_doc": doc, "error": error}, indent=1) + "\n")
         os.replace(tmp, path)
     except OSError:

@@ -686,12 +686,11 @@ def _plan(
     config: BenchmarkConfig, unfit: dict[str, dict[tuple[str, float], str]]
 ) -> tuple[list[Point], dict[tuple[str, float], dict[str, str]], list[tuple[str, float]]]:
     """Every run, per point the kind of each entrant (label -> kind), and the point of each run."""
+    from ..guard import vet_policy
     from ..registry import make_policy, policy_from_spec, supports
     from .agents import agent_label
     from .runner import entrant_key, resolve_scenario
     from .sequences import trace_replay
-
-    from ..guard import vet_policy
 
     ids = _policy_ids(config.preemptive)
     for spec in config.policies:  # imported and made in a child process before this one imports it
