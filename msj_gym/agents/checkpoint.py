@@ -88,7 +88,13 @@ _REBUILT = frozenset(
 )
 _SCHEDULES = ("learning_rate", "clip_range", "clip_range_vf")  # a number, or a schedule kept at its start
 MAX_CONFIG_BYTES = 4 << 20
-MAX_WEIGHTS_BYTES = 2 << 30
+MAX_WEIGHTS_BYTES = 256 << 20  # the largest shipped agent holds 1.2 MB of weights
+#: Per system a class-set agent meets, what its simulated selection may ask of a file's config:
+#: ten times what the shipped generalists ask (20,000 arrivals on 4 seeds, rehearsals of 10,000).
+SELECTION_LIMITS = {"arrivals": 200_000, "seeds": 16, "rehearse": 200_000, "cache": 1 << 20}
+#: The algorithm's settings that size its buffers (allocated when a model is set up, before any
+#: weight is read): a file may not ask for more entries than this in all.
+MAX_BUFFER_ENTRIES = 1 << 28
 
 
 class PickleRefused(ValueError):
@@ -365,6 +371,15 @@ def _load_data(
             check_imports(where, f"simulated_selection.{field}", selection.get(field))
         advisors = (selection.get("env_kwargs") or {}).get("advisor")
         check_imports(where, "simulated_selection.env_kwargs.advisor", advisors)
+        # the selector simulates every new system it meets: a file may not make that unbounded
+        for field, most in SELECTION_LIMITS.items():
+            value = selection.get(field)
+            size = len(value) if isinstance(value, list) else value
+            if isinstance(size, int) and size > most:
+                raise ValueError(
+                    f"{where}: simulated_selection.{field}: {size}, more than {most} (a plan per system "
+                    "of that size is not what msj_gym writes)"
+                )
     if over:
         raise ValueError(
             f"overrides: only observation_space, action_space, policy_kwargs, got {sorted(over)}"
@@ -392,16 +407,39 @@ def _load_data(
     model.observation_space = observation
     model.action_space = action
     model.policy_kwargs = policy_kwargs
+    _check_buffers(model, where)
     try:
         model._setup_model()
         state = {k.removeprefix("policy."): v for k, v in tensors.items() if k.startswith("policy.")}
         model.policy.load_state_dict(state, strict=True)
-    except (RuntimeError, ValueError, TypeError, KeyError, AssertionError) as exc:
+    except (RuntimeError, ValueError, TypeError, KeyError, AssertionError, MemoryError) as exc:
         what = " ".join(str(exc).split())[:300]
         raise ValueError(
             f"{where}: its weights do not fit its policy ({type(exc).__name__}: {what})"
         ) from None
     return model, config
+
+
+def _check_buffers(model: Any, where: str) -> None:
+    """Refuse settings whose rollout or replay buffer (set up with the model) would hold more than
+    :data:`MAX_BUFFER_ENTRIES` numbers."""
+    import numpy as np
+    from gymnasium import spaces
+
+    space = model.observation_space
+    parts = space.spaces.values() if isinstance(space, spaces.Dict) else [space]
+    per_step = sum(int(np.prod(getattr(s, "shape", None) or (1,))) for s in parts) + 8
+    for key in ("n_steps", "buffer_size", "batch_size", "n_envs"):
+        value = model.__dict__.get(key)
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise ValueError(f"{where}: settings: {key} {value!r}: expected a positive integer")
+    steps = max(int(model.__dict__.get("n_steps") or 1), int(model.__dict__.get("buffer_size") or 1))
+    entries = steps * int(model.__dict__.get("n_envs") or 1) * per_step
+    if entries > MAX_BUFFER_ENTRIES:
+        raise ValueError(
+            f"{where}: settings: a buffer of {entries} numbers (n_steps, buffer_size, n_envs), more than "
+            f"{MAX_BUFFER_ENTRIES}"
+        )
 
 
 def load_model(
@@ -430,7 +468,9 @@ def load_model(
             raise ValueError(f"{where}: holds a {config['algo']} agent, not {algo}")
         return model
     if kind != "pickle":
-        raise ValueError(f"{where}: not an agent checkpoint (no {CONFIG} and {WEIGHTS}, nor SB3's data)")
+        raise ValueError(
+            f"{where}: does not load: not an agent checkpoint (no {CONFIG} and {WEIGHTS}, nor SB3's data)"
+        )
     if not (allow_pickle or trust.granted(trust.PICKLE)):
         raise PickleRefused(pickle_refusal(where))
     return _load_pickled(path, algo, device, overrides, where)

@@ -187,7 +187,40 @@ TAMPERED = [
     ("net-arch-huge", _config_edit(policy_kwargs={"net_arch": [2**40]}), "net_arch"),
     ("activation-by-path", _config_edit(policy_kwargs={"activation_fn": {"activation": "os.system"}}),
      "activation_fn"),
+    ("rollout-buffer-huge", _config_edit(settings={"n_steps": 10**12}), "a buffer of"),
+    ("n-envs-not-a-count", _config_edit(settings={"n_envs": "many"}), "n_envs 'many'"),
 ]  # fmt: skip
+
+
+def _selection_edit(field: str, value):
+    def edit(members: dict[str, bytes]) -> None:
+        config = json.loads(members["agent.json"])
+        config["policy_kwargs"]["simulated_selection"][field] = value
+        members["agent.json"] = json.dumps(config).encode()
+
+    return edit
+
+
+SELECTION_TAMPERED = [
+    ("selection-arrivals", _selection_edit("arrivals", 10**12), "simulated_selection.arrivals"),
+    ("selection-seeds", _selection_edit("seeds", list(range(1000))), "simulated_selection.seeds"),
+    ("selection-rehearse", _selection_edit("rehearse", 10**9), "simulated_selection.rehearse"),
+    ("selection-base-elsewhere", _selection_edit("fallbacks", ["os:system"]), "--trust-imports"),
+]
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"), [c[1:] for c in SELECTION_TAMPERED], ids=[c[0] for c in SELECTION_TAMPERED]
+)
+def test_a_generalist_config_asking_for_unbounded_planning_or_imports_is_one_line(edit, needle, tmp_path):
+    from msj_gym.agents.checkpoint import load_model
+    from msj_gym.registry import shipped_agents
+
+    bad = _rewrite(shipped_agents()["generalist"], tmp_path / "bad.zip", edit)
+    with pytest.raises(ValueError) as info:
+        load_model(bad)
+    line = str(info.value)
+    assert "\n" not in line and needle in line and "bad.zip" in line, line
 
 
 @pytest.mark.parametrize(("edit", "needle"), [c[1:] for c in TAMPERED], ids=[c[0] for c in TAMPERED])
