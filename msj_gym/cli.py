@@ -8,7 +8,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -414,12 +414,20 @@ def _trust_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trust-imports", action="store_true", help=TRUST_IMPORTS_HELP)
 
 
-def _grants(args: argparse.Namespace) -> list[str]:
-    """What the command was told to trust (:mod:`msj_gym.trust`), for its duration."""
-    from .trust import IMPORTS, PICKLE
+def _trusting(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``command`` run under what its ``--trust-pickle`` and ``--trust-imports`` grant
+    (:mod:`msj_gym.trust`), for its duration only."""
+    import functools
 
-    flags = ((PICKLE, "trust_pickle"), (IMPORTS, "trust_imports"))
-    return [kind for kind, flag in flags if getattr(args, flag, False)]
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        from .trust import IMPORTS, PICKLE, trusting
+
+        flags = ((PICKLE, "trust_pickle"), (IMPORTS, "trust_imports"))
+        with trusting([kind for kind, flag in flags if getattr(args, flag, False)]):
+            return command(args)
+
+    return run
 
 
 def _backend_args(p: argparse.ArgumentParser) -> None:
@@ -475,6 +483,7 @@ def _entrant_params(items: Sequence[str]) -> dict[str, dict[str, str]]:
     return out
 
 
+@_trusting
 def _leaderboard(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -563,6 +572,7 @@ def _model_leaderboard(args: argparse.Namespace, workers: int) -> int:
     return 0
 
 
+@_trusting
 def _sequences(args: argparse.Namespace) -> int:
     from .experiments.sequences import SequenceProtocol, format_sequences, run_sequences
 
@@ -599,6 +609,7 @@ def _require_scipy(command: str, module: str) -> None:
         raise ValueError(f"{command} needs SciPy: pip install 'scipy>=1.11'") from None
 
 
+@_trusting
 def _benchmark(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -1223,27 +1234,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:  # an unknown flag, a value of the wrong type, a missing one
         print(f"msj-gym: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    from .trust import trusting
-
     try:
-        with trusting(_grants(args)):
-            if args.command == "simulate":
-                return _simulate(args)
-            if args.command in ("reproduce", "figure"):
-                return _figure(args)
-            if args.command == "leaderboard":
-                return _leaderboard(args)
-            if args.command == "benchmark":
-                return _benchmark(args)
-            if args.command == "sequences":
-                return _sequences(args)
-            if args.command == "optimal":
-                return _optimal(args)
-            if args.command == "render":
-                return _render(args)
-            if args.command == "score":
-                return _score(args)
-            return _list(args.model)
+        if args.command == "simulate":
+            return _simulate(args)
+        if args.command in ("reproduce", "figure"):
+            return _figure(args)
+        if args.command == "leaderboard":
+            return _leaderboard(args)
+        if args.command == "benchmark":
+            return _benchmark(args)
+        if args.command == "sequences":
+            return _sequences(args)
+        if args.command == "optimal":
+            return _optimal(args)
+        if args.command == "render":
+            return _render(args)
+        if args.command == "score":
+            return _score(args)
+        return _list(args.model)
     except ValueError as exc:
         print(f"msj-gym: error: {_one_line(exc)}", file=sys.stderr)
         return 2
