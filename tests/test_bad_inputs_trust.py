@@ -723,3 +723,20 @@ def test_the_trust_catalogue_has_its_cases():
         ENV_CASES,
     )
     assert sum(len(t) for t in tables) >= 45
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_scenario_that_is_no_regular_file_is_refused_not_read_for_ever(kind, tmp_path, capsys):
+    import os
+
+    if kind == "fifo":
+        path = tmp_path / "pipe.toml"
+        os.mkfifo(path)
+    else:
+        path = tmp_path / "zero.toml"
+        if not Path("/dev/zero").exists():
+            pytest.skip("no /dev/zero")
+        path.symlink_to("/dev/zero")
+    _refused(
+        ["simulate", "--scenario", str(path), "--policy", "fcfs"], [str(path), "not a regular file"], capsys
+    )

@@ -86,6 +86,10 @@ _REBUILT = frozenset(
         "policy_kwargs",
     }
 )
+# the algorithm's attributes that say where it runs or writes, never read from a file
+_NOT_SETTINGS = frozenset(
+    {"env", "device", "tensorboard_log", "_custom_logger", "_logger", "_vec_normalize_env"}
+)
 _SCHEDULES = ("learning_rate", "clip_range", "clip_range_vf")  # a number, or a schedule kept at its start
 MAX_CONFIG_BYTES = 4 << 20
 MAX_WEIGHTS_BYTES = 256 << 20  # the largest shipped agent holds 1.2 MB of weights
@@ -265,7 +269,7 @@ def _settings(model: Any) -> dict[str, Any]:
     exclude.update(n.split(".")[0] for n in [*names, *variables])
     out: dict[str, Any] = {}
     for key, value in data.items():
-        if key in exclude or key in _REBUILT:
+        if key in exclude or key in _REBUILT or key in _NOT_SETTINGS:
             continue
         if key in _SCHEDULES and callable(value):
             value = float(value(1.0))
@@ -397,7 +401,11 @@ def _load_data(
         raise ValueError(f"{where}: settings: expected a JSON object of numbers and strings")
     for key, value in settings.items():
         # only what the algorithm's constructor set as a plain value: a file cannot put anything else
-        # (a method, a buffer, a callable) on the model
+        # (a method, a buffer, a callable) on the model, nor where it writes or runs
+        if key in _NOT_SETTINGS:
+            if value is None:
+                continue
+            raise ValueError(f"{where}: settings: {key!r} is not a setting a checkpoint may carry")
         if key not in model.__dict__ or not (model.__dict__[key] is None or _plain(model.__dict__[key])):
             if key in _SCHEDULES or key in ("train_freq", "n_envs"):  # set from an env when there is one
                 pass

@@ -189,6 +189,7 @@ TAMPERED = [
      "activation_fn"),
     ("rollout-buffer-huge", _config_edit(settings={"n_steps": 10**12}), "a buffer of"),
     ("n-envs-not-a-count", _config_edit(settings={"n_envs": "many"}), "n_envs 'many'"),
+    ("log-folder-set", _config_edit(settings={"tensorboard_log": "/tmp/x"}), "not a setting a checkpoint"),
 ]  # fmt: skip
 
 
