@@ -740,3 +740,23 @@ def test_a_scenario_that_is_no_regular_file_is_refused_not_read_for_ever(kind, t
     _refused(
         ["simulate", "--scenario", str(path), "--policy", "fcfs"], [str(path), "not a regular file"], capsys
     )
+
+
+def test_a_planners_json_naming_code_is_refused_unless_imports_are_trusted(tmp_path, capsys, monkeypatch):
+    from msj_gym.agents.network import ENV_KWARGS
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    marker = tmp_path / "imported"
+    (tmp_path / "evilmod.py").write_text(EVIL_MODULE.format(marker=str(marker)))
+    path = tmp_path / "plan.npz"
+    path.write_bytes(b"")  # no network: its bases alone decide
+    meta = {"algo": "planner", "env_id": "MSJ-v0", "env_kwargs": dict(ENV_KWARGS)}
+    meta["planner"] = {"network": False, "bases": ["fcfs", "evilmod:Evil"]}
+    path.with_suffix(".json").write_text(json.dumps(meta))
+    out = tmp_path / "out"
+    _refused(
+        [*LB, "--agent", str(path), "--out", str(out)],
+        ["plan.npz", "planner.bases", "'evilmod:Evil'", "--trust-imports"],
+        capsys,
+    )
+    assert not marker.exists() and _empty(out)
