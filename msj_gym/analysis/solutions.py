@@ -225,6 +225,20 @@ def _solved(
 MAX_STATES_CHECKED = 10**8  # `msj-gym optimal --max-states`'s largest: an entry beyond is refused
 
 
+_VERIFIED: set[str] = set()  # digests of entries whose solution this process checked (or its parent did)
+
+
+def verified_now() -> tuple[str, ...]:
+    """The digests of the cache entries checked in this process, to hand to its worker processes: an
+    entry they read with the same content (the same digest) is not checked again there."""
+    return tuple(sorted(_VERIFIED))
+
+
+def take_verified(digests: tuple[str, ...]) -> None:
+    """A worker's side of :func:`verified_now`."""
+    _VERIFIED.update(digests)
+
+
 def _refuse_long(workload: Workload, preemptive: bool, max_states: int, max_minutes: float) -> None:
     """A one-line ``ValueError`` for a solve estimated to take longer than ``max_minutes``, before
     anything is built (the estimate of ``msj-gym optimal``, good to a factor of about 3)."""
@@ -259,6 +273,8 @@ def _checked(
     (:func:`~msj_gym.analysis.optimal.check_solution`), else None with a one-line note."""
     if out is None:
         return None
+    if out["digest"] in _VERIFIED:  # this content was checked in this process, or in its parent
+        return out
     from msj_gym.analysis.optimal import check_solution
 
     stored = float(out["value"]["mean_response_time"])
@@ -280,6 +296,7 @@ def _checked(
     except ValueError as exc:
         why = " ".join(str(exc).split())[:120]
     if why is None:
+        _VERIFIED.add(out["digest"])
         return out
     print(
         f"msj-gym: note: cached solve {str(path)!r} does not check out ({why}); solving again",
@@ -307,9 +324,11 @@ def _load(path: Path, key_doc: str) -> dict[str, Any] | None:
             if str(z["key_doc"]) == key_doc:
                 arrays = {name: z[name] for name in ("table", "configs", "up", "buffers")}
                 value, charged = str(z["value"]), bool(z["lost_arrivals_charged"])
-                if str(z["digest"]) != _digest(key_doc, arrays, value, charged):
+                digest = _digest(key_doc, arrays, value, charged)
+                if str(z["digest"]) != digest:
                     raise ValueError("its content does not match its digest: damaged or edited")
                 out = {**arrays, "value": json.loads(value), "lost_arrivals_charged": charged}
+                out["digest"] = digest
                 float(out["value"]["mean_response_time"])
                 return out
     except Exception as exc:
@@ -441,7 +460,9 @@ def _store(key: str, key_doc: str, sol: Any) -> dict[str, Any]:
     }
     value = json.dumps(sol.value.to_dict())
     charged = bool(sol.lost_arrivals_charged)
-    out = {**arrays, "value": sol.value.to_dict(), "lost_arrivals_charged": charged}
+    digest = _digest(key_doc, arrays, value, charged)
+    _VERIFIED.add(digest)  # solved here: nothing to check
+    out = {**arrays, "value": sol.value.to_dict(), "lost_arrivals_charged": charged, "digest": digest}
     path = _cache_dir() / f"{key}.npz"
     # a name of its own per writer: processes on other machines sharing the folder may have this pid
     tmp = path.with_suffix(f".{os.getpid()}.{os.urandom(4).hex()}.tmp.npz")
@@ -452,7 +473,7 @@ def _store(key: str, key_doc: str, sol: Any) -> dict[str, Any]:
             key_doc=np.array(key_doc),
             value=np.array(value),
             lost_arrivals_charged=np.array(charged),
-            digest=np.array(_digest(key_doc, arrays, value, charged)),
+            digest=np.array(digest),
             **arrays,
         )
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the whole new one
