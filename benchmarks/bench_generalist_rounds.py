@@ -27,8 +27,7 @@ def _rate(tasks: list[dict]) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from sb3_contrib import MaskablePPO
-
+    from msj_gym.agents.checkpoint import load_model
     from msj_gym.experiments.agents import shipped_agents
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -40,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
         ["--out", "x.zip", "--systems", str(known.systems), "--decisions", str(known.decisions)]
     )
     systems = sample_systems(args.seed, args.systems)
-    model = MaskablePPO.load(shipped_agents()["generalist"], device="cpu")
+    model = load_model(shipped_agents()["generalist"])
     # the network as shipped (its gate too): its own keywords, as the training's next round would take them
     follow = {"policy_kwargs": dict(model.policy_kwargs), "weights": model.policy.state_dict()}
     best = np.zeros(len(systems), dtype=np.int64)  # First-Fit plays the branches out

@@ -56,7 +56,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     go by the suffix pick the right format); renamed over ``path`` if the block succeeds, removed if
     it fails. An ``OSError`` comes out as an :class:`OutputError` naming ``path`` itself."""
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp{target.suffix}")
+    # a name of its own per writer: processes on several machines sharing a folder may share a pid
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(3).hex()}.tmp{target.suffix}")
     try:
         yield tmp
         os.replace(tmp, target)

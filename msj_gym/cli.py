@@ -8,7 +8,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -21,10 +21,17 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-DEFAULT_SOLVE_MINUTES = 10.0  # `optimal`: larger solves are refused at once unless --max-minutes says so
 DEFAULT_GIF_FRAMES = 300  # `render`: 50 s of animation at 6 frames per second
 MAX_GIF_FRAMES = 2000
 MAX_GANTT_ARRIVALS = 20_000  # `render` to .png: a bar per service segment, all drawn at once
+TRUST_PICKLE_HELP = (
+    "load --agent checkpoints in stable-baselines3's own format, whose pickles can run any code: only "
+    "for files you trust (msj_gym's own checkpoints hold data only and need no flag)"
+)
+TRUST_IMPORTS_HELP = (
+    "let an --agent checkpoint's .json import the module:attr it names (an advisor or base outside the "
+    "registry and msj_gym): only for files you trust"
+)
 BARE_AGENTS_HELP = (
     "admit a checkpoint without its .json (the env and keywords it was trained with): it runs on the "
     "env's defaults, its algorithm guessed; by default such a checkpoint is refused"
@@ -43,7 +50,7 @@ def _policy_params(items: Sequence[str]) -> dict[str, str]:
 
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
-    from .analysis.limits import DEFAULT_MAX_STATES
+    from .analysis.limits import DEFAULT_MAX_STATES, DEFAULT_SOLVE_MINUTES
     from .arguments import ArgumentParser
 
     # one-line refusals (its subcommands' parsers are of its class)
@@ -191,10 +198,12 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PATH",
-        help="a shipped agent name, an SB3 checkpoint .zip or module:attr (repeatable); on a moldable or "
-        "compatibility scenario, an agent of that model's env (MSJMoldable-v0, CompatAssign-v0)",
+        help="a shipped agent name, a checkpoint .zip (data only; stable-baselines3's own pickled format "
+        "needs --trust-pickle) or module:attr (repeatable); on a moldable or compatibility scenario, an "
+        "agent of that model's env (MSJMoldable-v0, CompatAssign-v0)",
     )
     lb.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
+    _trust_args(lb)
     lb.add_argument("--seeds", default="5", help="a count, 'LO-HI' or a list (default 5: seeds 0..4)")
     lb.add_argument(
         "--arrivals", type=int, default=None, help="arrivals per run (default 20000; a trace: all its jobs)"
@@ -264,10 +273,11 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="SPEC",
-        help="a shipped agent name, an SB3 checkpoint .zip or module:attr, ranked beside the policies "
-        "(repeatable)",
+        help="a shipped agent name, a checkpoint .zip (data only; stable-baselines3's own pickled format "
+        "needs --trust-pickle) or module:attr, ranked beside the policies (repeatable)",
     )
     seq.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
+    _trust_args(seq)
     seq.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     _backend_args(seq)
 
@@ -284,9 +294,11 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="SPEC",
-        help="a shipped agent name, an SB3 checkpoint .zip or module:attr (repeatable)",
+        help="a shipped agent name, a checkpoint .zip (data only; stable-baselines3's own pickled format "
+        "needs --trust-pickle) or module:attr (repeatable)",
     )
     bench.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
+    _trust_args(bench)
     bench.add_argument(
         "--policies",
         default="",
@@ -304,7 +316,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "--points",
-        default="",
+        default=None,
         metavar="SCENARIO@X,...",
         help="run only these points of the suite (e.g. 002-sub-linear-halfin-whitt@4000,003-random-2@0.7): "
         "a subset, scored over its own points, in a folder of its own",
@@ -397,6 +409,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _trust_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trust-pickle", action="store_true", help=TRUST_PICKLE_HELP)
+    p.add_argument("--trust-imports", action="store_true", help=TRUST_IMPORTS_HELP)
+
+
+def _trusting(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``command`` run under what its ``--trust-pickle`` and ``--trust-imports`` grant
+    (:mod:`msj_gym.trust`), for its duration only."""
+    import functools
+
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        from .trust import IMPORTS, PICKLE, trusting
+
+        flags = ((PICKLE, "trust_pickle"), (IMPORTS, "trust_imports"))
+        with trusting([kind for kind, flag in flags if getattr(args, flag, False)]):
+            return command(args)
+
+    return run
+
+
 def _backend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="local", choices=("local", "ray"), help="local process pool or Ray")
     p.add_argument(
@@ -423,6 +456,15 @@ def _importable_from_here(specs: Sequence[str]) -> None:
         sys.path.append(os.getcwd())
 
 
+def _listed(flag: str, text: str) -> tuple[str, ...]:
+    """A comma list of ``flag`` (empty items dropped), each item once: one given twice is refused."""
+    items = tuple(p.strip() for p in text.split(",") if p.strip())
+    twice = next((p for p in items if items.count(p) > 1), None)
+    if twice is not None:
+        raise ValueError(f"{flag}: {twice!r} is given twice")
+    return items
+
+
 def _positive_finite(flag: str, value: float | None) -> None:
     """Refuse a time or rate flag that is not a positive finite number (argparse accepts nan, inf)."""
     if value is not None and not (math.isfinite(value) and value > 0):
@@ -441,6 +483,7 @@ def _entrant_params(items: Sequence[str]) -> dict[str, dict[str, str]]:
     return out
 
 
+@_trusting
 def _leaderboard(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -457,7 +500,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     check_output_folder("--out", args.out, "leaderboard.json")  # before the plan, which may solve optima
     if any(_is_other_model(s) for s in args.scenario or []):
         return _model_leaderboard(args, workers)
-    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    policies = _listed("--policies", args.policies)
     if not policies and not args.agent:
         raise ValueError(f"--policies: expected policy ids or a group, got {args.policies!r}")
     _importable_from_here([*policies, *args.agent])
@@ -529,11 +572,12 @@ def _model_leaderboard(args: argparse.Namespace, workers: int) -> int:
     return 0
 
 
+@_trusting
 def _sequences(args: argparse.Namespace) -> int:
     from .experiments.sequences import SequenceProtocol, format_sequences, run_sequences
 
     workers = _workers(args)
-    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    policies = _listed("--policies", args.policies)
     _importable_from_here([*policies, *args.agent])
     protocol = SequenceProtocol(
         scenario=args.scenario,
@@ -565,6 +609,7 @@ def _require_scipy(command: str, module: str) -> None:
         raise ValueError(f"{command} needs SciPy: pip install 'scipy>=1.11'") from None
 
 
+@_trusting
 def _benchmark(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -578,7 +623,11 @@ def _benchmark(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = dict(QUICK) if args.quick else {}
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     _importable_from_here([*policies, *args.agent])
-    if args.points.strip():
+    if args.points is not None:  # given: a selection, never empty (leave it out for the whole suite)
+        if not args.points.strip(" ,"):
+            raise ValueError(
+                f"--points {args.points!r}: expected SCENARIO@X,... (leave --points out for the whole suite)"
+            )
         extra["points"] = parse_points(args.points, args.suite)
     config = BenchmarkConfig(
         agents=tuple(args.agent),
@@ -649,14 +698,18 @@ def _scenario_model(name: str) -> str:
     return "msj"
 
 
-def _check_policy(policy_id: str, model: str) -> None:
+def _check_policy(policy_id: str, model: str, params: dict[str, str] | None = None) -> None:
     """An error before any work if ``policy_id`` is unknown or not defined on ``model`` (no import of
     a registered policy; a ``module:attr`` policy of the user's own is imported and asked)."""
     from .registry import policy_from_spec, policy_spec
 
+    params = params or {}
     if ":" in policy_id:
+        from .guard import vet_policy
+
         _importable_from_here([policy_id])
-        models = tuple(getattr(policy_from_spec(policy_id, "--policy"), "models", ("msj",)))
+        vet_policy(policy_id, "--policy", params=params)  # imported and made in a child process first
+        models = tuple(getattr(policy_from_spec(policy_id, "--policy", **params), "models", ("msj",)))
         if model not in models:
             raise ValueError(
                 f"--policy: {policy_id!r} is not defined on the {model} model of the scenario "
@@ -708,7 +761,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.warmup is not None and not (math.isfinite(args.warmup) and args.warmup >= 0):
         raise ValueError(f"--warmup: expected a finite number >= 0, got {args.warmup!r}")
     model = _scenario_model(args.scenario)
-    _check_policy(args.policy, model)
+    _check_policy(args.policy, model, _policy_params(args.policy_param))
     if model == "compatibility":
         return _simulate_compat(args)
     if model == "moldable":
@@ -723,8 +776,11 @@ def _simulate(args: argparse.Namespace) -> int:
         if args.arrival_rate is not None and str(exc).startswith("arrival_rate:"):
             raise ValueError("--arrival-rate" + str(exc).removeprefix("arrival_rate")) from None
         raise
+    from .guard import vet_policy
     from .workloads.trace import replay_length
 
+    # a policy of the user's own: a short bounds-checked run on this workload, in a child process
+    vet_policy(args.policy, "--policy", workload, _policy_params(args.policy_param))
     policy = policy_from_spec(args.policy, "--policy", **_policy_params(args.policy_param))
     run = _run_length(args, replay_length(workload))
     _note_short_trace(workload, run.get("num_arrivals"))

@@ -355,6 +355,13 @@ def agent_loader(algo: Any) -> Any:
     return None if entry is None else import_object(entry, "agent loader")
 
 
+def agent_model_loader() -> Any:
+    """The loader of network checkpoints (:func:`msj_gym.agents.checkpoint.load_model`: the data-only
+    form, and stable-baselines3's own only where pickles are trusted), named by a string as the
+    library names everything of ``msj_gym.agents``."""
+    return import_object("msj_gym.agents.checkpoint:load_model", "agent loader")
+
+
 # The agents trained here, shipped with the package (``msj_gym/agents/checkpoints``).
 register_agent_folder("msj_gym.agents")
 register_agent_loader("scored-assignment", "msj_gym.agents.assign_search:load_checkpoint")

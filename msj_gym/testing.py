@@ -13,12 +13,13 @@ without the time limit.
 from __future__ import annotations
 
 import re
-import signal
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+# the child-process guard is msj_gym.guard's: every command puts a user's policy under it too
+from .guard import run_in_child
 
 if TYPE_CHECKING:
     from .core.policy import Policy
@@ -39,135 +40,16 @@ def _compiled(kernel: Any) -> bool:
     return isinstance(kernel, Dispatcher)
 
 
-def _decision_problem(actions: np.ndarray, n: int) -> str | None:
-    """What is wrong with the ``n`` words a kernel wrote, beyond what ``apply`` checks: a count the
-    array cannot hold, or one job started (or preempted) twice in one decision."""
-    from .core.actions import OP_BUDGET, OP_LIMIT, OP_REQUEUE, OP_SERVE
-
-    if not 0 <= n <= actions.size:
-        return f"returned {n} action words; the actions array holds {actions.size}"
-    operands = {OP_SERVE: 3, OP_BUDGET: 2, OP_REQUEUE: 1}
-    started: set[int] = set()
-    preempted: set[int] = set()
-    i = 0
-    while i < n:
-        w = int(actions[i])
-        if w <= OP_LIMIT:
-            i += 1 + operands.get(w, 0)
-            continue
-        seen, what, slot = (started, "starts", w) if w >= 0 else (preempted, "preempts", -w - 1)
-        if slot in seen:
-            return f"one decision {what} job slot {slot} twice (words {actions[:n].tolist()})"
-        seen.add(slot)
-        i += 1
-    return None
-
-
 def _bounds_checked(cls: type[Policy]) -> type:
-    """``cls`` with its kernel compiled again with numba's bounds checks, asked from Python, each
-    decision checked by :func:`_decision_problem`: an index out of range is an ``IndexError``, not a
-    write into whatever memory lies there. (Functions the kernel calls keep their compiled code.)"""
-    import numba
+    from .guard import bounds_checked
 
-    kernel: Any = cls.kernel  # a numba dispatcher (check_policy made sure): it keeps the Python function
-    # ``_nrt`` is numba's private option (no reference-counting runtime), missing from numba's stubs
-    checked = numba.njit(_nrt=False, boundscheck=True)(kernel.py_func)  # type: ignore[call-overload]
-    size_aware = bool(cls.size_aware)
-
-    def decide(self: Any, view: Any, sizes: Any, pdata: Any, actions: np.ndarray) -> int:
-        n = int(checked(view, sizes, pdata, actions) if size_aware else checked(view, pdata, actions))
-        problem = _decision_problem(actions, n)
-        if problem is not None:
-            raise ValueError(problem)
-        return n
-
-    return type(cls.__name__, (cls,), {"kernel": None, "decide": decide, "__doc__": cls.__doc__})
+    return bounds_checked(cls)
 
 
 def _in_child(stages: list[tuple[str, Callable[[], Any]]], pid: str, time_limit: float) -> Any:
     """:func:`run_in_child` of ``stages`` (name, function), each within ``time_limit`` seconds, its
     failures worded as :func:`check_policy`'s."""
     return run_in_child([(name, run, time_limit) for name, run in stages], f"check_policy({pid!r})")
-
-
-HANG_HINT = "an endless loop in the kernel?"
-CRASH_HINT = "an out-of-bounds read or write in the kernel?"
-
-
-def run_in_child(
-    stages: Sequence[tuple[str, Callable[[], Any], float]],
-    who: str,
-    *,
-    hang_hint: str = HANG_HINT,
-    crash_hint: str = CRASH_HINT,
-    limit_name: str = "time_limit",
-) -> Any:
-    """Run ``stages`` (name, function, seconds) in order in a forked child, each within its seconds;
-    the last one's value (sent back pickled). A stage's ``AssertionError`` is re-raised here; a crash, a
-    stage over its time or any other exception is an ``AssertionError`` in one line, ``"{who}: ..."``,
-    naming the stage (with ``hang_hint`` or ``crash_hint``; a stage over its time names ``limit_name``, the
-    setting that gave it). The guard of code that may crash or never
-    return (compiled code does not see Ctrl-C): :func:`check_policy` and ``msj-gym score`` run user
-    policies in it. Where there is no ``fork`` (Windows) the stages run in-process, without the time
-    limits."""
-    import multiprocessing as mp
-
-    if sys.platform == "win32" or "fork" not in mp.get_all_start_methods():
-        value = None
-        for _name, run, _limit in stages:
-            value = run()
-        return value
-    ctx = mp.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
-
-    def child() -> None:
-        try:
-            value = None
-            for i, (_name, run, _limit) in enumerate(stages):
-                send.send(("stage", i))
-                value = run()
-            send.send(("done", value))
-        except AssertionError as exc:
-            send.send(("fail", str(exc)))
-        except BaseException as exc:  # reported by the parent as this stage's failure
-            send.send(("error", f"{type(exc).__name__}: {' '.join(str(exc).split())}"))
-
-    # not a daemon, so that a stage may start processes of its own (check_policy's child, in a score's);
-    # the finally below ends it whatever happens here
-    proc = ctx.Process(target=child, daemon=False)
-    proc.start()
-    send.close()
-    stage, limit = "starting the checks", max((float(lim) for *_, lim in stages), default=60.0)
-    try:
-        while True:
-            if not receive.poll(limit):
-                raise AssertionError(
-                    f"{who}: {stage} did not finish within {limit:g} s ({limit_name}): {hang_hint}"
-                )
-            try:
-                kind, payload = receive.recv()
-            except EOFError:  # the child died without a word: a crash in compiled code
-                proc.join(10)
-                code = proc.exitcode
-                how = (
-                    f"signal {signal.Signals(-code).name}"
-                    if code is not None and code < 0
-                    else f"exit {code}"
-                )
-                raise AssertionError(f"{who}: {stage} crashed the process ({how}): {crash_hint}") from None
-            if kind == "stage":
-                stage, limit = stages[payload][0], float(stages[payload][2])
-            elif kind == "done":
-                return payload
-            elif kind == "fail":
-                raise AssertionError(payload)
-            else:
-                raise AssertionError(f"{who}: {stage} failed: {payload}")
-    finally:
-        receive.close()
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
 
 
 def check_policy(

@@ -103,6 +103,9 @@ def check_output(flag: str, path: Path | None, suffix: str | None = None, folder
         raise UsageError(f"{flag} {str(path)!r}: a folder is there, not a file")
     if folder and path.exists() and not path.is_dir():
         raise UsageError(f"{flag} {str(path)!r}: a file is there, not a folder")
+    if not folder and path.exists() and not path.is_file():
+        # a device or a pipe (/dev/full, /dev/zero): read back on a resume, it never ends
+        raise UsageError(f"{flag} {str(path)!r}: not a regular file (a device or a pipe); give a file path")
     here = path if folder else path.parent
     while not here.exists() and here != here.parent:
         here = here.parent

@@ -144,6 +144,9 @@ def evaluate(
     policies = [label, *(p for p in pool if supports(p, workload) is None)]
     # rules outside the registry: --also, and the base the agent was learned from if it is one
     base = meta.get("base")
+    from msj_gym.trust import check_imports
+
+    check_imports(f"checkpoint {str(checkpoint)!r}: its .json", "base", base)  # imported to be ranked
     extra: dict[str, Policy] = {}
     for spec in (*also, *([base] if isinstance(base, str) and ":" in base else [])):
         policy = policy_from_spec(spec, "--also")
@@ -234,7 +237,7 @@ PROG = "python -m msj_gym.agents.evaluate"
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    from msj_gym.agents._cli import ArgumentParser, check_count, check_output
+    from msj_gym.agents._cli import ArgumentParser
 
     ap = ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("checkpoint", type=Path)
@@ -251,7 +254,28 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         help="one more policy to rank: module:attr naming a Policy (repeatable; a base of that form is"
         " ranked anyway)",
     )
+    ap.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="load a checkpoint in stable-baselines3's own format, whose pickles can run any code (only a "
+        "file you trust)",
+    )
+    ap.add_argument(
+        "--trust-imports",
+        action="store_true",
+        help="let the checkpoint's .json import the module:attr it names (a base or an advisor outside "
+        "the registry and msj_gym)",
+    )
     args = ap.parse_args(argv)
+    from msj_gym.trust import IMPORTS, PICKLE, trusting
+
+    with trusting([k for k, on in ((PICKLE, args.trust_pickle), (IMPORTS, args.trust_imports)) if on]):
+        return _main(args)
+
+
+def _main(args: Any) -> list[dict[str, Any]]:
+    from msj_gym.agents._cli import check_count, check_output
+
     seeds = parse_seeds(args.seeds)
     # a run shorter than this measures next to nothing (the leaderboard's floor too)
     check_count("--arrivals", args.arrivals, 100, 10**9)

@@ -225,8 +225,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "base, or to the heuristic simulated best alone on the system (alone) (--simulate-selection "
         "--rehearse)",
     )
+    ap.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="read a --retune, --fit-gate or --simulate-selection checkpoint in stable-baselines3's own "
+        "format, whose pickles can run any code (only a file you trust)",
+    )
+    ap.add_argument(
+        "--trust-imports",
+        action="store_true",
+        help="let a checkpoint's .json name module:attr bases outside the registry and msj_gym",
+    )
     ap.set_defaults(loss="expected-cost")  # msj_gym.agents.improve.fit's loss
     args = ap.parse_args(argv)
+    from msj_gym.agents._cli import check_count, check_number
+
+    try:
+        check_count("--threads", args.threads, 1, 1024)
+        check_number("--learning-rate", args.learning_rate, 0.0, 10.0, open_lo=True)
+    except ValueError as exc:
+        ap.error(str(exc))
     positive = (
         "systems", "select_systems", "selector_systems", "rounds", "decisions", "epochs", "hidden", "persist",
         "gate_systems", "selection_seeds", "selection_arrivals",
@@ -260,6 +278,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if given is not None and not (given.is_file() and given.with_suffix(".json").is_file()):
             name = "--" + flag.replace("_", "-")
             ap.error(f"{name}: expected a checkpoint .zip with its .json beside it, got {str(given)!r}")
+        if given is not None and not args.trust_pickle:  # refused before the tables, which take minutes
+            from msj_gym.agents.checkpoint import checkpoint_kind, pickle_refusal
+
+            if checkpoint_kind(given) == "pickle":
+                ap.error(pickle_refusal(f"--{flag.replace('_', '-')} {str(given)!r}"))
     derived = [f for f in ("retune", "fit_gate", "simulate_selection") if getattr(args, f) is not None]
     if len(derived) > 1:
         names = " and ".join("--" + f.replace("_", "-") for f in derived)
@@ -288,6 +311,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             args.sizes = bool(meta["env_kwargs"].get("reveal_sizes", False))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             ap.error(f"--simulate-selection: {str(args.simulate_selection)!r} has no bases in its .json")
+        from msj_gym.trust import check_imports
+
+        try:  # the bases are imported by name: one outside the registry and msj_gym only if trusted
+            with _trusted(args):
+                check_imports(f"--simulate-selection {str(args.simulate_selection)!r}", "bases", own)
+        except ValueError as exc:
+            ap.error(str(exc))
         if args.bases and tuple(args.bases.split(",")) != tuple(own):
             ap.error(f"--bases: the checkpoint follows {','.join(own)}, got {args.bases!r}")
         args.bases = ",".join(own)
@@ -329,6 +359,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     except ValueError as exc:
         ap.error(str(exc))
     return args
+
+
+def _trusted(args: argparse.Namespace) -> Any:
+    """What ``--trust-pickle`` and ``--trust-imports`` grant (:mod:`msj_gym.trust`), as a context."""
+    from msj_gym.trust import IMPORTS, PICKLE, trusting
+
+    return trusting([k for k, on in ((PICKLE, args.trust_pickle), (IMPORTS, args.trust_imports)) if on])
 
 
 def env_kwargs(sizes: bool, bases: tuple[str, ...]) -> dict[str, Any]:
@@ -712,11 +749,11 @@ def tune_following(
 def _retune(args: argparse.Namespace, select: list[Any], seeds: list[int], table: dict, t0: float) -> Path:
     """``--retune``: the follow bias and guard of a trained checkpoint chosen again, on the selection
     systems of ``--seed``; written to ``--out`` with its ``.json``."""
-    from sb3_contrib import MaskablePPO
+    from msj_gym.agents.checkpoint import load_model
 
     meta = json.loads(args.retune.with_suffix(".json").read_text())
     # Any: its network is the class-set one (ClassSetNetwork), with buffers SB3's types do not know
-    model: Any = MaskablePPO.load(args.retune, device="cpu")
+    model: Any = load_model(args.retune, algo="maskable-ppo")
     kwargs, best = meta["env_kwargs"], table["means"].min(axis=1)
     net = model.policy.mlp_extractor
     net.follow_bias.fill_(0.0)
@@ -761,13 +798,13 @@ def _simulate_selection(
     the best base on the selection systems is logged beside the selector head's; written to ``--out``
     with its ``.json``."""
     from gymnasium import spaces
-    from sb3_contrib import MaskablePPO
 
+    from msj_gym.agents.checkpoint import load_model
     from msj_gym.agents.system_model import SimulatedSelector
 
     meta = dict(args.simulated_meta)  # the checkpoint's .json, as parse_args read it
     kwargs, best = meta["env_kwargs"], table["means"].min(axis=1)
-    model: Any = MaskablePPO.load(args.simulate_selection, device="cpu")
+    model: Any = load_model(args.simulate_selection, algo="maskable-ppo")
     selector_net = model.policy.mlp_extractor  # the loaded one, whatever its fallbacks
     selector_net.simulated = None  # the selector head's choice first, for the comparison
     head = selection_score(agent_means(model, select, seeds, args.select_arrivals, kwargs), best)
@@ -795,10 +832,10 @@ def _simulate_selection(
     # weights do not depend on the fallbacks
     policy_kwargs = {**model.policy_kwargs, "simulated_selection": config}
     slots = selector_net.slots
-    model = MaskablePPO.load(
+    model = load_model(
         args.simulate_selection,
-        device="cpu",
-        custom_objects={
+        algo="maskable-ppo",
+        overrides={
             "policy_kwargs": policy_kwargs,
             "action_space": spaces.Discrete(1 + slots + len(args.bases) + len(args.fallbacks)),
         },
@@ -831,10 +868,11 @@ def _simulate_selection(
 def _write_derived(model: Any, out: Path, meta: dict[str, Any], what: str, **fields: Any) -> Path:
     """A checkpoint made from another (``--retune``, ``--fit-gate``) written to ``out``, with the
     other's ``.json`` and ``fields`` beside it; each whole or not at all."""
+    from msj_gym.agents.checkpoint import save_model
     from msj_gym.atomic import atomic_path, atomic_write_text
 
     with atomic_path(out) as tmp:
-        model.save(tmp)
+        save_model(model, tmp)
     meta.update(fields)
     atomic_write_text(out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
     log(f"{what} -> {out}")
@@ -879,13 +917,14 @@ def _fit_gate(args: argparse.Namespace, select: list[Any], seeds: list[int], tab
     import torch
     from sb3_contrib import MaskablePPO
 
+    from msj_gym.agents.checkpoint import load_model
     from msj_gym.agents.set_policy import ClassSetMaskablePolicy, fit_gate
     from msj_gym.experiments.runner import map_unordered
     from msj_gym.workloads.generator import sample_systems
 
     meta = json.loads(args.fit_gate.with_suffix(".json").read_text())
     kwargs = meta["env_kwargs"]
-    old: Any = MaskablePPO.load(args.fit_gate, device="cpu")
+    old: Any = load_model(args.fit_gate, algo="maskable-ppo")
     if getattr(old.policy.mlp_extractor, "gated", False):
         raise ValueError(
             f"--fit-gate: {str(args.fit_gate)!r} has a gate already; give the checkpoint without it"
@@ -1088,6 +1127,7 @@ def main(argv: list[str] | None = None) -> Path:
     from sb3_contrib import MaskablePPO
 
     import msj_gym
+    from msj_gym.agents.checkpoint import save_model
     from msj_gym.agents.improve import fit
     from msj_gym.agents.set_policy import ClassSetMaskablePolicy
     from msj_gym.atomic import atomic_path, atomic_write_text
@@ -1125,19 +1165,21 @@ def main(argv: list[str] | None = None) -> Path:
             "obs": np.array([d["obs"] for _, d in done]),
         }
 
-    if args.retune is not None:
-        return _retune(args, select, select_seeds, tables(select, select_seeds, args.select_arrivals), t0)
-    if args.fit_gate is not None:
-        return _fit_gate(args, select, select_seeds, tables(select, select_seeds, args.select_arrivals), t0)
-    if args.simulate_selection is not None:
-        return _simulate_selection(
-            args,
-            select,
-            select_seeds,
-            tables(select, select_seeds, args.select_arrivals),
-            tables(extra, table_seeds, args.select_arrivals),
-            t0,
-        )
+    with _trusted(args):  # what --trust-pickle and --trust-imports grant, for the derivations
+        if args.retune is not None:
+            return _retune(args, select, select_seeds, tables(select, select_seeds, args.select_arrivals), t0)
+        if args.fit_gate is not None:
+            table = tables(select, select_seeds, args.select_arrivals)
+            return _fit_gate(args, select, select_seeds, table, t0)
+        if args.simulate_selection is not None:
+            return _simulate_selection(
+                args,
+                select,
+                select_seeds,
+                tables(select, select_seeds, args.select_arrivals),
+                tables(extra, table_seeds, args.select_arrivals),
+                t0,
+            )
     train_table = tables(systems, table_seeds, args.select_arrivals)
     extra_table = tables(extra, table_seeds, args.select_arrivals)
     select_table = tables(select, select_seeds, args.select_arrivals)
@@ -1241,7 +1283,8 @@ def main(argv: list[str] | None = None) -> Path:
         assert model is not None  # --candidates is at least 1 (parse_args)
         log(f"round {r + 1}: kept selection ratio {score:.4f}")
         if args.data is not None:  # each round's kept fit, to look at or to start from
-            model.save(args.data / f"round-{r + 1}.zip")
+            with atomic_path(args.data / f"round-{r + 1}.zip") as tmp:
+                save_model(model, tmp)
     assert model is not None and data is not None  # --rounds is at least 1 (parse_args)
     chosen_bias, chosen_age, chosen_queue, score = tune_following(
         model,
@@ -1258,7 +1301,7 @@ def main(argv: list[str] | None = None) -> Path:
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.out) as tmp:  # a full disk leaves no truncated checkpoint
-        model.save(tmp)
+        save_model(model, tmp)
     meta = {
         "command": "python -m msj_gym.agents.generalist " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": "maskable-ppo",

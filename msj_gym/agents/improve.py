@@ -470,7 +470,11 @@ def main(argv: list[str] | None = None) -> Path:
     assert model is not None and data is not None
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    model.save(args.out)
+    from msj_gym.agents.checkpoint import save_model
+    from msj_gym.atomic import atomic_path, atomic_write_text
+
+    with atomic_path(args.out) as tmp:  # a full disk leaves no partial checkpoint under the name
+        save_model(model, tmp)
     meta = {
         "command": "python -m msj_gym.agents.improve " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": "maskable-ppo",
@@ -486,7 +490,7 @@ def main(argv: list[str] | None = None) -> Path:
         **{k: round(v, 5) for k, v in scores.items()},
         "msj_gym_version": msj_gym.__version__,
     }
-    args.out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
     log(f"rollout improvement of {args.base}: {len(data['cost'])} decisions, {wall:.0f} s -> {args.out}")
     return args.out
 

@@ -172,8 +172,11 @@ def load_checkpoint(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
     ``"planner"`` entry. It acts in ``MSJ-v0`` with the network's env keywords."""
     from msj_gym.agents.network import ENV_KWARGS, NetworkWeights
     from msj_gym.env import futures
+    from msj_gym.trust import check_imports
 
     config = PlannerConfig.from_dict(meta.get("planner", {}))
+    # its bases are imported by name: one outside the registry and msj_gym only where imports are trusted
+    check_imports("its .json", "planner.bases", list(config.bases))
     if meta.get("env_id", "MSJ-v0") != "MSJ-v0":
         raise ValueError(f"a planner acts in MSJ-v0, not in {meta.get('env_id')!r}")
     kwargs = meta.get("env_kwargs", {})

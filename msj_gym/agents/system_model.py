@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -218,11 +219,15 @@ def _described(workload: Workload) -> str:
 
 @dataclass
 class _StoredPlan:
-    """One system's plan on disk (see :class:`SimulatedSelector`), the whole key stored beside it: an
-    entry that is unreadable or keyed otherwise is computed again; one that cannot be written is not
-    kept (the cache saves time, it is never needed)."""
+    """One system's plan on disk (see :class:`SimulatedSelector`), the whole key and a SHA-256 of the
+    key and the plan stored beside it: an entry that is unreadable, keyed otherwise, edited or damaged
+    since it was written (its digest does not match), or whose choices are not among the ``choices``
+    heuristics it may follow, is computed again (a one-line note says so where it was there but did
+    not check out); one that cannot be written is not kept (the cache saves time, it is never
+    needed)."""
 
     key: str
+    choices: int = 0  # heuristics a plan may pick (the selector's bases and fallbacks)
 
     @property
     def path(self) -> Path:
@@ -230,14 +235,27 @@ class _StoredPlan:
 
         return cache_folder("plans") / f"{hashlib.sha256(self.key.encode()).hexdigest()[:32]}.json"
 
+    def _digest(self, got: tuple[int, int, int]) -> str:
+        return hashlib.sha256(json.dumps([self.key, *got]).encode()).hexdigest()
+
     def get(self) -> tuple[int, int, int] | None:
         try:
             entry = json.loads(self.path.read_text())
-            if entry["key"] == self.key:
-                return int(entry["pick"]), int(entry["mode"]), int(entry["alone"])
+            if entry["key"] != self.key:
+                return None
+            got = int(entry["pick"]), int(entry["mode"]), int(entry["alone"])
         except (OSError, ValueError, KeyError, TypeError):
-            pass
-        return None
+            return None
+        fits = 0 <= got[0] < self.choices and got[1] in (-1, 0, 1) and 0 <= got[2] < self.choices
+        if entry.get("digest") != self._digest(got) or not fits:
+            print(
+                f"msj-gym: note: cached plan {str(self.path)!r} does not check out (edited or damaged); "
+                "planning again",
+                file=sys.stderr,
+                flush=True,
+            )
+            return None
+        return got
 
     def put(self, got: tuple[int, int, int]) -> None:
         from msj_gym.atomic import atomic_write_text
@@ -245,7 +263,7 @@ class _StoredPlan:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             entry = {"key": self.key, "pick": got[0], "mode": got[1], "alone": got[2]}
-            atomic_write_text(self.path, json.dumps(entry))
+            atomic_write_text(self.path, json.dumps({**entry, "digest": self._digest(got)}))
         except OSError:
             pass
 
@@ -526,7 +544,7 @@ class SimulatedSelector:
             "network": network() if self.rehearse and network is not None else None,
             "libraries": {m: version(m) for m in ("numpy", "numba", *(("torch",) if self.rehearse else ()))},
         }
-        return _StoredPlan(json.dumps(doc, sort_keys=True, default=str))
+        return _StoredPlan(json.dumps(doc, sort_keys=True, default=str), len(self.followable))
 
     def _keep(self, key: bytes, got: tuple[int, int, int]) -> None:
         self._picks[key] = got

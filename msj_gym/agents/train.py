@@ -121,6 +121,26 @@ def build_model(algo: str, env: Any, seed: int, args: argparse.Namespace) -> Any
     )
 
 
+def checkpoint_callback(every: int, folder: Path, algo: str) -> Any:
+    """An SB3 callback that writes the model every ``every`` calls to ``folder/model_N_steps.zip`` (N:
+    the timesteps so far) in the data-only form (:mod:`msj_gym.agents.checkpoint`), each whole or not
+    at all."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from msj_gym.agents.checkpoint import save_model
+    from msj_gym.atomic import atomic_path
+
+    class DataOnlyCheckpoints(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.n_calls % every == 0:
+                folder.mkdir(parents=True, exist_ok=True)
+                with atomic_path(folder / f"model_{self.num_timesteps}_steps.zip") as tmp:
+                    save_model(self.model, tmp, algo=algo)
+            return True
+
+    return DataOnlyCheckpoints()
+
+
 class _Bar:
     """A tqdm bar on stderr (tqdm is a core dependency), or nothing with ``--no-progress``."""
 
@@ -484,21 +504,18 @@ def main(argv: list[str] | None = None) -> Path:
     accuracy = imitate(model, args, env_kwargs) if args.imitate else None
     callbacks = [progress_callback(args.timesteps, args.progress)]
     if args.save_every:
-        from stable_baselines3.common.callbacks import CheckpointCallback
-
-        # long runs keep intermediate checkpoints, so that a killed run is not lost
-        callbacks.append(
-            CheckpointCallback(
-                max(1, args.save_every // args.n_envs), str(args.out.with_suffix("")) + "-steps", "model"
-            )
-        )
+        # long runs keep intermediate checkpoints, so that a killed run is not lost (data only, as every
+        # checkpoint msj_gym writes)
+        folder = Path(str(args.out.with_suffix("")) + "-steps")
+        callbacks.append(checkpoint_callback(max(1, args.save_every // args.n_envs), folder, args.algo))
     model.learn(total_timesteps=args.timesteps, callback=callbacks)
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    from msj_gym.agents.checkpoint import save_model
     from msj_gym.atomic import atomic_path, atomic_write_text
 
     with atomic_path(args.out) as tmp:  # a full disk leaves no truncated checkpoint
-        model.save(tmp)
+        save_model(model, tmp, algo=args.algo)
     meta = {
         "command": "python -m msj_gym.agents.train " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": args.algo,

@@ -66,6 +66,7 @@ __all__ = [
     "OptimalSolution",
     "PolicyValue",
     "SolveEstimate",
+    "check_solution",
     "count_configurations",
     "describe_policy",
     "estimate_solve",
@@ -906,6 +907,68 @@ def solve_optimal(
         buffer_check=check,
         lost_arrivals_charged=kept_charge,
     )
+
+
+def check_solution(
+    workload: Workload,
+    *,
+    preemptive: bool,
+    table: np.ndarray,
+    buffers: Sequence[int],
+    lost_arrivals_charged: bool = False,
+    max_states: int = DEFAULT_MAX_STATES,
+    tol: float = 1e-7,
+    configs: np.ndarray | None = None,
+    up: np.ndarray | None = None,
+) -> PolicyValue:
+    """The value policy iteration reaches from a stored solution of ``workload``: the chain of
+    ``buffers`` rebuilt, the stored policy ``table`` (:attr:`OptimalSolution.table`) checked entry by
+    entry (each start fits a waiting job, each target configuration the jobs there) and taken as the
+    start. An optimal table is evaluated once and improved by round-off at most (two or three sparse
+    factorisations, a fraction of a solve), so its value comes back; a table that is not the
+    optimum's improves, and its value drops. ``configs`` and ``up``, where given, must be the chain's
+    own (the compiled policy indexes them). A one-line ``ValueError`` names what does not fit."""
+    needs, k, lam, mu = _parameters(workload)
+    T = [int(b) for b in buffers]
+    if len(T) != len(needs) or any(T[c] < k // n for c, n in enumerate(needs)):
+        raise ValueError(f"buffers {T}: not buffers of a chain of this system (needs {needs}, k = {k})")
+    chain = _build_checked(needs, k, lam, mu, T, preemptive, max_states)
+    for name, given, own in (("configs", configs, chain.configs), ("up", up, chain.up)):
+        if given is not None and not np.array_equal(np.asarray(given), own):
+            raise ValueError(f"{name}: not the configurations of this system")
+    table = np.asarray(table)
+    nR, C = len(chain.configs), chain.num_classes
+    if table.dtype.kind not in "iu":
+        raise ValueError(f"table: expected integers, got {table.dtype}")
+    gsize = int(np.prod(chain.grid))
+    if preemptive:
+        if table.shape != chain.grid or table.min() < 0 or table.max() >= nR:
+            raise ValueError(f"table: expected configurations 0..{nR - 1} on the grid {chain.grid}")
+        post = table.ravel().astype(np.int64) * gsize + np.arange(gsize)
+        if not chain.valid.ravel()[post].all():
+            raise ValueError("table: a target configuration serves more jobs than there are")
+        start = _Policy(post=post, table=table.astype(np.int64))
+    else:
+        if table.shape != chain.valid.shape or table.min() < -1 or table.max() >= C:
+            raise ValueError(f"table: expected classes -1..{C - 1} over the states {chain.valid.shape}")
+        step = table.astype(np.int64)
+        r_index = np.broadcast_to(np.arange(nR).reshape((nR,) + (1,) * C), step.shape)
+        nxt = chain.up[np.maximum(step, 0), r_index]
+        fits = nxt < nR
+        lands = np.zeros_like(fits)
+        grid_flat = np.broadcast_to(np.arange(gsize).reshape(chain.grid)[None], step.shape)
+        lands[fits] = chain.valid.ravel()[nxt[fits] * gsize + grid_flat[fits]]
+        if not ((step < 0) | ~chain.valid | (fits & lands)).all():
+            raise ValueError("table: a start does not fit the servers or has no waiting job")
+        start = _from_steps(chain, step)
+    lost = [sum(T) / rate for rate in lam] if lost_arrivals_charged else None
+    name = "mdp-optimal" + ("-preemptive" if preemptive else "")
+    try:
+        policy, done, _ = _policy_iteration(chain, start, tol, 4, lambda _m: None, lost)
+    except RuntimeError as exc:  # not converging within a few steps: not an optimum's table
+        raise ValueError(f"table: {exc}") from None
+    value, _ = _value(chain, name, policy.post, done)
+    return value
 
 
 def _grown_buffers(T: Sequence[int], marginals: list[np.ndarray], target: float) -> list[int]:

@@ -5,6 +5,15 @@ the leaderboard's optimum row and ``msj-gym optimal`` all ask :func:`solved_tabl
 by the content of the problem and the solver's source, so that every worker reuses one solve and a changed
 problem or solver is never served a stale table. The cache lives in ``$MSJ_GYM_CACHE/optimal`` (else
 ``$XDG_CACHE_HOME/msj_gym/optimal``, else ``~/.cache/msj_gym/optimal``).
+
+An entry is checked, not believed: it holds a SHA-256 of its content beside its key (an entry edited or
+damaged since it was written does not match), and its stored policy is checked against the problem
+(:func:`msj_gym.analysis.optimal.check_solution`: policy iteration from it, a fraction of a solve,
+must give back the stored optimum). An entry that fails either is solved again, with a one-line note,
+so that a shared cache folder (a team's, a cluster's) cannot change an optimum row or the
+``mdp-optimal`` policy. A solve no entry answers honours the time limit of ``msj-gym optimal``
+(:data:`~msj_gym.analysis.limits.DEFAULT_SOLVE_MINUTES`, from the solver's own estimate): a larger one
+is refused at once in one line that says how to solve it on purpose.
 """
 
 from __future__ import annotations
@@ -24,9 +33,19 @@ from typing import Any
 import numpy as np
 
 from ..workloads.workload import Workload
+from .limits import DEFAULT_SOLVE_MINUTES
 from .optimal import DEFAULT_MAX_STATES
 
-__all__ = ["remember_solution", "solved_table", "solver_version"]
+__all__ = [
+    "KNOWN_OPTIMA",
+    "KNOWN_POINTS",
+    "known_optimum",
+    "problem_digest",
+    "remember_solution",
+    "solved_table",
+    "solver_version",
+    "write_known_optima",
+]
 
 
 def _cache_dir() -> Path:
@@ -44,7 +63,11 @@ def solver_version() -> str:
 
 
 def solved_table(
-    workload: Workload, preemptive: bool, blocking_target: float = 1e-6, max_states: int = DEFAULT_MAX_STATES
+    workload: Workload,
+    preemptive: bool,
+    blocking_target: float = 1e-6,
+    max_states: int = DEFAULT_MAX_STATES,
+    max_minutes: float = DEFAULT_SOLVE_MINUTES,
 ) -> dict[str, Any]:
     """The solved optimal policy of ``workload`` as arrays (``table``, ``configs``, ``up``,
     ``buffers``) plus its ``value`` (``mean_response_time``, ``blocked``, ...); a ``ValueError`` where the
@@ -53,50 +76,135 @@ def solved_table(
     solve and a changed problem or solver is never served a stale table. A solve that fails within
     ``max_states`` is remembered on disk too (keyed also on ``max_states`` and the versions of the
     libraries it ran on): it fails again without the minute it took, and a larger limit tries anew.
-    A solve that takes more than a moment says on stderr where it is."""
+    A solve that takes more than a moment says on stderr where it is; one estimated to take more than
+    ``max_minutes`` (:func:`~msj_gym.analysis.optimal.estimate_solve`) is a ``ValueError`` at once,
+    as ``msj-gym optimal`` refuses it, unless the cache holds it (``msj-gym optimal --max-minutes``
+    puts it there). A cached entry is checked before use (see the module docstring)."""
     key, key_doc = _cache_key(workload, preemptive, blocking_target)
-    solved = _SOLVED.get((key, max_states))
+    solved = _SOLVED.get((key, max_states, max_minutes))
     if solved is None:
         try:
-            solved = _solved(key, key_doc, workload, preemptive, blocking_target, max_states)
+            solved = _solved(key, key_doc, workload, preemptive, blocking_target, max_states, max_minutes)
         except ValueError as exc:
             solved = exc  # a problem too large stays too large: do not try again in this process
-        _SOLVED[(key, max_states)] = solved
+        _SOLVED[(key, max_states, max_minutes)] = solved
     if isinstance(solved, ValueError):
         raise solved
     return solved
 
 
-_SOLVED: dict[tuple[str, int], dict[str, Any] | ValueError] = {}
+_SOLVED: dict[tuple[str, int, float], dict[str, Any] | ValueError] = {}
 
 
-def _cache_key(workload: Workload, preemptive: bool, blocking_target: float) -> tuple[str, str]:
+def _problem(workload: Workload, preemptive: bool, blocking_target: float) -> dict[str, Any]:
+    """The problem a solve answers, exactly (rates in hexadecimal): what its value depends on."""
     from msj_gym.analysis.optimal import _parameters
 
     needs, k, lam, mu = _parameters(workload)
-    key_doc = json.dumps(
-        {
-            "needs": needs,
-            "k": k,
-            "arrival_rates": [float.hex(x) for x in lam],
-            "service_rates": [float.hex(x) for x in mu],
-            "preemptive": bool(preemptive),
-            "blocking_target": float.hex(float(blocking_target)),
-            "solver": solver_version(),
-        },
-        sort_keys=True,
-    )
+    return {
+        "needs": needs,
+        "k": k,
+        "arrival_rates": [float.hex(x) for x in lam],
+        "service_rates": [float.hex(x) for x in mu],
+        "preemptive": bool(preemptive),
+        "blocking_target": float.hex(float(blocking_target)),
+    }
+
+
+def _cache_key(workload: Workload, preemptive: bool, blocking_target: float) -> tuple[str, str]:
+    doc = {**_problem(workload, preemptive, blocking_target), "solver": solver_version()}
+    key_doc = json.dumps(doc, sort_keys=True)
     return hashlib.sha256(key_doc.encode()).hexdigest()[:32], key_doc
 
 
+#: The optima shipped with the package (:func:`known_optimum`), written by :func:`write_known_optima`.
+KNOWN_OPTIMA = Path(__file__).with_name("known_optima.json")
+#: The points whose optima ship: the benchmark suite's sf-fig2 and one-or-all points, whose solves
+#: take from a second to several minutes (one-or-all at 0.9), both kinds.
+KNOWN_POINTS = (
+    ("sf-fig2", 0.5),
+    ("sf-fig2", 0.7),
+    ("sf-fig2", 0.9),
+    ("one-or-all", 0.5),
+    ("one-or-all", 0.7),
+    ("one-or-all", 0.9),
+)
+
+
+def problem_digest(workload: Workload, preemptive: bool, blocking_target: float = 1e-6) -> str:
+    """The SHA-256 of the problem a solve answers (not of the solver): what a shipped value is for."""
+    doc = json.dumps(_problem(workload, preemptive, blocking_target), sort_keys=True)
+    return hashlib.sha256(doc.encode()).hexdigest()
+
+
+@cache
+def _known() -> dict[str, float]:
+    try:
+        data = json.loads(KNOWN_OPTIMA.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {e["problem"]: float(e["mean_response_time"]) for e in data.get("optima", [])}
+
+
+def known_optimum(workload: Workload, preemptive: bool, blocking_target: float = 1e-6) -> float | None:
+    """The optimal mean response time of ``workload`` where the package ships it (checked data: the
+    tests solve every one again), else None. Only the value ships, not the policy: the leaderboard's
+    optimum rows and the benchmark's scale need no solve at those points, ``mdp-optimal`` still does."""
+    try:
+        digest = problem_digest(workload, preemptive, blocking_target)
+    except ValueError:  # not an exponential system
+        return None
+    return _known().get(digest)
+
+
+def write_known_optima(path: Path = KNOWN_OPTIMA) -> dict[str, Any]:
+    """Solve every point of :data:`KNOWN_POINTS`, both kinds (through :func:`solved_table`, without a
+    time limit; minutes), and write their values to ``path``."""
+    from msj_gym.workloads.scenarios import load_scenario
+
+    from ..atomic import atomic_write_text
+
+    optima = []
+    for scenario, load in KNOWN_POINTS:
+        workload = load_scenario(scenario).build(load=load)
+        for preemptive in (False, True):
+            value = solved_table(workload, preemptive, max_minutes=math.inf)["value"]
+            optima.append(
+                {
+                    "scenario": scenario,
+                    "load": load,
+                    "preemptive": preemptive,
+                    "problem": problem_digest(workload, preemptive),
+                    "mean_response_time": value["mean_response_time"],
+                    "states": value["states"],
+                }
+            )
+    doc = {
+        "about": "exact optimal mean response times (msj_gym.analysis.optimal, blocking target 1e-6), "
+        "by the SHA-256 of the problem; written by msj_gym.analysis.solutions.write_known_optima, "
+        "checked by tests/analysis/test_known_optima.py",
+        "optima": optima,
+    }
+    atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+    _known.cache_clear()
+    return doc
+
+
 def _solved(
-    key: str, key_doc: str, workload: Workload, preemptive: bool, blocking_target: float, max_states: int
+    key: str,
+    key_doc: str,
+    workload: Workload,
+    preemptive: bool,
+    blocking_target: float,
+    max_states: int,
+    max_minutes: float,
 ) -> dict[str, Any]:
     path = _cache_dir() / f"{key}.npz"
     seen = _stamp(path)
-    out = _load(path, key_doc)
+    out = _checked(_load(path, key_doc), path, workload, preemptive, max_states)
     if out is not None:
         return out
+    _refuse_long(workload, preemptive, max_states, max_minutes)
     from msj_gym.atomic import computed_once
 
     kind = "preemptive" if preemptive else "non-preemptive"
@@ -106,10 +214,96 @@ def _solved(
     what = f"solving the exact {kind} optimum of {name} at load {load:.4g}"
     # workers needing the same optimum at once solve it once: a solve takes minutes and gigabytes
     with computed_once(path, what):
-        out = _load(path, key_doc) if _stamp(path) != seen else None  # written while this one waited
+        out = None
+        if _stamp(path) != seen:  # written while this one waited
+            out = _checked(_load(path, key_doc), path, workload, preemptive, max_states)
         if out is None:
             out = _solve(key, key_doc, workload, preemptive, blocking_target, max_states, what)
     return out
+
+
+MAX_STATES_CHECKED = 10**8  # `msj-gym optimal --max-states`'s largest: an entry beyond is refused
+
+
+_VERIFIED: set[str] = set()  # digests of entries whose solution this process checked (or its parent did)
+
+
+def verified_now() -> tuple[str, ...]:
+    """The digests of the cache entries checked in this process, to hand to its worker processes: an
+    entry they read with the same content (the same digest) is not checked again there."""
+    return tuple(sorted(_VERIFIED))
+
+
+def take_verified(digests: tuple[str, ...]) -> None:
+    """A worker's side of :func:`verified_now`."""
+    _VERIFIED.update(digests)
+
+
+def _refuse_long(workload: Workload, preemptive: bool, max_states: int, max_minutes: float) -> None:
+    """A one-line ``ValueError`` for a solve estimated to take longer than ``max_minutes``, before
+    anything is built (the estimate of ``msj-gym optimal``, good to a factor of about 3)."""
+    from msj_gym.analysis.optimal import estimate_solve
+
+    estimate = estimate_solve(workload, max_states=max_states)
+    if estimate.states <= max_states and estimate.seconds > 60 * max_minutes:
+        kind = "preemptive" if preemptive else "non-preemptive"
+        name = getattr(workload, "name", "the workload")
+        load = float(workload.load)  # type: ignore[arg-type]
+        raise ValueError(
+            f"the exact {kind} optimum of {name} at load {load:.4g}: {estimate.describe()}, over the "
+            f"limit of {max_minutes:g} min; solve it once on purpose with msj-gym optimal (--max-minutes, "
+            "--preemptive as needed), which keeps it in the cache every command reads"
+        )
+
+
+def _digest(key_doc: str, arrays: dict[str, np.ndarray], value: str, charged: bool) -> str:
+    """The SHA-256 of an entry's content: its key, its arrays (dtype, shape, bytes) and its value."""
+    h = hashlib.sha256(key_doc.encode())
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"|{name}|{a.dtype.str}|{a.shape}|".encode() + a.tobytes())
+    h.update(f"|value|{value}|charged|{bool(charged)}".encode())
+    return h.hexdigest()
+
+
+def _checked(
+    out: dict[str, Any] | None, path: Path, workload: Workload, preemptive: bool, max_states: int
+) -> dict[str, Any] | None:
+    """``out`` (a loaded entry) if its stored policy gives its stored optimum back
+    (:func:`~msj_gym.analysis.optimal.check_solution`), else None with a one-line note."""
+    if out is None:
+        return None
+    if out["digest"] in _VERIFIED:  # this content was checked in this process, or in its parent
+        return out
+    from msj_gym.analysis.optimal import check_solution
+
+    stored = float(out["value"]["mean_response_time"])
+    try:
+        got = check_solution(
+            workload,
+            preemptive=preemptive,
+            table=out["table"],
+            buffers=[int(b) for b in out["buffers"]],
+            lost_arrivals_charged=bool(out.get("lost_arrivals_charged", False)),
+            # a solve kept by `msj-gym optimal` serves beyond the caller's own limit, up to its own
+            max_states=max(max_states, min(int(np.asarray(out["table"]).size), MAX_STATES_CHECKED)),
+            configs=out["configs"],
+            up=out["up"],
+        )
+        why = None
+        if not abs(got.mean_response_time - stored) <= 1e-6 * stored:
+            why = f"its stored policy gives {got.mean_response_time:.6g}, not the stored {stored:.6g}"
+    except ValueError as exc:
+        why = " ".join(str(exc).split())[:120]
+    if why is None:
+        _VERIFIED.add(out["digest"])
+        return out
+    print(
+        f"msj-gym: note: cached solve {str(path)!r} does not check out ({why}); solving again",
+        file=sys.stderr,
+        flush=True,
+    )
+    return None
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -128,13 +322,13 @@ def _load(path: Path, key_doc: str) -> dict[str, Any] | None:
     try:
         with np.load(path, allow_pickle=False) as z:
             if str(z["key_doc"]) == key_doc:
-                out = {
-                    "table": z["table"],
-                    "configs": z["configs"],
-                    "up": z["up"],
-                    "buffers": z["buffers"],
-                    "value": json.loads(str(z["value"])),
-                }
+                arrays = {name: z[name] for name in ("table", "configs", "up", "buffers")}
+                value, charged = str(z["value"]), bool(z["lost_arrivals_charged"])
+                digest = _digest(key_doc, arrays, value, charged)
+                if str(z["digest"]) != digest:
+                    raise ValueError("its content does not match its digest: damaged or edited")
+                out = {**arrays, "value": json.loads(value), "lost_arrivals_charged": charged}
+                out["digest"] = digest
                 float(out["value"]["mean_response_time"])
                 return out
     except Exception as exc:
@@ -241,7 +435,7 @@ def _remembered_failure(path: Path, doc: str) -> str | None:
 def _remember_failure(path: Path, doc: str, error: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.{os.urandom(3).hex()}.tmp")
         tmp.write_text(json.dumps({"key_doc": doc, "error": error}, indent=1) + "\n")
         os.replace(tmp, path)
     except OSError:
@@ -258,22 +452,29 @@ def remember_solution(workload: Workload, sol: Any, blocking_target: float) -> N
 
 
 def _store(key: str, key_doc: str, sol: Any) -> dict[str, Any]:
-    out = {
+    arrays = {
         "table": sol.table.astype(np.int64),
-        "configs": sol.chain.configs,
-        "up": sol.chain.up,
+        "configs": np.asarray(sol.chain.configs, dtype=np.int64),
+        "up": np.asarray(sol.chain.up, dtype=np.int64),
         "buffers": np.asarray(sol.chain.buffers, dtype=np.int64),
-        "value": sol.value.to_dict(),
     }
+    value = json.dumps(sol.value.to_dict())
+    charged = bool(sol.lost_arrivals_charged)
+    digest = _digest(key_doc, arrays, value, charged)
+    _VERIFIED.add(digest)  # solved here: nothing to check
+    out = {**arrays, "value": sol.value.to_dict(), "lost_arrivals_charged": charged, "digest": digest}
     path = _cache_dir() / f"{key}.npz"
-    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+    # a name of its own per writer: processes on other machines sharing the folder may have this pid
+    tmp = path.with_suffix(f".{os.getpid()}.{os.urandom(4).hex()}.tmp.npz")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(
             tmp,
             key_doc=np.array(key_doc),
-            value=np.array(json.dumps(out["value"])),
-            **{k: v for k, v in out.items() if k != "value"},
+            value=np.array(value),
+            lost_arrivals_charged=np.array(charged),
+            digest=np.array(digest),
+            **arrays,
         )
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the whole new one
     except OSError:

@@ -135,9 +135,16 @@ def ended_result(result: SimulationResult, over: bool) -> SimulationResult:
     return result
 
 
-def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+#: The widest queue or preemption window: every window position is an action, and the action space's
+#: size must stay an index (a window of 2**63 positions overflowed inside Gymnasium).
+MAX_WINDOW = 1 << 20
+
+
+def _positive_int(name: str, value: Any, minimum: int = 1, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
         raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name}: expected an integer in [{minimum}, {maximum}], got {value!r}")
     return int(value)
 
 
@@ -374,8 +381,8 @@ class MSJEnv(gym.Env):
                 raise ValueError(f"warmup: expected an integer in [0, {num_arrivals - 1}), got {warmup!r}")
         self.num_arrivals, self.horizon = num_arrivals, horizon
         self.warmup, self.warmup_time = warmup, float(warmup_time)
-        self.queue_window = _positive_int("queue_window", queue_window)
-        self.preempt_window = _positive_int("preempt_window", preempt_window)
+        self.queue_window = _positive_int("queue_window", queue_window, maximum=MAX_WINDOW)
+        self.preempt_window = _positive_int("preempt_window", preempt_window, maximum=MAX_WINDOW)
         self._obs_mode = mode_named("observation", observation, OBSERVATION_MODES)
         self._act_mode = mode_named("actions", actions, ACTION_MODES)
         if obs_jobs is None:
@@ -398,6 +405,12 @@ class MSJEnv(gym.Env):
             )
         self.action_mode = actions
         self._priority = not self._act_mode.names_jobs
+        if self._priority and self.queue_window != 1:
+            # priority actions name a class (its oldest job first): a window of jobs would be ignored
+            raise ValueError(
+                f"queue_window: only with actions='jobs' (a priority action starts a class's oldest "
+                f"waiting job), got queue_window={self.queue_window} with actions={actions!r}"
+            )
         if render_mode not in (None, "ansi", "rgb_array"):
             # gym.make turns "human" and "rgb_array_list" into "rgb_array" plus a wrapper
             raise ValueError(f"render_mode: expected None, 'ansi' or 'rgb_array', got {render_mode!r}")
@@ -585,6 +598,11 @@ class MSJEnv(gym.Env):
     def _baseline(self, field: str, policy: Any) -> Policy:
         """``policy`` (a policy id, ``module:attr`` or a :class:`Policy`) as a baseline this env can run
         natively; a one-line ``ValueError`` naming ``field`` otherwise."""
+        from msj_gym.guard import is_users, vet_policy
+
+        if is_users(policy) and (isinstance(policy, str) or isinstance(policy, Policy)):
+            # a user's policy: vetted once per process on this workload, in a child process
+            vet_policy(policy, field, self.workload)
         if isinstance(policy, str):
             from msj_gym.registry import policy_from_spec
 

@@ -44,6 +44,9 @@ _MAX_RING = 1 << 13  # arrivals held per env: a default episode's whole stream, 
 # Job slots per env at the start (all envs double together when one needs more): a small state per env
 # keeps a batched step's memory traffic low (sf-fig2, N=256: 236 -> 142 us per compiled batch step).
 _BATCH_SLOTS = 64
+# The most environments one vector env steps: each holds a state of tens of kilobytes, and 2**31 of them
+# would ask for hundreds of gigabytes before the first step (many more are many vector envs' work).
+MAX_ENVS = 1 << 16
 
 LoadSampler = Callable[[np.random.Generator], float]
 
@@ -104,7 +107,7 @@ class NativeVectorEnv(VectorEnv):
     ) -> Any:
         """Check the vector keywords, build the single env (which checks the others) and the state that
         does not depend on the simulator. Returns the single env."""
-        self.num_envs = _positive_int("num_envs", num_envs)
+        self.num_envs = _positive_int("num_envs", num_envs, maximum=MAX_ENVS)
         self.threads = _positive_int("threads", threads)
         try:
             self.autoreset_mode = AutoresetMode(autoreset_mode)
@@ -459,7 +462,7 @@ class MSJVectorEnv(NativeVectorEnv):
                 "advisor: the vector env runs no policy's decision inside its step; "
                 "use gym.make_vec(..., vectorization_mode='sync')"
             )
-        n = _positive_int("num_envs", num_envs)
+        n = _positive_int("num_envs", num_envs, maximum=MAX_ENVS)
         load = env_kwargs.get("load")
         loads, sampler = _per_env_loads(load, n)
         if loads is not None or sampler is not None:

@@ -4,14 +4,19 @@ An agent spec is either
 
 * the name of an agent shipped with the package (``msj_gym/agents/checkpoints/<name>.zip``, e.g.
   ``maskable-ppo-sf-fig2-0.7``; :func:`shipped_agents` lists them), usable from any directory;
-* the path of a stable-baselines3 checkpoint (``.zip``). The algorithm, the env id and the env keywords
+* the path of a checkpoint (``.zip``): msj_gym's data-only form (:mod:`msj_gym.agents.checkpoint`,
+  weights in safetensors and the rest as JSON, loaded without running any code), or a stable-baselines3
+  checkpoint, which is unpickled to load and so refused unless pickles are trusted (``allow_pickle``,
+  ``--trust-pickle``: :mod:`msj_gym.trust`). The algorithm, the env id and the env keywords
   it was trained with come from the ``.json`` beside it (written by ``msj_gym/agents/train.py`` and
   ``msj_gym/agents/improve.py``), and are checked: an env other than those of :data:`AGENT_ENV_IDS`
   (``MSJ-v0`` and ``MSJPreemptive-v0`` on the MSJ model, ``MSJMoldable-v0`` on the moldable loss
   system, ``CompatAssign-v0`` on compatibility graphs) or a keyword its env does not take is refused.
   A checkpoint without its ``.json`` is refused too, unless loaded with ``bare=True``
   (``--bare-agents`` on the command line): the algorithms MaskablePPO, PPO, A2C and DQN are then
-  tried in turn and the env's defaults are used; or
+  tried in turn and the env's defaults are used. A ``.json`` (or a data-only checkpoint's config) may
+  name registered policy ids (advisors, bases) and msj_gym's own classes only, unless imports are
+  trusted (``allow_imports``, ``--trust-imports``); or
 * ``module:attr``: an importable object with an SB3-style ``predict`` (``action_masks=`` optional), or
   a callable that returns one when given the environment (e.g. ``msj_gym.env:RandomAgent``); it acts in
   the env of the scenario's model (:data:`MODEL_ENV_IDS`).
@@ -25,7 +30,6 @@ policy for that seed.
 
 from __future__ import annotations
 
-import importlib
 import json
 from functools import cache
 from pathlib import Path
@@ -256,16 +260,24 @@ def shipped_agents() -> dict[str, Path]:
     return registered()
 
 
-def load_agent(spec: str, bare: bool = False) -> AgentSpec:
+def load_agent(
+    spec: str, bare: bool = False, *, allow_pickle: bool = False, allow_imports: bool = False
+) -> AgentSpec:
     """Load ``spec`` (cached per process while its checkpoint and metadata files stay the same: one
     rewritten within a process is loaded again). Raises ``ValueError`` naming the spec when it does not
     load, or when a checkpoint has no metadata (unless ``bare``) or metadata that does not describe an
-    MSJ env (see the module docstring)."""
-    return _load_agent(spec, bare, _stamp(_checkpoint_files(spec)))
+    MSJ env (see the module docstring); a checkpoint that would be unpickled unless ``allow_pickle``,
+    and one whose files name code outside msj_gym unless ``allow_imports`` (or the process trusts them:
+    :mod:`msj_gym.trust`)."""
+    from ..trust import IMPORTS, PICKLE, granted_now, trusting
+
+    extra = [kind for kind, on in ((PICKLE, allow_pickle), (IMPORTS, allow_imports)) if on]
+    with trusting(extra):
+        return _load_agent(spec, bare, _stamp(_checkpoint_files(spec)), granted_now())
 
 
 @cache
-def _load_agent(spec: str, bare: bool, stamp: tuple[Any, ...]) -> AgentSpec:
+def _load_agent(spec: str, bare: bool, stamp: tuple[Any, ...], grants: tuple[str, ...]) -> AgentSpec:
     if spec.endswith(".zip") or Path(spec).exists():
         return _load_checkpoint(spec, bare)
     if ":" in spec:
@@ -331,6 +343,10 @@ def read_agent_metadata(spec: str, path: Path, bare: bool = False) -> dict[str, 
             f"{where}: env_kwargs {', '.join(map(repr, unknown))} are not keywords of {env_id}; "
             "was it trained with another version of msj_gym?"
         )
+    from ..trust import check_imports
+
+    for field in ("advisor", "warm_start"):  # the env imports what these name
+        check_imports(where, f"env_kwargs.{field}", kwargs.get(field))
     return meta
 
 
@@ -345,35 +361,25 @@ def _load_checkpoint(spec: str, bare: bool = False) -> AgentSpec:
     loader = agent_loader(meta.get("algo"))
     if loader is not None:
         return _load_registered(spec, path, meta, loader)
-    algos = [a for a in _SB3_ALGOS if a[0] == meta.get("algo")] if "algo" in meta else list(_SB3_ALGOS)
-    if not algos:
+    if "algo" in meta and meta["algo"] not in [a[0] for a in _SB3_ALGOS]:
         from ..registry import agent_algos
 
         known = ", ".join([a[0] for a in _SB3_ALGOS] + agent_algos())
         raise ValueError(
             f"--agent {spec!r}: unknown algo {meta['algo']!r} in {meta_path.name}; known: {known}"
         )
-    errors = []
-    for name, module, cls_name in algos:
-        try:
-            algo = getattr(importlib.import_module(module), cls_name)
-        except ImportError:
-            errors.append(f"{name}: {module} is not installed (pip install -e '.[rl]')")
-            continue
-        try:
-            import torch
+    from ..registry import agent_model_loader
 
-            # an agent's decision is a small forward pass: more threads only contend with the other
-            # workers of a leaderboard
-            torch.set_num_threads(1)
-            model = algo.load(path, device="cpu")
-        except Exception as exc:  # SB3 raises many kinds on a file that is not its checkpoint
-            errors.append(f"{name}: {type(exc).__name__}: {exc}")
-            continue
-        return AgentSpec(spec, model, meta.get("env_id", "MSJ-v0"), dict(meta.get("env_kwargs", {})), False)
-    raise ValueError(
-        f"--agent {spec!r}: does not load as a stable-baselines3 checkpoint ({'; '.join(errors)})"
-    )
+    try:
+        import torch
+    except ImportError:
+        raise ValueError(f"--agent {spec!r}: torch is not installed (pip install -e '.[rl]')") from None
+    # an agent's decision is a small forward pass: more threads only contend with the other workers of
+    # a leaderboard
+    torch.set_num_threads(1)
+    # data only; a stable-baselines3 checkpoint (pickles) only where trusted (msj_gym.trust)
+    model = agent_model_loader()(path, algo=meta.get("algo"), where=f"--agent {spec!r}")
+    return AgentSpec(spec, model, meta.get("env_id", "MSJ-v0"), dict(meta.get("env_kwargs", {})), False)
 
 
 def _load_registered(spec: str, path: Path, meta: dict[str, Any], loader: Any) -> AgentSpec:

@@ -686,13 +686,17 @@ def _plan(
     config: BenchmarkConfig, unfit: dict[str, dict[tuple[str, float], str]]
 ) -> tuple[list[Point], dict[tuple[str, float], dict[str, str]], list[tuple[str, float]]]:
     """Every run, per point the kind of each entrant (label -> kind), and the point of each run."""
+    from ..guard import vet_policy
     from ..registry import make_policy, policy_from_spec, supports
     from .agents import agent_label
     from .runner import entrant_key, resolve_scenario
     from .sequences import trace_replay
 
     ids = _policy_ids(config.preemptive)
+    for spec in config.policies:  # imported and made in a child process before this one imports it
+        vet_policy(spec, "--policies")
     own = {spec: policy_from_spec(spec, "--policies") for spec in config.policies}
+    vetted: set[str] = set()
     points: list[Point] = []
     owner: list[tuple[str, float]] = []
     kinds: dict[tuple[str, float], dict[str, str]] = {}
@@ -709,6 +713,10 @@ def _plan(
         here = [pid for pid in ids if supports(pid, workload) is None]
         # a policy of the user's own enters where it is defined (elsewhere it has no score, like a baseline)
         here += [spec for spec in config.policies if supports(own[spec], workload) is None]
+        for spec in config.policies:  # a short bounds-checked run where it first enters
+            if spec in here and spec not in vetted:
+                vet_policy(spec, "--policies", workload)
+                vetted.add(spec)
         kinds[(scenario, rho)] = {}
         if scenario in SEQUENCE_POINTS:
             runs: list[tuple[str, str, str | None]] = []
@@ -822,9 +830,9 @@ def _check_out(out: Path, config: BenchmarkConfig, writable: bool) -> None:
 
 
 def _read_optima(path: Path, note: bool = True) -> dict[str, float | None]:
-    """The cached optima of ``optima.json``: a table of point keys to a number or null. A file cut
-    short or unreadable (a killed writer, a disk error) is a cache miss, recomputed with a one-line
-    note; valid JSON of another shape is someone else's file and is refused."""
+    """The record ``optima.json``: a table of point keys to a number or null. A file cut short or
+    unreadable (a killed writer, a disk error) is written again, with a one-line note; valid JSON of
+    another shape is someone else's file and is refused."""
     import sys
 
     if not path.exists():
@@ -835,7 +843,7 @@ def _read_optima(path: Path, note: bool = True) -> dict[str, float | None]:
         why = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
         if note:
             print(
-                f"msj-gym: note: {str(path)!r} is unreadable ({why}); the optima are solved again",
+                f"msj-gym: note: {str(path)!r} is unreadable ({why}); it is written again",
                 file=sys.stderr,
             )
         return {}
@@ -852,33 +860,29 @@ def _read_optima(path: Path, note: bool = True) -> dict[str, float | None]:
 
 
 def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[str, float], float]:
-    """The exact non-preemptive optimum per point where solvable, cached in ``optima.json`` by the
-    point's scenario content, the solver's code and its state limit (a failed solve of a large chain
-    takes a while: it is cached too)."""
+    """The exact non-preemptive optimum per point where there is one (:func:`.leaderboard.exact_optima`:
+    shipped with the package at the suite's points, else from the solver's checked cache or solved),
+    recorded in ``optima.json`` by the point's scenario content and the solver's code. The record is
+    what the scores used; it is never read back as a value (a value edited there changes nothing: the
+    folder is the user's, its files are not checked data)."""
     from ..analysis.solutions import solver_version
     from .leaderboard import OPTIMUM_MAX_STATES
 
     path = out / "optima.json"
-    cache = _read_optima(path)
-    # an entry holds for the solver's code and state limit it was made with: a faster solver or a
-    # higher limit may solve what failed before, and another solver is asked again
+    record = _read_optima(path)
     solver = f"{solver_version()}/{OPTIMUM_MAX_STATES}"
     result: dict[tuple[str, float], float] = {}
-    changed = False
     assert config.points is not None
     for scenario, rho in config.points:
         if point_model((scenario, rho)) != "msj" or scenario in SEQUENCE_POINTS:
             continue  # a trace, a moldable or compatibility system: no MSJ Markov decision process
         content = scenario_content(Point("", rho, scenario, "", 0, 100, build={"load": rho}))
-        key = f"{scenario}@{rho!r}#{content}#{solver}"
-        if key not in cache:
-            cache[key] = exact_optima(scenario, rho).get("non-preemptive")
-            changed = True
-        optimum = cache[key]
+        optimum = exact_optima(scenario, rho).get("non-preemptive")
+        record[f"{scenario}@{rho!r}#{content}#{solver}"] = optimum
         if optimum is not None:
             result[(scenario, rho)] = float(optimum)
-    if changed and writable:
-        atomic_write_text(path, json.dumps(cache, indent=2, sort_keys=True) + "\n")
+    if writable:
+        atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
     return result
 
 

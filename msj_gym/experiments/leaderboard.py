@@ -368,6 +368,9 @@ def _entrants(
         )
     ids: list[str] = []
     specs: list[str] = []  # module:attr, policies of the user's own
+    twice = next((p for p in config.policies if config.policies.count(p) > 1), None)
+    if twice is not None:
+        raise ValueError(f"--policies: {twice!r} is given twice")
     for item in config.policies:
         if item in POLICY_GROUPS:
             ids += [
@@ -448,8 +451,10 @@ def _own_entrant(
     """The entrant of a policy of the user's own, ``module:attr`` (checked here: it imports, is a
     Policy, is defined on the workload, its id is not taken). Its runs carry the spec, and each worker
     imports the module itself."""
+    from ..guard import vet_policy
     from ..registry import policy_from_spec, supports
 
+    vet_policy(spec, "--policies", workload, params)  # in a child process, before it is imported here
     policy = policy_from_spec(spec, "--policies", **params)
     reason = supports(policy, workload)
     if reason is not None:
@@ -796,20 +801,30 @@ def exact_optima(
 ) -> dict[str, float]:
     """The exact optimal mean response times (``"non-preemptive"``, ``"preemptive"``) of a scenario at a
     load, where the Markov decision process is small enough to solve (see
-    :mod:`msj_gym.analysis.optimal`; solved once and cached on disk); an empty dict elsewhere. ``source``:
-    the scenario as a plan resolved it (else the name is resolved now)."""
-    from ..analysis.solutions import solved_table
+    :mod:`msj_gym.analysis.optimal`; shipped with the package at the benchmark's points, else solved once
+    and cached on disk, the cache checked before use); an empty dict elsewhere. A solve estimated to
+    take longer than ``msj-gym optimal``'s limit is not started: its row is left out with a one-line
+    note on stderr. ``source``: the scenario as a plan resolved it (else the name is resolved now)."""
+    import sys
+
+    from ..analysis.solutions import known_optimum, solved_table
     from .runner import resolve_scenario
 
     workload = (resolve_scenario(scenario) if source is None else source).build(load=load)
     out: dict[str, float] = {}
     for kind, preemptive in (("non-preemptive", False), ("preemptive", True)):
+        known = known_optimum(workload, preemptive)
+        if known is not None:
+            out[kind] = known
+            continue
         try:
             out[kind] = float(
                 solved_table(workload, preemptive, max_states=max_states)["value"]["mean_response_time"]
             )
-        except ValueError:
-            continue  # not exponential, or too large: no reference
+        except ValueError as exc:
+            if "over the limit" in str(exc):  # the rest: not exponential, or too large: no reference
+                print(f"msj-gym: note: no {kind} optimum row: {exc}", file=sys.stderr, flush=True)
+            continue
     return out
 
 

@@ -83,6 +83,19 @@ def config_difference(path: Path, identity: dict[str, Any]) -> str | None:
     )
 
 
+def _other_command(out: Path) -> str | None:
+    """What another command left in ``out`` (a benchmark's record, a reproduced figure's table), or
+    None."""
+    if (out / "benchmark.json").exists():
+        return "a benchmark (benchmark.json)"
+    from .figures import all_figures
+
+    made = sorted(name for name in all_figures() if (out / f"{name}.csv").exists())
+    if made:
+        return f"reproduced figures ({', '.join(f'{m}.csv' for m in made[:3])})"
+    return None
+
+
 def check_out(out: Path, config: Configured, writable: bool = True) -> None:
     """Refuse an output folder that holds a leaderboard of another configuration (or, not
     ``writable``, none at all). A folder whose ``leaderboard.json`` was deleted or is unreadable but
@@ -106,6 +119,9 @@ def check_out(out: Path, config: Configured, writable: bool = True) -> None:
             f"--out {str(out)!r}: not writable, and no readable leaderboard there; use a writable --out"
         )
     if (out / "runs.jsonl").exists():
+        other = _other_command(out)
+        if other is not None:  # its runs are another command's: never taken over, nor appended to
+            raise ValueError(f"--out {str(out)!r} holds {other}, not a leaderboard; use another --out")
         print(
             f"msj-gym: --out {str(out)!r}: {diff.split()[0]} leaderboard.json, written anew for this "
             "configuration; its finished runs in runs.jsonl are reused",

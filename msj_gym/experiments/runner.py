@@ -426,9 +426,20 @@ def _warm_up(todo: Sequence[Point], run: Run, pool: Any) -> None:
         list(pool.map(warm_point, points[1:]))
 
 
-def _die_with_parent(parent: int) -> None:
-    """Pool initializer: ask the kernel to kill this worker when the process that started it dies, even
-    by ``kill -9`` (Linux ``PR_SET_PDEATHSIG``), so that no worker outlives a killed command."""
+def _die_with_parent(parent: int, grants: tuple[str, ...] = (), verified: tuple[str, ...] = ()) -> None:
+    """Pool initializer: take the parent's trust grants (:mod:`msj_gym.trust`: what its command was told
+    to trust, and nothing more) and the exact optima it checked (their digests: a worker reading the
+    same entry does not check it again), and ask the kernel to kill this worker when the process that
+    started it dies, even by ``kill -9`` (Linux ``PR_SET_PDEATHSIG``), so that no worker outlives a
+    killed command."""
+    if grants:
+        from ..trust import grant_for_life
+
+        grant_for_life(grants)
+    if verified:
+        from ..analysis.solutions import take_verified
+
+        take_verified(verified)
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -544,13 +555,16 @@ def process_pool(workers: int) -> Any:
     import multiprocessing
     import os
 
+    from ..analysis.solutions import verified_now
+    from ..trust import granted_now
+
     if local_workers(workers) < 2:
         return _InProcess()
     return cf.ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_die_with_parent,
-        initargs=(os.getpid(),),
+        initargs=(os.getpid(), granted_now(), verified_now()),
     )
 
 
@@ -620,8 +634,12 @@ def _execute_ray(
         ray.init(**kwargs)
         started = True
     try:
-        remote = ray.remote(num_cpus=1, max_retries=2)(run)
-        pending = {remote.remote(p): p for p in todo}
+        from ..trust import call_with, granted_now
+
+        # a task runs under the grants of this process's command (msj_gym.trust), as a local worker does
+        remote = ray.remote(num_cpus=1, max_retries=2)(call_with)
+        grants = granted_now()
+        pending = {remote.remote(grants, run, p): p for p in todo}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:

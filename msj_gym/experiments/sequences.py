@@ -63,6 +63,8 @@ def sequence_starts(
             raise ValueError(f"--{name}: expected an integer >= {least}, got {value!r}")
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
         raise ValueError(f"--window: expected a positive integer, got {window!r}")
+    if window is not None and window > num_jobs:  # a window past the log's end is no window: said
+        raise ValueError(f"--window {window}: the trace holds {num_jobs} jobs; give at most {num_jobs}")
     m = num_jobs if window is None else min(window, num_jobs)
     within = f"the first {m} of its jobs" if window is not None and window < num_jobs else f"its {m} jobs"
     if m - length - 1 <= length:
@@ -217,7 +219,12 @@ def run_sequences(
         protocol.window,
         protocol.skip,
     )
+    from ..guard import vet_policy
+
     for pid in protocol.policies:
+        # a policy of the user's own: vetted in a child process on the first sequence before it runs
+        first = sequence_workload(trace, int(starts[0]), protocol.length) if ":" in pid else None
+        vet_policy(pid, "--policies", first, protocol.policy_params.get(pid, {}))
         policy = policy_from_spec(pid, "--policies", **protocol.policy_params.get(pid, {}))
         reason = supports(policy, trace)
         if reason is not None:

@@ -1022,6 +1022,8 @@ def gpu_trace_scenario(spec: str) -> GPUTraceScenario:
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"{where}: expected option=value, got {item!r}")
+        if key in options:  # a second value would silently win over the first
+            raise ValueError(f"{where}: option {key!r} is given twice")
         if key == "class_by":
             options[key] = None if value.lower() == "none" else value
         elif key == "wide":

@@ -56,6 +56,7 @@ __all__ = ["Scenario", "evaluate_expression", "list_scenarios", "load_scenario"]
 MAX_EXPRESSION_LENGTH = 1000
 MAX_EXPRESSION_DEPTH = 32
 MAX_MAGNITUDE = 1e18
+MAX_SCENARIO_BYTES = 16 << 20  # a scenario file: a few hundred bytes to a few kilobytes in practice
 _LOG10_MAX = math.log10(MAX_MAGNITUDE)
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
@@ -350,6 +351,13 @@ class Scenario:
         file, the place (line and column where the parser gives them) and the problem."""
         p = Path(path)
         where = f"scenario file {str(p)!r}"
+        suffix = p.suffix.lower()
+        if suffix not in (".toml", ".json", ".yaml", ".yml"):
+            raise ValueError(f"{where}: expected a .toml, .json, .yaml or .yml file")
+        if p.exists() and not p.is_file():  # a device or a pipe (/dev/zero) would be read for ever
+            raise ValueError(f"{where}: not a regular file")
+        if p.is_file() and p.stat().st_size > MAX_SCENARIO_BYTES:
+            raise ValueError(f"{where}: {p.stat().st_size} bytes, more than {MAX_SCENARIO_BYTES}")
         try:
             text = p.read_text(encoding="utf-8")
         except OSError as exc:
@@ -358,9 +366,6 @@ class Scenario:
             raise ValueError(
                 f"{where}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})"
             ) from None
-        suffix = p.suffix.lower()
-        if suffix not in (".toml", ".json", ".yaml", ".yml"):
-            raise ValueError(f"{where}: expected a .toml, .json, .yaml or .yml file")
         try:
             data = _parse(text, suffix, where)
         except RecursionError:
@@ -489,6 +494,8 @@ def load_scenario(
         if isinstance(name_or_path, GPUTraceScenario | SWFScenario):
             return name_or_path
     text = str(name_or_path)
+    if isinstance(name_or_path, str) and not text.strip():  # else read as the folder '.'
+        raise ValueError("scenario: expected a built-in name, a scenario file or a trace, got ''")
     if isinstance(name_or_path, str) and ":" in text:
         from .gpu_traces import gpu_trace_scenario, is_gpu_trace_spec
         from .swf import is_swf_spec, swf_scenario

@@ -399,6 +399,8 @@ def swf_source(spec: str, *, num_servers: int, load: float | None = None) -> Tra
     options: dict[str, Any] = {}
     for item in filter(None, query.split("&")):
         key, _, value = item.partition("=")
+        if key in options:  # a second value would silently win over the first
+            raise ValueError(f"trace source {spec!r}: option {key!r} is given twice")
         if key in ("binning", "wide"):
             options[key] = value
         elif key in ("max_need", "first"):
@@ -679,6 +681,8 @@ def swf_scenario(spec: str) -> SWFScenario:
             raise ValueError(f"{where}: expected option=value, got {item!r}")
         if key not in _SPEC_OPTIONS:
             raise ValueError(f"{where}: unknown option {key!r}; known: {', '.join(_SPEC_OPTIONS)}")
+        if key in options:  # a second value would silently win over the first
+            raise ValueError(f"{where}: option {key!r} is given twice")
         if key in ("num_servers", "first", "max_need", "start", "length"):
             try:
                 options[key] = int(value)

@@ -133,12 +133,13 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
     import gymnasium as gym
     from sb3_contrib import MaskablePPO
 
+    from msj_gym.agents.checkpoint import load_model, save_model
     from msj_gym.agents.set_policy import ClassSetMaskablePolicy
 
     env = gym.make("MSJ-v0", scenario="sf-fig2", **meta["env_kwargs"])
     twin = MaskablePPO(ClassSetMaskablePolicy, env, policy_kwargs={"hidden": 8, "gate": True})
-    twin.policy.load_state_dict(MaskablePPO.load(out, device="cpu").policy.state_dict(), strict=False)
-    twin.save(tmp_path / "twin.zip")
+    twin.policy.load_state_dict(load_model(out).policy.state_dict(), strict=False)
+    save_model(twin, tmp_path / "twin.zip")
     shutil.copy(out.with_suffix(".json"), tmp_path / "twin.json")
     with pytest.raises(ValueError, match=r"--fit-gate: .* has a gate already"):
         generalist.main([*TINY, "--fit-gate", str(tmp_path / "twin.zip"), "--out", str(tmp_path / "t2.zip")])
@@ -174,9 +175,9 @@ def test_train_tiny_and_run_on_other_systems(tmp_path: pathlib.Path, capsys) -> 
     assert smeta["env_kwargs"] == {**meta["env_kwargs"], "advisor": [*advisors, "lsf", "msf"]}
     assert smeta["simulated_selection"]["env_kwargs"] == smeta["env_kwargs"]
     assert "selection_ratio_with_selector_head" in smeta and "simulated_selection_by" in smeta
-    net = MaskablePPO.load(simulated, device="cpu").policy.mlp_extractor
+    net = load_model(simulated).policy.mlp_extractor
     assert net.simulated is not None and net.simulated.config() == smeta["simulated_selection"]
-    plain = MaskablePPO.load(out, device="cpu").policy.mlp_extractor.state_dict()
+    plain = load_model(out).policy.mlp_extractor.state_dict()
     for key, value in net.state_dict().items():  # the weights are the checkpoint's
         assert (value == plain[key]).all(), key
     # the bases are the checkpoint's; others are refused, and one derivation at a time

@@ -121,7 +121,7 @@ def test_a_checkpoint_saves_loads_and_acts_like_any_sb3_model(tmp_path) -> None:
         ClassSetMaskablePolicy, env, seed=0, n_steps=64, batch_size=32, policy_kwargs={"heads": 2}
     )
     model.learn(64)
-    model.save(tmp_path / "set.zip")
+    model.save(tmp_path / "set.zip")  # stable-baselines3's own format: the class-set policy pickles too
     loaded = MaskablePPO.load(tmp_path / "set.zip")
     assert loaded.policy.mlp_extractor.attention[0].num_heads == 2
     obs, info = env.reset(seed=5)
@@ -184,8 +184,10 @@ def test_the_gate_follows_the_selected_advisor_throughout_or_leaves_the_network_
     with th.no_grad():
         picks = net.gate_logits(th.as_tensor(obs)).argmax(dim=1).numpy()
     assert (picks == 0).all()  # every state of the same system: the same choice
-    gated.save(tmp_path / "gated.zip")
-    loaded = MaskablePPO.load(tmp_path / "gated.zip")
+    from msj_gym.agents.checkpoint import load_model, save_model
+
+    save_model(gated, tmp_path / "gated.zip")  # msj_gym's data-only form
+    loaded = load_model(tmp_path / "gated.zip")
     assert loaded.policy.mlp_extractor.gated
     np.testing.assert_array_equal(class_logits(loaded.policy, obs), class_logits(gated.policy, obs))
 

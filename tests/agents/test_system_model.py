@@ -383,8 +383,10 @@ def test_the_network_follows_the_simulated_pick_and_a_checkpoint_keeps_it(tmp_pa
     logits = net.forward_actor(x[:1])[0]
     followed = logits[-len(BASES) :] > -1e8
     assert followed.tolist() == [j == want for j in range(len(BASES))]
-    model.save(tmp_path / "m.zip")
-    again = MaskablePPO.load(tmp_path / "m.zip", device="cpu").policy.mlp_extractor
+    from msj_gym.agents.checkpoint import load_model, save_model
+
+    save_model(model, tmp_path / "m.zip")  # the selector's settings travel as data
+    again = load_model(tmp_path / "m.zip").policy.mlp_extractor
     assert again.simulated is not None and again.simulated.config() == config
     with pytest.raises(ValueError, match="simulated_selection: expected 3 bases"):
         MaskablePPO(
@@ -525,14 +527,15 @@ def test_the_network_follows_a_fallback_throughout(tmp_path) -> None:
 
     plain_env = gym.make("MSJ-v0", scenario="sf-fig2", load=0.7, num_arrivals=200, **KWARGS)
     plain = MaskablePPO(ClassSetMaskablePolicy, plain_env, seed=0, policy_kwargs={"hidden": 8})
-    plain.save(tmp_path / "plain.zip")
+    from msj_gym.agents.checkpoint import load_model, save_model
+
+    save_model(plain, tmp_path / "plain.zip")
     kwargs = {**KWARGS, "advisor": [*BASES, "lsf"]}
     env = gym.make("MSJ-v0", scenario="sf-fig2", load=0.7, num_arrivals=200, **kwargs)
     config = SimulatedSelector(bases=BASES, safest=1, arrivals=1000, fallbacks=["lsf"]).config()
-    model = MaskablePPO.load(
+    model = load_model(
         tmp_path / "plain.zip",
-        device="cpu",
-        custom_objects={
+        overrides={
             "policy_kwargs": {**plain.policy_kwargs, "simulated_selection": config},
             "action_space": spaces.Discrete(env.action_space.n),
         },
@@ -609,8 +612,10 @@ def test_the_rehearsal_plays_the_agent_itself(tmp_path) -> None:
     other = _first_observation(shuffled)
     again = _rehearsing(trust=0.0)
     assert [x.tolist() for x in again.plan(other[None], FEATURES, net._rehearse)][:2] == [[pick], [mode]]
-    model.save(tmp_path / "m.zip")
-    loaded = MaskablePPO.load(tmp_path / "m.zip", device="cpu").policy.mlp_extractor
+    from msj_gym.agents.checkpoint import load_model, save_model
+
+    save_model(model, tmp_path / "m.zip")
+    loaded = load_model(tmp_path / "m.zip").policy.mlp_extractor
     assert loaded.simulated is not None and loaded.simulated.config() == config
 
 

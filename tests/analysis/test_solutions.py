@@ -94,3 +94,23 @@ def test_a_long_solve_prints_its_progress(cache, monkeypatch, capsys) -> None:
     monkeypatch.setattr(solved_tables, "_SOLVED", {})
     solved_tables.solved_table(load_scenario("sf-fig2").build(load=0.5), False)
     assert "solving" not in capsys.readouterr().err
+
+
+def test_a_cached_optimum_is_checked_once_per_content_and_its_check_handed_to_workers(tmp_path, monkeypatch):
+    from msj_gym.analysis import optimal, solutions
+    from msj_gym.workloads.scenarios import load_scenario
+
+    monkeypatch.setenv("MSJ_GYM_CACHE", str(tmp_path))
+    workload = load_scenario("sf-fig2").build(load=0.52)
+    solutions.solved_table(workload, False)  # solved here: nothing to check
+    checks = []
+    real = optimal.check_solution
+    monkeypatch.setattr(optimal, "check_solution", lambda *a, **k: checks.append(1) or real(*a, **k))
+    handed = solutions.verified_now()
+    for fresh in (True, False):  # a new process reading the entry; then one given its parent's checks
+        monkeypatch.setattr(solutions, "_VERIFIED", set())
+        solutions._SOLVED.clear()
+        if not fresh:
+            solutions.take_verified(handed)
+        solutions.solved_table(workload, False)
+    assert checks == [1]
