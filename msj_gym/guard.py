@@ -188,12 +188,15 @@ def run_in_child(
 
 def is_users(policy: Any) -> bool:
     """Whether ``policy`` (a spec, a class or an instance) is a user's: not a registered id, nor an
-    instance or class of the registered class of its id."""
+    instance or class of the registered class of its id, nor a class of msj_gym's own (the learned
+    agents' policies, :class:`msj_gym.agents.network.NetworkPolicy`: the package's tested code)."""
     from .registry import policy_class, policy_spec
 
     if isinstance(policy, str):
-        return ":" in policy
+        return ":" in policy and not policy.startswith("msj_gym.")
     cls = policy if isinstance(policy, type) else type(policy)
+    if cls.__module__.startswith("msj_gym."):
+        return False
     pid = getattr(cls, "policy_id", None)
     if not isinstance(pid, str):
         return True
