@@ -49,10 +49,10 @@ __all__ = [
     "format_sequences",
     "rlscheduler_starts",
     "run_sequences",
-    "sequences_json",
     "sequence_metric",
     "sequence_starts",
     "sequence_workload",
+    "sequences_json",
     "trace_replay",
 ]
 
