@@ -3,7 +3,7 @@ the reference simulator's, with the same heuristic on the same sequences, as a r
 same run (the machine's load cancels out of it).
 
     python benchmarks/bench_rlscheduler_speed.py --reference PATH [--trace SDSC-SP2-1998-4.2-cln.swf.gz]
-        [--heuristic sjf] [--backfill] [--count 10] [--length 1024] [--seed 1]
+        [--heuristic sjf] [--backfill] [--count 10] [--length 1024] [--seed 1] [--starts rlscheduler]
 
 The reference is the environment of RLScheduler's repository (Zhang et al. (2020),
 github.com/DIR-LAB/deep-batch-scheduler): ``HPCSimPickJobs.HPCEnv``, run as its ``compare-pick-jobs.py``
@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--length", type=int, default=1024, help="jobs per sequence")
     ap.add_argument("--seed", type=int, default=1, help="the sequences' seed")
     ap.add_argument("--window", type=int, default=10_000, help="starts drawn from the first W jobs")
+    ap.add_argument(
+        "--starts", choices=("generator", "rlscheduler"), default="generator", help="how the starts are drawn"
+    )
     args = ap.parse_args(argv)
 
     from msj_gym.experiments.sequences import sequence_metric, sequence_starts, trace_replay
@@ -122,7 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     params = {} if args.heuristic == "fcfs" else {"variant": "rlscheduler"}
     scenario = f"swf:{path}?need=max&cleaning=rlscheduler"
     trace = trace_replay(scenario)
-    starts = sequence_starts(int(trace.arrival_time.size), args.length, args.count, args.seed, args.window)
+    starts = sequence_starts(
+        int(trace.arrival_time.size), args.length, args.count, args.seed, args.window, starts=args.starts
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         swf = Path(tmp) / path.name.removesuffix(".gz")

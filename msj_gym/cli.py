@@ -260,7 +260,14 @@ def _parser() -> argparse.ArgumentParser:
         default=0,
         help="draw the starts from job S on (e.g. the jobs an agent held out by position trained on)",
     )
+    seq.add_argument(
+        "--starts",
+        default="generator",
+        help="how the starts are drawn: generator (msj_gym's seeded Generator, the default) or rlscheduler "
+        "(RLScheduler's own starts for the seed, recomputed from its seeding: seed 1 gives its table's)",
+    )
     seq.add_argument("--metric", default="mean_bounded_slowdown", help="what each sequence is scored by")
+    seq.add_argument("--json", action="store_true", help="print the ranking as one JSON object")
     seq.add_argument(
         "--policy-param",
         action="append",
@@ -574,7 +581,7 @@ def _model_leaderboard(args: argparse.Namespace, workers: int) -> int:
 
 @_trusting
 def _sequences(args: argparse.Namespace) -> int:
-    from .experiments.sequences import SequenceProtocol, format_sequences, run_sequences
+    from .experiments.sequences import SequenceProtocol, format_sequences, run_sequences, sequences_json
 
     workers = _workers(args)
     policies = _listed("--policies", args.policies)
@@ -591,9 +598,15 @@ def _sequences(args: argparse.Namespace) -> int:
         policy_params=_entrant_params(args.policy_param),
         agents=tuple(args.agent),
         bare_agents=args.bare_agents,
+        starts=args.starts,
     )
+    if args.json and args.markdown:
+        raise ValueError("--json: prints JSON, not a table; drop --markdown")
     started = time.perf_counter()
     report = run_sequences(protocol, backend=args.backend, workers=workers, address=args.address)
+    if args.json:
+        print(json.dumps(sequences_json(report)))
+        return 0
     print(format_sequences(report, markdown=args.markdown))
     print(f"({time.perf_counter() - started:.1f} s; sequence starts {report['starts']})")
     return 0

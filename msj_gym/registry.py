@@ -390,6 +390,8 @@ for _pid, _entry, _models in (
     ("wfp3-easy", "msj_gym.baselines.hpc:WFP3Easy", _MSJ),
     ("unicep-easy", "msj_gym.baselines.hpc:UNICEPEasy", _MSJ),
     ("f1-easy", "msj_gym.baselines.hpc:F1Easy", _MSJ),
+    ("self-tuning", "msj_gym.baselines.self_tuning:SelfTuning", _MSJ),
+    ("self-tuning-easy", "msj_gym.baselines.self_tuning:SelfTuningEasy", _MSJ),
     ("max-weight", "msj_gym.baselines.max_weight:MaxWeight", _MSJ),
     ("msfq", "msj_gym.baselines.quickswap:MSFQ", _MSJ),
     ("static-quickswap", "msj_gym.baselines.quickswap:StaticQuickswap", _MSJ),

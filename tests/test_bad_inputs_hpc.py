@@ -154,3 +154,15 @@ def test_a_sequence_longer_than_the_trace(tmp_path, capsys):
     short = ["sequences", "--scenario", spec, "--length", "5"]
     _refused([*short, "--skip", "25"], ["--skip 25", "5 jobs"], capsys)
     _refused([*short, "--skip", "-3"], ["--skip", "got -3"], capsys)
+
+
+def test_bad_sequence_starts_and_json(tmp_path, capsys):
+    rows = [f"{i} {10 * i} -1 5 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1" for i in range(1, 30)]
+    short = ["sequences", "--scenario", f"swf:{_log(tmp_path, rows)}", "--length", "5"]
+    _refused([*short, "--starts", "gym"], ["--starts", "generator, rlscheduler", "'gym'"], capsys)
+    _refused(
+        [*short, "--starts", "rlscheduler", "--skip", "12"], ["--skip 12", "RLScheduler's starts"], capsys
+    )
+    _refused([*short, "--json", "--markdown"], ["--json", "--markdown"], capsys)
+    _refused([*short, "--json", "--policies", "self-tuning", "--policy-param", "self-tuning:rules=sjf,edf"],
+             ["self-tuning", "'rules'", "'sjf,edf'"], capsys)  # fmt: skip

@@ -48,7 +48,7 @@ def test_every_builtin_is_registered_once():
     from msj_gym import baselines
 
     ids = registry.policy_ids()
-    assert len(ids) == len(set(ids)) == 33
+    assert len(ids) == len(set(ids)) == 35
     assert list(baselines.POLICIES) == [p for p in ids if "moldable" not in registry.policy_spec(p).models]
     assert list(baselines.MOLDABLE_POLICIES) == registry.policy_ids("moldable")
     assert registry.policy_ids("moldable") == ["moldable-p-scheme", "moldable-greedy", "moldable-reserved"]

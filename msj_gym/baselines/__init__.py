@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .optimal import MDPOptimal, MDPOptimalPreemptive
     from .priority import FirstFit, LeastServersFirst, MostServersFirst, MostServersFirstPreemptive
     from .quickswap import MSFQ, AdaptiveQuickswap, StaticQuickswap
+    from .self_tuning import SelfTuning, SelfTuningEasy
     from .server_filling import FirstFitSRPT, ServerFilling, ServerFillingGittins, ServerFillingSRPT
 
     #: The MSJ and compatibility-model policies (every model but the moldable loss system's), by id, in
@@ -54,6 +55,7 @@ _LAZY = LazyNames(__name__, globals(), {
     "optimal": ("MDPOptimal", "MDPOptimalPreemptive"),
     "priority": ("FirstFit", "LeastServersFirst", "MostServersFirst", "MostServersFirstPreemptive"),
     "quickswap": ("MSFQ", "AdaptiveQuickswap", "StaticQuickswap"),
+    "self_tuning": ("SelfTuning", "SelfTuningEasy"),
     "server_filling": ("FirstFitSRPT", "ServerFilling", "ServerFillingGittins", "ServerFillingSRPT"),
 })  # fmt: skip
 
@@ -122,6 +124,8 @@ __all__ = [
     "Reserved",
     "SJFEasy",
     "ScoredAssignmentAgent",
+    "SelfTuning",
+    "SelfTuningEasy",
     "ServerFilling",
     "ServerFillingGittins",
     "ServerFillingSRPT",

@@ -148,31 +148,30 @@ LOG_FLOOR = 0.1  # F1's log10 of a time <= 0 is taken at this value
 
 
 @inline_jit
-def score(view, rule, s, r, t, variant, weights, tau, queued):
-    """The job ``s``'s (tier, score) under ``rule`` at time ``t``, its run-time estimate ``r``: jobs of
-    tier 0 come before those of tier 1 (only UNICEP's one-processor jobs are ranked apart), smallest
-    score first within a tier. The rlscheduler variant scores WFP3 and UNICEP as RLScheduler's code
-    does: with w = -(s + 1) (its ``scheduled_time - submit_time`` while ``scheduled_time`` is -1) and
-    UNICEP's n + 1e-15 (one tier). The scored rule's score is ``weights`` times
-    :data:`SCORE_FEATURES`, ``tau`` the bounded slowdown's and ``queued`` the log10(1 + q) of its
-    queue feature."""
-    n = server_need(view, s)
+def job_score(rule, n, submit, r, t, variant, weights, tau, queued, k):
+    """The (tier, score) under ``rule`` at time ``t`` of a job of ``n`` processors of the machine's
+    ``k``, submitted at ``submit``, its run-time estimate ``r``: jobs of tier 0 come before those of
+    tier 1 (only UNICEP's one-processor jobs are ranked apart), smallest score first within a tier.
+    The rlscheduler variant scores WFP3 and UNICEP as RLScheduler's code does: with w = -(s + 1) (its
+    ``scheduled_time - submit_time`` while ``scheduled_time`` is -1) and UNICEP's n + 1e-15 (one tier).
+    The scored rule's score is ``weights`` times :data:`SCORE_FEATURES`, ``tau`` the bounded
+    slowdown's and ``queued`` the log10(1 + q) of its queue feature."""
     if rule == RULE_SCORED:
         lr = math.log10(max(r, LOG_FLOOR))
-        share = n / num_servers(view)
-        waited = max(t - arrival_time(view, s), 0.0)
+        share = n / k
+        waited = max(t - submit, 0.0)
         wait = math.log10(1.0 + waited)
         slowdown = math.log10(max((waited + r) / max(r, tau), 1.0))
         total = weights[0] * lr + weights[1] * math.log2(float(n)) + weights[2] * wait
         total += weights[3] * share * lr + weights[4] * share + weights[5] * slowdown
         return 0, total + (weights[6] * wait + weights[7] * share) * queued
     if variant == VARIANT_RLSCHEDULER and (rule == RULE_WFP3 or rule == RULE_UNICEP):
-        w = -1.0 - arrival_time(view, s)
+        w = -1.0 - submit
         if rule == RULE_WFP3:
             x = w / r
             return 0, -(x * x * x) * n
         return 0, -(w + 1e-15) / (math.log2(n + 1e-15) * r)
-    w = t - arrival_time(view, s)
+    w = t - submit
     if rule == RULE_SJF:
         return 0, r
     if rule == RULE_WFP3:
@@ -183,8 +182,26 @@ def score(view, rule, s, r, t, variant, weights, tau, queued):
             return 0, -w / r
         return 1, -w / (math.log2(float(n)) * r)
     if rule == RULE_FCFS:
-        return 0, arrival_time(view, s)
-    return 0, math.log10(max(r, LOG_FLOOR)) * n + 870.0 * math.log10(max(arrival_time(view, s), LOG_FLOOR))
+        return 0, submit
+    return 0, math.log10(max(r, LOG_FLOOR)) * n + 870.0 * math.log10(max(submit, LOG_FLOOR))
+
+
+@inline_jit
+def score(view, rule, s, r, t, variant, weights, tau, queued):
+    """Job ``s``'s (tier, score) under ``rule`` at time ``t``, its run-time estimate ``r``
+    (:func:`job_score` of its processors and submit time)."""
+    return job_score(
+        rule,
+        server_need(view, s),
+        arrival_time(view, s),
+        r,
+        t,
+        variant,
+        weights,
+        tau,
+        queued,
+        num_servers(view),
+    )
 
 
 @inline_jit

@@ -8,7 +8,8 @@ is the mean over the sequences.
   SDSC-SP2 and HPC2N from their first 10,000 jobs); with ``skip=S``, from [max(N, S), M - N - 1): the
   jobs a learned scheduler held out by position (trained on jobs S and later) was trained on. The starts
   come from a numpy Generator seeded by ``seed`` alone, so every process and every policy draws the same
-  sequences.
+  sequences; or, with ``starts="rlscheduler"``, they are RLScheduler's own for that seed, recomputed
+  from its seeding (:func:`rlscheduler_starts`): seed 1 gives the sequences of its published table.
 * **A sequence** is jobs start_i .. start_i + N - 1 of the cleaned trace (see :mod:`msj_gym.workloads.swf`),
   with their own submit times (the machine is empty when the first arrives), every job measured.
 * **Paired.** Every policy schedules the same sequences, so the comparisons are per sequence: each
@@ -27,6 +28,7 @@ is the mean over the sequences.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field
@@ -41,22 +43,40 @@ if TYPE_CHECKING:
     from ..workloads.trace import TraceWorkload
 
 __all__ = [
+    "STARTS",
     "SequenceProtocol",
+    "check_starts",
     "format_sequences",
+    "rlscheduler_starts",
     "run_sequences",
     "sequence_metric",
     "sequence_starts",
     "sequence_workload",
+    "sequences_json",
     "trace_replay",
 ]
 
 
+#: How the starts are drawn: msj_gym's own seeded Generator, or RLScheduler's own draws (see
+#: :func:`rlscheduler_starts`).
+STARTS = ("generator", "rlscheduler")
+
+
 def sequence_starts(
-    num_jobs: int, length: int, count: int, seed: int, window: int | None = None, skip: int = 0
+    num_jobs: int,
+    length: int,
+    count: int,
+    seed: int,
+    window: int | None = None,
+    skip: int = 0,
+    starts: str = "generator",
 ) -> np.ndarray:
     """The first job of each of ``count`` sequences of ``length`` jobs: uniform integers in
-    [max(length, ``skip``), M - length - 1), M = min(``window``, ``num_jobs``), from a Generator seeded by
-    ``seed``. ``skip`` 0 (or any value up to ``length``) draws RLScheduler's range, start for start."""
+    [max(length, ``skip``), M - length - 1), M = min(``window``, ``num_jobs``). With ``starts=
+    "generator"`` (the default) they come from a Generator seeded by ``seed``; ``skip`` 0 (or any value
+    up to ``length``) draws RLScheduler's range, start for start. With ``starts="rlscheduler"`` they are
+    RLScheduler's own starts for ``seed`` (:func:`rlscheduler_starts`), which its range alone defines (no
+    ``skip``)."""
     checks = (("length", length, 2), ("count", count, 1), ("seed", seed, 0), ("skip", skip, 0))
     for name, value, least in checks:
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
@@ -65,6 +85,7 @@ def sequence_starts(
         raise ValueError(f"--window: expected a positive integer, got {window!r}")
     if window is not None and window > num_jobs:  # a window past the log's end is no window: said
         raise ValueError(f"--window {window}: the trace holds {num_jobs} jobs; give at most {num_jobs}")
+    check_starts(starts, skip, length)
     m = num_jobs if window is None else min(window, num_jobs)
     within = f"the first {m} of its jobs" if window is not None and window < num_jobs else f"its {m} jobs"
     if m - length - 1 <= length:
@@ -78,8 +99,49 @@ def sequence_starts(
             f"--skip {skip}: no sequence of {length} jobs starts at that job or later and ends within "
             f"{within}"
         )
+    if starts == "rlscheduler":
+        return rlscheduler_starts(int(seed), low, m - length - 1, count)
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed))))
     return rng.integers(low, m - length - 1, size=count)
+
+
+def check_starts(starts: str, skip: int = 0, length: int = 0) -> None:
+    """A one-line ValueError for ``starts`` not of :data:`STARTS`, or RLScheduler's starts with a
+    ``skip`` that would move them."""
+    if starts not in STARTS:
+        raise ValueError(f"--starts: expected one of {', '.join(STARTS)}, got {starts!r}")
+    if starts == "rlscheduler" and skip > length:
+        raise ValueError(
+            f"--skip {skip}: RLScheduler's starts are drawn from [length, M - length - 1) only; "
+            "use --starts generator to start at a later job"
+        )
+
+
+def rlscheduler_starts(seed: int, low: int, high: int, count: int) -> np.ndarray:
+    """RLScheduler's sequence starts for ``seed``, recomputed: ``count`` draws of ``randint(low, high)``
+    from the generator its environment holds after ``env.seed(seed)``.
+
+    Its test scripts (``compare-pick-jobs.py``, ``compare-make-table.py`` of DIR-LAB/deep-batch-scheduler)
+    seed the environment once and draw one start per sequence with ``np_random.randint(N, M - N - 1)``
+    (``HPCEnv.reset_for_test``), nothing else drawing from that generator in between. The generator is
+    gym's ``seeding.np_random(seed)`` of the version its requirements pin (openai/gym, 2019,
+    ``gym/utils/seeding.py``): the seed taken modulo 2**64, its decimal digits hashed with SHA-512, the
+    hash's first 8 bytes read as a little-endian integer, and that integer, split into 32-bit words
+    (least significant first), seeds NumPy's legacy ``RandomState`` (its Mersenne Twister's
+    ``init_by_array``). Seed 1 gives 1981, 2756, 4299, 8850, 3316, 2714, 5228, 7762, 4022, 7085 for
+    N = 1024, M = 10,000: the ten sequences of its published table, for each of its three traces.
+
+    The legacy ``RandomState`` (and not a ``numpy.random.Generator``, which every other draw of msj_gym
+    uses) is here only because it reproduces a published protocol: NumPy keeps its stream fixed for
+    exactly this purpose."""
+    digest = hashlib.sha512(str(int(seed) % 2**64).encode("utf8")).digest()
+    whole = int.from_bytes(digest[:8], "little")
+    words: list[int] = []
+    while whole > 0:
+        whole, word = divmod(whole, 2**32)
+        words.append(word)
+    legacy = np.random.RandomState(words or [0])
+    return np.array([legacy.randint(low, high, dtype=np.int64) for _ in range(count)], dtype=np.int64)
 
 
 def sequence_workload(trace: TraceWorkload, start: int, length: int) -> TraceWorkload:
@@ -94,7 +156,9 @@ class SequenceProtocol:
     drawn with ``seed`` (from the first ``window`` jobs, if given; starting at job ``skip`` or later),
     every policy of ``policies`` (ids or ``module:Class``; ``policy_params`` per policy) and every agent
     of ``agents`` (``bare_agents``: admit checkpoints without their ``.json``) ranked by ``metric`` of
-    each sequence's result (the mean bounded slowdown by default; smaller is better)."""
+    each sequence's result (the mean bounded slowdown by default; smaller is better). ``starts``: the
+    starts of msj_gym's own Generator (``"generator"``) or RLScheduler's (``"rlscheduler"``, see
+    :func:`rlscheduler_starts`)."""
 
     scenario: str
     policies: tuple[str, ...]
@@ -107,11 +171,13 @@ class SequenceProtocol:
     policy_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     agents: tuple[str, ...] = ()
     bare_agents: bool = False
+    starts: str = "generator"
 
     def __post_init__(self) -> None:
         from .leaderboard import check_metric
 
         check_metric(self.metric)
+        check_starts(self.starts, self.skip, self.length)
         if not self.policies and not self.agents:
             raise ValueError("--policies: no policy or agent to rank")
         if self.agents and self.metric in _NOT_IN_ENV:
@@ -218,6 +284,7 @@ def run_sequences(
         protocol.seed,
         protocol.window,
         protocol.skip,
+        protocol.starts,
     )
     from ..guard import vet_policy
 
@@ -284,12 +351,52 @@ def _rank(protocol: SequenceProtocol, scores: dict[str, list[float]]) -> list[di
     return rows
 
 
+def sequences_json(report: dict[str, Any]) -> dict[str, Any]:
+    """The report of :func:`run_sequences` as JSON-ready data: the protocol, the starts, and a row per
+    entrant (ranked) with its mean metric over the sequences and 95 % half-width, its paired ratio and
+    difference to the best with theirs, and its score on each sequence (in the order of the starts).
+    A non-finite number (the half-width over one sequence) is null."""
+    from ..metrics.result import json_clean
+
+    p: SequenceProtocol = report["protocol"]
+    rows = [
+        {
+            "rank": r["rank"],
+            "entrant": r["policy"],
+            "metric": p.metric,
+            "mean": r["mean"],
+            "ci95_half_width": r["ci95"],
+            "ratio_to_best": r["ratio"],
+            "ratio_ci95_half_width": r["ratio_ci95"],
+            "difference_to_best": r["diff"],
+            "difference_ci95_half_width": r["diff_ci95"],
+            "per_sequence": list(report["scores"][r["policy"]]),
+        }
+        for r in report["rows"]
+    ]
+    protocol = {
+        "scenario": p.scenario,
+        "length": p.length,
+        "count": p.count,
+        "seed": p.seed,
+        "window": p.window,
+        "skip": p.skip,
+        "starts": p.starts,
+        "metric": p.metric,
+        "policies": list(p.policies),
+        "policy_params": p.policy_params,
+        "agents": list(p.agents),
+    }
+    return json_clean({"protocol": protocol, "starts": list(report["starts"]), "rows": rows})
+
+
 def format_sequences(report: dict[str, Any], markdown: bool = False, columns: Seq[str] = ()) -> str:
     """The ranked table: each policy's mean score over the sequences with its 95 % interval, and its
     paired ratio and difference to the best, with theirs."""
     p: SequenceProtocol = report["protocol"]
     window = f", starts from its first {p.window} jobs" if p.window else ""
     window += f", starts at job {p.skip} or later" if p.skip > p.length else ""
+    window += ", RLScheduler's starts" if p.starts == "rlscheduler" else ""
     title = (
         f"{p.scenario}: {p.count} sequences of {p.length} jobs (seed {p.seed}{window}), ranked by {p.metric}"
     )

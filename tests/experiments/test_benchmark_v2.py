@@ -94,6 +94,18 @@ def test_a_trace_run_is_the_protocols_sequence(v2) -> None:
     assert min(r.mean_bounded_slowdown for r in values) >= 1.0
 
 
+def test_the_swf_trace_points_schedule_rlschedulers_own_sequences(tmp_path) -> None:
+    """Runs 0 to 9 of a point with RLScheduler's starts are the ten sequences of its table for seed 1,
+    in their order; further runs continue its draws."""
+    spec = _log(tmp_path, jobs=300)
+    point = bm.SequencePoint(spec, length=40, window=200, starts="rlscheduler")
+    drawn = sequence_starts(300, 40, 12, 1, window=200, starts="rlscheduler").tolist()
+    assert [point.start(seed) for seed in range(12)] == drawn
+    assert [point.start(seed) for seed in range(12)] != [
+        bm.SequencePoint(spec, length=40, window=200).start(seed) for seed in range(12)
+    ]
+
+
 def test_trace_points_are_scored_per_sequence(v2) -> None:
     _, _, _, _, report = v2
     scales = {s.scenario: s for s in report["scales"]}

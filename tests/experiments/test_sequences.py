@@ -17,10 +17,12 @@ from msj_gym.cli import main
 from msj_gym.experiments.sequences import (
     SequenceProtocol,
     format_sequences,
+    rlscheduler_starts,
     run_sequences,
     sequence_metric,
     sequence_starts,
     sequence_workload,
+    sequences_json,
 )
 from msj_gym.workloads.scenarios import load_scenario
 
@@ -55,6 +57,39 @@ def test_starts_are_seeded_in_range_and_the_same_in_another_process() -> None:
     code += "print(s(10000, 1024, 10, 1).tolist())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == starts.tolist()
+
+
+def test_rlschedulers_own_starts_are_recomputed() -> None:
+    # the ten sequences of RLScheduler's published table: env.seed(1), then one
+    # np_random.randint(1024, 10000 - 1024 - 1) per sequence (the same for its three traces)
+    published = [1981, 2756, 4299, 8850, 3316, 2714, 5228, 7762, 4022, 7085]
+    assert sequence_starts(10_000, 1024, 10, seed=1, starts="rlscheduler").tolist() == published
+    # SDSC-SP2 and HPC2N: the first 10,000 jobs of longer logs, the same draws
+    assert sequence_starts(202_871, 1024, 10, 1, window=10_000, starts="rlscheduler").tolist() == published
+    # more sequences continue the same stream; another seed draws others, in range
+    assert sequence_starts(10_000, 1024, 12, 1, starts="rlscheduler").tolist()[:10] == published
+    other = sequence_starts(10_000, 1024, 50, seed=2, starts="rlscheduler")
+    assert other.tolist()[:10] != published and ((other >= 1024) & (other < 10_000 - 1024 - 1)).all()
+    assert sequence_starts(10_000, 1024, 10, seed=1).tolist() != published  # the default: our Generator
+    with pytest.raises(ValueError, match="--skip 2000: RLScheduler's starts are drawn from"):
+        sequence_starts(10_000, 1024, 10, 1, skip=2000, starts="rlscheduler")
+    with pytest.raises(ValueError, match="--starts: expected one of generator, rlscheduler, got 'gym'"):
+        sequence_starts(10_000, 1024, 10, 1, starts="gym")
+
+
+def test_rlschedulers_seeding_follows_gyms_hash() -> None:
+    # gym's np_random(seed): SHA-512 of the seed's digits, its first 8 bytes as a little-endian integer
+    # cut into 32-bit words (least significant first) seed a legacy RandomState; checked here against
+    # that recipe written out for another seed and range
+    import hashlib
+
+    digest = hashlib.sha512(b"12345").digest()[:8]
+    words = [int.from_bytes(digest[:4], "little"), int.from_bytes(digest[4:], "little")]
+    if words[1] == 0:
+        words = words[:1]
+    legacy = np.random.RandomState(words)
+    want = [int(legacy.randint(40, 500)) for _ in range(5)]
+    assert rlscheduler_starts(12345, 40, 500, 5).tolist() == want
 
 
 @pytest.mark.parametrize(
@@ -126,6 +161,30 @@ def test_the_command_line(tmp_path: Path, capsys) -> None:
         assert main([*argv, *bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], err
+
+
+def test_the_command_line_prints_json(tmp_path: Path, capsys) -> None:
+    scenario = _log(tmp_path)
+    argv = ["sequences", "--scenario", scenario, "--length", "40", "--count", "3", "--workers", "1"]
+    assert main([*argv, "--policies", "fcfs,sjf-easy", "--json", "--starts", "rlscheduler"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    protocol = SequenceProtocol(scenario, ("fcfs", "sjf-easy"), length=40, count=3, starts="rlscheduler")
+    report = run_sequences(protocol)
+    assert out == sequences_json(report)
+    assert out["starts"] == sequence_starts(400, 40, 3, 1, starts="rlscheduler").tolist() == report["starts"]
+    assert out["protocol"]["starts"] == "rlscheduler" and out["protocol"]["metric"] == "mean_bounded_slowdown"
+    rows = {r["entrant"]: r for r in out["rows"]}
+    assert set(rows) == {"fcfs", "sjf-easy"} and [r["rank"] for r in out["rows"]] == [1, 2]
+    for row in report["rows"]:
+        got = rows[row["policy"]]
+        assert got["mean"] == row["mean"] and got["ci95_half_width"] == row["ci95"]
+        assert got["difference_to_best"] == row["diff"] and got["ratio_to_best"] == row["ratio"]
+        assert got["per_sequence"] == report["scores"][row["policy"]]
+    # one sequence: no interval, null in the JSON (never NaN or Infinity, which JSON does not have)
+    assert main([*argv[:-4], "--count", "1", "--workers", "1", "--policies", "fcfs", "--json"]) == 0
+    text = capsys.readouterr().out
+    assert json.loads(text)["rows"][0]["ci95_half_width"] is None and "Infinity" not in text
+    assert "RLScheduler's starts" in format_sequences(report).splitlines()[0]
 
 
 def first_fit_through_env(env):

@@ -46,10 +46,12 @@ ENV_POLICIES = ("fcfs", "first-fit", "msf", "easy-backfilling", "msfq", "nmsr")
 PREEMPTIVE_ENV_POLICIES = ("server-filling", "server-filling-srpt")
 DEBUG_POLICIES = ("fcfs", "first-fit", "msf", "server-filling", "server-filling-srpt", "msfq")
 # The HPC heuristics on a trace with requested times (they are not defined on the synthetic workloads),
-# and EASY backfilling driven by those requested times.
+# EASY backfilling driven by those requested times, and the self-tuning schedulers.
 HPC_POLICIES = {
     **{pid: {} for pid in ("sjf", "wfp3", "unicep", "f1", "sjf-easy", "wfp3-easy", "unicep-easy", "f1-easy")},
     "easy-backfilling": {"estimates": "requested"},
+    "self-tuning": {},
+    "self-tuning-easy": {},
 }
 
 
