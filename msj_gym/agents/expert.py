@@ -48,8 +48,8 @@ import numpy as np
 PROG = "python -m msj_gym.agents.expert"
 HEURISTICS = ("first-fit", "msf", "adaptive-quickswap", "static-quickswap")
 # what a round's compared decisions depend on, besides the network that drove them
-_COLLECTION = ("systems", "seed", "decisions", "bases", "futures", "horizon", "episode_arrivals", "skip",
-               "sample_every", "explore")  # fmt: skip
+_COLLECTION = ("systems", "scenario", "seed", "decisions", "bases", "futures", "horizon", "persist",
+               "episode_arrivals", "skip", "sample_every", "explore")  # fmt: skip
 UNSTABLE_RATIO = 10.0  # what an unstable selection run counts as, in multiples of the best heuristic
 
 
@@ -66,12 +66,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     ap.add_argument("--systems", type=int, default=64, help="training systems drawn from the generator")
+    ap.add_argument(
+        "--scenario",
+        action="append",
+        default=None,
+        help="train on this scenario (a name or file, at its load) instead of generated ones; repeatable",
+    )
     ap.add_argument("--seed", type=int, default=0, help="seed of the training systems, episodes and fits")
     ap.add_argument("--rounds", type=int, default=3, help="collect-and-fit rounds")
     ap.add_argument("--decisions", type=int, default=40_000, help="compared decisions per round")
     ap.add_argument("--bases", default=",".join(HEURISTICS), help="heuristic bases of the play-outs")
     ap.add_argument("--futures", type=int, default=2, help="sampled futures per compared decision")
     ap.add_argument("--horizon", type=int, default=400, help="sampled arrivals per future")
+    ap.add_argument(
+        "--persist", type=int, default=8, help="decision epochs a compared action is held for, at most"
+    )
     ap.add_argument("--episode-arrivals", type=int, default=3000, help="arrivals per collection episode")
     ap.add_argument("--skip", type=int, default=300, help="arrivals before the first compared decision")
     ap.add_argument("--sample-every", type=float, default=6.0, help="mean decisions between two compared")
@@ -104,6 +113,7 @@ def _check(args: argparse.Namespace) -> None:
     check_count("--decisions", args.decisions, 10, 10**8)
     check_count("--futures", args.futures, 1, 1024)
     check_count("--horizon", args.horizon, 1, 100_000)
+    check_count("--persist", args.persist, 1, 100_000)
     check_count("--episode-arrivals", args.episode_arrivals, 100, 10**7)
     check_count("--skip", args.skip, 0, args.episode_arrivals - 1)
     check_number("--sample-every", args.sample_every, 1.0, 1e6)
@@ -166,7 +176,9 @@ def collect_system(task: dict[str, Any]) -> dict[str, np.ndarray]:
         agent = NetworkAgent(weights, workload.num_classes)
     sampling, streams, futures = task["seed"].spawn(3)
     rng = np.random.default_rng(sampling)
-    player = FuturePlayer(env, bases, futures=a["futures"], horizon=a["horizon"], seed=futures)
+    player = FuturePlayer(
+        env, bases, futures=a["futures"], horizon=a["horizon"], seed=futures, persist=a["persist"]
+    )
     episode_seeds = streams.generate_state(10_000, dtype=np.uint64)
     n_act = int(env.action_space.n)
     obs_l: list[np.ndarray] = []
@@ -416,6 +428,26 @@ def selection_score(args: argparse.Namespace, systems: list[Any], weights: Any) 
 
 
 # --- the script ------------------------------------------------------------------------------------
+def training_systems(args: argparse.Namespace) -> list[Any]:
+    """The systems a run trains on: ``--scenario``'s, else ``--systems`` drawn from the generator."""
+    from msj_gym.workloads.generator import sample_systems
+    from msj_gym.workloads.scenarios import load_scenario
+    from msj_gym.workloads.workload import Workload
+
+    if not args.scenario:
+        return sample_systems(args.seed, args.systems)
+    out = []
+    for spec in args.scenario:
+        try:
+            wl = load_scenario(spec).build()
+        except (ValueError, OSError) as exc:
+            raise ValueError(f"--scenario {spec!r}: {' '.join(str(exc).split())}") from None
+        if not isinstance(wl, Workload):
+            raise ValueError(f"--scenario {spec!r}: expected a Poisson multiserver-job scenario")
+        out.append(wl)
+    return out
+
+
 def main(argv: list[str] | None = None) -> Path:
     args = parse_args(argv)
     from msj_gym.agents._cli import read_round, write_round
@@ -424,7 +456,7 @@ def main(argv: list[str] | None = None) -> Path:
     from msj_gym.workloads.generator import sample_systems
 
     t0 = time.perf_counter()
-    systems = sample_systems(args.seed, args.systems)
+    systems = training_systems(args)
     selection = sample_systems(args.seed + 1_000_003, args.select_systems)
     weights: NetworkWeights | None = None
     kept: NetworkWeights | None = None
@@ -469,7 +501,9 @@ def main(argv: list[str] | None = None) -> Path:
         "hidden": final.hidden,
         "code": final.code,
         "bases": args.base_list,
-        "training_systems": {"seed": args.seed, "count": args.systems},
+        "training_systems": (
+            {"scenarios": args.scenario} if args.scenario else {"seed": args.seed, "count": args.systems}
+        ),
         "selection_systems": {"seed": args.seed + 1_000_003, "count": args.select_systems},
         "rounds": history,
         "selection_mean_log_ratio": kept_score,

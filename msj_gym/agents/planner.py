@@ -43,6 +43,8 @@ class PlannerConfig:
     """A planner's settings, as its checkpoint's ``.json`` declares them under ``"planner"``.
 
     ``futures`` x ``horizon``: the sampled futures per decision and the arrivals in each (the budget);
+    ``persist``: decision epochs an action is held for in its branches (see
+    :class:`~msj_gym.env.futures.FuturePlayer`);
     ``bases``: heuristic policy ids playing the branches out besides the network (``network``: the
     checkpoint's network is a base, and the default action); ``gate``: how many standard errors an
     action must beat the default by; ``know_sizes``: keep the sizes of the jobs present (size-aware);
@@ -50,6 +52,7 @@ class PlannerConfig:
 
     futures: int = 8
     horizon: int = 64
+    persist: int = 1
     bases: tuple[str, ...] = ()
     network: bool = True
     gate: float = 1.5
@@ -57,7 +60,8 @@ class PlannerConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name, lo, hi in (("futures", 1, 4096), ("horizon", 1, 10**6), ("seed", 0, 2**63 - 1)):
+        checks = (("futures", 1, 4096), ("horizon", 1, 10**6), ("persist", 1, 10**6), ("seed", 0, 2**63 - 1))
+        for name, lo, hi in checks:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
                 raise ValueError(f"planner.{name}: expected an integer in [{lo}, {hi}], got {v!r}")
@@ -114,6 +118,7 @@ class Planner:
             horizon=config.horizon,
             seed=np.random.SeedSequence(entropy),
             know_sizes=config.know_sizes,
+            persist=config.persist,
         )
         self.decisions = 0
         self.deviations = 0

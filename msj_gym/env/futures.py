@@ -41,11 +41,10 @@ from ..core.engine import _due, _heap_push, advance, apply, apply_one, can_decid
 from ..core.jit import announce, internal_jit, kernel_jit
 from ..core.policy import Policy
 from ..native.copying import copy1d, copy2d
-from .act import decode_action
+from .act import _decode, can_wait
 
-__all__ = ["WAIT", "FuturePlayer"]
+__all__ = ["FuturePlayer"]
 
-WAIT = -(2**62)  # the engine word of "wait": advance to the next event, then the base decides
 # a branch's status: played to the end, stopped at the event limit, failed (the base's decision was
 # refused, or it stalled), or past the env's queue limit
 PLAYED, CUT, FAILED, OVERFLOW = 0, 1, 2, 3
@@ -136,6 +135,16 @@ def _fresh(pdata, template):
     copy1d(pdata.fwork, template.fwork)
 
 
+@internal_jit
+def _take(sim, ep, action):
+    """Take env job ``action`` (a start of the oldest waiting job of a class) if it is valid now;
+    returns whether it was."""
+    s = _decode(sim, ep, action)
+    if s < 0 or sim.ji[s, S.STATE] != S.WAITING or sim.ji[s, S.NEED] > sim.iv[S.I_FREE]:
+        return False
+    return apply_one(sim, s) == S.E_NONE
+
+
 @functools.cache
 def _player() -> Any:
     @kernel_jit
@@ -158,17 +167,21 @@ def _player() -> Any:
         arrival_s,
         present,
         remaining,
-        first,
+        ep,
+        actions,
+        persist,
         max_events,
         costs,
         status,
     ):
-        """For each future ``f`` (its arrivals ``arrival_*[f]``, absolute times) and each engine word
-        ``first[a]`` (:data:`WAIT`, or a start or preemption): restore ``scratch`` from ``src``, give
-        the jobs present future ``f``'s sizes, take the word, and let the base decide at every event
-        (every one if ``every_event``, else where it can act) until the system is empty.
-        ``costs[f, a]``: the time integral of the jobs in the system over the branch; ``status[f, a]``
-        as the module's ``PLAYED`` ... ``OVERFLOW``."""
+        """For each future ``f`` (its arrivals ``arrival_*[f]``, absolute times) and each env job action
+        ``actions[a]`` (0: wait; a start): restore ``scratch`` from ``src``, give the jobs present
+        future ``f``'s sizes, take the action, and keep taking it at the next ``persist - 1`` decision
+        epochs while it stays valid (wait: the base is not asked; a start: as many as fit, then the
+        base decides the rest of the epoch); from then on the base decides at every event (every one
+        if ``every_event``, else where it can act) until the system is empty. ``costs[f, a]``: the
+        time integral of the jobs in the system over the branch; ``status[f, a]`` as the module's
+        ``PLAYED`` ... ``OVERFLOW``."""
         preemptive = src.iv[S.I_PREEMPTIVE] != 0
         narr = src.iv[S.I_NARR]
         horizon = arrival_t.shape[1]
@@ -181,7 +194,7 @@ def _player() -> Any:
                 scratch.ring_s[r] = arrival_s[f, i]
                 scratch.ring_n[r] = 0.0
             scratch.ring_t[(narr + horizon) & mask] = np.inf  # never arrives: the stream has ended
-            for a in range(first.size):
+            for a in range(actions.size):
                 _restore(scratch, src, rows, nrows)
                 iv, fv = scratch.iv, scratch.fv
                 iv[S.I_NGEN] = narr + horizon + 1
@@ -194,20 +207,31 @@ def _player() -> Any:
                 t0 = fv[S.F_NOW]
                 _fresh(pdata, template)
                 outcome = PLAYED
-                w = first[a]
-                if w == WAIT:
+                action = actions[a]
+                if action == 0:
                     st = advance(scratch)
                 else:
                     st = S.ST_EVENT
-                    if apply_one(scratch, w) != S.E_NONE:
+                    if not _take(scratch, ep, action):
                         outcome = FAILED
+                taken = 1  # decision epochs that took the action
                 events = 0
                 while outcome == PLAYED and st == S.ST_EVENT:
                     if every_event or can_decide(scratch, preemptive):
-                        n = _decide(plain, sized, size_aware, view, sizes, pdata, words)
-                        if n > 0 and apply(scratch, words, n) != S.E_NONE:
-                            outcome = FAILED
-                            break
+                        ask = True
+                        if taken < persist and can_decide(scratch, preemptive):
+                            taken += 1
+                            if action == 0:
+                                ask = not can_wait(scratch)  # holding leads somewhere, or the base acts
+                            else:
+                                while _take(scratch, ep, action):
+                                    pass
+                                ask = can_decide(scratch, preemptive)
+                        if ask:
+                            n = _decide(plain, sized, size_aware, view, sizes, pdata, words)
+                            if n > 0 and apply(scratch, words, n) != S.E_NONE:
+                                outcome = FAILED
+                                break
                     st = advance(scratch)
                     events += 1
                     if events >= max_events:
@@ -281,6 +305,13 @@ class FuturePlayer:
     The futures come from a generator of the player's own (``seed``): the same seed and the same
     decisions give the same futures. ``know_sizes`` keeps the sizes of the jobs present as the env
     holds them (a size-aware scheduler's knowledge) instead of drawing them.
+
+    With ``persist`` > 1 an action is a commitment: the branch takes it again at each of the next
+    ``persist - 1`` decision epochs where it stays valid (waiting: the base is not asked there), and
+    only then does the base take over. Holding servers for a wide job once is nearly free when the
+    base starts narrow jobs at the next event; holding them until the wide job fits is what helps,
+    and only a persistent branch prices that. A base that keeps books at every event (the
+    Quickswaps) takes over at once.
     """
 
     def __init__(
@@ -292,10 +323,11 @@ class FuturePlayer:
         horizon: int = 64,
         seed: int | np.random.SeedSequence = 0,
         know_sizes: bool = False,
+        persist: int = 1,
         max_events: int | None = None,
     ) -> None:
         env = getattr(env, "unwrapped", env)
-        for name, value, lo in (("futures", futures, 1), ("horizon", horizon, 1)):
+        for name, value, lo in (("futures", futures, 1), ("horizon", horizon, 1), ("persist", persist, 1)):
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:
                 raise ValueError(f"{name}: expected an integer >= {lo}, got {value!r}")
         if env.action_mode != "jobs":
@@ -320,7 +352,7 @@ class FuturePlayer:
                     f"base: {p.policy_id!r} reads job sizes, which a size-oblivious player does not know; "
                     "give know_sizes=True for a size-aware one"
                 )
-        self.futures, self.horizon = int(futures), int(horizon)
+        self.futures, self.horizon, self.persist = int(futures), int(horizon), int(persist)
         self.know_sizes = bool(know_sizes)
         self.max_events = max_events
         self.seed = seed
@@ -379,11 +411,6 @@ class FuturePlayer:
                     rule.plain.compile((types[0], *types[2:]))
         self._shape = shape
 
-    def engine_word(self, action: int) -> int:
-        """The engine word of env job action ``action`` now (:data:`WAIT` for 0)."""
-        env = self.env
-        return WAIT if action == 0 else int(decode_action(env.core.sim, env._ep, int(action)))
-
     def costs(self, actions: np.ndarray) -> np.ndarray | None:
         """Costs ``(bases, futures, actions)`` of env job ``actions`` (valid ones) at the current
         decision, in futures drawn now; ``None`` where the state has too few free job slots for the
@@ -432,9 +459,9 @@ class FuturePlayer:
             self._shape = None
             self._setup()
             scratch = self._scratch
-        words = np.array([self.engine_word(int(a)) for a in np.asarray(actions).tolist()], dtype=np.int64)
-        out = np.zeros((len(self._bases), f, words.size))
-        status = np.zeros((len(self._bases), f, words.size), dtype=np.int64)
+        acts = np.asarray(actions, dtype=np.int64)
+        out = np.zeros((len(self._bases), f, acts.size))
+        status = np.zeros((len(self._bases), f, acts.size), dtype=np.int64)
         limit = self.max_events if self.max_events is not None else 40 * (nsys + horizon) + 1000
         for b, base in enumerate(self._bases):
             args = (
@@ -452,7 +479,10 @@ class FuturePlayer:
                 np.ascontiguousarray(arrival_s, dtype=np.float64),
                 present,
                 np.ascontiguousarray(remaining, dtype=np.float64),
-                words,
+                self.env._ep,
+                acts,
+                # a base that keeps books at every event (the Quickswaps) is asked at every one
+                1 if base.rule.every_event else self.persist,
                 int(limit),
                 out[b],
                 status[b],

@@ -56,9 +56,11 @@ def test_a_size_oblivious_player_reads_neither_the_future_nor_the_sizes() -> Non
     assert not np.array_equal(before, after)
 
 
-def test_a_branch_costs_what_the_engine_pays_in_that_future() -> None:
-    """In the episode's own future (its next arrivals, its jobs' real sizes), "wait" then the base costs
-    what the env's wait, then the base's native play-out, pays until those jobs have left."""
+@pytest.mark.parametrize("persist", [1, 3])
+def test_a_branch_costs_what_the_engine_pays_in_that_future(persist: int) -> None:
+    """In the episode's own future (its next arrivals, its jobs' real sizes), "wait" (held for
+    ``persist`` decision epochs) then the base costs what the env's waits, then the base's native
+    play-out, pay until those jobs have left."""
     env = _env(load=0.7, steps=200)
     sim = env.core.sim
     horizon = 40
@@ -68,7 +70,7 @@ def test_a_branch_costs_what_the_engine_pays_in_that_future() -> None:
         sim = env.core.sim
     mask = sim.ring_t.size - 1
     idx = np.arange(narr, narr + horizon) & mask
-    player = FuturePlayer(env, ["first-fit"], futures=1, horizon=horizon, know_sizes=True)
+    player = FuturePlayer(env, ["first-fit"], futures=1, horizon=horizon, know_sizes=True, persist=persist)
     present = player.present_jobs()
     costs = player.costs_in(
         np.array([0]),
@@ -85,8 +87,12 @@ def test_a_branch_costs_what_the_engine_pays_in_that_future() -> None:
     sim.iv[S.I_MEAS_HI] = narr + horizon
     sim.iv[S.I_MEAS_DONE] = narr - int(sim.iv[S.I_NSYS])
     start = float(sim.fv[S.F_RUN_AREA])
-    _, reward, _, over, _ = env.step(0)
-    paid = -reward + (0.0 if over else -planning.play_out(env, "first-fit"))
+    paid, over = 0.0, False
+    for _ in range(persist):
+        if not over:
+            _, reward, _, over, _ = env.step(0)
+            paid -= reward
+    paid += 0.0 if over else -planning.play_out(env, "first-fit")
     assert float(env.core.sim.fv[S.F_RUN_AREA]) - start == pytest.approx(paid)
     assert costs[0, 0, 0] == pytest.approx(paid, rel=1e-12)
 
