@@ -42,6 +42,7 @@ from ..core.jit import announce, internal_jit, kernel_jit
 from ..core.policy import Policy
 from ..native.copying import copy1d, copy2d
 from .act import _decode, can_wait
+from .layout import EP_QWIN
 
 __all__ = ["FuturePlayer"]
 
@@ -145,6 +146,17 @@ def _take(sim, ep, action):
     return apply_one(sim, s) == S.E_NONE
 
 
+@internal_jit
+def _widest_waiting(sim):
+    """The waiting class with the largest server need (ties: the first), -1 if none waits."""
+    ci = sim.ci
+    best = -1
+    for c in range(ci.shape[1]):
+        if ci[S.C_NWAIT, c] > 0 and (best == -1 or ci[S.C_NEED, c] > ci[S.C_NEED, best]):
+            best = c
+    return best
+
+
 @functools.cache
 def _player() -> Any:
     @kernel_jit
@@ -176,12 +188,13 @@ def _player() -> Any:
     ):
         """For each future ``f`` (its arrivals ``arrival_*[f]``, absolute times) and each env job action
         ``actions[a]`` (0: wait; a start): restore ``scratch`` from ``src``, give the jobs present
-        future ``f``'s sizes, take the action, and keep taking it at the next ``persist - 1`` decision
-        epochs while it stays valid (wait: the base is not asked; a start: as many as fit, then the
-        base decides the rest of the epoch); from then on the base decides at every event (every one
-        if ``every_event``, else where it can act) until the system is empty. ``costs[f, a]``: the
-        time integral of the jobs in the system over the branch; ``status[f, a]`` as the module's
-        ``PLAYED`` ... ``OVERFLOW``."""
+        future ``f``'s sizes, take the action, and keep it up at the next ``persist - 1`` decision
+        epochs (a start: as many of its class as fit, then the base decides the rest of the epoch;
+        wait: the servers held for the class with the widest need waiting at the decision, whose
+        jobs start once they fit, which ends the hold); from then on the base decides at every
+        event (every one if ``every_event``, else where it can act) until the system is empty.
+        ``costs[f, a]``: the time integral of the jobs in the system over the branch; ``status[f, a]``
+        as the module's ``PLAYED`` ... ``OVERFLOW``."""
         preemptive = src.iv[S.I_PREEMPTIVE] != 0
         narr = src.iv[S.I_NARR]
         horizon = arrival_t.shape[1]
@@ -208,7 +221,9 @@ def _player() -> Any:
                 _fresh(pdata, template)
                 outcome = PLAYED
                 action = actions[a]
+                hold = -1  # waiting holds the idle servers for the widest class waiting now
                 if action == 0:
+                    hold = _widest_waiting(scratch)
                     st = advance(scratch)
                 else:
                     st = S.ST_EVENT
@@ -222,7 +237,14 @@ def _player() -> Any:
                         if taken < persist and can_decide(scratch, preemptive):
                             taken += 1
                             if action == 0:
-                                ask = not can_wait(scratch)  # holding leads somewhere, or the base acts
+                                # start the held class's jobs once they fit (then the hold has done its
+                                # work); until then start nothing, if waiting leads somewhere
+                                started = False
+                                while _take(scratch, ep, 1 + hold * ep[EP_QWIN]):
+                                    started = True
+                                if started:
+                                    taken = persist
+                                ask = started or not can_wait(scratch)
                             else:
                                 while _take(scratch, ep, action):
                                     pass
@@ -306,12 +328,13 @@ class FuturePlayer:
     decisions give the same futures. ``know_sizes`` keeps the sizes of the jobs present as the env
     holds them (a size-aware scheduler's knowledge) instead of drawing them.
 
-    With ``persist`` > 1 an action is a commitment: the branch takes it again at each of the next
-    ``persist - 1`` decision epochs where it stays valid (waiting: the base is not asked there), and
-    only then does the base take over. Holding servers for a wide job once is nearly free when the
-    base starts narrow jobs at the next event; holding them until the wide job fits is what helps,
-    and only a persistent branch prices that. A base that keeps books at every event (the
-    Quickswaps) takes over at once.
+    With ``persist`` > 1 an action is a commitment kept up for the next ``persist - 1`` decision
+    epochs: a start starts its class's jobs as they fit; waiting holds the idle servers for the
+    widest class waiting at the decision (nothing else starts; that class's jobs start once they fit,
+    and the hold ends). Only then does the base take over. Holding servers for a wide job once is
+    nearly free when the base starts narrow jobs at the next event; holding them until the wide job
+    fits is what helps, and only a persistent branch prices that. A base that keeps books at every
+    event (the Quickswaps) takes over at once.
     """
 
     def __init__(

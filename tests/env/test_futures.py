@@ -56,7 +56,7 @@ def test_a_size_oblivious_player_reads_neither_the_future_nor_the_sizes() -> Non
     assert not np.array_equal(before, after)
 
 
-@pytest.mark.parametrize("persist", [1, 3])
+@pytest.mark.parametrize("persist", [1, 3, 12])
 def test_a_branch_costs_what_the_engine_pays_in_that_future(persist: int) -> None:
     """In the episode's own future (its next arrivals, its jobs' real sizes), "wait" (held for
     ``persist`` decision epochs) then the base costs what the env's waits, then the base's native
@@ -87,11 +87,24 @@ def test_a_branch_costs_what_the_engine_pays_in_that_future(persist: int) -> Non
     sim.iv[S.I_MEAS_HI] = narr + horizon
     sim.iv[S.I_MEAS_DONE] = narr - int(sim.iv[S.I_NSYS])
     start = float(sim.fv[S.F_RUN_AREA])
-    paid, over = 0.0, False
-    for _ in range(persist):
-        if not over:
-            _, reward, _, over, _ = env.step(0)
+    # the hold: at the next epochs nothing starts but the widest class waiting now, once it fits
+    ci = env.core.sim.ci
+    waiting = np.flatnonzero(ci[S.C_NWAIT] > 0)
+    widest = int(waiting[np.argmax(ci[S.C_NEED, waiting])])
+    paid, over, taken = 0.0, False, 1
+    _, reward, _, over, info = env.step(0)
+    paid -= reward
+    while taken < persist and not over:
+        taken += 1
+        if not info["action_mask"][1 + widest]:
+            _, reward, _, over, info = env.step(0)
             paid -= reward
+            continue
+        now = info["time"]  # its jobs start as they fit at this epoch; the base decides the rest
+        while not over and info["time"] == now and info["action_mask"][1 + widest]:
+            _, reward, _, over, info = env.step(1 + widest)
+            paid -= reward
+        break
     paid += 0.0 if over else -planning.play_out(env, "first-fit")
     assert float(env.core.sim.fv[S.F_RUN_AREA]) - start == pytest.approx(paid)
     assert costs[0, 0, 0] == pytest.approx(paid, rel=1e-12)
