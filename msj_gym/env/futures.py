@@ -190,8 +190,9 @@ def _player() -> Any:
         ``actions[a]`` (0: wait; a start): restore ``scratch`` from ``src``, give the jobs present
         future ``f``'s sizes, take the action, and keep it up at the next ``persist - 1`` decision
         epochs (a start: as many of its class as fit, then the base decides the rest of the epoch;
-        wait: the servers held for the class with the widest need waiting at the decision, whose
-        jobs start once they fit, which ends the hold); from then on the base decides at every
+        wait: the servers held for the class with the widest need waiting at the decision if it does
+        not fit yet, whose jobs start once they fit, which ends the hold; else nothing starts while
+        the wait is kept up); from then on the base decides at every
         event (every one if ``every_event``, else where it can act) until the system is empty.
         ``costs[f, a]``: the time integral of the jobs in the system over the branch; ``status[f, a]``
         as the module's ``PLAYED`` ... ``OVERFLOW``."""
@@ -221,9 +222,13 @@ def _player() -> Any:
                 _fresh(pdata, template)
                 outcome = PLAYED
                 action = actions[a]
-                hold = -1  # waiting holds the idle servers for the widest class waiting now
+                # waiting holds the idle servers for the widest class waiting now, if it does not fit
+                # yet; if it does, waiting only waits (-1): nothing starts while the wait is kept up
+                hold = -1
                 if action == 0:
                     hold = _widest_waiting(scratch)
+                    if hold >= 0 and scratch.ci[S.C_NEED, hold] <= scratch.iv[S.I_FREE]:
+                        hold = -1
                     st = advance(scratch)
                 else:
                     st = S.ST_EVENT
@@ -240,7 +245,7 @@ def _player() -> Any:
                                 # start the held class's jobs once they fit (then the hold has done its
                                 # work); until then start nothing, if waiting leads somewhere
                                 started = False
-                                while _take(scratch, ep, 1 + hold * ep[EP_QWIN]):
+                                while hold >= 0 and _take(scratch, ep, 1 + hold * ep[EP_QWIN]):
                                     started = True
                                 if started:
                                     taken = persist
@@ -330,10 +335,11 @@ class FuturePlayer:
 
     With ``persist`` > 1 an action is a commitment kept up for the next ``persist - 1`` decision
     epochs: a start starts its class's jobs as they fit; waiting holds the idle servers for the
-    widest class waiting at the decision (nothing else starts; that class's jobs start once they fit,
-    and the hold ends). Only then does the base take over. Holding servers for a wide job once is
-    nearly free when the base starts narrow jobs at the next event; holding them until the wide job
-    fits is what helps, and only a persistent branch prices that. A base that keeps books at every
+    widest class waiting at the decision if it does not fit yet (nothing else starts; that class's
+    jobs start once they fit, and the hold ends), and where it fits already, waiting only waits,
+    nothing starting while it is kept up. Only then does the base take over. Holding servers for a
+    wide job once is nearly free when the base starts narrow jobs at the next event; holding them
+    until the wide job fits is what helps, and only a persistent branch prices that. A base that keeps books at every
     event (the Quickswaps) takes over at once.
     """
 

@@ -91,12 +91,14 @@ def test_a_branch_costs_what_the_engine_pays_in_that_future(persist: int) -> Non
     ci = env.core.sim.ci
     waiting = np.flatnonzero(ci[S.C_NWAIT] > 0)
     widest = int(waiting[np.argmax(ci[S.C_NEED, waiting])])
+    if ci[S.C_NEED, widest] <= env.core.sim.iv[S.I_FREE]:
+        widest = -1  # it fits already: the wait only waits
     paid, over, taken = 0.0, False, 1
     _, reward, _, over, info = env.step(0)
     paid -= reward
     while taken < persist and not over:
         taken += 1
-        if not info["action_mask"][1 + widest]:
+        if widest < 0 or not info["action_mask"][1 + widest]:
             _, reward, _, over, info = env.step(0)
             paid -= reward
             continue
