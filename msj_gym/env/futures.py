@@ -339,8 +339,8 @@ class FuturePlayer:
     jobs start once they fit, and the hold ends), and where it fits already, waiting only waits,
     nothing starting while it is kept up. Only then does the base take over. Holding servers for a
     wide job once is nearly free when the base starts narrow jobs at the next event; holding them
-    until the wide job fits is what helps, and only a persistent branch prices that. A base that keeps books at every
-    event (the Quickswaps) takes over at once.
+    until the wide job fits is what helps, and only a persistent branch prices that. A base that
+    keeps books at every event (the Quickswaps) takes over at once.
     """
 
     def __init__(
