@@ -535,17 +535,31 @@ def _read_references(entry: Path, points: Sequence[Point]) -> dict[str, Any] | N
 
 
 def _file_module(path: Path) -> str:
-    """The module name ``path`` is imported by: its stem, which must name no other module this process
-    has imported (a one-line ``ValueError`` before any work)."""
+    """The module name ``path`` is imported by: its stem, which must not shadow a module of Python's or of
+    an installed package this process has imported (a one-line ``ValueError`` before any work). A module of
+    that name imported from a user's own file (another folder's ``policy.py``, an earlier edit) is replaced:
+    the child imports the file named afresh."""
     name = path.stem
     old = sys.modules.get(name)
-    where = getattr(old, "__file__", None) if old is not None else None
-    if old is not None and (where is None or Path(where).resolve() != path.resolve()):
+    if old is None:
+        return name
+    where = getattr(old, "__file__", None)
+    if where is None or _installed(Path(where)):
         raise ValueError(
             f"the module name {name!r} of {str(path)!r} is taken by {where or 'a built-in module'}; rename "
             "the file"
         )
     return name
+
+
+def _installed(path: Path) -> bool:
+    """Whether ``path`` lies in Python's own library or an installed package's folder."""
+    import sysconfig
+
+    path = path.resolve()
+    roots = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots.add(str(Path(__file__).resolve().parent))
+    return any(path.is_relative_to(Path(root).resolve()) for root in roots)
 
 
 def _load(target: _Target) -> Policy:

@@ -292,3 +292,26 @@ def test_builtin_scores_every_built_in_policy_of_the_suite(cache) -> None:
     assert all(r.status == "scored" and math.isfinite(r.score) for r in report.results)
     by = {r.spec: r for r in report.results}
     assert by["fcfs"].score == 0 and by["server-filling"].score > 100 > by["first-fit"].score > 0
+
+
+def test_a_file_named_as_an_installed_module_is_refused_and_a_users_same_name_is_not(
+    tmp_path, monkeypatch
+) -> None:
+    import sys
+    import types
+
+    from msj_gym.scoring import _target
+
+    shadow = tmp_path / "json.py"
+    shadow.write_text(SCAN_FIT)
+    with pytest.raises(ValueError, match=r"the module name 'json' .* is taken by .*json.*; rename the file"):
+        _target(f"{shadow}:ScanFit", {})
+    # a module of the same stem from another folder of the user's (an earlier test, another policy.py)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    earlier = types.ModuleType("policy")
+    earlier.__file__ = str(other / "policy.py")
+    monkeypatch.setitem(sys.modules, "policy", earlier)
+    mine = tmp_path / "policy.py"
+    mine.write_text(SCAN_FIT)
+    assert _target(f"{mine}:ScanFit", {}).how == "file"

@@ -84,6 +84,8 @@ _REBUILT = frozenset(
         "ep_info_buffer",
         "ep_success_buffer",
         "policy_kwargs",
+        "batch_norm_stats",  # a DQN's, gathered from its networks when it is set up
+        "batch_norm_stats_target",
     }
 )
 # the algorithm's attributes that say where it runs or writes, never read from a file
