@@ -167,7 +167,8 @@ def test_preemptive_variant_equals_single_envs(observation: str) -> None:
 )
 def test_hpc_rewards_equal_single_envs(env_id: str, kwargs: dict) -> None:
     """``reward="slowdown"`` / ``"waiting"``: each env's rewards are the single env's bit for bit, and
-    each episode's return is minus its result's measured sum."""
+    each episode's return is minus its result's measured sum; an episode stopped with measured jobs
+    in the system paid nothing for them, which its result counts (so its sum is larger)."""
     ends = _run_pair(env_id, "SameStep", 400, **kwargs)
     assert ends >= 3
     venv = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", **kwargs).unwrapped
@@ -180,7 +181,10 @@ def test_hpc_rewards_equal_single_envs(env_id: str, kwargs: dict) -> None:
         for i in np.flatnonzero(trunc & ~done):
             res = venv.result(i)  # NextStep: the ended episode's until the next step resets it
             metric = res.mean_bounded_slowdown if kwargs["reward"] == "slowdown" else res.mean_waiting_time
-            assert -totals[i] == pytest.approx(metric * res.num_measured, rel=1e-9), i
+            if "had not left" in res.stability_note:
+                assert -totals[i] < metric * res.num_measured, i
+            else:
+                assert -totals[i] == pytest.approx(metric * res.num_measured, rel=1e-9), i
         done |= trunc
     assert (totals < 0).all()
 
