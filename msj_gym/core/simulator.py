@@ -109,13 +109,19 @@ def with_unfinished(
     if left is None or not len(left):
         return acc_f, acc_i
     acc_f, acc_i = acc_f.copy(), acc_i.copy()
-    cell = (left.batch, left.job_class)
-    np.add.at(acc_f, (*cell, S.A_RESP), left.response)
-    np.add.at(acc_f, (*cell, S.A_WAIT), left.wait)
-    np.add.at(acc_f, (*cell, S.A_BSLD), left.slowdown)
-    np.add.at(acc_i, (*cell, S.A_COUNT), 1)
-    np.add.at(acc_i, (*cell, S.A_WAITED), left.waited.astype(np.int64))
-    np.add.at(acc_i, (*cell, S.A_PREEMPT), left.preemptions)
+    # each job's (batch, class) cell as one flat index into a field's [batch, class] plane (a view)
+    cell = np.ravel_multi_index((left.batch, left.job_class), acc_f.shape[:2])
+    for acc, fields in (
+        (acc_f, ((S.A_RESP, left.response), (S.A_WAIT, left.wait), (S.A_BSLD, left.slowdown))),
+        (
+            acc_i,
+            ((S.A_COUNT, 1), (S.A_WAITED, left.waited.astype(np.int64)), (S.A_PREEMPT, left.preemptions)),
+        ),
+    ):
+        for column, values in fields:
+            plane = acc[:, :, column].reshape(-1)  # a copy if not contiguous: written back below
+            np.add.at(plane, cell, values)
+            acc[:, :, column] = plane.reshape(acc.shape[:2])
     return acc_f, acc_i
 
 

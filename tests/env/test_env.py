@@ -502,8 +502,12 @@ def test_a_policy_that_starves_a_class_is_flagged_and_its_mean_counts_the_starve
             obs, _, _, over, info = env.step(act(obs, info))
         return info, env.unwrapped.result()
 
+    def follow_msf(env):
+        msf = PolicyAgent("msf", env)
+        return lambda obs, info: msf.predict(obs)[0]
+
     info, starved = episode(lambda env: lambda obs, info: 1 if info["action_mask"][1] else 0)
-    _, stable = episode(lambda env: lambda obs, info, msf=PolicyAgent("msf", env): msf.predict(obs)[0])
+    _, stable = episode(follow_msf)
     assert stable.stable and not starved.stable and not info["stable"]
     assert starved.summary().startswith("UNSTABLE") and "had not left" in starved.stability_note
     assert info["mean_response_time"] == starved.mean_response_time
