@@ -351,7 +351,9 @@ def _load_checkpoint(spec: str, bare: bool = False) -> AgentSpec:
         try:
             algo = getattr(importlib.import_module(module), cls_name)
         except ImportError:
-            errors.append(f"{name}: {module} is not installed (pip install -e '.[rl]')")
+            from ..extras import install_hint
+
+            errors.append(f"{name}: {module} is not installed ({install_hint('rl')})")
             continue
         try:
             import torch
