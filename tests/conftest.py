@@ -5,11 +5,17 @@ time)."""
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pytest
 
 from msj_gym.metrics.stats import student_t_quantile
+
+# torch's intra-op threads: the tests' networks are tiny, and under pytest-xdist every worker's torch
+# would start one thread per core, each spinning while the other workers hold the cores (a rehearsal
+# test took 14 times its CPU time so). Set before any test imports torch; subprocesses inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 

@@ -221,11 +221,13 @@ def test_equal_through_slot_growth_and_the_arrival_cap() -> None:
     assert ends == 2  # each env once, at the arrival cap
 
 
-def test_threads_give_the_same_trajectories() -> None:
-    """Two and three threads (polling workers) step exactly as one, also through a slot growth (the
-    workers restart on the new arrays) and autoresets; closing the env stops the workers."""
+@pytest.mark.parametrize("more", [2, pytest.param(3, marks=pytest.mark.slow)])
+def test_threads_give_the_same_trajectories(more: int) -> None:
+    """Two threads (polling workers; three, slow: more threads than this machine's two cores, each
+    polling) step exactly as one, also through a slot growth (the workers restart on the new arrays)
+    and autoresets; closing the env stops the workers."""
     runs = []
-    for threads in (1, 2, 3):
+    for threads in (1, more):
         venv = MSJVectorEnv(5, threads=threads, num_arrivals=150)
         slots = venv._b.ji.shape[1]
         obs, _ = venv.reset(seed=1)
@@ -244,7 +246,6 @@ def test_threads_give_the_same_trajectories() -> None:
         assert pool is None or not any(pool.alive())
         runs.append(trace)
     assert all(np.array_equal(x, y) for x, y in zip(runs[0], runs[1], strict=True))
-    assert all(np.array_equal(x, y) for x, y in zip(runs[0], runs[2], strict=True))
 
 
 def test_no_cross_talk_between_envs() -> None:
