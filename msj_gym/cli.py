@@ -700,7 +700,7 @@ def _print_queueing(
     policy: Any,
     size: str,
 ) -> int:
-    if result.num_measured == 0:  # stopped (queue limit, arrival cap) before any measured job left
+    if result.num_measured == 0:  # stopped (queue limit, arrival cap) before any measured job arrived
         raise ValueError(
             f"no job was measured: {result.stability_note}; use a lower --load or fewer --warmup arrivals"
         )

@@ -375,8 +375,9 @@ class Simulator:
 
         Raises ``ValueError`` when the measurement held no job although the run was not stopped (a
         horizon or a trace too short for the warm-up): its averages would be NaN, so there is no result.
-        A run stopped by the arrival cap or the queue limit before any measured job left returns an
-        unstable result instead (``num_measured == 0``, ``stable`` False)."""
+        A run stopped by the arrival cap or the queue limit returns an unstable result instead, its
+        measured jobs still in the system counted with their time so far (``num_measured == 0`` only
+        when it stopped before the first measured arrival)."""
         self.pdata = self.drive(self.policy, self.pdata)
         result = self.result()
         if result.num_measured == 0 and not (self.capped or self.overflowed):

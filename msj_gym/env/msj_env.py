@@ -321,7 +321,11 @@ class MSJEnv(gym.Env):
     ## Info
     Every step: ``time`` (simulator clock), ``elapsed_time`` (since the previous decision),
     ``action_mask``, ``jobs_in_system``, ``invalid_actions`` (this episode) and ``invalid_action``
-    (this step).
+    (this step). The episode's last step adds ``stalled`` (it ended because the agent waited while
+    nothing could happen), ``mean_response_time`` (over the measured jobs; a lower bound when some had
+    not left, see above), ``stable`` (False for a run that is no steady-state estimate: stopped with
+    measured jobs in the system, a queue that kept growing, or a load of 1 or more) and
+    ``measured_jobs`` (the jobs that mean counts), all as :meth:`result` gives them.
 
     ## Version history
     * v0: initial version; ``observation="classes"`` and ``max_classes`` added (new options: the
