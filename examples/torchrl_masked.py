@@ -1,7 +1,8 @@
 """TorchRL on MSJ-v0: ``GymEnv`` with the action mask read from ``info`` and applied by ``ActionMask``,
 then a masked policy (``MaskedCategorical``) collecting an episode.
 
-Run: ``python examples/torchrl_masked.py`` (needs ``pip install -e ".[rl,torchrl]"``).
+Run: ``python examples/torchrl_masked.py`` (a few seconds; TorchRL comes with the ``dev`` extra, or
+alone with ``pip install -e ".[rl,torchrl]"``).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import torch
 from tensordict.nn import TensorDictModule
 from torch import nn
+from torchrl.data import Binary
 from torchrl.envs import GymEnv, TransformedEnv
 from torchrl.envs.libs.gym import default_info_dict_reader
 from torchrl.envs.transforms import ActionMask
@@ -20,8 +22,10 @@ import msj_gym  # noqa: F401  registers MSJ-v0
 def make_env(**env_kwargs: object) -> TransformedEnv:
     """MSJ-v0 as a TorchRL env whose action spec follows the mask of every step."""
     env = GymEnv("MSJ-v0", categorical_action_encoding=True, **env_kwargs)
-    # the mask is in info["action_mask"]; read it into the tensordict, where ActionMask looks for it
-    env.set_info_dict_reader(default_info_dict_reader(["action_mask"]))
+    # the mask is in info["action_mask"]; read it into the tensordict, where ActionMask looks for it,
+    # with its spec (one boolean per action), which TorchRL cannot guess from the info dict
+    mask_spec = Binary(env.action_spec.space.n, dtype=torch.bool)
+    env.set_info_dict_reader(default_info_dict_reader(["action_mask"], spec={"action_mask": mask_spec}))
     return TransformedEnv(env, ActionMask())
 
 

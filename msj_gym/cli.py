@@ -32,6 +32,7 @@ TRUST_IMPORTS_HELP = (
     "let an --agent checkpoint's .json import the module:attr it names (an advisor or base outside the "
     "registry and msj_gym): only for files you trust"
 )
+LEADERBOARD_QUICK = {"seeds": 2, "arrivals": 2_000}  # `leaderboard --quick`, as `benchmark --quick`
 BARE_AGENTS_HELP = (
     "admit a checkpoint without its .json (the env and keywords it was trained with): it runs on the "
     "env's defaults, its algorithm guessed; by default such a checkpoint is refused"
@@ -58,7 +59,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    sim = sub.add_parser("simulate", help="run one policy on one scenario and print its metrics")
+    sim = sub.add_parser(
+        "simulate",
+        help="run one policy on one scenario and print its metrics",
+        description="Run POLICY on SCENARIO for one seed and print what the run measured: the mean "
+        "response time with its 95% interval, waiting time, bounded slowdown, percentiles, utilisation, "
+        "per-class figures, and whether the run is stable (an unstable run leads with a warning).",
+    )
     sim.add_argument(
         "--scenario",
         required=True,
@@ -106,7 +113,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
-    lst = sub.add_parser("list", help="list the built-in scenarios and policies of every model")
+    lst = sub.add_parser(
+        "list",
+        help="list the built-in scenarios and policies of every model",
+        description="List the built-in scenarios, each with what it models, and the registered policies, "
+        "each preemptive or not, size-aware or not, with its source and its --policy-param parameters, "
+        "of every model: the multiserver-job queue, the job-server compatibility model and moldable "
+        "loss systems.",
+    )
     lst.add_argument(
         "--model",
         choices=("msj", "compatibility", "moldable"),
@@ -116,6 +130,11 @@ def _parser() -> argparse.ArgumentParser:
     opt = sub.add_parser(
         "optimal",
         help="solve the exact optimal policy of a small exponential system (Markov decision process)",
+        description="Solve the exact optimal scheduling policy (minimum mean response time) among the "
+        "policies that do not know job durations, on a scenario with exponential durations, as a Markov "
+        "decision process truncated where the states' probability is negligible; print its mean "
+        "response time, the heuristics' ratios to it and the structure of its decisions. Small systems "
+        "only: the state count and the solve time are estimated first.",
     )
     opt.add_argument("--scenario", required=True, help="a built-in scenario name or a scenario file")
     orate = opt.add_mutually_exclusive_group()
@@ -154,7 +173,12 @@ def _parser() -> argparse.ArgumentParser:
         "(time on x, servers on y, each job a bar in its class colour).",
     )
     ren.add_argument("--scenario", required=True, help="a built-in scenario name or a scenario file")
-    ren.add_argument("--policy", required=True, help="policy id (see `msj-gym list`)")
+    ren.add_argument(
+        "--policy",
+        required=True,
+        help="policy id (see `msj-gym list`), or module:Class for a policy of your own (imported from "
+        "the current folder or PYTHONPATH)",
+    )
     ren.add_argument("--load", type=float, help="offered load rho (default: the scenario's)")
     ren.add_argument("--k", type=int, help="number of servers (default: the scenario's)")
     ren.add_argument("--seed", type=int, default=0, help="job-stream seed (default 0)")
@@ -204,9 +228,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     lb.add_argument("--bare-agents", action="store_true", help=BARE_AGENTS_HELP)
     _trust_args(lb)
-    lb.add_argument("--seeds", default="5", help="a count, 'LO-HI' or a list (default 5: seeds 0..4)")
+    lb.add_argument("--seeds", default=None, help="a count, 'LO-HI' or a list (default 5: seeds 0..4)")
     lb.add_argument(
         "--arrivals", type=int, default=None, help="arrivals per run (default 20000; a trace: all its jobs)"
+    )
+    lb.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"{LEADERBOARD_QUICK['seeds']} seeds x {LEADERBOARD_QUICK['arrivals']} arrivals: a smoke test, "
+        "not a ranking",
     )
     lb.add_argument(
         "--warmup", type=int, default=None, help="arrivals discarded per run (default 10%% of those run)"
@@ -348,6 +378,9 @@ def _parser() -> argparse.ArgumentParser:
         "reproduce",
         aliases=["figure"],
         help="regenerate a paper figure or table; write NAME.csv and NAME.png",
+        description="Regenerate a figure or table of one of the source papers (--list names them) from "
+        "fresh simulations and write NAME.csv and NAME.png; runs already in the output folder's "
+        "runs.jsonl are reused.",
     )
     fig.add_argument("name", nargs="?", help="figure id, e.g. 004-fig3, or 'all' (see --list)")
     fig.add_argument("--list", action="store_true", help="list the figures")
@@ -504,6 +537,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     )
 
     workers = _workers(args)  # every flag is checked before anything is written to --out
+    _quick_leaderboard(args)
     check_output_folder("--out", args.out, "leaderboard.json")  # before the plan, which may solve optima
     if any(_is_other_model(s) for s in args.scenario or []):
         return _model_leaderboard(args, workers)
@@ -532,6 +566,18 @@ def _leaderboard(args: argparse.Namespace) -> int:
     names = [str(f.relative_to(out)) if f.is_relative_to(out) else str(f) for f in report["files"]]
     print(f"wrote in {out}/: " + ", ".join([*names, "runs.jsonl"]))
     return 0
+
+
+def _quick_leaderboard(args: argparse.Namespace) -> None:
+    """``--quick``: :data:`LEADERBOARD_QUICK`'s seeds and arrivals, unless the flags say otherwise;
+    without it, ``--seeds`` defaults to 5."""
+    if not args.quick:
+        args.seeds = "5" if args.seeds is None else args.seeds
+        return
+    for flag in ("seeds", "arrivals"):
+        if getattr(args, flag) is not None:
+            raise ValueError(f"--quick: sets --{flag} ({LEADERBOARD_QUICK[flag]}); give one or the other")
+    args.seeds, args.arrivals = str(LEADERBOARD_QUICK["seeds"]), LEADERBOARD_QUICK["arrivals"]
 
 
 def _is_other_model(scenario: str) -> bool:
@@ -809,7 +855,7 @@ def _print_queueing(
     policy: Any,
     size: str,
 ) -> int:
-    if result.num_measured == 0:  # stopped (queue limit, arrival cap) before any measured job left
+    if result.num_measured == 0:  # stopped (queue limit, arrival cap) before any measured job arrived
         raise ValueError(
             f"no job was measured: {result.stability_note}; use a lower --load or fewer --warmup arrivals"
         )
@@ -891,13 +937,13 @@ def _render(args: argparse.Namespace) -> int:
     import time
 
     from .atomic import check_output_file
-    from .registry import ENGINE_MODELS, make_policy, policy_ids, supports
+    from .registry import ENGINE_MODELS, policy_from_spec, policy_ids, supports
     from .workloads.workload import check_integer
 
     # every flag before any simulation, the output file's folder too (writable, not a folder)
     out = check_output_file("--out", args.out, (".gif", ".png"))
     kind = out.suffix.lower()
-    if args.policy not in policy_ids(ENGINE_MODELS):
+    if ":" not in args.policy and args.policy not in policy_ids(ENGINE_MODELS):
         raise ValueError(f"--policy: unknown policy {args.policy!r}; see `msj-gym list`")
     if kind == ".png":
         check_integer("--arrivals", args.arrivals, 2, MAX_GANTT_ARRIVALS)
@@ -916,14 +962,17 @@ def _render(args: argparse.Namespace) -> int:
         if kind == ".png":
             import matplotlib  # noqa: F401
     except ImportError:
-        raise ValueError("render needs Pillow and matplotlib: pip install msj-gym[plot]") from None
+        from .extras import install_hint
+
+        raise ValueError(f"render needs Pillow and matplotlib: {install_hint('plot')}") from None
     import gymnasium as gym
 
     from .env import MSJEnv, PolicyAgent
     from .env.render import DecisionFrames, FrameRenderer, ScheduleRecorder, gantt_png, write_gif
     from .workloads.scenarios import load_scenario
 
-    policy = make_policy(args.policy)
+    _importable_from_here([args.policy])
+    policy = policy_from_spec(args.policy, "--policy")
     workload = load_scenario(args.scenario).build(num_servers=args.k, load=args.load)
     reason = supports(policy, workload)  # refused before it says what it will draw
     if reason is not None:
@@ -1114,7 +1163,9 @@ def _optimal(args: argparse.Namespace) -> int:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise ValueError("--png needs matplotlib: pip install msj-gym[plot]") from None
+            from .extras import install_hint
+
+            raise ValueError(f"--png needs matplotlib: {install_hint('plot')}") from None
     workload = load_scenario(args.scenario).build(
         num_servers=args.k, load=args.load, arrival_rate=args.arrival_rate
     )

@@ -69,8 +69,8 @@ class PooledSimulator(Simulator):
         self.interruptions = float(getattr(policy, "interruptions_per_job", 0.0))
         super().__init__(workload, policy, **kwargs)
 
-    def result(self) -> SimulationResult:
-        res = super().result()
+    def result(self, ended: bool | None = None) -> SimulationResult:
+        res = super().result(ended)
         sigma = self.workload.mean_size
         extra: dict[str, Any] = {
             "interruptions_per_job": res.preemptions_per_job,

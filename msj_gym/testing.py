@@ -169,7 +169,13 @@ def check_policy(
         try:
             through_env = rollout(env, PolicyAgent(cls(**policy.param_values), env), seed=seed).to_dict()
         except (SimulationError, ValueError) as exc:
-            raise _fail(pid, f"the run through {env_id} failed: {exc}") from None
+            # the env's own advice names its keyword; here the window is check_policy's argument
+            said = str(exc)
+            for name in ("queue_window", "preempt_window"):
+                said = said.replace(
+                    f"make the env with a larger {name}", f"pass check_policy a larger {name}="
+                )
+            raise _fail(pid, f"the run through {env_id} failed: {said}") from None
         through_env.pop("provenance")
         policy_metrics = first.pop("policy_metrics"), through_env.pop("policy_metrics")  # native extras only
         if through_env != first:

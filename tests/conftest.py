@@ -5,17 +5,45 @@ time)."""
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pytest
 
 from msj_gym.metrics.stats import student_t_quantile
 
+# torch's intra-op threads: the tests' networks are tiny, and under pytest-xdist every worker's torch
+# would start one thread per core, each spinning while the other workers hold the cores (a rehearsal
+# test took 14 times its CPU time so). Set before any test imports torch; subprocesses inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
+# The heaviest files first (what imports torch and trains or plans, then the subprocess-heavy ones):
+# the workers of pytest-xdist (-n auto in pyproject.toml) take files in this order, so that no heavy
+# file is left for the end, when one worker would run it alone. The other worker shows progress
+# meanwhile. Without xdist (-p no:xdist) they run last instead, so that progress shows at once.
+HEAVY = ("tests/agents/", "tests/experiments/", "tests/test_faults.py", "tests/integrations/", "tests/env/")
+
+
+def _heavy(item: pytest.Item) -> int:
+    return next((i for i, prefix in enumerate(HEAVY) if item.nodeid.startswith(prefix)), len(HEAVY))
+
+
+def _in_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # the type check runs beside the other tests, on the core they leave idle (see tests/test_types.py)
+    if _in_xdist_worker(config):
+        items.sort(key=_heavy)  # stable: the usual order within each group
+    else:
+        items.sort(key=lambda item: _heavy(item) < len(HEAVY))
+    # the type check runs beside the other tests, on the core they leave idle (see tests/test_types.py);
+    # under xdist every worker collects every test, and the test runs mypy itself where it lands
+    if _in_xdist_worker(config):
+        return
     if any(item.nodeid.endswith("test_types.py::test_mypy_public_api") for item in items):
         from tests.test_types import start_mypy
 

@@ -352,6 +352,7 @@ LB_CASES = [
     (["--arrivals", "5"], ["--arrivals", "got 5"]),
     (["--arrivals", "1000", "--warmup", "1000"], ["--warmup", "got 1000"]),
     (["--reference", "nope"], ["--reference", "'nope'"]),
+    (["--quick"], ["--quick", "--seeds"]),  # the base command gives --seeds 1
 ]
 
 

@@ -830,6 +830,12 @@ RENDER_CASES = [
     (["--load", "nan"], "a.gif", ["--load", "nan"]),
     (["--load", "1e308"], "a.png", ["--load", "1e+308"]),
     (["--policy", "bogus"], "a.gif", ["--policy", "'bogus'"]),
+    (
+        ["--policy", "msj_gym.baselines.priority:Nope"],
+        "a.gif",
+        ["--policy", "'msj_gym.baselines.priority:Nope'"],
+    ),
+    (["--policy", "numpy:pi"], "a.gif", ["--policy", "'numpy:pi'", "expected a Policy"]),
     (["--policy", "sjf"], "a.gif", ["'sjf'", "carries no requested times"]),  # before it says what it draws
     ([], "a.mp4", ["--out", "'{tmp}/a.mp4'", ".gif or .png"]),
     ([], "no/such/a.gif", ["--out", "does not exist"]),

@@ -217,3 +217,71 @@ def test_every_help_text_renders_its_percent_signs() -> None:
     texts = {name: p.format_help() for name, p in subs.choices.items()} | {"msj-gym": parser.format_help()}
     assert not [name for name, text in texts.items() if "%%" in text]
     assert "95% CIs" in texts["benchmark"].replace("\n", " ").replace("  ", " ")
+
+
+def _subcommands() -> dict:
+    import argparse
+
+    from msj_gym.cli import _parser
+
+    parser = _parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(subs.choices)
+
+
+def test_every_subcommand_describes_itself_and_its_defaults() -> None:
+    subs = _subcommands()
+    undescribed = sorted(name for name, p in subs.items() if not (p.description or "").strip())
+    assert not undescribed, f"subcommands without a description in their --help: {undescribed}"
+    flat = {name: " ".join(p.format_help().split()) for name, p in subs.items()}
+    assert "module:Class" in flat["render"]
+    assert "(default: local)" in flat["leaderboard"]  # a default its help text did not give itself
+    assert "(default: [])" not in flat["leaderboard"]  # a repeatable option given none shows nothing
+
+
+@pytest.mark.parametrize(
+    ("script", "shown"),
+    [
+        (
+            "improve",
+            ["--decisions DECISIONS decisions compared per round (default: 30000)", "(default: sf-fig2)"],
+        ),
+        ("evaluate", ["--arrivals ARRIVALS (default: 20000)"]),
+        ("train", ["(default: maskable-ppo)"]),
+    ],
+)
+def test_the_agents_scripts_show_their_defaults(script, shown, capsys) -> None:
+    import importlib
+
+    module = importlib.import_module(f"msj_gym.agents.{script}")
+    with pytest.raises(SystemExit):
+        module.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for piece in shown:
+        assert piece in text
+
+
+def test_leaderboard_quick_is_a_small_smoke_run(tmp_path, capsys) -> None:
+    out = tmp_path / "lb"
+    argv = ["leaderboard", "--quick", "--policies", "fcfs,msf", "--loads", "0.7", "--workers", "1"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert "sf-fig2  load 0.7  (2 seeds x 2000 arrivals, 200 warm-up)" in capsys.readouterr().out
+    assert main([*argv, "--seeds", "3", "--out", str(out)]) == 2
+    assert "--quick: sets --seeds (2); give one or the other" in capsys.readouterr().err
+
+
+def test_install_hints_fit_how_msj_gym_was_installed(tmp_path, monkeypatch) -> None:
+    from msj_gym import extras
+
+    checkout = tmp_path / "checkout"
+    (checkout / "msj_gym").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("")
+    wheel = tmp_path / "site-packages"
+    (wheel / "msj_gym").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert extras.install_hint("rl", checkout / "msj_gym") == f"pip install -e '{checkout}[rl]'"
+    assert extras.install_hint("rl", wheel / "msj_gym") == "pip install 'msj-gym[rl]'"
+    monkeypatch.chdir(checkout)
+    assert extras.install_hint("plot", checkout / "msj_gym") == "pip install -e '.[plot]'"
+    # this checkout: an editable install
+    assert extras.install_hint("rl").startswith("pip install -e '")

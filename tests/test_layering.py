@@ -19,6 +19,7 @@ ROOT = Path(msj_gym.__file__).resolve().parent.parent
 # units of lower floors (and itself); the project's other packages import msj_gym from above.
 FLOORS: dict[str, int] = {
     "_lazy": -1,  # how a package imports its names when first asked for: under every package
+    "extras": -1,  # how to install an optional extra: under every package that names one
     "arguments": 0,
     "atomic": 0,
     "metrics": 0,

@@ -108,6 +108,15 @@ def test_an_invalid_decision_is_named() -> None:
         check_policy(Overfill(), num_arrivals=500)
 
 
+def test_a_decision_outside_the_window_names_check_policys_own_argument() -> None:
+    # ServerFilling-SRPT starts the shortest jobs, not the oldest of their class: with a window of one
+    # job per class, the advice is to give check_policy a larger window, not to remake an env
+    with pytest.raises(
+        AssertionError, match=r"outside queue_window=1; pass check_policy a larger queue_window=$"
+    ):
+        check_policy("server-filling-srpt", queue_window=1, num_arrivals=300)
+
+
 def test_declarations_are_checked() -> None:
     class NoReference(ScanFit):
         """Scan-fit without a reference."""

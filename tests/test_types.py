@@ -1,9 +1,10 @@
 """The public API type-checks: mypy, with the configuration in pyproject.toml (``[tool.mypy]``, which names
 the modules checked), finds no error. Run with the rest of the tests so that CI enforces it.
 
-A cold check takes about half a minute on one core, and the suite runs on one: so when this test is
-collected, :func:`start_mypy` starts the check in the background at the start of the session
-(``tests/conftest.py``), and the test only collects its verdict."""
+A cold check takes about half a minute on one core. Where the suite runs in one process, this test
+being collected makes :func:`start_mypy` start the check in the background at the start of the session
+(``tests/conftest.py``), and the test only collects its verdict; under pytest-xdist (the default,
+one worker per core) the test starts it in its worker, while the other workers go on."""
 
 from __future__ import annotations
 

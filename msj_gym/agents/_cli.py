@@ -28,11 +28,16 @@ __all__ = [
 ]
 
 
+#: What the ``rl`` extra installs that the scripts import (a missing one is a one-line refusal).
+RL_MODULES = frozenset({"torch", "stable_baselines3", "sb3_contrib", "rich"})
+
+
 def run_script(prog: str, main: Callable[[list[str] | None], Any], argv: Sequence[str] | None = None) -> int:
     """Run a script's ``main(argv)`` and return its exit code: 0 when it finishes; 2 with one line on
     stderr for a ``ValueError`` (a refusal: bad input, a stale output file, an agent that does not
-    load); 1 with one line for an ``OSError`` (the disk is full) or a failed simulation; 130 when
-    interrupted."""
+    load) and for a missing dependency of the ``rl`` extra (naming the install command that fits how
+    msj_gym was installed); 1 with one line for an ``OSError`` (the disk is full) or a failed
+    simulation; 130 when interrupted."""
     from msj_gym.core.simulator import SimulationError
 
     def say(message: str) -> None:
@@ -51,6 +56,13 @@ def run_script(prog: str, main: Callable[[list[str] | None], Any], argv: Sequenc
     except SimulationError as exc:
         say(f"simulation failed: {exc}")
         return 1
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in RL_MODULES:
+            raise
+        from msj_gym.extras import install_hint
+
+        say(f"{exc.name} is not installed: the agents' scripts need the rl extra ({install_hint('rl')})")
+        return 2
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted", file=sys.stderr)
         return 130

@@ -394,7 +394,9 @@ def _load_data(
     try:
         algo_cls = getattr(importlib.import_module(module), cls_name)
     except ImportError:
-        raise ValueError(f"{where}: {module} is not installed (pip install -e '.[rl]')") from None
+        from ..extras import install_hint
+
+        raise ValueError(f"{where}: {module} is not installed ({install_hint('rl')})") from None
     pmodule, _, pname = POLICIES[policy].partition(":")
     policy_cls = getattr(importlib.import_module(pmodule), pname)
     model = algo_cls(policy=policy_cls, env=None, device=device, _init_setup_model=False)
@@ -498,7 +500,9 @@ def _load_pickled(
         try:
             algo_cls = getattr(importlib.import_module(module), cls_name)
         except ImportError:
-            errors.append(f"{name}: {module} is not installed (pip install -e '.[rl]')")
+            from ..extras import install_hint
+
+            errors.append(f"{name}: {module} is not installed ({install_hint('rl')})")
             continue
         try:
             return algo_cls.load(path, device=device, custom_objects=overrides)

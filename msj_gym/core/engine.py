@@ -36,7 +36,7 @@ import numpy as np
 
 from .access import measured_batch
 from .actions import OP_BUDGET, OP_LIMIT, OP_REQUEUE, OP_SERVE, bits_f64
-from .jit import announce, argument_types, internal_jit, kernel_jit
+from .jit import argument_types, compile_announced, internal_jit, kernel_jit
 from .kernels import DecisionRule
 from .state import (
     A_BSLD,
@@ -917,16 +917,15 @@ def batch_runner(rule: DecisionRule, sim, view, sizes, pdata, actions, debug) ->
             numba.types.boolean,
             *key,
         )
-        with announce("compiling the engine loop"):
-            run_batch.compile(sig)
+        compile_announced(run_batch, sig, "compiling the engine loop")
         runner = _RUNNERS[key] = run_batch.overloads[sig].entry_point
     if (rule, key, bool(debug)) not in _COMPILED:
-        with announce(f"compiling {rule.name}"):
-            if rule.size_aware:
-                rule.sized.compile((view_t, sizes_t, pdata_t, actions_t))
-            else:
-                rule.plain.compile((view_t, pdata_t, actions_t))
-            if debug:
-                rule.check.compile((view_t, pdata_t))
+        what = f"compiling {rule.name}"
+        if rule.size_aware:
+            compile_announced(rule.sized, (view_t, sizes_t, pdata_t, actions_t), what)
+        else:
+            compile_announced(rule.plain, (view_t, pdata_t, actions_t), what)
+        if debug:
+            compile_announced(rule.check, (view_t, pdata_t), f"{what} (its invariant check)")
         _COMPILED.add((rule, key, bool(debug)))
     return runner(rule.plain, rule.sized, rule.check, rule.size_aware, rule.every_event, *args)

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 from numba import njit, types
+from numba.core import sigutils
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
 from numba.core.registry import CPUDispatcher
@@ -37,7 +38,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
     "announce",
+    "cache_holds",
     "call_compiled",
+    "compile_announced",
     "dependency_digest",
     "entry_point",
     "inline_jit",
@@ -267,6 +270,34 @@ def announce(doing: str) -> Iterator[None]:
             print(f"msj-gym: {doing}: {outcome} {seconds:.0f} s", file=sys.stderr, flush=True)
 
 
+def cache_holds(dispatcher: Any, sig: Any) -> bool:
+    """Whether compiling ``dispatcher`` for ``sig`` would only load machine code: already compiled in
+    this process, or held by its disk cache under the key :meth:`_DependencyCache._index_key` gives
+    (numba's ``Dispatcher.compile`` looks the same key up in the same index)."""
+    args, _ = sigutils.normalize_signature(sig)
+    if tuple(args) in dispatcher.overloads:
+        return True
+    cache = getattr(dispatcher, "_cache", None)
+    if not isinstance(cache, FunctionCache):
+        return False
+    try:
+        dispatcher.targetctx.refresh()
+        key = cache._index_key(sig, dispatcher.targetctx.codegen())
+        return key in cache._cache_file._load_index()
+    except Exception:  # an unreadable index: numba then compiles, and so this says it does
+        return False
+
+
+def compile_announced(dispatcher: Any, sig: Any, what: str) -> None:
+    """``dispatcher.compile(sig)``, announced as ``what`` (:func:`announce`) only when it compiles: a
+    load from the disk cache, however long it takes on a busy machine, says nothing."""
+    if cache_holds(dispatcher, sig):
+        dispatcher.compile(sig)
+        return
+    with announce(what):
+        dispatcher.compile(sig)
+
+
 _ENTRY_POINTS: dict[tuple, Any] = {}
 _BY_LAYOUT: dict[tuple, Any] = {}
 
@@ -317,7 +348,6 @@ def entry_point(dispatcher: Any, *args: Any, what: str | None = None) -> Callabl
     key = (dispatcher, types)
     fn = _ENTRY_POINTS.get(key)
     if fn is None:
-        with announce(f"compiling {what or dispatcher.py_func.__name__.strip('_')}"):
-            dispatcher.compile(types)
+        compile_announced(dispatcher, types, f"compiling {what or dispatcher.py_func.__name__.strip('_')}")
         fn = _ENTRY_POINTS[key] = dispatcher.overloads[types].entry_point
     return fn

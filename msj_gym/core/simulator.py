@@ -17,7 +17,7 @@ from .feed import ArrivalError, ArrivalFeed
 from .policy import Policy
 from .workload import WORKLOAD_MEMBERS, WorkloadLike, is_workload
 
-__all__ = ["PolicyDriver", "SimulationError", "Simulator"]
+__all__ = ["PolicyDriver", "SimulationError", "Simulator", "Unfinished", "unfinished_jobs", "with_unfinished"]
 
 
 class SimulationError(RuntimeError):
@@ -34,6 +34,97 @@ def _version() -> str:  # a metadata lookup reads files: once per process
         return "unknown"
 
 
+@dataclasses.dataclass(frozen=True)
+class Unfinished:
+    """The measured jobs still in the system when a run stopped, one entry each, with what they had had
+    by then: their batch and class cells, their response time so far (``now - arrival``, a lower bound
+    of the real one), their waiting time so far and the bounded slowdown that response time gives
+    (lower bounds too), whether they had waited, their preemptions, their row in the per-job records
+    and their arrival time."""
+
+    batch: np.ndarray
+    job_class: np.ndarray
+    response: np.ndarray
+    wait: np.ndarray
+    slowdown: np.ndarray
+    waited: np.ndarray
+    preemptions: np.ndarray
+    row: np.ndarray
+    arrival: np.ndarray
+
+    def __len__(self) -> int:
+        """The number of jobs."""
+        return int(self.row.size)
+
+
+def unfinished_jobs(sim: S.Sim) -> Unfinished:
+    """The measured jobs in the system now (see :class:`Unfinished`), batched as the engine batches its
+    measured jobs (:func:`~msj_gym.core.access.measured_batch`)."""
+    iv, fv, ji, jf = sim.iv, sim.fv, sim.ji, sim.jf
+    lo, hi = int(iv[S.I_MEAS_LO]), int(iv[S.I_MEAS_HI])
+    slots = np.flatnonzero(ji[:, S.STATE] != S.FREE_SLOT) if lo >= 0 else np.zeros(0, dtype=np.int64)
+    ids = ji[slots, S.JOB_ID]
+    keep = (ids >= lo) & ((hi < 0) | (ids < hi))
+    slots, ids = slots[keep], ids[keep]
+    nb = sim.acc_f.shape[0]
+    arrival = jf[slots, S.ARRIVAL]
+    if fv[S.F_HORIZON] < np.inf:
+        span = fv[S.F_HORIZON] - fv[S.F_WARM_TIME]
+        batch = ((arrival - fv[S.F_WARM_TIME]) / span * nb).astype(np.int64)
+    else:
+        batch = (ids - lo) * nb // (hi - lo)
+    now = fv[S.F_NOW]
+    response = now - arrival
+    service = sim.js[slots, S.SERVICE]
+    preemptions = ji[slots, S.NPREEMPT]
+    # the waiting time a departure reports is its response minus its service; so far, a job has waited
+    # at least its time in the system minus the time it has been served, where it is served at rate at
+    # most 1 (every MSJ job), and at least what its whole service leaves of its time so far
+    rate = jf[slots, S.RATE]
+    running = ji[slots, S.STATE] == S.RUNNING
+    served = jf[slots, S.ATTAINED] + np.where(running, (now - jf[slots, S.LAST_START]) * rate, 0.0)
+    wait = np.maximum(response - service, 0.0)
+    wait = np.where(rate <= 1.0, np.maximum(wait, response - served), wait)
+    # as the engine counts a departing job: it waited unless it started on arrival and ran on
+    started_on_arrival = jf[slots, S.FIRST_START] == arrival  # NaN (never started) compares False
+    return Unfinished(
+        batch=np.clip(batch, 0, nb - 1),
+        job_class=ji[slots, S.CLS],
+        response=response,
+        wait=wait,
+        slowdown=np.maximum(response / np.maximum(service, fv[S.F_TAU]), 1.0),
+        waited=(~started_on_arrival) | (preemptions > 0),
+        preemptions=preemptions,
+        row=ids - lo,
+        arrival=arrival,
+    )
+
+
+def with_unfinished(
+    acc_f: np.ndarray, acc_i: np.ndarray, left: Unfinished | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The run's accumulators (``Sim.acc_f``, ``Sim.acc_i``, indexed [batch, class, field]) with the
+    ``left`` jobs added to their cells, as the engine adds a departing job (copies; the arrays
+    themselves when there is none)."""
+    if left is None or not len(left):
+        return acc_f, acc_i
+    acc_f, acc_i = acc_f.copy(), acc_i.copy()
+    # each job's (batch, class) cell as one flat index into a field's [batch, class] plane (a view)
+    cell = np.ravel_multi_index((left.batch, left.job_class), acc_f.shape[:2])
+    for acc, fields in (
+        (acc_f, ((S.A_RESP, left.response), (S.A_WAIT, left.wait), (S.A_BSLD, left.slowdown))),
+        (
+            acc_i,
+            ((S.A_COUNT, 1), (S.A_WAITED, left.waited.astype(np.int64)), (S.A_PREEMPT, left.preemptions)),
+        ),
+    ):
+        for column, values in fields:
+            plane = acc[:, :, column].reshape(-1)  # a copy if not contiguous: written back below
+            np.add.at(plane, cell, values)
+            acc[:, :, column] = plane.reshape(acc.shape[:2])
+    return acc_f, acc_i
+
+
 class Simulator:
     """One seeded run of ``policy`` on ``workload``.
 
@@ -42,12 +133,14 @@ class Simulator:
     arrival stream keeps running after the last measured arrival until every measured job has left, so
     the last jobs do not see an artificially emptying system. Arrivals stop at ``max_arrivals``
     (default: twice the measured range plus slack); a run that hits it stops there and is reported
-    unstable, its averages taken over the measured jobs that had left. Time
-    averages (utilisation, jobs in system) are taken between the first and last measured arrival.
+    unstable. Time averages (utilisation, jobs in system) are taken between the first and last measured
+    arrival.
 
     A run whose number of jobs in the system passes ``max_jobs_in_system`` is stopped there and reported
-    unstable, with its averages taken over the measured jobs that had left: a runaway queue says all
-    there is to say, and policies whose decisions scan the queue would otherwise slow down without bound.
+    unstable: a runaway queue says all there is to say, and policies whose decisions scan the queue would
+    otherwise slow down without bound. The averages of a stopped run count the measured jobs still in
+    the system with their time in it until the stop, lower bounds of their response times (see
+    :meth:`result`).
 
     Per-job records (``record_jobs``, see :meth:`records`) give the result its response-time
     percentiles, which need every measured job's response time; the other metrics are accumulated
@@ -282,8 +375,9 @@ class Simulator:
 
         Raises ``ValueError`` when the measurement held no job although the run was not stopped (a
         horizon or a trace too short for the warm-up): its averages would be NaN, so there is no result.
-        A run stopped by the arrival cap or the queue limit before any measured job left returns an
-        unstable result instead (``num_measured == 0``, ``stable`` False)."""
+        A run stopped by the arrival cap or the queue limit returns an unstable result instead, its
+        measured jobs still in the system counted with their time so far (``num_measured == 0`` only
+        when it stopped before the first measured arrival)."""
         self.pdata = self.drive(self.policy, self.pdata)
         result = self.result()
         if result.num_measured == 0 and not (self.capped or self.overflowed):
@@ -367,10 +461,10 @@ class Simulator:
             "service_received": rec[:, S.R_ATTAINED].copy(),
         }
 
-    def _response_times(self) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """The response times of the measured jobs that left (in arrival order) and the batch the engine
-        counted each in (as :func:`~msj_gym.core.access.measured_batch` does), or (None, None) without
-        per-job records."""
+    def _response_times(self, unfinished: Unfinished | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The response times of the measured jobs that left (in arrival order), and of the
+        ``unfinished`` ones so far, and the batch the engine counted each in (as
+        :func:`~msj_gym.core.access.measured_batch` does), or (None, None) without per-job records."""
         sim = self.sim
         iv, fv = sim.iv, sim.fv
         if iv[S.I_RECORD] == 0 or iv[S.I_MEAS_LO] < 0:
@@ -379,21 +473,36 @@ class Simulator:
         n = min(int(hi - iv[S.I_MEAS_LO]), sim.rec.shape[0])
         rec = sim.rec[:n]
         response = rec[:, S.R_DEPARTURE] - rec[:, S.R_ARRIVAL]
+        arrivals = rec[:, S.R_ARRIVAL]
+        if unfinished is not None and len(unfinished):
+            inside = unfinished.row < n
+            response, arrivals = response.copy(), arrivals.copy()
+            response[unfinished.row[inside]] = unfinished.response[inside]
+            arrivals[unfinished.row[inside]] = unfinished.arrival[inside]
         left = ~np.isnan(response)  # jobs still in the system when a run was stopped
         every = bool(left.all())
         nb = sim.acc_f.shape[0]
         if fv[S.F_HORIZON] < np.inf:
             span = fv[S.F_HORIZON] - fv[S.F_WARM_TIME]
-            arrival = rec[:, S.R_ARRIVAL] if every else rec[left, S.R_ARRIVAL]
+            arrival = arrivals if every else arrivals[left]
             batch = ((arrival - fv[S.F_WARM_TIME]) / span * nb).astype(np.int64)
         else:
             rows = np.arange(n, dtype=np.int64) if every else np.flatnonzero(left)
             batch = rows * nb // max(n, 1)
         return (response if every else response[left]), np.clip(batch, 0, nb - 1)
 
-    def result(self) -> SimulationResult:
+    def result(self, ended: bool | None = None) -> SimulationResult:
+        """The run's metrics. Once the run has ended (``ended``; by default: when it was stopped by the
+        arrival cap or the queue limit), the measured jobs still in the system count too, each with its
+        response time up to the stop, a lower bound of the real one: the averages are then lower bounds,
+        and the run is unstable (its ``stability_note`` says how many jobs had not left). A run that
+        ended normally has no such job, and its result is what the departures alone give."""
         sim, wl = self.sim, self.workload
         iv, fv = sim.iv, sim.fv
+        if ended is None:
+            ended = self.capped or self.overflowed
+        left = unfinished_jobs(sim) if ended else None
+        acc_f, acc_i = with_unfinished(sim.acc_f, sim.acc_i, left)
         win_hi = min(fv[S.F_WIN_HI], fv[S.F_LAST])
         window = max(win_hi - fv[S.F_WIN_LO], 0.0) if np.isfinite(fv[S.F_WIN_LO]) else 0.0
         names = [c.name or f"class{i}" for i, c in enumerate(wl.classes)]
@@ -410,8 +519,7 @@ class Simulator:
             "max_jobs_in_system": self.max_jobs_in_system,
             "msj_gym_version": _version(),
         }
-        acc_f, acc_i = sim.acc_f, sim.acc_i
-        times, batches = self._response_times()
+        times, batches = self._response_times(left)
         result = summarise(
             acc_resp=acc_f[:, :, S.A_RESP],
             acc_wait=acc_f[:, :, S.A_WAIT],
@@ -437,6 +545,7 @@ class Simulator:
             arrival_rate=float(wl.arrival_rate),
             capped=self.capped,
             overflow=self.max_jobs_in_system if self.overflowed else None,
+            unfinished=0 if left is None else len(left),
             checkpoints=sim.ck_nsys[: int(iv[S.I_NCHECK])],
             simulated_time=float(fv[S.F_NOW]),
             events=int(iv[S.I_EVENTS]),

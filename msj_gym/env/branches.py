@@ -32,7 +32,7 @@ import numpy as np
 
 from ..core import state as S
 from ..core.engine import advance, apply, can_decide
-from ..core.jit import announce, internal_jit, kernel_jit
+from ..core.jit import compile_announced, internal_jit, kernel_jit
 from ..core.policy import Policy
 from ..native.copying import copy1d
 from . import planning
@@ -222,8 +222,7 @@ def _compiled(args: tuple) -> Any:
             numba.types.boolean,
             *key[1:],
         )
-        with announce("compiling the branch player"):
-            play_branches.compile(sig)
+        compile_announced(play_branches, sig, "compiling the branch player")
         fn = _PLAYERS[key] = play_branches.overloads[sig].entry_point
     return fn
 
@@ -306,11 +305,10 @@ class BranchPlayer:
             self.rule,
             [numba.typeof(a) for a in (self._view, self._sizes, self._pdata, self._actions)],
         )
-        with announce(f"compiling {rule.name}"):
-            if rule.size_aware:
-                rule.sized.compile(tuple(types))
-            else:
-                rule.plain.compile((types[0], *types[2:]))
+        if rule.size_aware:
+            compile_announced(rule.sized, tuple(types), f"compiling {rule.name}")
+        else:
+            compile_announced(rule.plain, (types[0], *types[2:]), f"compiling {rule.name}")
         # the env's step parameters; the stops for the advisors' bookkeeping only where one is followed
         self._ep = env._ep.copy()
         if self.follows is None:

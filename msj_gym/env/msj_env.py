@@ -128,8 +128,8 @@ def resolve_workload(
 
 
 def ended_result(result: SimulationResult, over: bool) -> SimulationResult:
-    """An episode's result; one that ended before any measured job left (an agent that only waits) has
-    an unbounded mean response time, not an undefined one, and is unstable."""
+    """An episode's result; one that ended without any measured job to count (none arrived, none left)
+    has an unbounded mean response time, not an undefined one, and is unstable."""
     if over and result.num_measured == 0:
         return dataclasses.replace(result, mean_response_time=math.inf, stable=False)
     return result
@@ -272,9 +272,15 @@ class MSJEnv(gym.Env):
     measured job has left, when the arrival stream reaches ``max_arrivals`` or the system holds more
     than ``max_jobs_in_system`` jobs (both mark the run unstable), or when the agent waits while
     nothing can happen (``info["stalled"]``). The last ``info`` carries ``mean_response_time``,
-    ``stable`` and ``measured_jobs``; :meth:`result` gives the full :class:`~msj_gym.SimulationResult`.
-    An episode that ends before any measured job has left (an agent that only waits) has a mean
-    response time of ``inf``, never NaN, and is unstable.
+    ``stable`` and ``measured_jobs``; :meth:`result` gives the full :class:`~msj_gym.SimulationResult`
+    (its ``summary()`` prints it); they are one computation and agree. An episode that ends with
+    measured jobs still in the system (a policy that starves a class until the arrival cap or the
+    queue limit stops it, an agent that waits while nothing can happen) is unstable, and its averages
+    count those jobs with their time in the system so far: ``mean_response_time`` and the other means
+    are then **lower bounds**, ``measured_jobs`` counts those jobs too, and the result's
+    ``stability_note`` says how many had not left. A starving policy reads as bad, not as the mean of
+    the jobs it served. An episode that measured no job at all has a mean response time of ``inf``,
+    never NaN.
 
     ## Arguments
     ``gym.make("MSJ-v0", **kwargs)``:
@@ -311,7 +317,11 @@ class MSJEnv(gym.Env):
     ## Info
     Every step: ``time`` (simulator clock), ``elapsed_time`` (since the previous decision),
     ``action_mask``, ``jobs_in_system``, ``invalid_actions`` (this episode) and ``invalid_action``
-    (this step).
+    (this step). The episode's last step adds ``stalled`` (it ended because the agent waited while
+    nothing could happen), ``mean_response_time`` (over the measured jobs; a lower bound when some had
+    not left, see above), ``stable`` (False for a run that is no steady-state estimate: stopped with
+    measured jobs in the system, a queue that kept growing, or a load of 1 or more) and
+    ``measured_jobs`` (the jobs that mean counts), all as :meth:`result` gives them.
 
     ## Version history
     * v0: initial version; ``observation="classes"`` and ``max_classes`` added (new options: the
@@ -827,7 +837,7 @@ class MSJEnv(gym.Env):
         """The simulator's metrics for the current episode (final once the episode is truncated)."""
         if self.core is None:
             raise RuntimeError("MSJ env: call reset() first")
-        return ended_result(self.core.result(), self._over)
+        return ended_result(self.core.result(ended=self._over), self._over)
 
     def encode(self, engine_action: int) -> int:
         """The env action naming an engine action (start slot ``s`` / preempt ``-s-1``); raises if the

@@ -104,8 +104,10 @@ def require_pillow() -> None:
     try:
         import PIL  # noqa: F401
     except ImportError:
+        from ..extras import install_hint
+
         raise ImportError(
-            "render_mode='rgb_array' draws with Pillow: pip install pillow (or msj-gym[plot])"
+            f"render_mode='rgb_array' draws with Pillow: pip install pillow (or {install_hint('plot')})"
         ) from None
 
 

@@ -22,7 +22,7 @@ from gymnasium.vector.utils import batch_space
 from ..core import state as S
 from ..core.feed import ArrivalError, ArrivalFeed
 from ..core.jit import entry_point
-from ..core.simulator import SimulationError
+from ..core.simulator import SimulationError, unfinished_jobs, with_unfinished
 from ..metrics.result import SimulationResult, assess_stability
 from ..native import spin
 from ..workloads import TraceWorkload, Workload
@@ -742,8 +742,11 @@ class MSJVectorEnv(NativeVectorEnv):
         :func:`~msj_gym.metrics.result.summarise` and the single env do (bit for bit) without the rest
         of the result: a full result per episode would cost more than the episode's steps."""
         b = self._b
-        count_b = b.acc_i[i, :, :, S.A_COUNT].sum(axis=1)
-        y = b.acc_f[i, :, :, S.A_RESP].sum(axis=1)
+        stopped = self._capped[i] or self._overflowed[i] or self._stalled[i]
+        left = unfinished_jobs(sim_at.py_func(b, i)) if stopped else None
+        acc_f, acc_i = with_unfinished(b.acc_f[i], b.acc_i[i], left)
+        count_b = acc_i[:, :, S.A_COUNT].sum(axis=1)
+        y = acc_f[:, :, S.A_RESP].sum(axis=1)
         total = count_b.astype(np.float64).sum()
         mean = float(y.sum() / total) if total else math.inf  # no measured job left: unbounded
         overflow = self._core.max_jobs_in_system if self._overflowed[i] else None
@@ -751,7 +754,7 @@ class MSJVectorEnv(NativeVectorEnv):
         stable, _ = assess_stability(
             float(self._workloads[i].load), bool(self._capped[i]), checkpoints, int(count_b.sum()), overflow
         )
-        return mean, stable and bool(total), int(total)
+        return mean, stable and bool(total) and not (left is not None and len(left)), int(total)
 
     def _observation(self, force_copy: bool = False) -> Any:
         flat = super()._observation(force_copy)
@@ -774,7 +777,7 @@ class MSJVectorEnv(NativeVectorEnv):
         core.seed = int(self._seeds[i])
         core.capped = bool(self._capped[i])
         core.overflowed = bool(self._overflowed[i])
-        return ended_result(core.result(), bool(self._over[i]))
+        return ended_result(core.result(ended=bool(self._over[i])), bool(self._over[i]))
 
     def close_extras(self, **kwargs: Any) -> None:
         self._feeds = [None] * len(getattr(self, "_feeds", ()))  # () where construction failed

@@ -373,7 +373,9 @@ def _load_checkpoint(spec: str, bare: bool = False) -> AgentSpec:
     try:
         import torch
     except ImportError:
-        raise ValueError(f"--agent {spec!r}: torch is not installed (pip install -e '.[rl]')") from None
+        from ..extras import install_hint
+
+        raise ValueError(f"--agent {spec!r}: torch is not installed ({install_hint('rl')})") from None
     # an agent's decision is a small forward pass: more threads only contend with the other workers of
     # a leaderboard
     torch.set_num_threads(1)

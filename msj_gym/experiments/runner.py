@@ -617,8 +617,10 @@ def _execute_ray(
     try:
         import ray
     except ImportError:
+        from ..extras import install_hint
+
         raise ValueError(
-            "--backend ray: ray is not installed; pip install -e '.[ray]' (or use --backend local)"
+            f"--backend ray: ray is not installed; {install_hint('ray')} (or use --backend local)"
         ) from None
     started = False
     if not ray.is_initialized():

@@ -18,6 +18,7 @@ __all__ = [
     "default_slowdown_tau",
     "json_clean",
     "summarise",
+    "unfinished_note",
 ]
 
 #: The response-time percentiles every result reports (``response_time_p50`` ...).
@@ -85,6 +86,14 @@ class SimulationResult:
     they were obtained, or why they are NaN: they need the per-job records); ``makespan`` is the time
     from the first measured arrival to the last measured departure (a finite trace's makespan when
     every job is measured).
+
+    A run that stopped with measured jobs still in the system (the arrival cap or the queue limit
+    reached, or an environment episode that ended so) is unstable, and its job averages count those
+    jobs too, each with its time in the system until the stop: their response times, waiting times
+    and bounded slowdowns, and with them ``mean_response_time``, the per-class means, the weighted mean
+    and the percentiles, are then **lower bounds**; ``num_measured`` counts them, and
+    ``stability_note`` says how many had not left. A policy that starves a class shows that class's
+    waiting in its mean, instead of the small mean of the jobs it did serve.
     """
 
     mean_response_time: float
@@ -213,6 +222,14 @@ def assess_stability(
     return True, ""
 
 
+def unfinished_note(unfinished: int, counted: int) -> str:
+    """What a result's ``stability_note`` says of a run that stopped with measured jobs in the system."""
+    return (
+        f"{unfinished} of the {counted} measured jobs had not left when the run stopped; each counts with "
+        "its time in the system until then, so the means are lower bounds"
+    )
+
+
 def summarise(
     *,
     acc_resp: np.ndarray,
@@ -239,13 +256,15 @@ def summarise(
     checkpoints: np.ndarray,
     simulated_time: float,
     overflow: int | None = None,
+    unfinished: int = 0,
     events: int,
     provenance: dict[str, Any],
 ) -> SimulationResult:
     """Build a result from the engine's per-(batch, class) accumulators (arrays of shape [B, C]) and,
     for the percentiles, the measured jobs' ``response_times`` with the batch of each
     (``response_batches``); without them (None) the percentiles are NaN and ``percentile_note`` says
-    why."""
+    why. ``unfinished``: how many of the jobs counted had not left when the run stopped (their times
+    are lower bounds, so are the means, and the run is unstable)."""
     count_b = acc_count.sum(axis=1)
     overall = batch_ratio(acc_resp.sum(axis=1), count_b)
     wait_est = batch_ratio(acc_wait.sum(axis=1), count_b)
@@ -273,6 +292,9 @@ def summarise(
         )
     weighted, weighted_hw = _weighted(acc_resp, acc_count, np.asarray(load_weights, dtype=np.float64))
     stable, note = assess_stability(offered_load, capped, checkpoints, n, overflow)
+    if unfinished:
+        stable = False
+        note = (note + "; " if note else "") + unfinished_note(unfinished, n)
     quantiles, method = _percentiles(response_times, response_batches, percentile_note)
     return SimulationResult(
         mean_response_time=overall.mean,

@@ -442,7 +442,9 @@ def _parse(text: str, suffix: str, where: str) -> Any:
     try:
         import yaml
     except ImportError:
-        raise ValueError(f"{where}: YAML needs PyYAML (pip install 'msj-gym[yaml]')") from None
+        from ..extras import install_hint
+
+        raise ValueError(f"{where}: YAML needs PyYAML ({install_hint('yaml')})") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -19,7 +19,24 @@ OBLIVIOUS = ("first-fit", "msf", "adaptive-quickswap", "static-quickswap")  # no
 SIZE_AWARE = (*OBLIVIOUS, "easy-backfilling")
 
 
-@pytest.mark.parametrize("algo", train.ALGOS)
+# An unmasked agent's evaluation is most of this test's time: at a tiny budget it takes masked actions
+# (each a wait), and its episodes run to the arrival cap of a heuristic's run, 2 x 200 + 32768 arrivals.
+# The masked algorithm runs in the default run; every algorithm trains there (the test after this one).
+EVALUATED = [a if a == "maskable-ppo" else pytest.param(a, marks=pytest.mark.slow) for a in train.ALGOS]
+
+
+@pytest.mark.parametrize("algo", [a for a in train.ALGOS if a != "maskable-ppo"])
+def test_train_smoke(algo: str, tmp_path: pathlib.Path) -> None:
+    """Every algorithm trains at a tiny budget and writes its checkpoint and metadata (its evaluation:
+    the slow twin of the test below)."""
+    out = tmp_path / f"{algo}.zip"
+    argv = ["--algo", algo, "--timesteps", "128", "--n-envs", "2", "--n-steps", "64"]
+    train.main([*argv, "--episode-arrivals", "100", "--no-progress", "--out", str(out)])
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["algo"] == algo and meta["env_kwargs"]["scenario"] == "sf-fig2" and out.exists()
+
+
+@pytest.mark.parametrize("algo", EVALUATED)
 def test_train_then_evaluate_smoke(algo: str, tmp_path: pathlib.Path) -> None:
     out = tmp_path / f"{algo}.zip"
     train.main(
@@ -264,11 +281,42 @@ def test_train_over_generated_systems_with_the_class_set_network(tmp_path: pathl
     assert f"agent:{out.stem}" in {t["policy"] for t in table}
 
 
+@pytest.mark.parametrize("name", ["generalist", "generalist-sizes"])
+def test_shipped_generalists_plan_and_act_on_a_system_they_never_saw(
+    name: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The small twin of the slow test below: each shipped generalist plans on sf-fig2 at 0.5 from an
+    empty plan cache, its simulated selection and rehearsal scaled down (one seed, 2000 and 1000
+    arrivals, where the shipped settings take four seeds of 20,000 and 10,000: a minute per system),
+    writes its plan to the cache and runs a stable episode of 1000 arrivals."""
+    import dataclasses
+
+    from msj_gym.env.agents import rollout
+    from msj_gym.experiments.agents import load_agent
+
+    monkeypatch.setenv("MSJ_GYM_CACHE", str(tmp_path))
+    loaded = load_agent(name)
+    env = loaded.make_env("sf-fig2", {"load": 0.5}, 1000, 100)
+    agent = loaded.agent_for(env)
+    network = next(m for m in agent.policy.modules() if getattr(m, "simulated", None) is not None)
+    shipped = network.simulated
+    assert shipped.rehearse > 0 and len(shipped.seeds) > 1  # what is scaled down here
+    network.simulated = dataclasses.replace(shipped, seeds=(0,), arrivals=2000, rehearse=1000)
+    try:
+        result = rollout(env, agent, seed=2024)
+    finally:
+        network.simulated = shipped  # the loaded agent is shared within the process
+    assert result.stable and result.num_measured == 900
+    assert list((tmp_path / "plans").glob("*.json"))
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "rivals"), [("generalist", OBLIVIOUS), ("generalist-sizes", SIZE_AWARE)])
 def test_shipped_generalists_on_systems_of_two_and_four_classes(name: str, rivals: tuple) -> None:
     """The shipped generalists, on a held-out seed (2024), on systems that were not in their training
     distribution's draws (3,000 arrivals): stable on one-or-all at 0.9 and on four-class at 0.912, and
-    ahead of every heuristic of their kind on sf-fig2 at 0.5."""
+    ahead of every heuristic of their kind on sf-fig2 at 0.5. Slow: each system's plan, from an empty
+    plan cache, takes a minute (the twin above scales it down)."""
     from msj_gym import Simulator
     from msj_gym.baselines import make_policy
     from msj_gym.env.agents import rollout

@@ -50,7 +50,7 @@ def _same(a: list[dict], b: list[dict]) -> None:
             np.testing.assert_array_equal(x[key], y[key], err_msg=key)
 
 
-def test_collection_is_the_same_in_one_process_in_workers_and_on_ray() -> None:
+def test_collection_is_the_same_in_one_process_and_in_workers() -> None:
     one = _collect("local", 1)
     assert sum(len(p["cost"]) for p in one) == 40
     for part in one:
@@ -58,8 +58,13 @@ def test_collection_is_the_same_in_one_process_in_workers_and_on_ray() -> None:
         assert (valid == part["mask"]).all()  # every valid action compared, and only those
         assert (part["obs"] >= 0).all() and (part["obs"] <= 1).all()
     _same(one, _collect("local", 2))
+
+
+@pytest.mark.slow
+def test_collection_is_the_same_on_ray() -> None:
+    # slow: a local Ray starts for it (the leaderboard's Ray backend is tested in the default run)
     pytest.importorskip("ray", reason="the Ray backend needs ray (the dev or ray extra)")
-    _same(one, _collect("ray", 2))
+    _same(_collect("local", 1), _collect("ray", 2))
 
 
 def test_the_advisor_play_out_is_the_same_in_one_process_and_in_workers() -> None:

@@ -41,9 +41,10 @@ def test_invariants_hold_on_every_event(policy_id, workload):
     rec = sim.records()
     assert rec["arrival_time"].size == 2700
     left = np.isfinite(rec["departure_time"])
-    # A stable run measures every job; one stopped at the arrival cap only those that had left.
-    assert result.num_measured == int(left.sum())
-    assert result.num_measured == 2700 or not result.stable
+    # Every measured job counts: one still in the system when the arrival cap stopped the run (all of
+    # them had arrived by then) with its time so far; such a run is unstable.
+    assert result.num_measured == 2700
+    assert left.all() or (not result.stable and f"{2700 - left.sum()} of the 2700" in result.stability_note)
     rec = {name: values[left] for name, values in rec.items()}
     assert np.all(rec["departure_time"] >= rec["first_start"])
     assert np.all(rec["first_start"] >= rec["arrival_time"])
@@ -260,3 +261,24 @@ def test_runaway_queue_stops_the_run_and_is_reported():
     assert sim.sim.iv[4] <= 500  # never more than the limit in the system
     with pytest.raises(ValueError, match="max_jobs_in_system: expected a positive integer"):
         Simulator(wl, make_policy("fcfs"), max_jobs_in_system=0)
+
+
+def test_a_stopped_run_counts_its_unfinished_jobs_with_their_time_so_far():
+    # one server, FCFS; a long job arrives at 0, short ones at 1, 2, ...: with at most 3 jobs in the
+    # system the run stops at t = 2, when the fourth would arrive, with jobs 0, 1 and 2 there (response
+    # times so far 2, 1 and 0; waiting times so far 0, 1 and 0): none of them had left
+    times, needs = np.arange(6, dtype=np.float64), np.ones(6, dtype=np.int64)
+    wl = TraceWorkload(1, times, needs, np.array([100.0, 1, 1, 1, 1, 1]))
+    sim = Simulator(wl, make_policy("fcfs"), num_arrivals=6, warmup=0, max_jobs_in_system=3, record_jobs=True)
+    result = sim.run()
+    assert sim.sim.fv[0] == 2.0
+    assert result.num_measured == 3 and not result.stable
+    assert "3 of the 3 measured jobs had not left when the run stopped" in result.stability_note
+    assert "lower bounds" in result.stability_note and result.summary().startswith("UNSTABLE")
+    assert result.mean_response_time == 1.0 and result.response_time_p50 == 1.0
+    assert result.mean_waiting_time == 1 / 3 and result.p_wait == 2 / 3
+    assert [c.count for c in result.per_class.values()] == [3]
+    # the same jobs run to the end: every job left (each after 100 in the system), nothing added
+    done = Simulator(wl, make_policy("fcfs"), num_arrivals=6, warmup=0, record_jobs=True).run()
+    assert done.num_measured == 6 and "had not left" not in done.stability_note
+    assert done.mean_response_time == 100.0

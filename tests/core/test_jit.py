@@ -164,3 +164,51 @@ def test_announce_says_done_or_failed(monkeypatch, capsys) -> None:
     with jit.announce("a quick thing"):  # nothing said for what takes less than ANNOUNCE_AFTER
         pass
     assert capsys.readouterr().err == ""
+
+
+_ANNOUNCED = textwrap.dedent(
+    """
+    from numba import types
+
+    from msj_gym.core import jit
+
+
+    @jit.kernel_jit
+    def add_one(x):
+        return x + 1
+    """
+)
+_ANNOUNCED_PROBE = (
+    "from msj_gym.core import jit\n"
+    "jit.ANNOUNCE_AFTER = 0.0\n"
+    "from ann_pkg.kern import add_one, types\n"
+    "print(jit.cache_holds(add_one, (types.int64,)))\n"
+    "jit.compile_announced(add_one, (types.int64,), 'compiling add_one')\n"
+    "print(jit.cache_holds(add_one, (types.int64,)), add_one(41))\n"
+)
+
+
+def test_the_compile_line_shows_only_when_something_compiles(tmp_path: Path) -> None:
+    # a load from the disk cache says nothing, however long it takes; a compilation says so
+    pkg = tmp_path / "ann_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kern.py").write_text(_ANNOUNCED)
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{root}",
+        "NUMBA_CACHE_DIR": str(tmp_path / "nc"),
+    }
+    env.pop("NUMBA_DISABLE_JIT", None)
+
+    def probe() -> tuple[str, str]:
+        done = subprocess.run(
+            [sys.executable, "-c", _ANNOUNCED_PROBE], env=env, capture_output=True, text=True, check=True
+        )
+        return done.stdout, done.stderr
+
+    out, err = probe()
+    assert out.split() == ["False", "True", "42"] and "msj-gym: compiling add_one: done in" in err
+    out, err = probe()
+    assert out.split() == ["True", "True", "42"] and "compiling" not in err

@@ -461,23 +461,58 @@ def test_sb3_vec_envs_with_masks(vec: str) -> None:
     venv.close()
 
 
-def test_an_episode_that_measures_no_job_ends_unbounded_not_nan() -> None:
-    """An agent that only waits: the episode ends (at the arrival cap) with no measured job; its info
-    and its result say so with an infinite mean response time and stable False, never NaN, in the
+def test_an_episode_of_an_agent_that_only_waits_ends_unstable_with_a_lower_bound_not_nan() -> None:
+    """An agent that only waits: the episode ends at the arrival cap with every measured job still
+    waiting; each counts with its time in the system so far, so the info and the result give a finite
+    lower bound of the mean response time (all of it waiting), never NaN, and stable False, in the
     single env and in the vector env alike."""
     env = gym.make("MSJ-v0", num_arrivals=100)
     env.reset(seed=0)
     over = False
     while not over:
         _, _, _, over, info = env.step(0)
-    assert info["measured_jobs"] == 0 and info["mean_response_time"] == np.inf and not info["stable"]
     result = env.unwrapped.result()
-    assert result.num_measured == 0 and result.mean_response_time == np.inf and not result.stable
+    assert info["measured_jobs"] == result.num_measured == 100 and not info["stable"] and not result.stable
+    assert info["mean_response_time"] == result.mean_response_time == result.mean_waiting_time
+    assert np.isfinite(result.mean_response_time) and result.mean_response_time > 0
+    assert "100 of the 100 measured jobs had not left" in result.stability_note
     venv = gym.make_vec("MSJ-v0", num_envs=2, num_arrivals=100, autoreset_mode="Disabled")
     venv.reset(seed=[0, 1])
     done = np.zeros(2, dtype=bool)
     while not done.all():
         _, _, _, trunc, info = venv.step(np.zeros(2, dtype=np.int64))
         done |= trunc
-    assert (info["measured_jobs"] == 0).all() and np.isinf(info["mean_response_time"]).all()
-    assert venv.unwrapped.result(1).mean_response_time == np.inf
+    assert (info["measured_jobs"] == 100).all() and not info["stable"].any()
+    assert info["mean_response_time"][0] == result.mean_response_time  # seed 0, as the single env
+    assert venv.unwrapped.result(1).mean_response_time == info["mean_response_time"][1]
+
+
+def test_a_policy_that_starves_a_class_is_flagged_and_its_mean_counts_the_starved_jobs() -> None:
+    """sf-fig2: an agent that starts only the need-1 jobs never serves a need-8 job. Its episode ends
+    at the arrival cap with them waiting: result(), summary() and the last info say unstable, and the
+    mean response time, which counts each waiting job with its time so far, is far above a stable
+    policy's (MSF) on the same jobs, not the small mean of the need-1 jobs it served."""
+
+    def episode(make_agent) -> tuple[dict, msj_gym.SimulationResult]:
+        env = gym.make("MSJ-v0", num_arrivals=2000)
+        act = make_agent(env)
+        obs, info = env.reset(seed=0)
+        over = False
+        while not over:
+            obs, _, _, over, info = env.step(act(obs, info))
+        return info, env.unwrapped.result()
+
+    def follow_msf(env):
+        msf = PolicyAgent("msf", env)
+        return lambda obs, info: msf.predict(obs)[0]
+
+    info, starved = episode(lambda env: lambda obs, info: 1 if info["action_mask"][1] else 0)
+    _, stable = episode(follow_msf)
+    assert stable.stable and not starved.stable and not info["stable"]
+    assert starved.summary().startswith("UNSTABLE") and "had not left" in starved.stability_note
+    assert info["mean_response_time"] == starved.mean_response_time
+    assert info["measured_jobs"] == starved.num_measured == stable.num_measured == 2000
+    served, waited = starved.per_class["need-1"], starved.per_class["need-8"]
+    assert served.mean_response_time < stable.mean_response_time  # all that the departures show
+    assert starved.mean_response_time > 10 * stable.mean_response_time
+    assert waited.count == stable.per_class["need-8"].count and waited.p_wait == 1.0

@@ -135,6 +135,11 @@ def test_cli_render_gif_and_gantt(tmp_path, capsys) -> None:
     argv = ["render", "--scenario", "sf-fig2", "--policy", "server-filling", "--arrivals", "40"]
     assert main([*argv, "--seed", "2", "--out", str(png)]) == 0
     assert png.stat().st_size > 10_000
+    # a policy outside the registry, as module:Class (what simulate and leaderboard take too)
+    mine = tmp_path / "mine.png"
+    argv = ["render", "--scenario", "sf-fig2", "--policy", "msj_gym.baselines.priority:MostServersFirst"]
+    assert main([*argv, "--arrivals", "40", "--out", str(mine)]) == 0
+    assert mine.stat().st_size > 10_000
 
 
 @pytest.mark.parametrize(

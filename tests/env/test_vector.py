@@ -167,7 +167,8 @@ def test_preemptive_variant_equals_single_envs(observation: str) -> None:
 )
 def test_hpc_rewards_equal_single_envs(env_id: str, kwargs: dict) -> None:
     """``reward="slowdown"`` / ``"waiting"``: each env's rewards are the single env's bit for bit, and
-    each episode's return is minus its result's measured sum."""
+    each episode's return is minus its result's measured sum; an episode stopped with measured jobs
+    in the system paid nothing for them, which its result counts (so its sum is larger)."""
     ends = _run_pair(env_id, "SameStep", 400, **kwargs)
     assert ends >= 3
     venv = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", **kwargs).unwrapped
@@ -180,7 +181,10 @@ def test_hpc_rewards_equal_single_envs(env_id: str, kwargs: dict) -> None:
         for i in np.flatnonzero(trunc & ~done):
             res = venv.result(i)  # NextStep: the ended episode's until the next step resets it
             metric = res.mean_bounded_slowdown if kwargs["reward"] == "slowdown" else res.mean_waiting_time
-            assert -totals[i] == pytest.approx(metric * res.num_measured, rel=1e-9), i
+            if "had not left" in res.stability_note:
+                assert -totals[i] < metric * res.num_measured, i
+            else:
+                assert -totals[i] == pytest.approx(metric * res.num_measured, rel=1e-9), i
         done |= trunc
     assert (totals < 0).all()
 
@@ -217,11 +221,13 @@ def test_equal_through_slot_growth_and_the_arrival_cap() -> None:
     assert ends == 2  # each env once, at the arrival cap
 
 
-def test_threads_give_the_same_trajectories() -> None:
-    """Two and three threads (polling workers) step exactly as one, also through a slot growth (the
-    workers restart on the new arrays) and autoresets; closing the env stops the workers."""
+@pytest.mark.parametrize("more", [2, pytest.param(3, marks=pytest.mark.slow)])
+def test_threads_give_the_same_trajectories(more: int) -> None:
+    """Two threads (polling workers; three, slow: more threads than this machine's two cores, each
+    polling) step exactly as one, also through a slot growth (the workers restart on the new arrays)
+    and autoresets; closing the env stops the workers."""
     runs = []
-    for threads in (1, 2, 3):
+    for threads in (1, more):
         venv = MSJVectorEnv(5, threads=threads, num_arrivals=150)
         slots = venv._b.ji.shape[1]
         obs, _ = venv.reset(seed=1)
@@ -240,7 +246,6 @@ def test_threads_give_the_same_trajectories() -> None:
         assert pool is None or not any(pool.alive())
         runs.append(trace)
     assert all(np.array_equal(x, y) for x, y in zip(runs[0], runs[1], strict=True))
-    assert all(np.array_equal(x, y) for x, y in zip(runs[0], runs[2], strict=True))
 
 
 def test_no_cross_talk_between_envs() -> None:

@@ -610,7 +610,9 @@ def _leaderboard_cmd(out: Path) -> list[str]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
-def test_killed_at_random_points_then_rerun_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kills", [2, pytest.param(4, marks=pytest.mark.slow)])
+def test_killed_at_random_points_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, kills: int) -> None:
+    """Each kill is a run and a rerun of the leaderboard command: two in the default run, four slow."""
     import numpy as np
 
     t0 = time.monotonic()
@@ -621,7 +623,7 @@ def test_killed_at_random_points_then_rerun_equals_an_uninterrupted_run(tmp_path
     rng = np.random.default_rng(2026)
     # kill points: one at a random time in the start-up, the others after a random number of runs
     points = [("time", rng.uniform(0.1, 0.5) * took)]
-    points += [("runs", int(r)) for r in rng.integers(1, len(reference), size=3)]
+    points += [("runs", int(r)) for r in rng.integers(1, len(reference), size=3)][: kills - 1]
     for i, (kind, at) in enumerate(points):
         out = tmp_path / f"killed-{i}"
         rows = out / "runs.jsonl"
