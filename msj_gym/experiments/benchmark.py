@@ -135,17 +135,11 @@ from typing import Any
 import numpy as np
 
 from ..atomic import atomic_savefig, atomic_write_csv, atomic_write_text
-from .leaderboard import (
-    METRICS,
-    LeaderboardConfig,
-    check_metric,
-    exact_optima,
-    metric_of,
-    parse_seeds,
-    plan,
-)
+from .leaderboard import LeaderboardConfig, parse_seeds, plan
 from .report import config_difference, render_table
 from .runner import Point, check_backend, hold_folder, provenance, run_points, scenario_content
+from .tracks import MODELS, scenario_model, track
+from .tracks.queueing import METRICS, check_metric, exact_optima, metric_of
 
 __all__ = [
     "BENCHMARK_SUITE",
@@ -277,12 +271,10 @@ TRAIN_POINTS_V2: tuple[tuple[str, float], ...] = (
     ("003-random-3", 0.75),
     ("003-random-2", 0.9),
 )
-#: The models of the suite's sections, in the order they are reported: the MSJ queue (its queueing and
-#: trace points, the score of v1), then the moldable loss system and the compatibility graphs.
-MODELS = ("msj", "moldable", "compatibility")
-#: A compatibility point's lower reference (score 0): the paper's random assignment (FCFS over the
-#: servers each job draws), if stable on every seed.
-COMPAT_NAIVE = "compat-fcfs"
+#: Per model, its policy of score 0 where it is stable on every seed: FCFS on the queue, the paper's
+#: random assignment on compatibility graphs (FCFS over the servers each job draws). Elsewhere (and on
+#: the moldable system, whose paper has no naive scheme) the worst reference stable on every seed.
+NAIVE = {"msj": "fcfs", "compatibility": "compat-fcfs"}
 
 
 def suite_points(suite: str) -> tuple[tuple[str, float], ...]:
@@ -298,11 +290,8 @@ def suite_points(suite: str) -> tuple[tuple[str, float], ...]:
 
 
 def point_model(point: tuple[str, float]) -> str:
-    """The model a suite point is of: ``"moldable"``, ``"compatibility"`` or ``"msj"`` (a queueing or
-    trace point)."""
-    from .model_leaderboard import scenario_model
-
-    return "msj" if point[0] in SEQUENCE_POINTS else scenario_model(point[0])
+    """The model a suite point is of (a trace point's is the queue's: it replays its log on it)."""
+    return scenario_model(SEQUENCE_POINTS[point[0]].scenario if point[0] in SEQUENCE_POINTS else point[0])
 
 
 def parse_points(text: str, suite: str) -> tuple[tuple[str, float], ...]:
@@ -369,8 +358,8 @@ class BenchmarkConfig:
                     f"benchmark point {sc}@{length:g}: a trace point's x is its sequences' length, "
                     f"{SEQUENCE_POINTS[sc].length}"
                 )
-            if point_model((sc, length)) != "msj":
-                self._check_model_point(sc, length)
+            if sc not in SEQUENCE_POINTS:
+                self._check_point(sc, length)
         object.__setattr__(self, "seeds", parse_seeds(self.seeds))
         if len(self.seeds) < 2:
             raise ValueError("--seeds: the bootstrap needs at least 2 seeds per point")
@@ -388,24 +377,18 @@ class BenchmarkConfig:
         if len(set(self.policies)) != len(self.policies):
             raise ValueError("--policies: the same policy given twice")
 
-    def _check_model_point(self, scenario: str, x: float) -> None:
-        """A moldable or compatibility point's x, checked as the model leaderboard checks its sweep."""
-        from .model_leaderboard import ModelLeaderboardConfig
-
+    def _check_point(self, scenario: str, x: float) -> None:
+        """A point's x, checked as its model's leaderboard checks its sweep."""
         try:
-            ModelLeaderboardConfig(scenarios=(scenario,), loads=(x,), seeds=(0,), arrivals=100)
+            LeaderboardConfig(scenarios=(scenario,), loads=(x,), seeds=(0,), arrivals=100)
         except ValueError as exc:
             raise ValueError(f"benchmark point {scenario}@{x:g}: {exc}") from None
 
     def model_arrivals(self, model: str) -> int:
-        """The run length at a point of ``model``: ``arrivals`` on the MSJ queue; on another model the
-        same multiple of that model's leaderboard default as ``arrivals`` is of the MSJ default (the
-        moldable system's 200,000 and the compatibility graphs' 20,000 at the default 20,000)."""
-        if model == "msj":
-            return self.arrivals
-        from .model_leaderboard import MODEL_DEFAULTS
-
-        return self.arrivals * int(MODEL_DEFAULTS[model]["arrivals"]) // DEFAULT_ARRIVALS
+        """The run length at a point of ``model``: the same multiple of that model's leaderboard default
+        as ``arrivals`` is of the queue's (the queue's ``arrivals``, the moldable system's 200,000 and the
+        compatibility graphs' 20,000 at the default 20,000)."""
+        return self.arrivals * track(model).default_arrivals // DEFAULT_ARRIVALS
 
     def model_warmup(self, model: str) -> int:
         """The warm-up at a point of ``model``, scaled as :meth:`model_arrivals`."""
@@ -438,12 +421,9 @@ class BenchmarkConfig:
         point's is always its model leaderboard's ranked metric (the cost, the mean response time)."""
         if scenario in SEQUENCE_POINTS and self.by_default_metric:
             return SEQUENCE_POINTS[scenario].metric
-        from .model_leaderboard import ranked_metric, scenario_model
-
-        model = "msj" if scenario in SEQUENCE_POINTS else scenario_model(scenario)
-        if model != "msj":  # a moldable or compatibility run has its model's metrics only
-            return ranked_metric(model)
-        return self.metric
+        # a moldable or compatibility run has its model's metrics only: its leaderboard's ranked one
+        on = track(point_model((scenario, 0.0)))
+        return self.metric if self.metric in on.metrics else on.default_metric
 
     def split(self, point: tuple[str, float]) -> str:
         """The point's part of the published split (``"train"``, ``"test"``; ``""`` in v1)."""
@@ -596,10 +576,20 @@ def _rng_keyword() -> str:
 
 
 def _policy_ids(preemptive: bool) -> list[str]:
-    from ..registry import ENGINE_MODELS, policy_ids
+    """The queue's baselines that enter (``--builtin`` of :mod:`msj_gym.scoring` too)."""
+    return _entrant_ids(track("msj"), preemptive)
 
-    ids = policy_ids(ENGINE_MODELS, preemptive=None if preemptive else False)
-    return [pid for pid in ids if pid not in EXCLUDED]
+
+def _entrant_ids(on: Any, preemptive: bool) -> list[str]:
+    """The registered policies of a track that enter the benchmark: on the queue, the non-preemptive
+    baselines (and with ``preemptive`` the preemptive ones: the scale stays the non-preemptive one) but
+    the exact optima, which are the scale's 100 already; on another model, every policy."""
+    from ..registry import policy_class
+
+    ids = [pid for pid in on.policy_ids() if pid not in EXCLUDED]
+    if preemptive or on.model != "msj":
+        return ids
+    return [pid for pid in ids if not getattr(policy_class(pid), "preemptive", False)]
 
 
 def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], str]]:
@@ -611,42 +601,34 @@ def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], 
     assert config.points is not None
     unfit: dict[str, dict[tuple[str, float], str]] = {}
     labels: set[str] = set()
-    several = len(config.models) > 1
+    several = len(config.models) > 1  # a module:attr agent may build on another model's env: asked to act
     for spec in config.agents:
-        loaded = load_agent(spec, config.bare_agents)
+        load_agent(spec, config.bare_agents)
         label = agent_label(spec)
         if label in labels:
             raise ValueError(f"--agent {spec!r}: a second entrant named {label!r}; rename the file")
         labels.add(label)
         unfit[spec] = {}
         failed: dict[str, AgentError] = {}  # model -> the agent's own failure on its env
-        for scenario, rho in config.points:
-            model = point_model((scenario, rho))
+        for point in config.points:
+            model = point_model(point)
             try:
-                if model != "msj":
-                    _check_model_agent(spec, config, scenario, rho, model)
-                elif scenario in SEQUENCE_POINTS:  # every sequence: a class-set agent has room for 32 needs
-                    sp = SEQUENCE_POINTS[scenario]
-                    for seed in config.seeds:
-                        run = sp.run_scenario(seed)
-                        where = f"{scenario}, the sequence of seed {seed} ({run})"
-                        check_agent(
-                            spec,
-                            run,
-                            {},
-                            config.bare_agents,
-                            num_arrivals=sp.length,
-                            where=where,
-                        )
-                else:
-                    check_agent(spec, scenario, {"load": rho}, bare=config.bare_agents)
-                    if several and loaded.any_env:  # an agent of another model's env may build on MSJ-v0
-                        _probe(spec, config, scenario, rho)
+                for scenario, build, where, n in _agent_checks(config, point):
+                    check_agent(
+                        spec,
+                        scenario,
+                        build,
+                        config.bare_agents,
+                        num_arrivals=n,
+                        where=where,
+                        model=model,
+                        probe=several,
+                    )
             except AgentError as exc:
                 failed.setdefault(model, exc)
-                unfit[spec][(scenario, rho)] = str(exc)
+                unfit[spec][point] = str(exc)
             except ValueError as exc:
-                unfit[spec][(scenario, rho)] = str(exc)
+                unfit[spec][point] = str(exc)
         fits = {point_model(p) for p in config.points if p not in unfit[spec]}
         for model, error in failed.items():
             # an agent that cannot be made on a model's env is broken, unless it is another model's
@@ -659,30 +641,22 @@ def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], 
     return unfit
 
 
-def _check_model_agent(spec: str, config: BenchmarkConfig, scenario: str, x: float, model: str) -> None:
-    """Whether agent ``spec`` acts in the env of a moldable or compatibility point (a ValueError if it
-    does not fit; an :class:`~.agents.AgentError` if it cannot be made)."""
-    from .agents import check_agent, env_build
-    from .model_leaderboard import point_build
-
-    build = env_build(model, point_build(model, scenario, x))
+def _agent_checks(
+    config: BenchmarkConfig, point: tuple[str, float]
+) -> list[tuple[str, dict[str, Any], str, int]]:
+    """Where an agent is checked at a suite point: (scenario, env keywords, where in words, arrivals).
+    At a trace point every sequence (a class-set agent has room for 32 needs), elsewhere as the point's
+    model's leaderboard checks it."""
+    scenario, x = point
+    if scenario in SEQUENCE_POINTS:
+        sp = SEQUENCE_POINTS[scenario]
+        runs = ((seed, sp.run_scenario(seed)) for seed in config.seeds)
+        return [
+            (run, {}, f"{scenario}, the sequence of seed {seed} ({run})", sp.length) for seed, run in runs
+        ]
+    lb = LeaderboardConfig(scenarios=(scenario,), loads=(x,), seeds=(0,), arrivals=100)
     where = f"benchmark point {scenario}@{x:g}"
-    check_agent(spec, scenario, build, config.bare_agents, where=where, model=model)
-
-
-def _probe(spec: str, config: BenchmarkConfig, scenario: str, rho: float) -> None:
-    """Ask a ``module:attr`` agent for its first decision on an MSJ point (of a suite with points of
-    several models): one written for another model's env fails here and misfits the point."""
-    from .agents import check_first_decision, load_agent
-
-    loaded = load_agent(spec, config.bare_agents)
-    env = loaded.make_env(scenario, {"load": rho}, num_arrivals=100, warmup=0)
-    try:
-        check_first_decision(
-            spec, env, loaded.agent_for(env), f"MSJ-v0 on benchmark point {scenario}@{rho:g}"
-        )
-    finally:
-        env.close()
+    return [(s, build, where, 100) for s, build, _ in lb.track.agent_points(lb, scenario)]
 
 
 def _kind(preemptive: bool, size_aware: bool, own: bool) -> str:
@@ -696,14 +670,14 @@ def _kind(preemptive: bool, size_aware: bool, own: bool) -> str:
 def _plan(
     config: BenchmarkConfig, unfit: dict[str, dict[tuple[str, float], str]]
 ) -> tuple[list[Point], dict[tuple[str, float], dict[str, str]], list[tuple[str, float]]]:
-    """Every run, per point the kind of each entrant (label -> kind), and the point of each run."""
+    """Every run, per point the kind of each entrant (label -> kind), and the point of each run, the
+    models in :data:`MODELS` order: a trace point's runs are its sequences; any other point is planned
+    as its model's leaderboard plans a sweep of that one point (:func:`.leaderboard.plan`), with the
+    benchmark's entrants and seeds, so that every entrant sees the same job streams (common random
+    numbers)."""
     from ..guard import vet_policy
-    from ..registry import make_policy, policy_from_spec, supports
-    from .agents import agent_label
-    from .runner import entrant_key, resolve_scenario
-    from .sequences import trace_replay
+    from ..registry import policy_from_spec
 
-    ids = _policy_ids(config.preemptive)
     for spec in config.policies:  # imported and made in a child process before this one imports it
         vet_policy(spec, "--policies")
     own = {spec: policy_from_spec(spec, "--policies") for spec in config.policies}
@@ -712,108 +686,114 @@ def _plan(
     owner: list[tuple[str, float]] = []
     kinds: dict[tuple[str, float], dict[str, str]] = {}
     assert config.points is not None
-    for scenario, rho in config.points:
-        if point_model((scenario, rho)) != "msj":  # run by the model leaderboard's machinery
-            continue
-        agents = [a for a in config.agents if (scenario, rho) not in unfit[a]]
-        if scenario in SEQUENCE_POINTS:
-            sp = SEQUENCE_POINTS[scenario]
-            workload = trace_replay(sp.scenario)
-        else:
-            workload = resolve_scenario(scenario).build(load=rho)
-        here = [pid for pid in ids if supports(pid, workload) is None]
-        # a policy of the user's own enters where it is defined (elsewhere it has no score, like a baseline)
-        here += [spec for spec in config.policies if supports(own[spec], workload) is None]
-        for spec in config.policies:  # a short bounds-checked run where it first enters
-            if spec in here and spec not in vetted:
-                vet_policy(spec, "--policies", workload)
-                vetted.add(spec)
-        kinds[(scenario, rho)] = {}
-        if scenario in SEQUENCE_POINTS:
-            runs: list[tuple[str, str, str | None]] = []
-            for pid in here:
-                policy = own[pid] if pid in own else make_policy(pid)
-                label = (policy.policy_id or pid) if pid in own else pid
-                kinds[(scenario, rho)][label] = _kind(policy.preemptive, policy.reads_sizes(), pid in own)
-                runs.append((label, pid, None))
-            for spec in agents:
-                runs.append((agent_label(spec), agent_label(spec), spec))
-                kinds[(scenario, rho)][agent_label(spec)] = "agent"
-            if len({label for label, *_ in runs}) < len(runs):
-                raise ValueError(
-                    f"benchmark point {scenario}: two entrants share a name; give them ids of their own"
+    for model in config.models:
+        for point in (p for p in config.points if point_model(p) == model):
+            agents = [a for a in config.agents if point not in unfit[a]]
+            plan_point = _plan_sequences if point[0] in SEQUENCE_POINTS else _plan_point
+            pts, kinds[point] = plan_point(config, point, agents, own, vetted)
+            points += pts
+            owner += [point] * len(pts)
+    return points, kinds, owner
+
+
+def _own_here(config: BenchmarkConfig, workload: Any, own: dict[str, Any], vetted: set[str]) -> list[str]:
+    """The policies of the user's own defined on ``workload`` (elsewhere they have no score, like a
+    baseline), each vetted with a short bounds-checked run where it first enters."""
+    from ..guard import vet_policy
+    from ..registry import supports
+
+    here = [spec for spec in config.policies if supports(own[spec], workload) is None]
+    for spec in here:
+        if spec not in vetted:
+            vet_policy(spec, "--policies", workload)
+            vetted.add(spec)
+    return here
+
+
+def _plan_point(
+    config: BenchmarkConfig,
+    point: tuple[str, float],
+    agents: list[str],
+    own: dict[str, Any],
+    vetted: set[str],
+) -> tuple[list[Point], dict[str, str]]:
+    """The runs of a point of the queue or of another model: its model's leaderboard plan of the
+    entrants defined there."""
+    scenario, x = point
+    on = track(point_model(point))
+    source = on.resolve(scenario)
+    here = [
+        pid for pid in _entrant_ids(on, config.preemptive) if on.unsupported(pid, scenario, source, x) is None
+    ]
+    if on.own_policies:
+        here += _own_here(config, source.build(load=x), own, vetted)
+    lb = LeaderboardConfig(
+        scenarios=(scenario,),
+        loads=(x,),
+        policies=tuple(here),
+        agents=tuple(dict.fromkeys(agents)),
+        seeds=config.seeds,
+        arrivals=config.model_arrivals(on.model),
+        warmup=config.model_warmup(on.model),
+        bare_agents=True,  # admitted by _check_agents already
+    )
+    the_plan = plan(lb)
+    kinds = {
+        e.label: "agent" if e.agent else _kind(e.preemptive, e.size_aware, e.policy in own)
+        for e in the_plan.entrants[scenario]
+    }
+    return the_plan.points, kinds
+
+
+def _plan_sequences(
+    config: BenchmarkConfig,
+    point: tuple[str, float],
+    agents: list[str],
+    own: dict[str, Any],
+    vetted: set[str],
+) -> tuple[list[Point], dict[str, str]]:
+    """The runs of a trace point: every entrant on the sequence of each seed."""
+    from ..registry import make_policy, supports
+    from .agents import agent_label
+    from .runner import entrant_key
+    from .sequences import trace_replay
+
+    scenario, rho = point
+    sp = SEQUENCE_POINTS[scenario]
+    workload = trace_replay(sp.scenario)
+    here = [pid for pid in _policy_ids(config.preemptive) if supports(pid, workload) is None]
+    here += _own_here(config, workload, own, vetted)
+    kinds: dict[str, str] = {}
+    runs: list[tuple[str, str, str | None]] = []
+    for pid in here:
+        policy = own[pid] if pid in own else make_policy(pid)
+        label = (policy.policy_id or pid) if pid in own else pid
+        kinds[label] = _kind(policy.preemptive, policy.reads_sizes(), pid in own)
+        runs.append((label, pid, None))
+    for spec in agents:
+        runs.append((agent_label(spec), agent_label(spec), spec))
+        kinds[agent_label(spec)] = "agent"
+    if len({label for label, *_ in runs}) < len(runs):
+        raise ValueError(f"benchmark point {scenario}: two entrants share a name; give them ids of their own")
+    sequence = {seed: sp.run_scenario(seed) for seed in config.seeds}  # the same for every entrant
+    points = []
+    for label, policy_spec, agent in runs:
+        code = entrant_key(policy_spec, agent)  # resolved once per entrant
+        for seed in config.seeds:
+            points.append(
+                Point(
+                    series=label,
+                    x=rho,
+                    scenario=sequence[seed],
+                    policy=policy_spec,
+                    seed=seed,
+                    num_arrivals=sp.length,
+                    warmup=0,
+                    agent=agent,
+                    code=code,
                 )
-            sequence = {seed: sp.run_scenario(seed) for seed in config.seeds}  # the same for every entrant
-            for label, policy_spec, agent in runs:
-                code = entrant_key(policy_spec, agent)  # resolved once per entrant
-                for seed in config.seeds:
-                    points.append(
-                        Point(
-                            series=label,
-                            x=rho,
-                            scenario=sequence[seed],
-                            policy=policy_spec,
-                            seed=seed,
-                            num_arrivals=sp.length,
-                            warmup=0,
-                            agent=agent,
-                            code=code,
-                        )
-                    )
-                    owner.append((scenario, rho))
-            continue
-        lb = LeaderboardConfig(
-            scenarios=(scenario,),
-            loads=(rho,),
-            policies=tuple(here),
-            agents=tuple(dict.fromkeys(agents)),
-            seeds=config.seeds,
-            arrivals=config.arrivals,
-            warmup=config.warmup,
-        )
-        pts, entrants, _ = plan(lb)
-        for e in entrants[scenario]:
-            kind = "agent" if e.agent else _kind(e.preemptive, e.size_aware, e.policy in own)
-            kinds[(scenario, rho)][e.label] = kind
-        points += pts
-        owner += [(scenario, rho)] * len(pts)
-    return points, kinds, owner
-
-
-def _plan_model(
-    config: BenchmarkConfig, unfit: dict[str, dict[tuple[str, float], str]], model: str
-) -> tuple[list[Point], dict[tuple[str, float], dict[str, str]], list[tuple[str, float]]]:
-    """The runs of ``model``'s points, as :func:`_plan`'s: per point the model leaderboard's plan
-    (:func:`.model_leaderboard.plan`) of every policy of the model and the agents that fit the point,
-    on the benchmark's seeds, so that every entrant sees the same job streams (common random numbers)."""
-    from .model_leaderboard import ModelLeaderboardConfig, plan
-
-    points: list[Point] = []
-    owner: list[tuple[str, float]] = []
-    kinds: dict[tuple[str, float], dict[str, str]] = {}
-    assert config.points is not None
-    for scenario, x in config.points:
-        if point_model((scenario, x)) != model:
-            continue
-        agents = [a for a in config.agents if (scenario, x) not in unfit[a]]
-        lb = ModelLeaderboardConfig(
-            scenarios=(scenario,),
-            loads=(x,),
-            policies=("all",),
-            agents=tuple(agents),
-            seeds=config.seeds,
-            arrivals=config.model_arrivals(model),
-            warmup=config.model_warmup(model),
-            bare_agents=True,  # admitted by _check_agents already
-        )
-        pts, entrants, _ = plan(lb)
-        kinds[(scenario, x)] = {
-            e.label: "agent" if e.agent else _kind(e.preemptive, e.size_aware, False)
-            for e in entrants[scenario]
-        }
-        points += pts
-        owner += [(scenario, x)] * len(pts)
-    return points, kinds, owner
+            )
+    return points, kinds
 
 
 def _check_out(out: Path, config: BenchmarkConfig, writable: bool) -> None:
@@ -877,7 +857,7 @@ def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[st
     what the scores used; it is never read back as a value (a value edited there changes nothing: the
     folder is the user's, its files are not checked data)."""
     from ..analysis.solutions import solver_version
-    from .leaderboard import OPTIMUM_MAX_STATES
+    from .tracks.queueing import OPTIMUM_MAX_STATES
 
     path = out / "optima.json"
     record = _read_optima(path)
@@ -910,7 +890,6 @@ def run_benchmark(
     ``{"scales", "points", "aggregates", "config", "files"}``."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
     check_backend(backend, workers, address)
-    from .model_leaderboard import run_model_points
     from .sequences import trace_replay
 
     assert config.points is not None
@@ -922,20 +901,23 @@ def run_benchmark(
                 raise ValueError(f"benchmark point {name}@{x:g}: {exc}") from None
     unfit = _check_agents(config)  # every check before anything is written
     points, kinds, owner = _plan(config, unfit)
-    # the other models' points: their runs and content keys are the model leaderboard's
-    others = {m: _plan_model(config, unfit, m) for m in config.models if m != "msj"}
     with hold_folder(out) as writable:
         _check_out(out, config, writable)
         _read_optima(out / "optima.json", note=False)  # another file of that name is refused before any run
-        results = run_points(
-            points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
-        )
-        for model, (pts, kds, own) in others.items():
-            results += run_model_points(
-                model, pts, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
+        results: list[dict[str, Any]] = []
+        for model in config.models:  # each model's runs with its own run function and content key
+            on = track(model)
+            mine = [p for p, where in zip(points, owner, strict=True) if point_model(where) == model]
+            results += run_points(
+                mine,
+                out / "runs.jsonl",
+                progress,
+                backend=backend,
+                workers=workers,
+                address=address,
+                run=on.run,
+                content=on.content,
             )
-            points, owner = [*points, *pts], [*owner, *own]
-            kinds.update(kds)
         # another metric's 100 is the best heuristic: no optimum to solve for it
         optima = _optima(out, config, writable) if config.by_default_metric else {}
         report = score(config, points, results, kinds, optima, unfit, owner)
@@ -979,7 +961,7 @@ def score(
     rows: list[PointScore] = []
     assert config.points is not None
     for scenario, rho in config.points:
-        if point_model((scenario, rho)) != "msj":
+        if point_model((scenario, rho)) != "msj":  # scored against its model's own policies
             scale, mine = _score_model_point(
                 config, scenario, rho, runs[(scenario, rho)], kinds[(scenario, rho)]
             )
@@ -989,7 +971,7 @@ def score(
             continue
         metric = config.metric_at(scenario)
         # lower is better but for the utilisation: rank by sign * value
-        sign = -1.0 if METRICS[metric][1] else 1.0
+        sign = -1.0 if METRICS[metric].higher_better else 1.0
         sequences = scenario in SEQUENCE_POINTS
         at = runs[(scenario, rho)]
         kind_of = kinds[(scenario, rho)]
@@ -1115,22 +1097,21 @@ def _score_model_point(
     ``compat-fcfs``; moldable: the weakest scheme by cost at the point, over the seeds), score 100 the
     best reference on each seed (attainable, as on the trace points); the model's reference row
     (:func:`.model_leaderboard.reference_rows`) is reported as ``bound``."""
-    from .model_leaderboard import ranked_metric, reference_rows, run_values
-
     model = point_model((scenario, x))
-    metric = ranked_metric(model)
-    value = {e: {s: run_values(model, r)[metric] for s, r in by.items()} for e, by in at.items()}
+    on = track(model)
+    metric = on.default_metric
+    value = {e: {s: on.run_values(r)[metric] for s, r in by.items()} for e, by in at.items()}
     mean_v = {e: float(np.mean(list(v.values()))) for e, v in value.items()}
     stable = {e: all(bool(r["stable"]) for r in by.values()) for e, by in at.items()}
     refs = [e for e in at if kind_of[e] != "agent" and stable[e] and math.isfinite(mean_v[e])]
     if not refs:
         raise ValueError(f"benchmark point {scenario}@{x:g}: no {model} policy is stable on every seed")
     best = min(refs, key=lambda e: mean_v[e])
-    naive = COMPAT_NAIVE if model == "compatibility" else None
+    naive = NAIVE.get(model)
     low_ref = naive if naive in refs else max(refs, key=lambda e: mean_v[e])
     lows = value[low_ref]
     highs = {s: min(value[e][s] for e in refs) for s in config.seeds}
-    bound = reference_rows(model, scenario, x)
+    bound = on.references(metric, scenario, x, None)
     scale = Scale(
         scenario,
         x,
@@ -1141,7 +1122,7 @@ def _score_model_point(
         best,
         metric,
         bound[0].entrant if bound else "",
-        bound[0].values[metric][0] if bound else math.nan,
+        bound[0].value if bound else math.nan,
     )
     rows = []
     for e, by in at.items():
