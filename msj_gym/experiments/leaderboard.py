@@ -398,8 +398,8 @@ def _entrants(
     if not out:
         raise ValueError(f"--policies: no policy of {', '.join(config.policies)} is defined on {scenario!r}")
     if config.reference is not None and config.reference not in {e.label for e in out}:
-        labels = ", ".join(sorted(e.label for e in out))
-        raise ValueError(f"--reference: {config.reference!r} is not an entrant here ({labels})")
+        names = ", ".join(sorted(e.label for e in out))
+        raise ValueError(f"--reference: {config.reference!r} is not an entrant here ({names})")
     return out, skipped
 
 
