@@ -743,3 +743,15 @@ def test_an_unknown_metric_is_refused(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert "--metric: expected one of" in err and "'slowdown'" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_a_leaderboard_imports_only_the_policies_it_runs(tmp_path) -> None:
+    code = (
+        "import sys; from msj_gym.cli import main; "
+        "main(['leaderboard', '--policies', 'fcfs', '--loads', '0.5', '--seeds', '1', '--arrivals', '200', "
+        "'--workers', '1', '--out', 'out']); "
+        "print(sorted(m for m in sys.modules if m.startswith('msj_gym.baselines.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "['msj_gym.baselines.fcfs']"
