@@ -577,7 +577,8 @@ def _benchmark(args: argparse.Namespace) -> int:
     _require_scipy("benchmark", "scipy.stats")  # the statistics; the exact optima need scipy.sparse too
 
     from .atomic import check_output_folder
-    from .experiments.benchmark import QUICK, BenchmarkConfig, format_benchmark, parse_points, run_benchmark
+    from .experiments.benchmark import QUICK, BenchmarkConfig, parse_points, run_benchmark
+    from .experiments.benchmark_tables import format_benchmark
 
     workers = _workers(args)  # every flag and agent is checked before anything is written to --out
     check_output_folder("--out", args.out, "benchmark.json")

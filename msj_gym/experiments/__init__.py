@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from .._lazy import LazyNames
 
 if TYPE_CHECKING:
-    from .benchmark import BENCHMARK_SUITE, BenchmarkConfig, format_benchmark, run_benchmark
+    from .benchmark import BENCHMARK_SUITE, BenchmarkConfig, run_benchmark
+    from .benchmark_tables import format_benchmark
     from .figures import FIGURES, SAMPLE_PATHS, Figure, make_figure, sample_path
     from .leaderboard import LeaderboardConfig, format_tables, run_leaderboard
     from .moldable import MOLDABLE_FIGURES, MoldableFigure
@@ -21,7 +22,8 @@ _LAZY = LazyNames(
     __name__,
     globals(),
     {
-        "benchmark": ("BENCHMARK_SUITE", "BenchmarkConfig", "format_benchmark", "run_benchmark"),
+        "benchmark": ("BENCHMARK_SUITE", "BenchmarkConfig", "run_benchmark"),
+        "benchmark_tables": ("format_benchmark",),
         "figures": ("FIGURES", "SAMPLE_PATHS", "Figure", "make_figure", "sample_path"),
         "leaderboard": ("LeaderboardConfig", "format_tables", "run_leaderboard"),
         "moldable": ("MOLDABLE_FIGURES", "MoldableFigure"),
