@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                 atomic_write_text(path, text)
             spec = str(path)
         point = config(spec, load, arrivals)
-        _, planned, _ = plan(point, args.workers)
+        planned = plan(point, args.workers).entrants
         resolved.append((label, outside, point, planned[spec]))
     started = time.perf_counter()
     table: dict[str, list[float]] = {a: [] for a in agents}

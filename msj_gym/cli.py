@@ -253,10 +253,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     lb.add_argument(
         "--metric",
-        default="mean_response_time",
+        default=None,
         help="rank by this metric (default mean_response_time; also weighted_mean_response_time, "
         "mean_waiting_time, mean_bounded_slowdown, response_time_p50, response_time_p95, "
-        "response_time_p99, makespan, p_wait, utilization)",
+        "response_time_p99, makespan, p_wait, utilization; a moldable system ranks by its cost per "
+        "arrival only)",
     )
     lb.add_argument("--out", default="leaderboard", help="output folder (default ./leaderboard)")
     lb.add_argument(
@@ -528,26 +529,18 @@ def _leaderboard(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .atomic import check_output_folder
-    from .experiments.leaderboard import (
-        DEFAULT_LOADS,
-        DEFAULT_SCENARIO,
-        LeaderboardConfig,
-        format_tables,
-        run_leaderboard,
-    )
+    from .experiments.leaderboard import DEFAULT_SCENARIO, LeaderboardConfig, format_tables, run_leaderboard
 
     workers = _workers(args)  # every flag is checked before anything is written to --out
     _quick_leaderboard(args)
     check_output_folder("--out", args.out, "leaderboard.json")  # before the plan, which may solve optima
-    if any(_is_other_model(s) for s in args.scenario or []):
-        return _model_leaderboard(args, workers)
     policies = _listed("--policies", args.policies)
     if not policies and not args.agent:
         raise ValueError(f"--policies: expected policy ids or a group, got {args.policies!r}")
     _importable_from_here([*policies, *args.agent])
     config = LeaderboardConfig(
         scenarios=tuple(args.scenario or [DEFAULT_SCENARIO]),
-        loads=args.loads if args.loads is not None else DEFAULT_LOADS,
+        loads=args.loads,
         policies=policies,
         agents=tuple(args.agent),
         seeds=args.seeds,
@@ -578,51 +571,6 @@ def _quick_leaderboard(args: argparse.Namespace) -> None:
         if getattr(args, flag) is not None:
             raise ValueError(f"--quick: sets --{flag} ({LEADERBOARD_QUICK[flag]}); give one or the other")
     args.seeds, args.arrivals = str(LEADERBOARD_QUICK["seeds"]), LEADERBOARD_QUICK["arrivals"]
-
-
-def _is_other_model(scenario: str) -> bool:
-    from .experiments.model_leaderboard import scenario_model
-
-    return scenario_model(scenario) != "msj"
-
-
-def _model_leaderboard(args: argparse.Namespace, workers: int) -> int:
-    """The leaderboard of a moldable or compatibility scenario (:mod:`.experiments.model_leaderboard`)."""
-    from pathlib import Path
-
-    from .experiments.model_leaderboard import (
-        ModelLeaderboardConfig,
-        format_model_tables,
-        run_model_leaderboard,
-        scenario_model,
-    )
-
-    model = scenario_model(next(s for s in args.scenario if _is_other_model(s)))
-    if args.metric != "mean_response_time":
-        ranked = "its cost per arrival" if model == "moldable" else "the mean response time"
-        raise ValueError(f"--metric {args.metric!r}: the {model} model's leaderboard ranks by {ranked}")
-    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
-    _importable_from_here(list(args.agent))
-    config = ModelLeaderboardConfig(
-        scenarios=tuple(args.scenario),
-        loads=args.loads,
-        policies=policies,
-        agents=tuple(args.agent),
-        bare_agents=args.bare_agents,
-        seeds=args.seeds,
-        arrivals=args.arrivals,
-        warmup=args.warmup,
-        reference=args.reference,
-        policy_params=_entrant_params(args.policy_param),
-    )
-    report = run_model_leaderboard(
-        config, Path(args.out), backend=args.backend, workers=workers, address=args.address
-    )
-    print(format_model_tables(report))
-    out = Path(args.out)
-    names = [str(f.relative_to(out)) if f.is_relative_to(out) else str(f) for f in report["files"]]
-    print(f"wrote in {out}/: " + ", ".join([*names, "runs.jsonl"]))
-    return 0
 
 
 @_trusting
@@ -675,7 +623,8 @@ def _benchmark(args: argparse.Namespace) -> int:
     _require_scipy("benchmark", "scipy.stats")  # the statistics; the exact optima need scipy.sparse too
 
     from .atomic import check_output_folder
-    from .experiments.benchmark import QUICK, BenchmarkConfig, format_benchmark, parse_points, run_benchmark
+    from .experiments.benchmark import QUICK, BenchmarkConfig, parse_points, run_benchmark
+    from .experiments.benchmark_tables import format_benchmark
 
     workers = _workers(args)  # every flag and agent is checked before anything is written to --out
     check_output_folder("--out", args.out, "benchmark.json")
@@ -744,19 +693,6 @@ def _check_system_flags(args: argparse.Namespace) -> None:
     _positive_finite("--arrival-rate", args.arrival_rate)
 
 
-def _scenario_model(name: str) -> str:
-    """The model a ``--scenario`` belongs to: a compatibility system's or moldable system's name, else
-    an MSJ scenario (a name, a file or a trace)."""
-    from .moldable.systems import MOLDABLE_SYSTEMS
-    from .workloads.compat import COMPAT_SCENARIOS
-
-    if name in COMPAT_SCENARIOS:
-        return "compatibility"
-    if name in MOLDABLE_SYSTEMS:
-        return "moldable"
-    return "msj"
-
-
 def _check_policy(policy_id: str, model: str, params: dict[str, str] | None = None) -> None:
     """An error before any work if ``policy_id`` is unknown or not defined on ``model`` (no import of
     a registered policy; a ``module:attr`` policy of the user's own is imported and asked)."""
@@ -819,7 +755,9 @@ def _simulate(args: argparse.Namespace) -> int:
     _positive_finite("--tau", args.tau)
     if args.warmup is not None and not (math.isfinite(args.warmup) and args.warmup >= 0):
         raise ValueError(f"--warmup: expected a finite number >= 0, got {args.warmup!r}")
-    model = _scenario_model(args.scenario)
+    from .experiments.tracks import scenario_model
+
+    model = scenario_model(args.scenario)
     _check_policy(args.policy, model, _policy_params(args.policy_param))
     if model == "compatibility":
         return _simulate_compat(args)

@@ -451,8 +451,8 @@ def _references(
     from .analysis.solutions import solver_version
     from .atomic import atomic_write_text, cache_folder, computed_once
     from .experiments.benchmark import _optima, _plan
-    from .experiments.leaderboard import OPTIMUM_MAX_STATES
     from .experiments.runner import run_points, scenario_content
+    from .experiments.tracks.queueing import OPTIMUM_MAX_STATES
 
     points, kinds, owner = _plan(dataclasses.replace(config, preemptive=preemptive), {})
     if preemptive:

@@ -1,5 +1,6 @@
 """Every package of the project sits on a floor and imports only from floors below its own: no arrow runs
-back up and no two packages import each other, imports inside functions included. The library reaches
+back up and no two packages import each other, imports inside functions included; and no module imports
+itself round a circle, inside a package as between packages. The library reaches
 the policies (``msj_gym.baselines``) and the shipped agents (``msj_gym.agents``) only through
 :mod:`msj_gym.registry`, which names them by strings; the policies never import the agents. Checked on
 the source."""
@@ -51,10 +52,10 @@ def _module_of(path: Path) -> list[str]:
     return parts[:-1] if parts[-1] == "__init__" else parts
 
 
-def _imported(path: Path, package: list[str] | None = None) -> list[tuple[int, str]]:
+def _imported(path: Path, package: list[str] | None = None, root: Path = ROOT) -> list[tuple[int, str]]:
     """Every module ``path`` imports, relative imports resolved against its package (by default where
     the file stands in the project); ``from pkg import name`` counts as ``pkg.name`` where ``name`` is a
-    module of the project, else as ``pkg``."""
+    module of the project (the tree at ``root``), else as ``pkg``."""
     if package is None:
         module = _module_of(path)
         package = module if path.name == "__init__.py" else module[:-1]
@@ -72,7 +73,7 @@ def _imported(path: Path, package: list[str] | None = None) -> list[tuple[int, s
                 base = [*base, *node.module.split(".")]
             for alias in node.names:
                 sub = [*base, alias.name]
-                is_module = (ROOT.joinpath(*sub).with_suffix(".py")).exists() or ROOT.joinpath(*sub).is_dir()
+                is_module = (root.joinpath(*sub).with_suffix(".py")).exists() or root.joinpath(*sub).is_dir()
                 found.append((node.lineno, ".".join(sub if is_module else base)))
     return found
 
@@ -141,3 +142,86 @@ def test_the_check_resolves_relative_imports_and_names_of_modules() -> None:
     assert "msj_gym.core.state" in found  # `from ..core import state as S`
     assert "msj_gym.registry" in found
     assert _unit("msj_gym") == "__init__" and _unit("numpy") is None
+
+
+def _module_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports (a package stands for its ``__init__``), for every
+    source file under ``root / package``, imports inside functions and under ``TYPE_CHECKING`` included."""
+    files = {".".join(_module_of_under(root, p)): p for p in sorted((root / package).rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        me = name.split(".")
+        pkg = me if path.name == "__init__.py" else me[:-1]
+        targets = set()
+        for _, module in _imported(path, pkg, root):
+            # the longest prefix of the import that is a module of the package (``a.b.name`` -> ``a.b``)
+            parts = module.split(".")
+            while parts and ".".join(parts) not in files:
+                parts.pop()
+            if parts and ".".join(parts) != name:
+                targets.add(".".join(parts))
+        graph[name] = targets
+    return graph
+
+
+def _module_of_under(root: Path, path: Path) -> list[str]:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected components of two modules or more
+    (Tarjan's algorithm), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_module_of_msj_gym_imports_itself_round_a_circle() -> None:
+    # inside a package as between packages: a circle of modules has no order to read or load them in
+    circles = _circles(_module_graph(ROOT, "msj_gym"))
+    assert not circles, "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_the_circle_check_finds_a_circle_inside_a_package(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg" / "sub"
+    pkg.mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .b import x\n")
+    (pkg / "b.py").write_text("def f():\n    from . import c\n")  # inside a function: still an arrow
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import y\n")
+    (pkg / "d.py").write_text("from .a import x\n")  # into the circle, not on it
+    graph = _module_graph(tmp_path, "pkg")
+    assert graph["pkg.sub.a"] == {"pkg.sub.b"} and graph["pkg.sub.d"] == {"pkg.sub.a"}
+    assert _circles(graph) == [["pkg.sub.a", "pkg.sub.b", "pkg.sub.c"]]
+    (pkg / "c.py").write_text("")
+    assert _circles(_module_graph(tmp_path, "pkg")) == []

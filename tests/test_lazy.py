@@ -43,8 +43,8 @@ def test_unknown_name_is_an_attribute_error() -> None:
 
 def test_simulate_path_imports_what_it_uses() -> None:
     _run(
-        "import sys; from msj_gym.cli import _parser, _scenario_model; _parser(); "
-        "assert _scenario_model('sf-fig2') == 'msj'; "
+        "import sys; from msj_gym.cli import _parser; _parser(); "
+        "from msj_gym.experiments.tracks import scenario_model; assert scenario_model('sf-fig2') == 'msj'; "
         "from msj_gym.workloads import load_scenario; load_scenario('sf-fig2').build(load=0.7); "
         "unused = ('msj_gym.analysis.optimal', 'msj_gym.workloads.swf', 'msj_gym.workloads.gpu_traces', "
         "'msj_gym.moldable.loss', 'msj_gym.analysis.stability'); "

@@ -39,3 +39,17 @@ def test_mypy_public_api(request: pytest.FixtureRequest) -> None:
     process, folder = started
     code = process.wait(timeout=600)
     assert code == 0, (folder / "out.txt").read_text()
+
+
+def test_mypy_checks_every_file_of_the_package() -> None:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    listed = [ROOT / f for f in config["files"]]
+    left_out = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "msj_gym").rglob("*.py"))
+        if not any(p == f or f in p.parents for f in listed)
+    ]
+    assert not left_out, f"mypy leaves out: {', '.join(left_out)}"
+    assert not config.get("exclude") and not any(o.get("ignore_errors") for o in config.get("overrides", []))

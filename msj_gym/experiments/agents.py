@@ -132,7 +132,7 @@ class AgentSpec:
         model: str = "msj",
     ) -> Any:
         """The agent's env on ``scenario`` (a name, a file or a workload) of ``model`` with ``build``'s
-        keywords (:func:`env_build` of a point's) and this run length; every other keyword is the
+        keywords (a point's, as its track gives them) and this run length; every other keyword is the
         agent's own."""
         import gymnasium as gym
 
@@ -171,18 +171,6 @@ def agent_label(spec: str) -> str:
     if spec in shipped_agents() and not Path(spec).exists():
         return f"agent:{spec}"
     return f"agent:{Path(spec).stem}"
-
-
-def env_build(model: str, build: dict[str, Any]) -> dict[str, Any]:
-    """The env keywords of a leaderboard point's ``build``: a moldable point's size law by name
-    (``sizes``) becomes the env's ``service_time``; the others' are the env's keywords already."""
-    if model != "moldable":
-        return dict(build)
-    from .moldable import SIZE_LAWS
-
-    out = {k: v for k, v in build.items() if k != "sizes"}
-    out["service_time"] = SIZE_LAWS[build.get("sizes", "exponential")]
-    return out
 
 
 def agent_files(spec: str) -> tuple[str, ...]:
@@ -421,13 +409,15 @@ def check_agent(
     num_arrivals: int = 100,
     where: str | None = None,
     model: str = "msj",
+    probe: bool = False,
 ) -> None:
     """Fail early, in the parent process, if ``spec`` does not load (:func:`load_agent`, ``bare`` as
     there), its agent cannot be made (an :class:`AgentError`), or it does not fit ``scenario``'s env:
     its ``env_id`` acts on another model than ``model`` (the scenario's), or e.g. a checkpoint trained on
     a workload with another number of classes or servers. ``scenario`` may be a workload; ``where``
-    names it in the messages (default: ``scenario 'NAME'``); ``build`` holds the env's keywords
-    (:func:`env_build`)."""
+    names it in the messages (default: ``scenario 'NAME'``); ``build`` holds the env's keywords. With
+    ``probe`` an agent without metadata (``module:attr``) is asked for its first decision wherever it
+    acts, as it is on every env but ``MSJ-v0``: one written for another model's env fails there."""
     where = where or f"scenario {scenario!r}"
     loaded = load_agent(spec, bare)
     env_id = loaded.env_id_for(model)
@@ -460,7 +450,9 @@ def check_agent(
             raise ValueError(
                 f"--agent {spec!r}: trained with actions {action_space}, but {where} has {env.action_space}"
             )
-        if loaded.any_env and model != "msj":
+        # an agent without metadata is asked to act where its env is not MSJ-v0, which it would assume
+        # (or where ``probe`` asks: it may have been written for another model's env)
+        if loaded.any_env and (probe or env_id != MODEL_ENV_IDS["msj"]):
             check_first_decision(spec, env, agent, f"{env_id} on {where}")
     finally:
         env.close()
@@ -481,13 +473,6 @@ def check_first_decision(spec: str, env: Any, agent: Any, where: str) -> None:
     except Exception as exc:  # an agent of another env fails in many ways
         what = " ".join(str(exc).split()) or type(exc).__name__
         raise ValueError(f"--agent {spec!r}: does not act in {where}: {type(exc).__name__}: {what}") from None
-
-
-def _where(model: str, build: dict[str, Any]) -> str:
-    """Where a point's run is, for its failure's message ("" for a trace sequence: no load)."""
-    if model == "moldable":
-        return f" at n = {build.get('num_servers')}"
-    return f" at load {build['load']}" if "load" in build else ""
 
 
 def play_agent(
@@ -518,12 +503,18 @@ def play_agent(
         env.close()
 
 
-def run_agent(point: Any, model: str = "msj") -> Any:
-    """Run ``point.agent`` through the env of ``model`` on the point's workload and seed; the env's
-    result (a SimulationResult; on the moldable model a MoldableResult)."""
+def run_agent(
+    point: Any, model: str = "msj", build: dict[str, Any] | None = None, where: str | None = None
+) -> Any:
+    """Run ``point.agent`` through the env of ``model`` on the point's workload and seed, with the env
+    keywords ``build`` (default: the point's own) and, for a failure's message, ``where`` it ran (default:
+    the point's scenario, load and seed); the env's result (a SimulationResult; on the moldable model a
+    MoldableResult)."""
     warmup = point.warmup if point.warmup is not None else point.num_arrivals // 10
-    where = f"{point.scenario}{_where(model, point.build)} (seed {point.seed})"
-    build = env_build(model, dict(point.build))
+    if where is None:
+        at = f" at load {point.build['load']}" if "load" in point.build else ""  # a trace sequence: none
+        where = f"{point.scenario}{at} (seed {point.seed})"
+    build = dict(point.build) if build is None else build
     # bare (the default): the parent's checks admitted it, a checkpoint without metadata too
     return play_agent(
         point.agent, point.scenario, build, point.num_arrivals, warmup, point.seed, where, model=model

@@ -1,124 +1,35 @@
-"""The benchmark score: one number (with an interval) per scheduler over a fixed suite of points.
+"""The benchmark score: one number (with an interval) per scheduler over a fixed, versioned suite of points.
 
-``msj-gym benchmark`` runs every entrant (the non-preemptive baselines, all baselines with
-``preemptive=True``, and any ``--agent``) on every point of :data:`BENCHMARK_SUITE` (scenario, load)
-with the leaderboard's machinery (:func:`.leaderboard.plan`, :func:`.runner.run_points`: the same
-resumable ``runs.jsonl`` keyed by content and code hashes, the same provenance, the same job streams
-per seed for every entrant), and scores each run against the references' runs on the same seed
-(paired, common random numbers):
+``msj-gym benchmark`` runs every entrant (the queue's non-preemptive baselines, with ``preemptive`` its
+preemptive ones too, every policy of another model at that model's points, ``--agent``s and ``module:attr``
+policies of your own) on every point of the suite, planned as each point's model's leaderboard plans a
+sweep of that one point (:func:`.leaderboard.plan`: the same resumable ``runs.jsonl`` keyed by content
+and code, the same job streams per seed for every entrant), and scores each run against the references'
+runs on the same seed (paired, common random numbers)::
 
     score = 100 * (T_low - T) / (T_low - T_high)
 
-* ``T_low``, the **lower reference** (score 0): FCFS's mean response time on that seed when FCFS is
-  stable on every seed of the point; else the worst reference heuristic stable on every seed. On a
-  seed where that run ends below the exact optimum (a long-run mean; only runs far shorter than the
-  suite's, as with ``--quick``, do), its mean over the seeds is that seed's ``T_low``.
-  (The masked random agent, ``msj_gym.env:RandomAgent``, is no reference: it idles at random, is
-  unstable at every point of the suite, even ``sf-fig2`` at 0.5, and its unstable runs through the env
-  are slow. It can enter as ``--agent msj_gym.env:RandomAgent``.)
-* ``T_high``, the **upper reference** (score 100): the exact non-preemptive optimum of the point's
-  Markov decision process where it is small enough to solve (:func:`.leaderboard.exact_optima`; a
-  constant), else the best heuristic's on that seed (the heuristic with the lowest mean response time
-  over the seeds among those stable on every seed).
+* ``T_low`` (score 0): the model's naive policy (:data:`NAIVE`: FCFS on the queue, random assignment on
+  compatibility graphs) where it is stable on every seed of the point, else the worst reference stable
+  on every seed.
+* ``T_high`` (score 100): on a queueing point the exact non-preemptive optimum of its Markov decision
+  process where it is small enough to solve (:func:`.tracks.queueing.exact_optima`), else the best
+  reference heuristic over the seeds; on a trace point (RLScheduler's protocol: run ``s`` is one
+  sequence of the log) and on a moldable or compatibility point, the best reference on each seed.
 
-The reference heuristics are the non-preemptive, size-oblivious baselines: the information the exact
-optimum (over class counts) and an ``MSJ-v0`` agent have. Size-aware EASY backfilling is scored but
-is no reference; knowing job sizes, it may beat the size-oblivious optimum (score above 100).
+The references are the queue's non-preemptive size-oblivious baselines (the information of the exact
+optimum and of an ``MSJ-v0`` agent), or every policy of another model. Scores are floored at 0; an
+unstable run scores 0 (flagged), and so does an agent at a point whose env it does not fit (``n/a``).
+Each model is a section of its own (an entrant runs on its own model's points only). ``metric``
+rescores the same runs on another metric (its 100 is then the best heuristic by that metric).
 
-So the references score exactly 0 and 100 on every seed.
-
-**Another metric** (``metric``, ``msj-gym benchmark --metric NAME``: any of the leaderboard's
-:data:`~msj_gym.experiments.leaderboard.METRICS`): the same formula on that metric's values, ``T``
-read as the run's value of it (for the utilisation, higher is better: the formula is the same, its
-references swap their order). The exact optimum is of the mean response time alone, so for every
-other metric the upper reference is the best heuristic by that metric, at every point (never the
-response-time optimum), and the lower one FCFS or the worst stable heuristic by that metric. The runs
-are the same (every run stores all its metrics): another metric rescores a folder's runs without
-rerunning any, and writes its tables next to the default ones, named after it
-(``benchmark-mean_bounded_slowdown.md``, ...). A run without a value of the metric (an agent's
-percentiles: the env keeps no per-job records) scores 0 there, flagged ``n/a``.
-
-The scale is the non-preemptive one for every entrant (the class of schedulers ``MSJ-v0`` agents
-belong to), so a score does not depend on which other entrants ran; preemptive baselines
-(``--preemptive``) are scored on it too and may exceed 100. Scores are floored at 0: a run worse than
-the lower reference scores 0, and so does an **unstable** run (its mean is over a growing queue, not a
-steady-state value; flagged). An agent that does not fit a point's environment (another observation
-space) scores 0 there (flagged ``n/a``).
-
-**Suite versions** (``suite``, ``msj-gym benchmark --suite``). ``v1`` (the default): the eight
-queueing points of :data:`BENCHMARK_SUITE`. ``v2``: v1's points, unchanged (the same runs, the same
-scores), and the **trace points** of :data:`SEQUENCE_POINTS`, RLScheduler's evaluation protocol on
-Parallel Workloads Archive logs (SDSC-SP2 and HPC2N, cleaned as its loader cleans them): run ``s`` of a
-trace point schedules one sequence of 1,024 consecutive jobs, drawn from the log's first 10,000 by a
-Generator seeded by ``s``, from an empty machine, and is scored on the field's mean bounded slowdown
-(unless the whole benchmark is scored on another ``metric``). A sequence is scheduled to its last
-job, so no run there is unstable. On a trace there is no optimum to solve, and which heuristic is best
-changes from one sequence to the next: the upper reference of a trace point is the best reference
-heuristic **on each sequence** (the lower one stays FCFS), so that a score above 100 beats every
-reference heuristic on that sequence. The reference heuristics there include the field's (SJF, WFP3,
-UNICEP, F1, with and without EASY), which read the users' requested times, estimates a scheduler is
-given, not the jobs' sizes; EASY backfilling on exact run times is scored but is no reference. The
-logs are found as ``swf:`` scenarios find them (``$MSJ_GYM_TRACE_DIR``, then the shared traces folder
-next to a source checkout); v1 needs none. v2 has a **published split** (:data:`TRAIN_POINTS_V2`):
-agents may be trained, tuned and selected on its train points only, and its score (the aggregates,
-the profile plot) is over the test points; the train points' aggregates are reported apart.
-
-``v3``: v2's points, unchanged, and a **GPU-cluster point** (:data:`GPU_POINTS_V3`), a test point: the
-same protocol on Alibaba's 2023 GPU trace (jobs of 1 to 8 GPUs on 32 GPUs, time-dilated to load 0.9),
-scored on the mean job completion time, the GPU-cluster field's measure. Its trace is not in the shared
-data: the user downloads ``openb_pod_list_default.csv`` (see :data:`msj_gym.workloads.gpu_traces.SOURCES`)
-into ``$MSJ_GYM_TRACE_DIR``; without it v3 is refused in one line before any run. v3's split is v2's.
-
-**The other models' points** (v2, :data:`MODEL_POINTS_V2`): v2 also holds points of the moldable loss
-system (Ghanbarian et al. 2024; x = the number of servers n, its regime setting the load) and of
-job-server compatibility graphs (Bonald & Comte 2017; x = the load), so that one suite covers every
-model the project simulates. Each is run by the model leaderboard's machinery
-(:func:`.model_leaderboard.plan`, :func:`~.model_leaderboard.run_moldable_point` /
-:func:`~.model_leaderboard.run_compat_point`, its content keys) into the same resumable, stale-safe
-``runs.jsonl``: every policy registered on the model and every agent that fits the point's env, on the
-benchmark's seeds (common random numbers), ``arrivals`` scaled by the model leaderboard's default run
-length (a moldable run is ten times as long: 200,000 arrivals by default, 20,000 with ``--quick``). A
-point is scored on the metric that leaderboard ranks by (:func:`.model_leaderboard.ranked_metric`,
-whatever ``metric``): the moldable cost per arrival ``(1 - P_B) E[T] + 2 P_B``, the compatibility mean
-response time; the same formula, per seed:
-
-* score 0, the **naive reference**: on a compatibility point the paper's random assignment
-  (``compat-fcfs``: FCFS over the servers each job draws) if it is stable on every seed, else the
-  worst policy that is; on a moldable point the weakest of the paper's schemes by cost at the point
-  (the highest mean over the seeds): greedy (``p = e_d``) in the mean-field regime, but the p-scheme
-  in the Halfin-Whitt regime, where greedy's lost jobs are cheap at ``c = 2`` and it costs least.
-  (The model leaderboard's own reference rows are no policy to be 0.)
-* score 100, the **best reference on that seed**: the lowest value among the model's policies stable
-  on every seed (attainable, as on the trace points). The model leaderboard's first reference row, the
-  LP optimum ``T*`` of the moldable system (its ``n -> infinity`` limit, a bound no finite system meets)
-  or the compatibility system's lower bound (with exponential sizes, the size-oblivious bound of
-  :mod:`msj_gym.analysis.compat_bound`), is reported beside the scale (``bound``), never as its 100.
-
-An entrant runs on its own model's points only (a policy is registered on one model; an agent's env
-acts on one), so no aggregate spans the models: each model is a **section** of its own, with its own
-entrants and its IQM and intervals over its test points (the train points' apart), after the MSJ
-section, which is the score of v1 and v2's queueing and trace points, its numbers as before. An agent
-that fits no point of a section (another model's) has no aggregate there and is listed as n/a beside
-it; one that fits some of a section's points scores 0 at the others, flagged ``n/a``.
-
-Aggregates follow the ``rliable`` conventions (Agarwal et al., NeurIPS 2021): over the matrix of
-per-run scores (seeds x points), the **interquartile mean** (IQM: the mean of the middle 50 % of all
-runs) with a **stratified bootstrap** 95 % percentile interval (seeds resampled with replacement
-within each point), and the **probability of improvement** over the best heuristic, P(X > Y) = the
-mean over points of the Mann-Whitney probability that a run of X scores above a run of Y (ties count
-a half), with its own stratified-bootstrap interval (the runs of X and of Y resampled independently).
-``rliable`` itself is not a dependency: its pinned release pulls arch, statsmodels, pandas and
-seaborn. SciPy provides the statistics instead: the IQM is ``scipy.stats.trim_mean(x, 0.25,
-axis=None)``, and the interval is ``scipy.stats.bootstrap`` (percentile method) with one sample per
-point, which its multi-sample form resamples independently: the stratified bootstrap (SciPy is a
-dependency of msj-gym; ``msj-gym benchmark`` says so if it is missing).
-
-Outputs in ``out``: ``runs.jsonl`` (the runs), ``benchmark.json`` (the suite version and run length:
-a folder of another suite is refused; entrants may be added by later commands, reusing the stored
-baseline runs), ``optima.json`` (the exact optima, cached), ``benchmark.md``, ``benchmark.csv``
-(aggregates), ``benchmark-points.csv`` (per point) and ``benchmark-profile.png`` (performance profiles
-of the MSJ section). With points of several models (v2) both CSVs have a ``model`` column (``msj``,
-``moldable``, ``compatibility``), and the points' one the model reference (``bound_ref``, ``bound``).
+Aggregates follow ``rliable`` (Agarwal et al., NeurIPS 2021), with SciPy doing the statistics: the
+interquartile mean over all runs (seeds x points) with a stratified-bootstrap 95 % interval, and the
+probability of improvement over the best heuristic (Mann-Whitney, ties a half). Suite ``v1``: eight
+queueing points (:data:`BENCHMARK_SUITE`); ``v2``: v1's, two trace points and eight moldable and
+compatibility points, with a published train/test split (:data:`TRAIN_POINTS_V2`; the score is over the
+test points); ``v3``: v2's and a GPU-cluster point. The tables and files are
+:mod:`.benchmark_tables`'; ``docs/leaderboard.md`` is the guide.
 """
 
 from __future__ import annotations
@@ -134,18 +45,20 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_savefig, atomic_write_csv, atomic_write_text
-from .leaderboard import (
-    METRICS,
-    LeaderboardConfig,
-    check_metric,
-    exact_optima,
-    metric_of,
-    parse_seeds,
-    plan,
+from ..atomic import atomic_write_text
+from .benchmark_tables import (
+    BOOTSTRAP_REPS,
+    DEFAULT_METRIC,
+    format_benchmark,
+    output_names,
+    score_matrix,
+    write_benchmark,
 )
-from .report import config_difference, render_table
+from .leaderboard import LeaderboardConfig, parse_seeds, plan
+from .report import config_difference
 from .runner import Point, check_backend, hold_folder, provenance, run_points, scenario_content
+from .tracks import MODELS, scenario_model, track
+from .tracks.queueing import METRICS, check_metric, exact_optima, metric_of
 
 __all__ = [
     "BENCHMARK_SUITE",
@@ -177,10 +90,7 @@ BENCHMARK_SUITE: tuple[tuple[str, float], ...] = (
 DEFAULT_SEEDS = 5
 DEFAULT_ARRIVALS = 20_000
 QUICK = {"seeds": 2, "arrivals": 2_000}  # --quick: a smoke test of the whole suite, not a score
-BOOTSTRAP_REPS = 5_000
-PROFILE_MAX = 150.0  # the performance profile's right edge
 EXCLUDED = ("mdp-optimal", "mdp-optimal-preemptive")  # the exact optimum is the scale's 100 already
-DEFAULT_METRIC = "mean_response_time"  # the one metric with an exact optimum (the scale's 100)
 
 
 @dataclass(frozen=True)
@@ -246,7 +156,7 @@ GPU_POINTS_V3: tuple[tuple[str, float], ...] = (
     ("gpu-alibaba-2023", float(SEQUENCE_POINTS["gpu-alibaba-2023"].length)),
 )
 #: Suite v2's points of the other two models the project simulates, each run by the model leaderboard's
-#: machinery (:mod:`.model_leaderboard`) and scored against that model's own policies. A moldable
+#: machinery (its track, :mod:`.tracks`) and scored against that model's own policies. A moldable
 #: point's x is its number of servers n (its regime sets the load), a compatibility point's its load.
 #: Moldable: the sub-linear speed-up in the Halfin-Whitt regime at n = 100 and 1000 (the systems
 #: ``ppo-moldable-hw`` was trained on: train points), at n = 4000 (the paper's size, never trained on)
@@ -277,12 +187,10 @@ TRAIN_POINTS_V2: tuple[tuple[str, float], ...] = (
     ("003-random-3", 0.75),
     ("003-random-2", 0.9),
 )
-#: The models of the suite's sections, in the order they are reported: the MSJ queue (its queueing and
-#: trace points, the score of v1), then the moldable loss system and the compatibility graphs.
-MODELS = ("msj", "moldable", "compatibility")
-#: A compatibility point's lower reference (score 0): the paper's random assignment (FCFS over the
-#: servers each job draws), if stable on every seed.
-COMPAT_NAIVE = "compat-fcfs"
+#: Per model, its policy of score 0 where it is stable on every seed: FCFS on the queue, the paper's
+#: random assignment on compatibility graphs (FCFS over the servers each job draws). Elsewhere (and on
+#: the moldable system, whose paper has no naive scheme) the worst reference stable on every seed.
+NAIVE = {"msj": "fcfs", "compatibility": "compat-fcfs"}
 
 
 def suite_points(suite: str) -> tuple[tuple[str, float], ...]:
@@ -298,11 +206,8 @@ def suite_points(suite: str) -> tuple[tuple[str, float], ...]:
 
 
 def point_model(point: tuple[str, float]) -> str:
-    """The model a suite point is of: ``"moldable"``, ``"compatibility"`` or ``"msj"`` (a queueing or
-    trace point)."""
-    from .model_leaderboard import scenario_model
-
-    return "msj" if point[0] in SEQUENCE_POINTS else scenario_model(point[0])
+    """The model a suite point is of (a trace point's is the queue's: it replays its log on it)."""
+    return scenario_model(SEQUENCE_POINTS[point[0]].scenario if point[0] in SEQUENCE_POINTS else point[0])
 
 
 def parse_points(text: str, suite: str) -> tuple[tuple[str, float], ...]:
@@ -369,8 +274,8 @@ class BenchmarkConfig:
                     f"benchmark point {sc}@{length:g}: a trace point's x is its sequences' length, "
                     f"{SEQUENCE_POINTS[sc].length}"
                 )
-            if point_model((sc, length)) != "msj":
-                self._check_model_point(sc, length)
+            if sc not in SEQUENCE_POINTS:
+                self._check_point(sc, length)
         object.__setattr__(self, "seeds", parse_seeds(self.seeds))
         if len(self.seeds) < 2:
             raise ValueError("--seeds: the bootstrap needs at least 2 seeds per point")
@@ -388,24 +293,18 @@ class BenchmarkConfig:
         if len(set(self.policies)) != len(self.policies):
             raise ValueError("--policies: the same policy given twice")
 
-    def _check_model_point(self, scenario: str, x: float) -> None:
-        """A moldable or compatibility point's x, checked as the model leaderboard checks its sweep."""
-        from .model_leaderboard import ModelLeaderboardConfig
-
+    def _check_point(self, scenario: str, x: float) -> None:
+        """A point's x, checked as its model's leaderboard checks its sweep."""
         try:
-            ModelLeaderboardConfig(scenarios=(scenario,), loads=(x,), seeds=(0,), arrivals=100)
+            LeaderboardConfig(scenarios=(scenario,), loads=(x,), seeds=(0,), arrivals=100)
         except ValueError as exc:
             raise ValueError(f"benchmark point {scenario}@{x:g}: {exc}") from None
 
     def model_arrivals(self, model: str) -> int:
-        """The run length at a point of ``model``: ``arrivals`` on the MSJ queue; on another model the
-        same multiple of that model's leaderboard default as ``arrivals`` is of the MSJ default (the
-        moldable system's 200,000 and the compatibility graphs' 20,000 at the default 20,000)."""
-        if model == "msj":
-            return self.arrivals
-        from .model_leaderboard import MODEL_DEFAULTS
-
-        return self.arrivals * int(MODEL_DEFAULTS[model]["arrivals"]) // DEFAULT_ARRIVALS
+        """The run length at a point of ``model``: the same multiple of that model's leaderboard default
+        as ``arrivals`` is of the queue's (the queue's ``arrivals``, the moldable system's 200,000 and the
+        compatibility graphs' 20,000 at the default 20,000)."""
+        return self.arrivals * track(model).default_arrivals // DEFAULT_ARRIVALS
 
     def model_warmup(self, model: str) -> int:
         """The warm-up at a point of ``model``, scaled as :meth:`model_arrivals`."""
@@ -438,12 +337,17 @@ class BenchmarkConfig:
         point's is always its model leaderboard's ranked metric (the cost, the mean response time)."""
         if scenario in SEQUENCE_POINTS and self.by_default_metric:
             return SEQUENCE_POINTS[scenario].metric
-        from .model_leaderboard import ranked_metric, scenario_model
+        # a moldable or compatibility run has its model's metrics only: its leaderboard's ranked one
+        on = track(point_model((scenario, 0.0)))
+        return self.metric if self.metric in on.metrics else on.default_metric
 
-        model = "msj" if scenario in SEQUENCE_POINTS else scenario_model(scenario)
-        if model != "msj":  # a moldable or compatibility run has its model's metrics only
-            return ranked_metric(model)
-        return self.metric
+    def model_of(self, point: tuple[str, float]) -> str:
+        """The model a point of the suite is of (:func:`point_model`)."""
+        return point_model(point)
+
+    def is_trace(self, point: tuple[str, float]) -> bool:
+        """Whether a point of the suite is a trace point (its runs are sequences of a log)."""
+        return point[0] in SEQUENCE_POINTS
 
     def split(self, point: tuple[str, float]) -> str:
         """The point's part of the published split (``"train"``, ``"test"``; ``""`` in v1)."""
@@ -596,10 +500,19 @@ def _rng_keyword() -> str:
 
 
 def _policy_ids(preemptive: bool) -> list[str]:
+    """The queue's baselines that enter (``--builtin`` of :mod:`msj_gym.scoring` too): the non-preemptive
+    ones (and with ``preemptive`` the preemptive ones: the scale stays the non-preemptive one) but the
+    exact optima, which are the scale's 100 already."""
     from ..registry import ENGINE_MODELS, policy_ids
 
     ids = policy_ids(ENGINE_MODELS, preemptive=None if preemptive else False)
     return [pid for pid in ids if pid not in EXCLUDED]
+
+
+def _entrant_ids(model: str, preemptive: bool) -> list[str]:
+    """The registered policies that enter at a point of ``model``: the queue's baselines, or every
+    policy of another model."""
+    return _policy_ids(preemptive) if model == "msj" else track(model).policy_ids()
 
 
 def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], str]]:
@@ -611,42 +524,34 @@ def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], 
     assert config.points is not None
     unfit: dict[str, dict[tuple[str, float], str]] = {}
     labels: set[str] = set()
-    several = len(config.models) > 1
+    several = len(config.models) > 1  # a module:attr agent may build on another model's env: asked to act
     for spec in config.agents:
-        loaded = load_agent(spec, config.bare_agents)
+        load_agent(spec, config.bare_agents)
         label = agent_label(spec)
         if label in labels:
             raise ValueError(f"--agent {spec!r}: a second entrant named {label!r}; rename the file")
         labels.add(label)
         unfit[spec] = {}
         failed: dict[str, AgentError] = {}  # model -> the agent's own failure on its env
-        for scenario, rho in config.points:
-            model = point_model((scenario, rho))
+        for point in config.points:
+            model = point_model(point)
             try:
-                if model != "msj":
-                    _check_model_agent(spec, config, scenario, rho, model)
-                elif scenario in SEQUENCE_POINTS:  # every sequence: a class-set agent has room for 32 needs
-                    sp = SEQUENCE_POINTS[scenario]
-                    for seed in config.seeds:
-                        run = sp.run_scenario(seed)
-                        where = f"{scenario}, the sequence of seed {seed} ({run})"
-                        check_agent(
-                            spec,
-                            run,
-                            {},
-                            config.bare_agents,
-                            num_arrivals=sp.length,
-                            where=where,
-                        )
-                else:
-                    check_agent(spec, scenario, {"load": rho}, bare=config.bare_agents)
-                    if several and loaded.any_env:  # an agent of another model's env may build on MSJ-v0
-                        _probe(spec, config, scenario, rho)
+                for scenario, build, where, n in _agent_checks(config, point):
+                    check_agent(
+                        spec,
+                        scenario,
+                        build,
+                        config.bare_agents,
+                        num_arrivals=n,
+                        where=where,
+                        model=model,
+                        probe=several,
+                    )
             except AgentError as exc:
                 failed.setdefault(model, exc)
-                unfit[spec][(scenario, rho)] = str(exc)
+                unfit[spec][point] = str(exc)
             except ValueError as exc:
-                unfit[spec][(scenario, rho)] = str(exc)
+                unfit[spec][point] = str(exc)
         fits = {point_model(p) for p in config.points if p not in unfit[spec]}
         for model, error in failed.items():
             # an agent that cannot be made on a model's env is broken, unless it is another model's
@@ -659,30 +564,22 @@ def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], 
     return unfit
 
 
-def _check_model_agent(spec: str, config: BenchmarkConfig, scenario: str, x: float, model: str) -> None:
-    """Whether agent ``spec`` acts in the env of a moldable or compatibility point (a ValueError if it
-    does not fit; an :class:`~.agents.AgentError` if it cannot be made)."""
-    from .agents import check_agent, env_build
-    from .model_leaderboard import point_build
-
-    build = env_build(model, point_build(model, scenario, x))
+def _agent_checks(
+    config: BenchmarkConfig, point: tuple[str, float]
+) -> list[tuple[str, dict[str, Any], str, int]]:
+    """Where an agent is checked at a suite point: (scenario, env keywords, where in words, arrivals).
+    At a trace point every sequence (a class-set agent has room for 32 needs), elsewhere as the point's
+    model's leaderboard checks it."""
+    scenario, x = point
+    if scenario in SEQUENCE_POINTS:
+        sp = SEQUENCE_POINTS[scenario]
+        runs = ((seed, sp.run_scenario(seed)) for seed in config.seeds)
+        return [
+            (run, {}, f"{scenario}, the sequence of seed {seed} ({run})", sp.length) for seed, run in runs
+        ]
+    lb = LeaderboardConfig(scenarios=(scenario,), loads=(x,), seeds=(0,), arrivals=100)
     where = f"benchmark point {scenario}@{x:g}"
-    check_agent(spec, scenario, build, config.bare_agents, where=where, model=model)
-
-
-def _probe(spec: str, config: BenchmarkConfig, scenario: str, rho: float) -> None:
-    """Ask a ``module:attr`` agent for its first decision on an MSJ point (of a suite with points of
-    several models): one written for another model's env fails here and misfits the point."""
-    from .agents import check_first_decision, load_agent
-
-    loaded = load_agent(spec, config.bare_agents)
-    env = loaded.make_env(scenario, {"load": rho}, num_arrivals=100, warmup=0)
-    try:
-        check_first_decision(
-            spec, env, loaded.agent_for(env), f"MSJ-v0 on benchmark point {scenario}@{rho:g}"
-        )
-    finally:
-        env.close()
+    return [(s, build, where, 100) for s, build, _ in lb.track.agent_points(lb, scenario)]
 
 
 def _kind(preemptive: bool, size_aware: bool, own: bool) -> str:
@@ -696,14 +593,14 @@ def _kind(preemptive: bool, size_aware: bool, own: bool) -> str:
 def _plan(
     config: BenchmarkConfig, unfit: dict[str, dict[tuple[str, float], str]]
 ) -> tuple[list[Point], dict[tuple[str, float], dict[str, str]], list[tuple[str, float]]]:
-    """Every run, per point the kind of each entrant (label -> kind), and the point of each run."""
+    """Every run, per point the kind of each entrant (label -> kind), and the point of each run, the
+    models in :data:`MODELS` order: a trace point's runs are its sequences; any other point is planned
+    as its model's leaderboard plans a sweep of that one point (:func:`.leaderboard.plan`), with the
+    benchmark's entrants and seeds, so that every entrant sees the same job streams (common random
+    numbers)."""
     from ..guard import vet_policy
-    from ..registry import make_policy, policy_from_spec, supports
-    from .agents import agent_label
-    from .runner import entrant_key, resolve_scenario
-    from .sequences import trace_replay
+    from ..registry import policy_from_spec
 
-    ids = _policy_ids(config.preemptive)
     for spec in config.policies:  # imported and made in a child process before this one imports it
         vet_policy(spec, "--policies")
     own = {spec: policy_from_spec(spec, "--policies") for spec in config.policies}
@@ -712,108 +609,113 @@ def _plan(
     owner: list[tuple[str, float]] = []
     kinds: dict[tuple[str, float], dict[str, str]] = {}
     assert config.points is not None
-    for scenario, rho in config.points:
-        if point_model((scenario, rho)) != "msj":  # run by the model leaderboard's machinery
-            continue
-        agents = [a for a in config.agents if (scenario, rho) not in unfit[a]]
-        if scenario in SEQUENCE_POINTS:
-            sp = SEQUENCE_POINTS[scenario]
-            workload = trace_replay(sp.scenario)
-        else:
-            workload = resolve_scenario(scenario).build(load=rho)
-        here = [pid for pid in ids if supports(pid, workload) is None]
-        # a policy of the user's own enters where it is defined (elsewhere it has no score, like a baseline)
-        here += [spec for spec in config.policies if supports(own[spec], workload) is None]
-        for spec in config.policies:  # a short bounds-checked run where it first enters
-            if spec in here and spec not in vetted:
-                vet_policy(spec, "--policies", workload)
-                vetted.add(spec)
-        kinds[(scenario, rho)] = {}
-        if scenario in SEQUENCE_POINTS:
-            runs: list[tuple[str, str, str | None]] = []
-            for pid in here:
-                policy = own[pid] if pid in own else make_policy(pid)
-                label = (policy.policy_id or pid) if pid in own else pid
-                kinds[(scenario, rho)][label] = _kind(policy.preemptive, policy.reads_sizes(), pid in own)
-                runs.append((label, pid, None))
-            for spec in agents:
-                runs.append((agent_label(spec), agent_label(spec), spec))
-                kinds[(scenario, rho)][agent_label(spec)] = "agent"
-            if len({label for label, *_ in runs}) < len(runs):
-                raise ValueError(
-                    f"benchmark point {scenario}: two entrants share a name; give them ids of their own"
+    for model in config.models:
+        for point in (p for p in config.points if point_model(p) == model):
+            agents = [a for a in config.agents if point not in unfit[a]]
+            plan_point = _plan_sequences if point[0] in SEQUENCE_POINTS else _plan_point
+            pts, kinds[point] = plan_point(config, point, agents, own, vetted)
+            points += pts
+            owner += [point] * len(pts)
+    return points, kinds, owner
+
+
+def _own_here(config: BenchmarkConfig, workload: Any, own: dict[str, Any], vetted: set[str]) -> list[str]:
+    """The policies of the user's own defined on ``workload`` (elsewhere they have no score, like a
+    baseline), each vetted with a short bounds-checked run where it first enters."""
+    from ..guard import vet_policy
+    from ..registry import supports
+
+    here = [spec for spec in config.policies if supports(own[spec], workload) is None]
+    for spec in here:
+        if spec not in vetted:
+            vet_policy(spec, "--policies", workload)
+            vetted.add(spec)
+    return here
+
+
+def _plan_point(
+    config: BenchmarkConfig,
+    point: tuple[str, float],
+    agents: list[str],
+    own: dict[str, Any],
+    vetted: set[str],
+) -> tuple[list[Point], dict[str, str]]:
+    """The runs of a point of the queue or of another model: its model's leaderboard plan of the
+    entrants defined there."""
+    scenario, x = point
+    on = track(point_model(point))
+    source = on.resolve(scenario)
+    ids = _entrant_ids(on.model, config.preemptive)
+    here = [pid for pid in ids if on.unsupported(pid, scenario, source, x) is None]
+    if on.own_policies:
+        here += _own_here(config, source.build(load=x), own, vetted)
+    lb = LeaderboardConfig(
+        scenarios=(scenario,),
+        loads=(x,),
+        policies=tuple(here),
+        agents=tuple(dict.fromkeys(agents)),
+        seeds=config.seeds,
+        arrivals=config.model_arrivals(on.model),
+        warmup=config.model_warmup(on.model),
+        bare_agents=True,  # admitted by _check_agents already
+    )
+    the_plan = plan(lb)
+    kinds = {
+        e.label: "agent" if e.agent else _kind(e.preemptive, e.size_aware, e.policy in own)
+        for e in the_plan.entrants[scenario]
+    }
+    return the_plan.points, kinds
+
+
+def _plan_sequences(
+    config: BenchmarkConfig,
+    point: tuple[str, float],
+    agents: list[str],
+    own: dict[str, Any],
+    vetted: set[str],
+) -> tuple[list[Point], dict[str, str]]:
+    """The runs of a trace point: every entrant on the sequence of each seed."""
+    from ..registry import make_policy, supports
+    from .agents import agent_label
+    from .runner import entrant_key
+    from .sequences import trace_replay
+
+    scenario, rho = point
+    sp = SEQUENCE_POINTS[scenario]
+    workload = trace_replay(sp.scenario)
+    here = [pid for pid in _policy_ids(config.preemptive) if supports(pid, workload) is None]
+    here += _own_here(config, workload, own, vetted)
+    kinds: dict[str, str] = {}
+    runs: list[tuple[str, str, str | None]] = []
+    for pid in here:
+        policy = own[pid] if pid in own else make_policy(pid)
+        label = (policy.policy_id or pid) if pid in own else pid
+        kinds[label] = _kind(policy.preemptive, policy.reads_sizes(), pid in own)
+        runs.append((label, pid, None))
+    for spec in agents:
+        runs.append((agent_label(spec), agent_label(spec), spec))
+        kinds[agent_label(spec)] = "agent"
+    if len({label for label, *_ in runs}) < len(runs):
+        raise ValueError(f"benchmark point {scenario}: two entrants share a name; give them ids of their own")
+    sequence = {seed: sp.run_scenario(seed) for seed in config.seeds}  # the same for every entrant
+    points = []
+    for label, policy_spec, agent in runs:
+        code = entrant_key(policy_spec, agent)  # resolved once per entrant
+        for seed in config.seeds:
+            points.append(
+                Point(
+                    series=label,
+                    x=rho,
+                    scenario=sequence[seed],
+                    policy=policy_spec,
+                    seed=seed,
+                    num_arrivals=sp.length,
+                    warmup=0,
+                    agent=agent,
+                    code=code,
                 )
-            sequence = {seed: sp.run_scenario(seed) for seed in config.seeds}  # the same for every entrant
-            for label, policy_spec, agent in runs:
-                code = entrant_key(policy_spec, agent)  # resolved once per entrant
-                for seed in config.seeds:
-                    points.append(
-                        Point(
-                            series=label,
-                            x=rho,
-                            scenario=sequence[seed],
-                            policy=policy_spec,
-                            seed=seed,
-                            num_arrivals=sp.length,
-                            warmup=0,
-                            agent=agent,
-                            code=code,
-                        )
-                    )
-                    owner.append((scenario, rho))
-            continue
-        lb = LeaderboardConfig(
-            scenarios=(scenario,),
-            loads=(rho,),
-            policies=tuple(here),
-            agents=tuple(dict.fromkeys(agents)),
-            seeds=config.seeds,
-            arrivals=config.arrivals,
-            warmup=config.warmup,
-        )
-        pts, entrants, _ = plan(lb)
-        for e in entrants[scenario]:
-            kind = "agent" if e.agent else _kind(e.preemptive, e.size_aware, e.policy in own)
-            kinds[(scenario, rho)][e.label] = kind
-        points += pts
-        owner += [(scenario, rho)] * len(pts)
-    return points, kinds, owner
-
-
-def _plan_model(
-    config: BenchmarkConfig, unfit: dict[str, dict[tuple[str, float], str]], model: str
-) -> tuple[list[Point], dict[tuple[str, float], dict[str, str]], list[tuple[str, float]]]:
-    """The runs of ``model``'s points, as :func:`_plan`'s: per point the model leaderboard's plan
-    (:func:`.model_leaderboard.plan`) of every policy of the model and the agents that fit the point,
-    on the benchmark's seeds, so that every entrant sees the same job streams (common random numbers)."""
-    from .model_leaderboard import ModelLeaderboardConfig, plan
-
-    points: list[Point] = []
-    owner: list[tuple[str, float]] = []
-    kinds: dict[tuple[str, float], dict[str, str]] = {}
-    assert config.points is not None
-    for scenario, x in config.points:
-        if point_model((scenario, x)) != model:
-            continue
-        agents = [a for a in config.agents if (scenario, x) not in unfit[a]]
-        lb = ModelLeaderboardConfig(
-            scenarios=(scenario,),
-            loads=(x,),
-            policies=("all",),
-            agents=tuple(agents),
-            seeds=config.seeds,
-            arrivals=config.model_arrivals(model),
-            warmup=config.model_warmup(model),
-            bare_agents=True,  # admitted by _check_agents already
-        )
-        pts, entrants, _ = plan(lb)
-        kinds[(scenario, x)] = {
-            e.label: "agent" if e.agent else _kind(e.preemptive, e.size_aware, False)
-            for e in entrants[scenario]
-        }
-        points += pts
-        owner += [(scenario, x)] * len(pts)
-    return points, kinds, owner
+            )
+    return points, kinds
 
 
 def _check_out(out: Path, config: BenchmarkConfig, writable: bool) -> None:
@@ -877,7 +779,7 @@ def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[st
     what the scores used; it is never read back as a value (a value edited there changes nothing: the
     folder is the user's, its files are not checked data)."""
     from ..analysis.solutions import solver_version
-    from .leaderboard import OPTIMUM_MAX_STATES
+    from .tracks.queueing import OPTIMUM_MAX_STATES
 
     path = out / "optima.json"
     record = _read_optima(path)
@@ -910,7 +812,6 @@ def run_benchmark(
     ``{"scales", "points", "aggregates", "config", "files"}``."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
     check_backend(backend, workers, address)
-    from .model_leaderboard import run_model_points
     from .sequences import trace_replay
 
     assert config.points is not None
@@ -922,27 +823,30 @@ def run_benchmark(
                 raise ValueError(f"benchmark point {name}@{x:g}: {exc}") from None
     unfit = _check_agents(config)  # every check before anything is written
     points, kinds, owner = _plan(config, unfit)
-    # the other models' points: their runs and content keys are the model leaderboard's
-    others = {m: _plan_model(config, unfit, m) for m in config.models if m != "msj"}
     with hold_folder(out) as writable:
         _check_out(out, config, writable)
         _read_optima(out / "optima.json", note=False)  # another file of that name is refused before any run
-        results = run_points(
-            points, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
-        )
-        for model, (pts, kds, own) in others.items():
-            results += run_model_points(
-                model, pts, out / "runs.jsonl", progress, backend=backend, workers=workers, address=address
+        results: list[dict[str, Any]] = []
+        for model in config.models:  # each model's runs with its own run function and content key
+            on = track(model)
+            mine = [p for p, where in zip(points, owner, strict=True) if point_model(where) == model]
+            results += run_points(
+                mine,
+                out / "runs.jsonl",
+                progress,
+                backend=backend,
+                workers=workers,
+                address=address,
+                run=on.run,
+                content=on.content,
             )
-            points, owner = [*points, *pts], [*owner, *own]
-            kinds.update(kds)
         # another metric's 100 is the best heuristic: no optimum to solve for it
         optima = _optima(out, config, writable) if config.by_default_metric else {}
         report = score(config, points, results, kinds, optima, unfit, owner)
         if writable:
-            report["files"] = _write(out, report)
+            report["files"] = write_benchmark(out, report)
         else:
-            report["files"] = [f for f in _output_names(out, config.metric) if f.exists()]
+            report["files"] = [f for f in output_names(out, config.metric) if f.exists()]
     return report
 
 
@@ -979,7 +883,7 @@ def score(
     rows: list[PointScore] = []
     assert config.points is not None
     for scenario, rho in config.points:
-        if point_model((scenario, rho)) != "msj":
+        if point_model((scenario, rho)) != "msj":  # scored against its model's own policies
             scale, mine = _score_model_point(
                 config, scenario, rho, runs[(scenario, rho)], kinds[(scenario, rho)]
             )
@@ -989,7 +893,7 @@ def score(
             continue
         metric = config.metric_at(scenario)
         # lower is better but for the utilisation: rank by sign * value
-        sign = -1.0 if METRICS[metric][1] else 1.0
+        sign = -1.0 if METRICS[metric].higher_better else 1.0
         sequences = scenario in SEQUENCE_POINTS
         at = runs[(scenario, rho)]
         kind_of = kinds[(scenario, rho)]
@@ -1110,27 +1014,26 @@ def _score_model_point(
     kind_of: dict[str, str],
 ) -> tuple[Scale, list[PointScore]]:
     """The scale and scores of a moldable or compatibility point, on its model's ranked metric
-    (:func:`.model_leaderboard.ranked_metric`, lower is better). The references are the model's
+    (its track's ranked metric, lower is better). The references are the model's
     registered policies stable on every seed; score 0 is the naive one (compatibility: random assignment,
     ``compat-fcfs``; moldable: the weakest scheme by cost at the point, over the seeds), score 100 the
     best reference on each seed (attainable, as on the trace points); the model's reference row
-    (:func:`.model_leaderboard.reference_rows`) is reported as ``bound``."""
-    from .model_leaderboard import ranked_metric, reference_rows, run_values
-
+    (its track's reference rows) is reported as ``bound``."""
     model = point_model((scenario, x))
-    metric = ranked_metric(model)
-    value = {e: {s: run_values(model, r)[metric] for s, r in by.items()} for e, by in at.items()}
+    on = track(model)
+    metric = on.default_metric
+    value = {e: {s: on.run_values(r)[metric] for s, r in by.items()} for e, by in at.items()}
     mean_v = {e: float(np.mean(list(v.values()))) for e, v in value.items()}
     stable = {e: all(bool(r["stable"]) for r in by.values()) for e, by in at.items()}
     refs = [e for e in at if kind_of[e] != "agent" and stable[e] and math.isfinite(mean_v[e])]
     if not refs:
         raise ValueError(f"benchmark point {scenario}@{x:g}: no {model} policy is stable on every seed")
     best = min(refs, key=lambda e: mean_v[e])
-    naive = COMPAT_NAIVE if model == "compatibility" else None
+    naive = NAIVE.get(model)
     low_ref = naive if naive in refs else max(refs, key=lambda e: mean_v[e])
     lows = value[low_ref]
     highs = {s: min(value[e][s] for e in refs) for s in config.seeds}
-    bound = reference_rows(model, scenario, x)
+    bound = on.references(metric, scenario, x, None)
     scale = Scale(
         scenario,
         x,
@@ -1141,7 +1044,7 @@ def _score_model_point(
         best,
         metric,
         bound[0].entrant if bound else "",
-        bound[0].values[metric][0] if bound else math.nan,
+        bound[0].value if bound else math.nan,
     )
     rows = []
     for e, by in at.items():
@@ -1161,15 +1064,6 @@ def _score_model_point(
             PointScore(scenario, x, e, kind_of[e], mean_v[e], scores, "" if stable[e] else "unstable")
         )
     return scale, rows
-
-
-def _matrix(rows: list[PointScore], entrant: str, points: Sequence[tuple[str, float]]) -> np.ndarray | None:
-    """The (seeds x points) score matrix of ``entrant`` over ``points``, None if it did not enter
-    every one of them."""
-    by = {(r.scenario, r.load): r.scores for r in rows if r.entrant == entrant}
-    if any(p not in by for p in points):
-        return None
-    return np.array([by[p] for p in points], dtype=float).T
 
 
 def _aggregate(
@@ -1196,7 +1090,7 @@ def _aggregate(
     ).T
     out: list[Aggregate] = []
     for entrant in dict.fromkeys(r.entrant for r in rows):
-        m = _matrix(rows, entrant, points)
+        m = score_matrix(rows, entrant, points)
         mine = [r for r in rows if r.entrant == entrant]
         if m is None:  # not defined on every point (e.g. MSFQ needs one-or-all): no aggregate
             continue
@@ -1233,415 +1127,3 @@ def _scaled(v: float, low: float, high: float, sign: float) -> float:
         return 100.0 if sign * (v - high) <= 0 else 0.0
     # (low - v) / (low - high) rises towards the high reference in either direction
     return 100 * (low - v) / (low - high)
-
-
-def _scale_cells(s: Scale) -> list[str]:
-    """A scale's row in the tables of scales: the point, its references and values, its best policy."""
-    return [
-        s.scenario,
-        f"{s.load:g}",
-        s.low_ref,
-        f"{s.low:.4g}",
-        s.high_ref,
-        f"{s.high:.4g}",
-        s.best_heuristic,
-    ]
-
-
-def _f(x: float, digits: int = 1) -> str:
-    return f"{x:.{digits}f}" if math.isfinite(x) else "n/a"
-
-
-def _ranked(aggregates: list[Aggregate]) -> list[list[str]]:
-    return [
-        [
-            str(i),
-            a.entrant,
-            a.kind,
-            f"{_f(a.iqm)} [{_f(a.iqm_lo)}, {_f(a.iqm_hi)}]",
-            _f(a.mean),
-            f"{a.p_improve:.2f} [{a.p_lo:.2f}, {a.p_hi:.2f}]",
-            ", ".join(a.flagged),
-        ]
-        for i, a in enumerate(aggregates, 1)
-    ]
-
-
-_AGGREGATE_HEAD = [
-    "rank",
-    "entrant",
-    "kind",
-    "IQM score [95% CI]",
-    "mean score",
-    "P(improve on best heuristic) [95% CI]",
-    "flagged points (unstable; n/a: does not fit)",
-]
-
-
-def _per_point(
-    report: dict[str, Any],
-    points: Sequence[tuple[str, float]],
-    aggregates: list[Aggregate],
-    outside: Sequence[str] = (),
-) -> tuple[list[str], list[list[str]]]:
-    """The per-point table of ``points``: each entrant's mean score over the seeds."""
-    config: BenchmarkConfig = report["config"]
-    wanted = set(points)
-    here = [r for r in report["points"] if (r.scenario, r.load) in wanted and r.entrant not in outside]
-    entrants = [a.entrant for a in aggregates]
-    entrants += [e for e in dict.fromkeys(r.entrant for r in here) if e not in entrants]
-    by = {(r.scenario, r.load, r.entrant): r for r in here}
-    head = [
-        "entrant",
-        *(f"{s}@{rho:g}" + (" (train)" if config.split((s, rho)) == "train" else "") for s, rho in points),
-    ]
-    table = []
-    for e in entrants:
-        cells = []
-        for s, rho in points:
-            r = by.get((s, rho, e))
-            if r is None:
-                cells.append("-")
-            else:
-                cells.append(_f(r.score) + {"": "", "unstable": " (U)", "n/a": " (n/a)"}[r.flag])
-        table.append([e, *cells])
-    return head, table
-
-
-def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
-    """The aggregate table (entrants by IQM), the scales and the per-point scores; with points of the
-    other models (suite v2), a section of the same tables per model after the MSJ queue's."""
-    config: BenchmarkConfig = report["config"]
-    assert config.points is not None
-    lines: list[str] = []
-    head = _AGGREGATE_HEAD
-    ranked = _ranked
-    msj_points = [p for p in config.points if point_model(p) == "msj"]
-    msj_test, msj_train = config.section_points("msj", "test"), config.section_points("msj", "train")
-    others = [m for m in config.models if m != "msj"]
-    what = f"{len(msj_points)} points" if not others else f"{len(msj_points)} MSJ points"
-    title = (
-        f"benchmark suite {config.suite}: {what} x {len(config.seeds)} seeds x "
-        f"{config.arrivals} arrivals ({config.warmup_arrivals} warm-up); score 0 = FCFS (or the lower "
-        "reference), 100 = the exact non-preemptive optimum (or the best size-oblivious heuristic)"
-    )
-    if not config.by_default_metric:
-        title = (
-            f"benchmark suite {config.suite}: {what} x {len(config.seeds)} seeds x "
-            f"{config.arrivals} arrivals ({config.warmup_arrivals} warm-up), scored on {config.metric}; "
-            "score 0 = FCFS (or the lower reference), 100 = the best size-oblivious heuristic by "
-            f"{config.metric} (the exact optimum is of the mean response time only)"
-        )
-    traces = [p for p in msj_points if p[0] in SEQUENCE_POINTS]
-    if traces:
-        title += (
-            f"; at the trace points ({', '.join(p[0] for p in traces)}) a run is one sequence of the "
-            "log (RLScheduler's protocol), scored on its own metric (see the scales)"
-        )
-    if msj_train:
-        title += (
-            f"; the score is over the {len(msj_test)} test points of the published split "
-            f"(train points: {', '.join(f'{sc}@{x:g}' for sc, x in msj_train)})"
-        )
-    if others:
-        title += f"; the {' and '.join(others)} points are scored in sections of their own below"
-    msj = report["sections"].get("msj")
-    if msj_points:
-        lines += render_table(title, head, ranked(report["aggregates"]), markdown)
-        if msj_train:
-            lines += render_table(
-                "the train points, which agents may be tuned on (not the score)",
-                head,
-                ranked(report["train_aggregates"]),
-                markdown,
-            )
-        if msj and msj["outside"]:
-            lines.append(_outside_note(msj["outside"], "MSJ"))
-        scales = [s for s in report["scales"] if (s.scenario, s.load) in set(msj_points)]
-        mixed = len({s.metric for s in scales}) > 1
-        head = [
-            "scenario",
-            "load" if not traces else "load (trace: jobs per sequence)",
-            "score 0 (lower reference)",
-            "T_low" if config.by_default_metric else f"{config.metric} low",
-            "score 100 (upper reference)",
-            "T_high" if config.by_default_metric else f"{config.metric} high",
-            "best heuristic",
-        ]
-        table = [_scale_cells(s) + ([s.metric] if mixed else []) for s in scales]
-        if mixed:
-            head.append("metric")
-        lines += render_table("the scale of each point", head, table, markdown)
-        head, table = _per_point(report, msj_points, report["aggregates"], msj["outside"] if msj else ())
-        no_value = "" if config.by_default_metric else f", or its runs have no value of {config.metric}"
-        lines += render_table(
-            "mean score per point over seeds ((U): unstable on some seed, scored 0 there; (n/a): the agent "
-            f"does not fit this point's environment{no_value}; -: the policy is not defined there)",
-            head,
-            table,
-            markdown,
-        )
-    for model in others:
-        lines += _format_section(report, model, markdown)
-    return "\n".join(lines)
-
-
-def _outside_note(outside: Sequence[str], model: str) -> str:
-    return (
-        f"n/a at every {model} point (their env acts on another model; no score here): "
-        + ", ".join(outside)
-        + "\n"
-    )
-
-
-#: What a model section's metric is, in its title.
-_MODEL_METRIC = {
-    "moldable": "the cost per arrival (1 - P_B) E[T] + 2 P_B (the model leaderboard's ranking)",
-    "compatibility": "the mean response time (the model leaderboard's ranking)",
-}
-_MODEL_LOW = {
-    "moldable": "the weakest scheme by cost at the point (over the seeds)",
-    "compatibility": "random assignment (compat-fcfs)",
-}
-
-
-def _format_section(report: dict[str, Any], model: str, markdown: bool) -> list[str]:
-    """The tables of a moldable or compatibility section: aggregates over its test points (and its
-    train points apart), its scales with the model's reference row, and the scores per point."""
-    config: BenchmarkConfig = report["config"]
-    assert config.points is not None
-    section = report["sections"][model]
-    points = [p for p in config.points if point_model(p) == model]
-    test, train = config.section_points(model, "test"), config.section_points(model, "train")
-    x = "n" if model == "moldable" else "load"
-    title = (
-        f"{model} points of suite {config.suite}: {len(points)} points ({x}) x {len(config.seeds)} seeds x "
-        f"{config.model_arrivals(model)} arrivals ({config.model_warmup(model)} warm-up), scored on "
-        f"{_MODEL_METRIC[model]}; score 0 = {_MODEL_LOW[model]}, 100 = the best {model} policy on each "
-        f"seed; the score is over the {len(test)} test points"
-    )
-    if train:
-        title += f" (train points: {', '.join(f'{sc}@{v:g}' for sc, v in train)})"
-    lines = ["## the " + model + " points\n"] if markdown else []
-    head = [*_AGGREGATE_HEAD]
-    head[5] = f"P(improve on best {model} policy) [95% CI]"
-    lines += render_table(title, head, _ranked(section["aggregates"]), markdown)
-    if train:
-        lines += render_table(
-            f"the {model} train points, which agents may be tuned on (not the score)",
-            head,
-            _ranked(section["train_aggregates"]),
-            markdown,
-        )
-    if section["outside"]:
-        lines.append(_outside_note(section["outside"], model))
-    scales = [s for s in report["scales"] if (s.scenario, s.load) in set(points)]
-    metric = scales[0].metric if scales else ""
-    head = [
-        "scenario",
-        x,
-        "score 0 (lower reference)",
-        f"{metric} low",
-        "score 100 (upper reference)",
-        f"{metric} high (mean over seeds)",
-        f"best {model} policy",
-        "model reference (not the scale)",
-        f"its {metric}",
-    ]
-    table = [
-        [*_scale_cells(s), s.bound_ref, f"{s.bound:.4g}" if math.isfinite(s.bound) else "n/a"] for s in scales
-    ]
-    lines += render_table(f"the scale of each {model} point", head, table, markdown)
-    head, table = _per_point(report, points, section["aggregates"], section["outside"])
-    lines += render_table(
-        f"mean score per {model} point over seeds ((U): unstable on some seed, scored 0 there; (n/a): the "
-        "agent does not fit this point's environment)",
-        head,
-        table,
-        markdown,
-    )
-    return lines
-
-
-def _output_names(out: Path, metric: str = DEFAULT_METRIC) -> list[Path]:
-    """The tables and plot of a score on ``metric``: another metric's beside the default ones, named
-    after it, so that no file of one metric is taken for the other's."""
-    tag = "" if metric == DEFAULT_METRIC else f"-{metric}"
-    return [out / f"benchmark{tag}{n}" for n in (".md", ".csv", "-points.csv", "-profile.png")]
-
-
-def _write(out: Path, report: dict[str, Any]) -> list[Path]:
-    config: BenchmarkConfig = report["config"]
-    md, agg_csv, pts_csv, png = _output_names(out, config.metric)
-    on = "" if config.by_default_metric else f" on {config.metric}"
-    intro = (
-        f"# msj_gym benchmark{on} (suite {config.suite})\n\n"
-        f"Seeds {', '.join(map(str, config.seeds))}; {config.arrivals} arrivals per run"
-        + "".join(f" ({m} runs: {config.model_arrivals(m)})" for m in config.models if m != "msj")
-        + "; code "
-        f"{provenance()['git_revision']}. IQM and P(improve) with stratified-bootstrap 95 % intervals "
-        f"({BOOTSTRAP_REPS} resamples of the seeds within each point).\n\n"
-    )
-    if not config.by_default_metric:
-        intro += (
-            f"Scored on {config.metric}: 100 is the best size-oblivious heuristic by it at every point "
-            "(the exact optimum is of the mean response time only).\n\n"
-        )
-    atomic_write_text(md, intro + format_benchmark(report, markdown=True))
-    # a suite with a published split (v2) says of each row which part it is over, and one with points of
-    # several models which model's section; v1's files are as they were
-    split = bool(config.train_points)
-    several = len(config.models) > 1
-    parts = [
-        (model, part, report["sections"][model][key])
-        for model in config.models
-        for part, key in [("test", "aggregates")] + ([("train", "train_aggregates")] if split else [])
-    ]
-    atomic_write_csv(
-        agg_csv,
-        [
-            "rank",
-            "entrant",
-            "kind",
-            "iqm",
-            "iqm_lo",
-            "iqm_hi",
-            "mean",
-            "p_improve",
-            "p_lo",
-            "p_hi",
-            "flagged",
-        ]
-        + (["split"] if split else [])
-        + (["model"] if several else []),
-        (
-            [
-                i,
-                a.entrant,
-                a.kind,
-                a.iqm,
-                a.iqm_lo,
-                a.iqm_hi,
-                a.mean,
-                a.p_improve,
-                a.p_lo,
-                a.p_hi,
-                "; ".join(a.flagged),
-            ]
-            + ([part] if split else [])
-            + ([model] if several else [])
-            for model, part, aggregates in parts
-            for i, a in enumerate(aggregates, 1)
-        ),
-    )
-    scales = {(s.scenario, s.load): s for s in report["scales"]}
-
-    def point_row(r: Any) -> list[Any]:
-        sc = scales[(r.scenario, r.load)]
-        scores = " ".join(f"{x:.6g}" for x in r.scores)
-        head = [r.scenario, r.load, r.entrant, r.kind, r.value, r.score, scores, r.flag]
-        more = [sc.metric, config.split((r.scenario, r.load))] if split else []
-        if several:
-            more += [point_model((r.scenario, r.load)), sc.bound_ref, sc.bound]
-        return [*head, sc.low_ref, sc.low, sc.high_ref, sc.high, *more]
-
-    # the value column is named after the metric (mean_response_time by default); with trace points
-    # (v2) it holds each point's own metric, named in the metric column
-    value = "value" if split else config.metric
-    header = ["scenario", "load", "entrant", "kind", value, "score", "scores_per_seed", "flag"]
-    atomic_write_csv(
-        pts_csv,
-        [
-            *header,
-            "low_ref",
-            "t_low",
-            "high_ref",
-            "t_high",
-            *(["metric", "split"] if split else []),
-            *(["model", "bound_ref", "bound"] if several else []),
-        ],
-        map(point_row, report["points"]),
-    )
-    files = [md, agg_csv, pts_csv]
-    if _plot(report, png) is not None:
-        files.append(png)
-    return files
-
-
-def _plot(report: dict[str, Any], path: Path) -> Path | None:
-    """Performance profiles: per entrant, the fraction of runs (seeds x points) scoring at least tau."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    config: BenchmarkConfig = report["config"]
-    assert config.points is not None
-    aggs = report["aggregates"]  # the MSJ section's: the other models' entrants have sections of their own
-    if not aggs:
-        return None
-    test = config.section_points("msj", "test")
-    msj_count = sum(point_model(p) == "msj" for p in config.points)
-    mats: dict[str, np.ndarray] = {}
-    for a in aggs:
-        m = _matrix(report["points"], a.entrant, test)
-        assert m is not None  # an aggregate's entrant entered every test point (_aggregate skips the others)
-        mats[a.entrant] = m
-    top = max([100.0] + [float(m.max()) for m in mats.values()])
-    right = min(top * 1.02, PROFILE_MAX)  # a few runs far above 100 (a narrow scale) would squash the rest
-    taus = np.linspace(0, right, 400)
-    fig, ax = plt.subplots(figsize=(11, 6.5))
-    cmap = plt.get_cmap("tab10")
-    styles = ("-", "--", "-.", ":")
-    for i, a in enumerate(aggs):
-        m = mats[a.entrant].ravel()
-        frac = (m[None, :] >= taus[:, None]).mean(axis=1)
-        ax.step(
-            taus,
-            frac,
-            where="post",
-            color=cmap(i % 10),
-            ls=styles[(i // 10) % len(styles)],
-            lw=2.4 if a.kind == "agent" else 1.5,
-            label=f"{a.entrant}  (IQM {_f(a.iqm)})",
-        )
-    ax.axvline(100, color="grey", lw=0.8, ls=":")
-    ax.set_xlabel(
-        "score τ (0 = FCFS or the lower reference, 100 = exact optimum or best heuristic)"
-        if config.by_default_metric
-        else f"score τ on {config.metric} (0 = FCFS or the lower reference, 100 = best heuristic)"
-    )
-    ax.set_ylabel("fraction of runs with score ≥ τ")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_xlim(0, right)
-    if top > right:
-        above = {a.entrant: int((mats[a.entrant] > right).sum()) for a in aggs}
-        note = ", ".join(f"{e} {n}" for e, n in above.items() if n)
-        ax.text(
-            0.99,
-            0.98,
-            f"runs scoring above {right:g} (off the axis): {note}",
-            transform=ax.transAxes,
-            ha="right",
-            va="top",
-            fontsize=8,
-        )
-    ax.grid(True, alpha=0.3)
-    ax.legend(
-        fontsize=8.5,
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        frameon=False,
-        title="entrant, best IQM first",
-    )
-    ax.set_title(
-        f"msj-gym benchmark suite {config.suite}"
-        + ("" if config.by_default_metric else f" on {config.metric}")
-        + f": performance profiles over {msj_count} {'MSJ ' if len(config.models) > 1 else ''}points x "
-        f"{len(config.seeds)} seeds ({config.arrivals} arrivals); code {provenance()['git_revision'][:12]}",
-        fontsize=10,
-    )
-    fig.tight_layout()
-    return atomic_savefig(fig, path, dpi=110)

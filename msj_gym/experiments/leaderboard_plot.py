@@ -1,10 +1,14 @@
-"""The leaderboard's picture of a scenario: the ranked metric against the load, one panel per family
-of entrants (non-preemptive, preemptive, size-aware, agents) with 95 % bands, where each curve turns
-unstable, and per-class response times at a high load (:func:`plot_scenario`; matplotlib, optional)."""
+"""The leaderboard's pictures of a scenario (matplotlib, optional). The queue's (:func:`plot_scenario`):
+the ranked metric against the load, one panel per family of entrants (non-preemptive, preemptive,
+size-aware, agents) with 95 % bands, where each curve turns unstable, and per-class response times at a
+high load. The other models' (:func:`plot_sweep`): a panel per metric against the sweep, the reference
+rows dashed."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,9 +16,9 @@ from ..atomic import atomic_savefig
 from .runner import provenance
 
 if TYPE_CHECKING:
-    from .leaderboard import LeaderboardConfig, Row
+    from .tracks.base import Row
 
-__all__ = ["FAMILIES", "plot_family", "plot_scenario"]
+__all__ = ["FAMILIES", "plot_family", "plot_scenario", "plot_sweep"]
 
 FAMILIES = ("non-preemptive", "preemptive", "size-aware", "agents")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p")
@@ -41,8 +45,7 @@ def _curve_groups(rows: list[Row], entrants: list[str]) -> list[list[str]]:
     groups: dict[tuple, list[str]] = {}
     for e in entrants:
         key = tuple(
-            (r.load, r.value, r.stable)
-            for r in sorted((r for r in rows if r.entrant == e), key=lambda r: r.load)
+            (r.x, r.value, r.stable) for r in sorted((r for r in rows if r.entrant == e), key=lambda r: r.x)
         )
         groups.setdefault(key, []).append(e)
     return list(groups.values())
@@ -53,16 +56,12 @@ def plot_scenario(scenario: str, report: dict[str, Any], path: Path, metric_labe
     load per family of entrants (shared log axis; entrants with identical curves share one legend
     entry, "a = b"; a curve stops with an x at its first unstable load), then per-class response times
     at the highest load where most entrants are stable. None without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = _pyplot()
+    if plt is None:
         return None
     rows = [r for r in report["rows"] if r.scenario == scenario]
     standings = [s for s in report["standings"] if s.scenario == scenario]
-    loads = sorted({r.load for r in rows})
+    loads = sorted({r.x for r in rows})
     entrants = [s.entrant for s in sorted(standings, key=lambda s: s.mean_rank)]
     kinds = {r.entrant: r.kind for r in rows}
     by_family: dict[str, list[str]] = {f: [] for f in FAMILIES}
@@ -89,7 +88,7 @@ def plot_scenario(scenario: str, report: dict[str, Any], path: Path, metric_labe
     )
     first = None
     shown_y: list[float] = []
-    config: LeaderboardConfig = report["config"]
+    config = report["config"]
     bands = len(config.seeds) >= 3  # a 95 % interval over two seeds is too wide to show anything
     for j, family in enumerate(families):
         ax = fig.add_subplot(grid[0, j], sharey=first)
@@ -97,19 +96,19 @@ def plot_scenario(scenario: str, report: dict[str, Any], path: Path, metric_labe
         colors = plt.get_cmap("tab10")
         notes = []
         for i, group in enumerate(groups[family]):
-            pts = sorted((r for r in rows if r.entrant == group[0]), key=lambda r: r.load)
+            pts = sorted((r for r in rows if r.entrant == group[0]), key=lambda r: r.x)
             bad = next((n for n, r in enumerate(pts) if not r.stable), None)
             ok = pts if bad is None else pts[:bad]
             color, marker = colors(i % 10), _MARKERS[i % len(_MARKERS)]
             name = " = ".join(group)
             if bad is None:
-                status = f"stable at every load tested (to {pts[-1].load:g})" if pts else ""
+                status = f"stable at every load tested (to {pts[-1].x:g})" if pts else ""
             else:
-                status = f"unstable from load {pts[bad].load:g}" + (" (every load)" if bad == 0 else "")
+                status = f"unstable from load {pts[bad].x:g}" + (" (every load)" if bad == 0 else "")
             label = f"{name}\n    {status}"
             if len(group) > 1:
                 notes.append(group)
-            xs = [r.load for r in ok]
+            xs = [r.x for r in ok]
             ys = [r.value for r in ok]
             shown_y += [y for y in ys if math.isfinite(y) and y > 0]
             if bad is not None and math.isfinite(pts[bad].value):
@@ -128,13 +127,13 @@ def plot_scenario(scenario: str, report: dict[str, Any], path: Path, metric_labe
                 r = pts[bad]
                 if ok:  # a dotted step to the first unstable point
                     ax.plot(
-                        [ok[-1].load, r.load],
+                        [ok[-1].x, r.x],
                         [ok[-1].value, r.value],
                         ls=":",
                         color=color,
                         lw=1.2,
                     )
-                ax.plot([r.load], [r.value], marker="x", ms=11, mew=2.5, color=color, ls="none")
+                ax.plot([r.x], [r.value], marker="x", ms=11, mew=2.5, color=color, ls="none")
         ax.set_yscale("log")
         ax.set_xlabel("load")
         if j == 0:
@@ -162,15 +161,15 @@ def plot_scenario(scenario: str, report: dict[str, Any], path: Path, metric_labe
         first.set_ylim(min(shown_y) / 1.6, max(shown_y) * 1.6)
     # per-class bars at the highest load where most entrants are stable
     ax = fig.add_subplot(grid[2, :])
-    counts = {x: sum(r.stable for r in rows if r.load == x) for x in loads}
+    counts = {x: sum(r.stable for r in rows if r.x == x) for x in loads}
     at = max((x for x in loads if counts[x] >= max(counts.values()) / 2), default=loads[-1])
-    shown = [r for r in sorted((r for r in rows if r.load == at), key=lambda r: r.rank)]
-    classes = list(shown[0].per_class) if shown else []
+    shown = [r for r in sorted((r for r in rows if r.x == at), key=lambda r: r.rank)]
+    classes = list(shown[0].classes("T.")) if shown else []
     width = 0.8 / max(len(classes), 1)
     for j, cname in enumerate(classes):
         ax.bar(
             [i + j * width for i in range(len(shown))],
-            [r.per_class.get(cname, math.nan) for r in shown],
+            [r.classes("T.").get(cname, math.nan) for r in shown],
             width=width,
             label=cname,
         )
@@ -190,4 +189,78 @@ def plot_scenario(scenario: str, report: dict[str, Any], path: Path, metric_labe
         + "x: the first unstable load (its mean is over a growing queue); the curve stops there",
         fontsize=11,
     )
+    return atomic_savefig(fig, path, dpi=100)
+
+
+def _pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, or None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def plot_sweep(
+    scenario: str,
+    report: dict[str, Any],
+    rows: Sequence[Row],
+    path: Path,
+    panels: Sequence[tuple[str, str]],
+    log_x: bool = False,
+) -> Path | None:
+    """Per metric of ``panels`` (metric, label) a panel against the sweep (system size n on a log scale
+    with ``log_x``, else the load with a log y axis): each entrant's mean with its 95 % band (3 seeds or
+    more; entrants with identical results share a curve, "a = b"), the reference rows (rank 0) as dashed
+    black lines. None without matplotlib."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    config = report["config"]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 4.4), squeeze=False)
+    bands = len(config.seeds) >= 3
+    groups: dict[str, list[str]] = {}  # entrants with identical results share a curve, "a = b"
+    for name in dict.fromkeys(r.entrant for r in rows):
+        key = json.dumps(sorted((r.x, sorted(r.values.items())) for r in rows if r.entrant == name))
+        groups.setdefault(key, []).append(name)
+    names = [g[0] for g in groups.values()]
+    shown = {g[0]: " = ".join(g) for g in groups.values()}
+    colors = plt.get_cmap("tab10")
+    for ax, (metric, label) in zip(axes[0], panels, strict=True):
+        for i, name in enumerate(names):
+            pts = sorted((r for r in rows if r.entrant == name), key=lambda r: r.x)
+            xs = [r.x for r in pts]
+            ys = [r.mean(metric) for r in pts]
+            if pts[0].rank == 0:
+                ax.plot(xs, ys, ls="--", color="black", lw=1.2, label=name)
+                continue
+            color = colors(i % 10)
+            ax.plot(xs, ys, marker="o", ms=4, color=color, lw=1.4, label=shown[name])
+            ci = [r.ci(metric) for r in pts]
+            if bands:
+                ax.fill_between(
+                    xs,
+                    [y - (c if math.isfinite(c) else 0.0) for y, c in zip(ys, ci, strict=True)],
+                    [y + (c if math.isfinite(c) else 0.0) for y, c in zip(ys, ci, strict=True)],
+                    color=color,
+                    alpha=0.15,
+                )
+        if log_x:
+            ax.set_xscale("log")
+            ax.set_xlabel("number of servers n")
+        else:
+            ax.set_yscale("log")
+            ax.set_xlabel("load")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(
+        f"{scenario}: {len(config.seeds)} seeds x {config.arrivals_for(scenario)} arrivals per point; "
+        f"code {provenance()['git_revision'][:12]}" + ("; bands: 95 % CI over seeds" if bands else ""),
+        fontsize=10,
+    )
+    fig.tight_layout()
     return atomic_savefig(fig, path, dpi=100)

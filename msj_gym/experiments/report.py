@@ -56,11 +56,11 @@ def _stem(scenario: str) -> str:
 
 
 def scenario_slug(scenario: str, others: Sequence[str] = ()) -> str:
-    """A file-name part for ``scenario``: a built-in's name, a file's stem; a file whose stem another
-    of ``others`` shares also gets a short hash of its path, so that their plots do not overwrite
-    each other."""
+    """A file-name part for ``scenario``: a built-in's name (``NAME?sizes=LAW`` as ``NAME-sizes-LAW``), a
+    file's stem; a file whose stem another of ``others`` shares also gets a short hash of its path, so
+    that their plots do not overwrite each other."""
     if not ("/" in scenario or "." in scenario):
-        return scenario
+        return scenario.replace("?", "-").replace("=", "-")
     stem = _stem(scenario)
     if any(o != scenario and ("/" in o or "." in o) and _stem(o) == stem for o in others):
         return f"{stem}-{hashlib.sha256(str(Path(scenario).resolve()).encode()).hexdigest()[:8]}"

@@ -174,7 +174,7 @@ class SequenceProtocol:
     starts: str = "generator"
 
     def __post_init__(self) -> None:
-        from .leaderboard import check_metric
+        from .tracks.queueing import check_metric
 
         check_metric(self.metric)
         check_starts(self.starts, self.skip, self.length)
@@ -333,9 +333,9 @@ def run_sequences(
 
 
 def _rank(protocol: SequenceProtocol, scores: dict[str, list[float]]) -> list[dict[str, Any]]:
-    from .leaderboard import METRICS
+    from .tracks.queueing import METRICS
 
-    higher = METRICS[protocol.metric][1]
+    higher = METRICS[protocol.metric].higher_better
     rows: list[dict[str, Any]] = []
     for pid, values in scores.items():
         est = replication_ci(values)

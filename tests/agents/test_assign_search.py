@@ -12,8 +12,8 @@ import pytest
 
 from msj_gym.agents.assign_search import main
 from msj_gym.experiments.agents import load_agent, play_agent
-from msj_gym.experiments.model_leaderboard import run_compat_point
 from msj_gym.experiments.runner import Point
+from msj_gym.experiments.tracks.compatibility import run_compat_point
 
 TINY = ["--arrivals", "1500", "--episodes", "1", "--population", "3", "--elite", "1", "--no-progress"]
 

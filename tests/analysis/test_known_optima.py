@@ -53,7 +53,7 @@ def test_every_shipped_optimum_is_the_solvers_answer(entry: dict) -> None:
 
 def test_the_leaderboard_and_benchmark_read_them_without_a_solve(monkeypatch) -> None:
     from msj_gym.analysis import solutions
-    from msj_gym.experiments.leaderboard import exact_optima
+    from msj_gym.experiments.tracks.queueing import exact_optima
 
     def refuse(*args, **kwargs):
         raise AssertionError("solved a shipped optimum")

@@ -124,14 +124,14 @@ def test_another_metric_rescores_the_same_runs(tiny, capsys, monkeypatch) -> Non
     files, and the CLI says which metric and why the optimum is no reference."""
     out, config, _ = tiny
     runs = (out / "runs.jsonl").read_text()
-    default_files = {f.name: f.read_bytes() for f in bm._output_names(out) if f.exists()}
+    default_files = {f.name: f.read_bytes() for f in bm.output_names(out) if f.exists()}
     metric = "mean_bounded_slowdown"
     with pytest.MonkeyPatch.context() as mp:
         _patch(mp)
         mp.setattr(bm, "exact_optima", lambda scenario, load: pytest.fail("solved an optimum"))
         report = bm.run_benchmark(dataclasses.replace(config, metric=metric), out, workers=1, progress=False)
     assert (out / "runs.jsonl").read_text() == runs
-    assert {f.name: f.read_bytes() for f in bm._output_names(out) if f.exists()} == default_files
+    assert {f.name: f.read_bytes() for f in bm.output_names(out) if f.exists()} == default_files
     rows = [json.loads(x) for x in runs.splitlines()]
     for scale in report["scales"]:
         assert scale.high_ref == scale.best_heuristic  # at 0.5 too, where the optimum of T is known
@@ -344,7 +344,7 @@ def test_the_optima_record_is_keyed_by_solver_and_limit_and_never_read_back(tmp_
     """``optima.json`` records the optima a score used, keyed by the solver and its state limit; it is
     never read back as a value (the optima come from the shipped data or the solver's checked cache):
     an edited record changes no score."""
-    from msj_gym.experiments import leaderboard as lb
+    from msj_gym.experiments.tracks import queueing as lb
 
     asked = []
 

@@ -15,12 +15,9 @@ import pytest
 
 from msj_gym.cli import main
 from msj_gym.experiments import benchmark as bm
-from msj_gym.experiments.model_leaderboard import (
-    MODEL_DEFAULTS,
-    ModelLeaderboardConfig,
-    plan,
-    run_moldable_point,
-)
+from msj_gym.experiments.leaderboard import LeaderboardConfig, plan
+from msj_gym.experiments.tracks import track
+from msj_gym.experiments.tracks.moldable import run_moldable_point
 
 SEEDS = (0, 1)
 POINTS = (
@@ -57,7 +54,7 @@ def suite(tmp_path_factory):
         mp.setattr(bm, "_policy_ids", lambda preemptive: ["fcfs", "first-fit", "msf"])
         mp.setattr(bm, "exact_optima", lambda scenario, load: {})
         # moldable runs as long as the others (the default is ten times as long): a fast test
-        mp.setitem(MODEL_DEFAULTS["moldable"], "arrivals", bm.DEFAULT_ARRIVALS)
+        mp.setattr(track("moldable"), "default_arrivals", bm.DEFAULT_ARRIVALS)
         config = bm.BenchmarkConfig(
             suite="v2", points=POINTS, seeds=SEEDS, arrivals=600, warmup=300, agents=AGENTS
         )
@@ -148,10 +145,10 @@ def test_cli_points_errors_in_one_line(tmp_path, capsys) -> None:
 def test_a_model_point_runs_the_model_leaderboards_runs(suite) -> None:
     """A moldable point's runs are the model leaderboard's (the same points, keys and values)."""
     folder, _, report = suite
-    lb = ModelLeaderboardConfig(
+    lb = LeaderboardConfig(
         scenarios=("002-sub-linear-mean-field",), loads=(1000.0,), seeds=SEEDS, arrivals=600, warmup=300
     )
-    points, _, _ = plan(lb)
+    points = plan(lb).points
     stored = [json.loads(line) for line in (folder / "out" / "runs.jsonl").read_text().splitlines()]
     keys = {r["key"] for r in stored}
     for p in points:
@@ -279,7 +276,7 @@ def test_a_rerun_resumes_every_run(suite, monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.setattr(bm, "_policy_ids", lambda preemptive: ["fcfs", "first-fit", "msf"])
     monkeypatch.setattr(bm, "exact_optima", lambda scenario, load: {})
-    monkeypatch.setitem(MODEL_DEFAULTS["moldable"], "arrivals", bm.DEFAULT_ARRIVALS)
+    monkeypatch.setattr(track("moldable"), "default_arrivals", bm.DEFAULT_ARRIVALS)
     again = bm.run_benchmark(config, folder / "out", workers=1, progress=False)
     assert (folder / "out" / "runs.jsonl").read_text() == before  # nothing run again
     assert [r.scores for r in again["points"]] == [r.scores for r in report["points"]]
@@ -330,7 +327,7 @@ def test_a_model_run_of_other_code_is_refused(suite, monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.setattr(bm, "_policy_ids", lambda preemptive: ["fcfs", "first-fit", "msf"])
     monkeypatch.setattr(bm, "exact_optima", lambda scenario, load: {})
-    monkeypatch.setitem(MODEL_DEFAULTS["moldable"], "arrivals", bm.DEFAULT_ARRIVALS)
+    monkeypatch.setattr(track("moldable"), "default_arrivals", bm.DEFAULT_ARRIVALS)
     monkeypatch.setattr(runner, "_FILE_HASHES", {})  # a new process reads the files afresh
     monkeypatch.setattr(runner, "_CODE", {})
     module.write_text(MODULE + "# edited\n")

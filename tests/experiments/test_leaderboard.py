@@ -14,13 +14,13 @@ import pytest
 
 from msj_gym.cli import main
 from msj_gym.experiments.leaderboard import (
-    TERMINAL_WIDTH,
     LeaderboardConfig,
     format_tables,
     parse_loads,
     parse_seeds,
     run_leaderboard,
 )
+from msj_gym.experiments.tracks.queueing import TERMINAL_WIDTH
 from msj_gym.registry import stability_limit
 from msj_gym.workloads.scenarios import load_scenario
 
@@ -34,7 +34,7 @@ def _metrics(out) -> dict[str, dict]:
 
 def test_ranking_and_stability_against_theory(tmp_path) -> None:
     report = run_leaderboard(LeaderboardConfig(**SMALL), tmp_path, workers=1, progress=False)
-    at = {(r.load, r.entrant): r for r in report["rows"]}
+    at = {(r.x, r.entrant): r for r in report["rows"]}
     # FCFS on sf-fig2 is stable only below the saturated chain's limit, 0.595
     limit, _ = stability_limit("fcfs", load_scenario("sf-fig2").build())
     assert 0.5 < limit < 0.7
@@ -104,7 +104,7 @@ def test_agents_see_the_same_jobs_as_policies(tmp_path) -> None:
     report = run_leaderboard(config, tmp_path, workers=1, progress=False)
     at = {r.entrant: r for r in report["rows"]}
     # the same decision rule through the env, on the same job streams: the same numbers exactly
-    assert at["agent:msf_through_env"].mean_response_time == at["msf"].mean_response_time
+    assert at["agent:msf_through_env"].mean("mean_response_time") == at["msf"].mean("mean_response_time")
     assert at["agent:msf_through_env"].diff == 0.0 or at["msf"].diff == 0.0
     assert at["agent:RandomAgent"].kind == "agent"
     # a seeded random agent is reproducible
@@ -130,8 +130,9 @@ def test_the_plan_resolves_each_entrants_key_once(monkeypatch) -> None:
     calls: list[tuple[str, str | None]] = []
     keyed = runner.entrant_key
     monkeypatch.setattr(runner, "entrant_key", lambda p, a=None: calls.append((p, a)) or keyed(p, a))
-    points, entrants, _ = plan(config)
-    assert len(calls) == len(entrants["sf-fig2"]) == 3 and len(points) == 3 * 2 * 2
+    the_plan = plan(config)
+    points = the_plan.points
+    assert len(calls) == len(the_plan.entrants["sf-fig2"]) == 3 and len(points) == 3 * 2 * 2
     for p in points:
         assert p.code == runner.code_version(replace(p, code=None))
     codes = {p.series: p.code for p in points}
@@ -170,7 +171,7 @@ def test_trained_checkpoint_runs_as_an_entrant(tmp_path) -> None:
     )
     report = run_leaderboard(config, tmp_path, workers=1, progress=False)
     agent = next(r for r in report["rows"] if r.entrant == "agent:maskable-ppo-sf-fig2-0.7")
-    assert agent.stable and 0 < agent.mean_response_time < 50 and agent.vs == "first-fit"
+    assert agent.stable and 0 < agent.mean("mean_response_time") < 50 and agent.vs == "first-fit"
 
 
 def test_bad_input(tmp_path) -> None:
@@ -227,9 +228,10 @@ def test_exact_optimum_rows_and_gap_column(tmp_path) -> None:
     config = LeaderboardConfig(policies=("msf", "mdp-optimal"), loads="0.6", seeds=2, arrivals=3000)
     report = run_leaderboard(config, tmp_path, workers=1, progress=False)
     exact = solve_optimal(load_scenario("sf-fig2").build(load=0.6), check_buffers=False).mean_response_time
-    assert report["optima"][("sf-fig2", 0.6)]["non-preemptive"] == pytest.approx(exact, rel=1e-9)
+    optima = {ref.kind: ref.value for ref in report["references"][("sf-fig2", 0.6)]}
+    assert optima["non-preemptive"] == pytest.approx(exact, rel=1e-9)
     for row in report["rows"]:
-        assert row.gap == pytest.approx((row.mean_response_time - exact) / exact)
+        assert row.gap == pytest.approx((row.mean("mean_response_time") - exact) / exact)
     md = (tmp_path / "leaderboard.md").read_text()
     assert "| - | optimum over size-oblivious policies (exact) | non-preemptive | " in md
     assert "gap to optimum" in md and "weighted T" in md
@@ -254,14 +256,14 @@ def test_a_preemptive_agent_is_held_to_the_preemptive_optimum(tmp_path) -> None:
         policies=("msf",), loads="0.7", seeds=1, arrivals=1000, agents=("rollout-preemptive-sf-fig2-0.7",)
     )
     report = run_leaderboard(config, tmp_path, workers=1, progress=False)
-    optima = report["optima"][("sf-fig2", 0.7)]
+    optima = {ref.kind: ref.value for ref in report["references"][("sf-fig2", 0.7)]}
     at = {r.entrant: r for r in report["rows"]}
     agent = at["agent:rollout-preemptive-sf-fig2-0.7"]
     assert agent.kind == "agent, preemptive" and at["msf"].kind == "non-preemptive"
-    expected = (agent.mean_response_time - optima["preemptive"]) / optima["preemptive"]
+    expected = (agent.mean("mean_response_time") - optima["preemptive"]) / optima["preemptive"]
     assert agent.gap == pytest.approx(expected)
     assert at["msf"].gap == pytest.approx(
-        (at["msf"].mean_response_time - optima["non-preemptive"]) / optima["non-preemptive"]
+        (at["msf"].mean("mean_response_time") - optima["non-preemptive"]) / optima["non-preemptive"]
     )
 
 
@@ -287,7 +289,7 @@ def test_edited_scenario_file_is_refused_never_reused(tmp_path, monkeypatch, cap
     scenario = _scenario_file(tmp_path)
     config = LeaderboardConfig(**TINY, scenarios=(str(scenario),))
     out = tmp_path / "out"
-    first = run_leaderboard(config, out, workers=1, progress=False)["rows"][0].mean_response_time
+    first = run_leaderboard(config, out, workers=1, progress=False)["rows"][0].mean("mean_response_time")
     kept = (out / "runs.jsonl").read_text()
     row = json.loads(kept)
     assert row["content"] and row["code"].startswith(row["provenance"]["version"] + "+")
@@ -298,7 +300,7 @@ def test_edited_scenario_file_is_refused_never_reused(tmp_path, monkeypatch, cap
     # the same file unchanged: resumed, nothing reruns
     with monkeypatch.context() as m:
         m.setattr(runner, "run_point", no_run)
-        again = run_leaderboard(config, out, workers=1, progress=False)["rows"][0].mean_response_time
+        again = run_leaderboard(config, out, workers=1, progress=False)["rows"][0].mean("mean_response_time")
     assert again == first and (out / "runs.jsonl").read_text() == kept
 
     # the big jobs made 10x longer in the same file: refused, nothing written, the old run not reused
@@ -314,7 +316,7 @@ def test_edited_scenario_file_is_refused_never_reused(tmp_path, monkeypatch, cap
     assert (out / "runs.jsonl").read_text() == kept
     # into a new folder it runs anew, on the new system
     new = run_leaderboard(config, tmp_path / "new", workers=1, progress=False)["rows"][0]
-    assert new.mean_response_time > 2 * first
+    assert new.mean("mean_response_time") > 2 * first
     assert json.loads((tmp_path / "new" / "runs.jsonl").read_text())["content"] != row["content"]
 
 
@@ -456,8 +458,8 @@ def test_plot_has_a_panel_per_family_and_merges_identical_curves(tmp_path, monke
     pytest.importorskip("matplotlib")
     import matplotlib.figure
 
-    from msj_gym.experiments.leaderboard import Row, Standing
     from msj_gym.experiments.leaderboard_plot import plot_scenario
+    from msj_gym.experiments.tracks.base import Row, Standing
 
     curves = {  # entrant -> (kind, mean response time per load, first unstable load index or None)
         "fcfs": ("non-preemptive", [2.0, 9.0, 80.0], 1),
@@ -472,29 +474,8 @@ def test_plot_has_a_panel_per_family_and_merges_identical_curves(tmp_path, monke
     for e, (kind, ys, bad) in curves.items():
         for i, (x, y) in enumerate(zip(loads, ys, strict=True)):
             stable = bad is None or i < bad
-            rows.append(
-                Row(
-                    "sf-fig2",
-                    x,
-                    e,
-                    kind,
-                    1,
-                    y,
-                    0.1,
-                    y,
-                    0.1,
-                    0.5,
-                    0.6,
-                    stable,
-                    3,
-                    "msf",
-                    0,
-                    0,
-                    1,
-                    0,
-                    {"need-1": y, "need-8": 2 * y},
-                )
-            )
+            values = {"mean_response_time": (y, 0.1), "T.need-1": (y, 0.0), "T.need-8": (2 * y, 0.0)}
+            rows.append(Row("sf-fig2", x, e, kind, 1, values, stable, 3, "mean_response_time", "msf"))
         standings.append(
             Standing(
                 "sf-fig2",
@@ -654,7 +635,7 @@ def test_a_lost_leaderboard_json_is_written_anew_and_the_runs_reused(
 
     out = tmp_path / "out"
     config = LeaderboardConfig(**TINY)
-    first = run_leaderboard(config, out, workers=1, progress=False)["rows"][0].mean_response_time
+    first = run_leaderboard(config, out, workers=1, progress=False)["rows"][0].mean("mean_response_time")
     kept = (out / "runs.jsonl").read_text()
     path = out / "leaderboard.json"
     if damage == "deleted":
@@ -666,7 +647,7 @@ def test_a_lost_leaderboard_json_is_written_anew_and_the_runs_reused(
         raise AssertionError(f"reran {point}")
 
     monkeypatch.setattr(runner, "run_point", no_run)
-    again = run_leaderboard(config, out, workers=1, progress=False)["rows"][0].mean_response_time
+    again = run_leaderboard(config, out, workers=1, progress=False)["rows"][0].mean("mean_response_time")
     assert again == first and (out / "runs.jsonl").read_text() == kept
     assert "written anew for this configuration" in capsys.readouterr().err
     assert json.loads(path.read_text())["config"] == config.identity()
@@ -704,12 +685,12 @@ def test_an_agent_that_raises_is_named(tmp_path, monkeypatch) -> None:
 
 
 def test_an_agent_is_size_aware_if_its_env_hands_it_sizes() -> None:
-    from msj_gym.experiments.leaderboard import _agent_sees_sizes
+    from msj_gym.experiments.tracks.queueing import agent_sees_sizes
 
-    assert not _agent_sees_sizes({"scenario": "sf-fig2", "actions": "priority", "advisor": "msf"})
-    assert _agent_sees_sizes({"reveal_sizes": True})
-    assert _agent_sees_sizes({"actions": "priority-shortest"})
-    assert _agent_sees_sizes({"actions": "priority", "advisor": "easy-backfilling"})
+    assert not agent_sees_sizes({"scenario": "sf-fig2", "actions": "priority", "advisor": "msf"})
+    assert agent_sees_sizes({"reveal_sizes": True})
+    assert agent_sees_sizes({"actions": "priority-shortest"})
+    assert agent_sees_sizes({"actions": "priority", "advisor": "easy-backfilling"})
 
 
 def test_ranked_by_another_metric_over_the_same_runs(tmp_path, capsys) -> None:
@@ -728,7 +709,7 @@ def test_ranked_by_another_metric_over_the_same_runs(tmp_path, capsys) -> None:
     rows = sorted(by_p99["rows"], key=lambda r: r.rank)
     assert [r.metric for r in rows] == ["response_time_p99"] * 3
     values = [r.value for r in rows]
-    assert values == sorted(values) and values == [r.response_time_p99 for r in rows]
+    assert values == sorted(values) and values == [r.mean("response_time_p99") for r in rows]
     # each value is the mean over seeds of the runs' p99; the paired ratio is of the p99 too
     per_run = {}
     for line in runs.splitlines():
@@ -738,9 +719,9 @@ def test_ranked_by_another_metric_over_the_same_runs(tmp_path, capsys) -> None:
         assert r.value == pytest.approx(sum(per_run[r.entrant]) / 2)
     leader = rows[0]
     assert all(r.vs == leader.entrant for r in rows) and rows[-1].ratio >= 1.0
-    assert all(r.mean_bounded_slowdown >= 1.0 and r.makespan > 0 for r in rows)
-    assert {r.entrant: r.mean_response_time for r in by_t["rows"]} == {
-        r.entrant: r.mean_response_time for r in by_p99["rows"]
+    assert all(r.mean("mean_bounded_slowdown") >= 1.0 and r.mean("makespan") > 0 for r in rows)
+    assert {r.entrant: r.mean("mean_response_time") for r in by_t["rows"]} == {
+        r.entrant: r.mean("mean_response_time") for r in by_p99["rows"]
     }
     text = format_tables(by_p99)
     assert "T p99 ± 95% CI" in text and "ranked by response_time_p99" in text
@@ -764,3 +745,15 @@ def test_an_unknown_metric_is_refused(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert "--metric: expected one of" in err and "'slowdown'" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_a_leaderboard_imports_only_the_policies_it_runs(tmp_path) -> None:
+    code = (
+        "import sys; from msj_gym.cli import main; "
+        "main(['leaderboard', '--policies', 'fcfs', '--loads', '0.5', '--seeds', '1', '--arrivals', '200', "
+        "'--workers', '1', '--out', 'out']); "
+        "print(sorted(m for m in sys.modules if m.startswith('msj_gym.baselines.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "['msj_gym.baselines.fcfs']"

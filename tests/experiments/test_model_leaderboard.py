@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from msj_gym.cli import main
-from msj_gym.experiments.model_leaderboard import compat_workload, reference_rows
+from msj_gym.experiments.tracks import track
+from msj_gym.experiments.tracks.compatibility import compat_workload
+
+
+def reference_rows(model: str, scenario: str, x: float) -> list:
+    """A point's reference rows, as its model's track gives them."""
+    on = track(model)
+    return on.references(on.default_metric, scenario, x, None)
 
 
 def _rows(path: Path) -> int:
@@ -112,7 +119,7 @@ def test_reference_rows_are_the_closed_forms() -> None:
     # a lower bound leads the rows: the size-oblivious one where sizes are exponential, else the
     # service-time one (sigma over the d servers' capacity)
     from msj_gym.analysis.compat_bound import size_oblivious_bound
-    from msj_gym.experiments.model_leaderboard import BOUND_LABELS
+    from msj_gym.experiments.tracks.compatibility import BOUND_LABELS
 
     first = reference_rows("compatibility", "003-random-3", 0.85)[0]
     assert first.entrant == BOUND_LABELS[0]

@@ -10,7 +10,8 @@ import pathlib
 import pytest
 
 from msj_gym.cli import main
-from msj_gym.experiments.leaderboard import LeaderboardConfig, plan, trace_jobs
+from msj_gym.experiments.leaderboard import LeaderboardConfig, plan
+from msj_gym.experiments.tracks.queueing import trace_jobs
 from msj_gym.workloads.scenarios import load_scenario
 from msj_gym.workloads.trace import replay_length
 
@@ -71,7 +72,7 @@ def test_leaderboard_runs_a_trace_whole_and_a_scenario_as_before(tmp_path: pathl
     short = f"helios:{FIXTURES / 'cluster_log.csv'}"
     config = LeaderboardConfig(scenarios=(spec, short, "sf-fig2"), policies=("fcfs",), loads="0.5", seeds=1)
     assert (trace_jobs(spec), trace_jobs(short), trace_jobs("sf-fig2")) == (250, 3, None)
-    points, _, _ = plan(config)
+    points = plan(config).points
     lengths = {p.scenario: (p.num_arrivals, p.warmup) for p in points}
     assert lengths == {spec: (250, 25), short: (3, 0), "sf-fig2": (20_000, 2_000)}
     assert config.identity()["arrivals"] == {spec: 250, short: 3, "sf-fig2": 20_000}
