@@ -57,8 +57,9 @@ class Args:
     # PPO
     num_envs: int = 64
     num_steps: int = 256  # steps per env per rollout
-    total_timesteps: int = 10_000_000
+    total_timesteps: int = 6_000_000
     learning_rate: float = 3e-4
+    anneal_lr: bool = True  # linearly to 0 at total_timesteps
     gamma: float = 0.999
     gae_lambda: float = 0.95
     num_minibatches: int = 4
@@ -228,6 +229,8 @@ def main(args: Args | None = None) -> dict[str, float]:
     v_loss = pg_loss = torch.tensor(0.0)
 
     for iteration in range(1, num_iterations + 1):
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (iteration - 1.0) / num_iterations)
         for step in range(args.num_steps):
             global_step += args.num_envs
             obs[step], masks[step], dones[step] = next_obs, next_mask, next_done

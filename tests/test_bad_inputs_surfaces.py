@@ -164,6 +164,7 @@ TRAIN_CASES = [
     (["--keep", "best"], ["--keep best", "--eval-every"]),
     (["--recipe", "no-such-recipe"], ["--recipe 'no-such-recipe'"]),
     (["--imitate", "advisor"], ["--imitate advisor", "--advisor"]),
+    (["--lr-schedule", "cosine"], ["--lr-schedule", "'cosine'"]),
     (["--env-id", "CompatAssign-v0", "--lyapunov-weight", "1"], ["--lyapunov-weight", "CompatAssign-v0"]),
 ]
 

@@ -107,7 +107,13 @@ def make_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def build_model(algo: str, env: Any, seed: int, args: argparse.Namespace) -> Any:
     """An untrained model with small networks: the observation is a few dozen numbers."""
-    common = {"seed": seed, "gamma": args.gamma, "learning_rate": args.learning_rate, "verbose": 0}
+    learning_rate: Any = args.learning_rate
+    if args.lr_schedule == "linear":  # SB3 calls it with the progress remaining, from 1 down to 0
+
+        def learning_rate(remaining: float) -> float:
+            return args.learning_rate * remaining
+
+    common = {"seed": seed, "gamma": args.gamma, "learning_rate": learning_rate, "verbose": 0}
     common["policy_kwargs"] = {"net_arch": list(args.net_arch)}
     policy: Any = "MlpPolicy"
     if args.policy == "class-set":  # the equivariant network over the class set (msj_gym.agents.set_policy)
@@ -545,6 +551,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--reward", choices=("integral", "mean"), default="mean", help="the env's reward form")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--learning-rate", type=float, default=3e-4)
+    ap.add_argument(
+        "--lr-schedule",
+        choices=("constant", "linear"),
+        default="constant",
+        help="the learning rate throughout, or annealed linearly to 0 at --timesteps",
+    )
     ap.add_argument(
         "--advisor",
         type=lambda text: [a.strip() for a in text.split(",")],
