@@ -442,7 +442,7 @@ class CurveCallback:
             return None
         from msj_gym.agents.checkpoint import save_model
 
-        current = model.policy.state_dict()
+        current = {k: v.clone() for k, v in model.policy.state_dict().items()}
         model.policy.load_state_dict(self.best_params)
         with atomic_path(path) as tmp:
             save_model(model, tmp, algo=self.args.algo)
