@@ -217,11 +217,17 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
     import torch
 
     systems = training_systems(args)
-    if len(systems) > 1:
+    if args.systems:  # the generated systems the training runs on, not the default scenario
+        from msj_gym.agents.systems_env import SystemsEnv
+        from msj_gym.workloads.generator import sample_systems
+
+        base = {k: v for k, v in env_kwargs.items() if k not in ("scenario", "load", "num_servers")}
+        env: Any = SystemsEnv(sample_systems(args.seed, args.systems), args.env_id, **base)
+    elif len(systems) > 1:
         from msj_gym.agents.systems_env import SystemsEnv
 
         base = {k: v for k, v in env_kwargs.items() if k not in systems[0]}
-        env: Any = SystemsEnv(systems, args.env_id, **base)
+        env = SystemsEnv(systems, args.env_id, **base)
     else:
         env = gym.make(args.env_id, **env_kwargs)
     observations: list[Any] = []
