@@ -1,17 +1,39 @@
-"""A CleanRL-style PPO loop (one file, read top to bottom) with invalid-action masking, on msj_gym's
-native vector env ``gym.make_vec("MSJ-v0", num_envs=N)``.
+"""PPO for the long-run average cost, in one file (CleanRL's layout, read top to bottom), on msj_gym's
+native vector env ``gym.make_vec("MSJ-v0", num_envs=N)``: the method of the recipe ``ppo-sf-fig2-0.7``
+(``python -m msj_gym.agents.train --recipe ppo-sf-fig2-0.7``), written out.
 
-``autoreset_mode="SameStep"``: an env that ends an episode returns the next episode's first observation
-in the same step (the last one is in ``info["final_obs"]``), the convention CleanRL's loop is written
-for. Rewards are ``reward="mean"`` (an episode's return is about minus its mean response time).
+What it takes beyond CleanRL's PPO, and why:
 
-Run: ``python examples/cleanrl_ppo.py`` (needs ``pip install -e ".[rl]"`` for torch).
+1. **Masks.** Invalid actions get the lowest logit, so the policy never samples them.
+2. **Average cost, not a discounted sum.** The env pays ``-(time integral of the jobs in the system)``
+   per decision (``reward="integral"``), and decisions are unevenly spaced in time. The loop learns from
+   the *differential* reward ``r - g * dt``, ``g`` a running estimate of the reward per unit time and
+   ``dt`` the step's ``info["elapsed_time"]``, with a discount close to 1: the value function then learns
+   relative values, as in Dai & Gluzman's PPO for queueing networks (Stochastic Systems, 2022).
+3. **Stabilising cost shaping** (Pavse et al., ICML 2024): each step also pays minus the drift of a
+   Lyapunov function, here the squared work in the system (``LyapunovShapingVector``), so that a
+   decision that leaves servers idle while work waits is charged at once.
+4. **Truncation is not termination.** MSJ episodes only ever end by truncation (the system has no
+   natural end), so the value of the last state is bootstrapped: ``r += gamma * V(final_obs)`` at the
+   step that ends an episode, and the advantage does not run on into the next episode.
+   ``autoreset_mode="SameStep"`` gives the last observation in ``info["final_obs"]`` and the next
+   episode's first one in the same step.
+5. **A warm start from a heuristic's decisions** (never from the exact optimum): the policy first
+   clones First-Fit's decisions (behaviour cloning), and PPO's first updates fit only the value
+   function (``vf_warmup``), so that the clone is not moved by an untrained critic's advantages.
+6. **A learning curve**: every ``eval_every`` steps the greedy policy's mean response time on held-out
+   seeds (``msj_gym.agents.learning_curve``), written to ``curve`` as JSON lines.
+
+Run: ``python examples/cleanrl_ppo.py`` (needs ``pip install -e ".[rl]"`` for torch); the defaults are
+the recipe's.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -20,24 +42,48 @@ from torch import nn
 from torch.distributions import Categorical
 
 import msj_gym  # noqa: F401  registers MSJ-v0
+from msj_gym.env.wrappers import LyapunovShapingVector
 
 
 @dataclass
 class Args:
-    seed: int = 1
-    num_envs: int = 16
-    num_steps: int = 128  # steps per env per rollout
-    total_timesteps: int = 200_000
-    learning_rate: float = 2.5e-4
+    seed: int = 0
+    # the environment: sf-fig2 (k = 8, need 1 or 8) at load 0.7, class counts, one job started per action
+    scenario: str = "sf-fig2"
+    load: float = 0.7
+    actions: str = "jobs"
+    obs_jobs: int = 0
+    num_arrivals: int = 5000  # per training episode
+    # PPO
+    num_envs: int = 64
+    num_steps: int = 256  # steps per env per rollout
+    total_timesteps: int = 6_000_000
+    learning_rate: float = 3e-4
+    anneal_lr: bool = True  # linearly to 0 at total_timesteps
     gamma: float = 0.999
     gae_lambda: float = 0.95
     num_minibatches: int = 4
     update_epochs: int = 4
     clip_coef: float = 0.2
-    ent_coef: float = 0.01
+    ent_coef: float = 0.0
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
-    num_arrivals: int = 200  # per episode
+    # average cost and shaping
+    reward_scale: float = 5.0  # the differential rewards are divided by this
+    rate_decay: float = 1e-3  # forgetting of the running reward-rate estimate, per step
+    lyapunov_weight: float = 2.0
+    lyapunov_power: float = 2.0
+    lyapunov_of: str = "work"
+    # warm start
+    imitate: str | None = "first-fit"
+    imitate_steps: int = 50_000
+    imitate_epochs: int = 10
+    vf_warmup: int = 500_000  # steps of value-only updates after the clone
+    # learning curve
+    eval_every: int = 500_000
+    eval_seeds: list[int] = field(default_factory=lambda: list(range(5000, 5008)))
+    eval_arrivals: int = 5000
+    curve: Path | None = None  # JSON lines of the curve; None: kept in memory only
 
 
 def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
@@ -61,15 +107,88 @@ class Agent(nn.Module):
     def get_value(self, x: torch.Tensor) -> torch.Tensor:
         return self.critic(x)
 
+    def logits(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        # masked actions get no probability: their logits go to the dtype's lowest value
+        return self.actor(x).masked_fill(~mask, torch.finfo(torch.float32).min)
+
     def get_action_and_value(
         self, x: torch.Tensor, mask: torch.Tensor, action: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        # masked actions get no probability: their logits go to the dtype's lowest value
-        logits = self.actor(x).masked_fill(~mask, torch.finfo(torch.float32).min)
-        dist = Categorical(logits=logits)
+        dist = Categorical(logits=self.logits(x, mask))
         if action is None:
             action = dist.sample()
         return action, dist.log_prob(action), dist.entropy(), self.critic(x)
+
+    def greedy(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            x = torch.as_tensor(obs, dtype=torch.float32)
+            return self.logits(x, torch.as_tensor(masks)).argmax(dim=1).numpy()
+
+
+def env_kwargs(args: Args) -> dict:
+    return {
+        "scenario": args.scenario, "load": args.load, "actions": args.actions, "obs_jobs": args.obs_jobs,
+        "num_arrivals": args.num_arrivals, "reward": "integral",
+    }  # fmt: skip
+
+
+def bootstrap_truncated(
+    rewards: np.ndarray, truncations: np.ndarray, infos: dict, value: Any, gamma: float
+) -> np.ndarray:
+    """Truncation, not termination: where an episode was cut off, add the discounted value of its last
+    state (``info["final_obs"]``, SameStep autoreset) to the step's reward, as if it went on."""
+    out = np.asarray(rewards, dtype=np.float64).copy()
+    ended = np.flatnonzero(truncations)
+    if ended.size:
+        final = torch.as_tensor(np.stack(infos["final_obs"][ended]), dtype=torch.float32)
+        with torch.no_grad():
+            out[ended] += gamma * value(final).flatten().numpy()
+    return out
+
+
+def imitate(agent: Agent, args: Args) -> float:
+    """Behaviour cloning: fit the actor to a heuristic's decisions through the env (on seeds far from
+    the evaluation's). Returns the accuracy on the collected decisions."""
+    from msj_gym import PolicyAgent
+
+    env = gym.make("MSJ-v0", **env_kwargs(args)).unwrapped
+    observations, masks, actions = [], [], []
+    seed = 10**6 + args.seed
+    obs, info = env.reset(seed=seed)
+    teacher = PolicyAgent(args.imitate, env)
+    while len(actions) < args.imitate_steps:
+        action, _ = teacher.predict(obs)
+        observations.append(obs)
+        masks.append(info["action_mask"])
+        actions.append(int(action))
+        obs, _, _, truncated, info = env.step(action)
+        if truncated:
+            seed += 1
+            obs, info = env.reset(seed=seed)
+            teacher = PolicyAgent(args.imitate, env)
+    x = torch.as_tensor(np.array(observations))
+    m = torch.as_tensor(np.array(masks))
+    a = torch.as_tensor(np.array(actions))
+    optimizer = torch.optim.Adam(agent.actor.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(args.seed)
+    for _ in range(args.imitate_epochs):
+        for idx in torch.randperm(len(a), generator=gen).split(256):
+            loss = nn.functional.cross_entropy(agent.logits(x[idx], m[idx]), a[idx])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    with torch.no_grad():
+        return float((agent.logits(x, m).argmax(dim=1) == a).float().mean())
+
+
+def evaluate(agent: Agent, args: Args) -> float:
+    """The greedy policy's mean response time on the held-out seeds (inf if a run is unstable)."""
+    from msj_gym.agents.learning_curve import Episodes, evaluate_greedy, summarise_episodes
+
+    kwargs = env_kwargs(args)
+    system = {"scenario": kwargs.pop("scenario"), "load": kwargs.pop("load")}
+    episodes = Episodes([system], args.eval_seeds, args.eval_arrivals, kwargs)
+    return summarise_episodes(evaluate_greedy(agent.greedy, episodes))["mean_response_time"]
 
 
 def main(args: Args | None = None) -> dict[str, float]:
@@ -80,13 +199,13 @@ def main(args: Args | None = None) -> dict[str, float]:
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
 
-    envs = gym.make_vec(
-        "MSJ-v0", num_envs=args.num_envs, autoreset_mode="SameStep", reward="mean",
-        num_arrivals=args.num_arrivals,
-    )  # fmt: skip
+    envs = gym.make_vec("MSJ-v0", num_envs=args.num_envs, autoreset_mode="SameStep", **env_kwargs(args))
+    if args.lyapunov_weight:
+        envs = LyapunovShapingVector(envs, args.lyapunov_weight, args.lyapunov_power, args.lyapunov_of)
     n_obs = envs.single_observation_space.shape[0]
     n_actions = envs.single_action_space.n
     agent = Agent(n_obs, n_actions)
+    accuracy = imitate(agent, args) if args.imitate else float("nan")
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
 
     obs = torch.zeros((args.num_steps, args.num_envs, n_obs))
@@ -99,17 +218,19 @@ def main(args: Args | None = None) -> dict[str, float]:
 
     global_step = 0
     start_time = time.time()
-    episode_returns: list[float] = []
+    curve: list[tuple[int, float]] = [(0, evaluate(agent, args))] if args.eval_every else []
     response_times: list[float] = []
     masked_taken = 0
-    next_obs_np, _ = envs.reset(seed=args.seed)
+    reward_sum = time_sum = 0.0  # the running reward rate g = reward_sum / time_sum
+    next_obs_np, infos = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32)
-    next_mask = torch.as_tensor(envs.unwrapped.action_masks())
+    next_mask = torch.as_tensor(infos["action_mask"])
     next_done = torch.zeros(args.num_envs)
-    ep_return = np.zeros(args.num_envs)
     v_loss = pg_loss = torch.tensor(0.0)
 
     for iteration in range(1, num_iterations + 1):
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (iteration - 1.0) / num_iterations)
         for step in range(args.num_steps):
             global_step += args.num_envs
             obs[step], masks[step], dones[step] = next_obs, next_mask, next_done
@@ -119,16 +240,23 @@ def main(args: Args | None = None) -> dict[str, float]:
             masked_taken += int((~next_mask.gather(1, action[:, None])).sum())
 
             next_obs_np, reward, terminations, truncations, infos = envs.step(action.numpy())
-            next_done_np = np.logical_or(terminations, truncations)
-            rewards[step] = torch.as_tensor(reward, dtype=torch.float32)
+            # the elapsed time of each env's step (of its episode's last step where one ended)
+            dt = infos["elapsed_time"].copy()
+            ended = np.flatnonzero(truncations)
+            if ended.size:
+                dt[ended] = infos["final_info"]["elapsed_time"][ended]
+            reward_sum = (1 - args.rate_decay) * reward_sum + float(reward.sum())
+            time_sum = (1 - args.rate_decay) * time_sum + float(dt.sum())
+            g = reward_sum / time_sum if time_sum > 0 else 0.0
+            differential = (reward - g * dt) / args.reward_scale
+            differential = bootstrap_truncated(differential, truncations, infos, agent.get_value, args.gamma)
+            if ended.size:
+                response_times += infos["final_info"]["mean_response_time"][ended].tolist()
+            rewards[step] = torch.as_tensor(differential, dtype=torch.float32)
             next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32)
-            next_mask = torch.as_tensor(envs.unwrapped.action_masks())
-            next_done = torch.as_tensor(next_done_np, dtype=torch.float32)
-            ep_return += reward
-            for i in np.flatnonzero(next_done_np):
-                episode_returns.append(float(ep_return[i]))
-                response_times.append(float(infos["final_info"]["mean_response_time"][i]))
-                ep_return[i] = 0.0
+            next_mask = torch.as_tensor(infos["action_mask"])
+            # an ended episode stops the advantage here (its last value is already in the reward)
+            next_done = torch.as_tensor(np.logical_or(terminations, truncations), dtype=torch.float32)
 
         # generalized advantage estimation
         with torch.no_grad():
@@ -148,6 +276,7 @@ def main(args: Args | None = None) -> dict[str, float]:
         b_obs, b_masks = obs.reshape((-1, n_obs)), masks.reshape((-1, n_actions))
         b_actions, b_logprobs = actions.reshape(-1), logprobs.reshape(-1)
         b_advantages, b_returns = advantages.reshape(-1), returns.reshape(-1)
+        warmup = global_step <= args.vf_warmup  # value-only updates: the policy term is left out
 
         b_inds = np.arange(batch_size)
         for _epoch in range(args.update_epochs):
@@ -164,28 +293,45 @@ def main(args: Args | None = None) -> dict[str, float]:
                     -mb_adv * ratio, -mb_adv * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
                 ).mean()
                 v_loss = 0.5 * ((newvalue.view(-1) - b_returns[mb]) ** 2).mean()
-                loss = pg_loss - args.ent_coef * entropy.mean() + v_loss * args.vf_coef
+                loss = v_loss * args.vf_coef
+                if not warmup:
+                    loss = loss + pg_loss - args.ent_coef * entropy.mean()
                 optimizer.zero_grad()
                 loss.backward()
                 nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                 optimizer.step()
 
+        if args.eval_every and global_step // args.eval_every > (global_step - batch_size) // args.eval_every:
+            curve.append((global_step, evaluate(agent, args)))
+            if args.curve is not None:
+                _write_curve(args.curve, curve)
         recent = response_times[-20:]
         print(
             f"iteration {iteration}/{num_iterations}: step {global_step}, "
             f"{int(global_step / (time.time() - start_time))} steps/s, episodes {len(response_times)}, "
             f"mean response time (last 20) {np.mean(recent) if recent else float('nan'):.3f}"
+            + (f", held-out {curve[-1][1]:.3f} (step {curve[-1][0]})" if curve else "")
         )
     envs.close()
     return {
         "steps": float(global_step),
-        "episodes": float(len(episode_returns)),
+        "episodes": float(len(response_times)),
         "mean_response_time": float(np.mean(response_times[-20:])) if response_times else float("nan"),
+        "held_out_mean_response_time": curve[-1][1] if curve else float("nan"),
+        "imitation_accuracy": accuracy,
         "masked_actions_taken": float(masked_taken),
         "value_loss": v_loss.item(),
         "policy_loss": pg_loss.item(),
+        "seconds": time.time() - start_time,
     }
 
 
+def _write_curve(path: Path, curve: list[tuple[int, float]]) -> None:
+    import json
+
+    lines = [json.dumps({"steps": s, "mean_response_time": v if np.isfinite(v) else None}) for s, v in curve]
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
 if __name__ == "__main__":
-    main()
+    main(Args(curve=Path("cleanrl-ppo-curve.jsonl")))

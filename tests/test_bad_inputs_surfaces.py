@@ -149,6 +149,23 @@ TRAIN_CASES = [
     (["--algo", "a3c"], ["--algo", "'a3c'"]),
     (["--advisor", "first-fit"], ["--advisor", "--actions priority"]),
     (["--actions", "priority", "--advisor", "nope"], ["advisor 'nope'", "unknown policy"]),
+    (["--lyapunov-weight", "-1"], ["--lyapunov-weight -1.0"]),
+    (["--lyapunov-power", "0.5"], ["--lyapunov-power 0.5"]),
+    (["--lyapunov-of", "queue"], ["--lyapunov-of", "'queue'"]),
+    (["--cost-scale", "seconds"], ["--cost-scale 'seconds'"]),
+    (["--cost-scale", "0"], ["--cost-scale 0.0"]),
+    (["--clip-range", "0"], ["--clip-range 0.0"]),
+    (["--vf-warmup", "-5"], ["--vf-warmup -5"]),
+    (["--algo", "dqn", "--vf-warmup", "10"], ["--vf-warmup", "ppo"]),
+    (["--eval-every", "-1"], ["--eval-every -1"]),
+    (["--eval-arrivals", "10"], ["--eval-arrivals 10"]),
+    (["--eval-seeds", "a-b"], ["--eval-seeds", "'a-b'"]),
+    (["--eval-systems", "0"], ["--eval-systems 0"]),
+    (["--keep", "best"], ["--keep best", "--eval-every"]),
+    (["--recipe", "no-such-recipe"], ["--recipe 'no-such-recipe'"]),
+    (["--imitate", "advisor"], ["--imitate advisor", "--advisor"]),
+    (["--lr-schedule", "cosine"], ["--lr-schedule", "'cosine'"]),
+    (["--env-id", "CompatAssign-v0", "--lyapunov-weight", "1"], ["--lyapunov-weight", "CompatAssign-v0"]),
 ]
 
 

@@ -23,6 +23,23 @@ envs; environment ``i`` gets the same seeds and trajectories either way.
 
 Progress (the decisions collected for ``--imitate``, then the training steps, each with its rate and
 ETA) is drawn on stderr; ``--no-progress`` turns it off.
+
+**Recipes.** ``--recipe NAME`` reads the hyperparameters of a shipped recipe
+(``msj_gym/agents/recipes/NAME.toml``, found by name from any folder; ``--recipe PATH.toml`` reads a
+file of your own): each key is a flag of this command (its name with underscores), and a flag given on
+the command line overrides the recipe's value. ``--out`` defaults to ``NAME.zip`` in the current
+folder. ``python -m msj_gym.agents.train --list-recipes`` lists the shipped ones.
+
+**Average cost.** ``--average-reward`` (differential rewards, :mod:`msj_gym.agents.average_reward`),
+``--lyapunov-weight`` (the stabilising cost shaping of :class:`~msj_gym.env.wrappers.LyapunovShaping`)
+and ``--cost-scale service-time`` (:class:`~msj_gym.env.wrappers.CostScale`) wrap the training envs;
+the agent's own env (its ``.json``) is the unwrapped one, so that it is evaluated on the true cost.
+
+**Learning curve.** ``--eval-every N`` evaluates the greedy policy every ``N`` environment steps on
+held-out episodes (``--eval-seeds``, ``--eval-arrivals``; across generated systems, on
+``--eval-systems`` systems that training never draws) and appends each point to ``<out
+stem>-curve.jsonl`` (:mod:`msj_gym.agents.learning_curve`); ``--keep best`` saves the checkpoint of
+the curve's best point as ``--out`` (the last one beside it as ``<out stem>-last.zip``).
 """
 
 from __future__ import annotations
@@ -90,7 +107,13 @@ def make_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def build_model(algo: str, env: Any, seed: int, args: argparse.Namespace) -> Any:
     """An untrained model with small networks: the observation is a few dozen numbers."""
-    common = {"seed": seed, "gamma": args.gamma, "learning_rate": args.learning_rate, "verbose": 0}
+    learning_rate: Any = args.learning_rate
+    if args.lr_schedule == "linear":  # SB3 calls it with the progress remaining, from 1 down to 0
+
+        def learning_rate(remaining: float) -> float:
+            return args.learning_rate * remaining
+
+    common = {"seed": seed, "gamma": args.gamma, "learning_rate": learning_rate, "verbose": 0}
     common["policy_kwargs"] = {"net_arch": list(args.net_arch)}
     policy: Any = "MlpPolicy"
     if args.policy == "class-set":  # the equivariant network over the class set (msj_gym.agents.set_policy)
@@ -194,11 +217,17 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
     import torch
 
     systems = training_systems(args)
-    if len(systems) > 1:
+    if args.systems:  # the generated systems the training runs on, not the default scenario
+        from msj_gym.agents.systems_env import SystemsEnv
+        from msj_gym.workloads.generator import sample_systems
+
+        base = {k: v for k, v in env_kwargs.items() if k not in ("scenario", "load", "num_servers")}
+        env: Any = SystemsEnv(sample_systems(args.seed, args.systems), args.env_id, **base)
+    elif len(systems) > 1:
         from msj_gym.agents.systems_env import SystemsEnv
 
         base = {k: v for k, v in env_kwargs.items() if k not in systems[0]}
-        env: Any = SystemsEnv(systems, args.env_id, **base)
+        env = SystemsEnv(systems, args.env_id, **base)
     else:
         env = gym.make(args.env_id, **env_kwargs)
     observations: list[Any] = []
@@ -209,7 +238,7 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
     agent = imitation_agent(args.imitate, env)
     bar = _Bar(args.imitate_steps, f"collecting {args.imitate}'s decisions", "decision", args.progress)
     while len(actions) < args.imitate_steps:
-        action, _ = agent.predict(obs)
+        action, _ = agent.predict(obs) if agent is not None else (_advisor_action(env), None)
         observations.append(obs)
         masks.append(info["action_mask"])
         actions.append(action)
@@ -240,9 +269,18 @@ def imitate(model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
     return accuracy
 
 
+def _advisor_action(env: Any) -> int:
+    """The action that takes the env's first advisor's decision (``--imitate advisor``)."""
+    inner = getattr(env, "current", env).unwrapped
+    return int(inner.action_space.n - len(inner.advisors))
+
+
 def imitation_agent(policy: str, env: Any) -> Any:
     """The agent that plays ``policy`` (a registered id of the env's model) through ``env`` (for a
-    :class:`~msj_gym.agents.systems_env.SystemsEnv`, its current system's env)."""
+    :class:`~msj_gym.agents.systems_env.SystemsEnv`, its current system's env); None for
+    ``"advisor"``: the env's first advisor's own decisions, taken through its action."""
+    if policy == "advisor":
+        return None
     from msj_gym.env.compat_env import CompatAssignEnv
     from msj_gym.env.moldable_env import MoldablePolicyAgent, MSJMoldableEnv
 
@@ -262,6 +300,189 @@ def imitation_agent(policy: str, env: Any) -> Any:
     from msj_gym import PolicyAgent
 
     return PolicyAgent(policy, inner)
+
+
+def reward_wrappers(args: argparse.Namespace, vector: bool = False) -> Any:
+    """The wrapping of the training envs that ``--lyapunov-weight`` and ``--cost-scale`` ask for (the
+    shaping inside, the scale outside it), as one function of an env; None when neither is asked."""
+    if not args.lyapunov_weight and args.cost_scale == "none":
+        return None
+    from msj_gym.env import wrappers as w
+
+    shaping, scale = (
+        (w.LyapunovShapingVector, w.CostScaleVector) if vector else (w.LyapunovShaping, w.CostScale)
+    )
+
+    def wrap(env: Any) -> Any:
+        if args.lyapunov_weight:
+            env = shaping(env, weight=args.lyapunov_weight, power=args.lyapunov_power, of=args.lyapunov_of)
+        if args.cost_scale != "none":
+            env = scale(env, scale=args.cost_scale)
+        return env
+
+    return wrap
+
+
+def value_warmup_callback(model: Any, steps: int) -> Any:
+    """An SB3 callback that keeps the policy's own parameters fixed (no gradient) for the first
+    ``steps`` environment steps, so that PPO's first updates fit the value function only: after a
+    behaviour-cloning warm start, advantages from an untrained critic would move the cloned policy at
+    random."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    policy = model.policy
+    own = [*policy.action_net.parameters()]
+    extractor = getattr(policy, "mlp_extractor", None)
+    if extractor is not None and hasattr(extractor, "policy_net"):
+        own += list(extractor.policy_net.parameters())
+    if not policy.share_features_extractor:
+        own += list(policy.pi_features_extractor.parameters())
+
+    class ValueWarmup(BaseCallback):
+        def _on_training_start(self) -> None:
+            for p in own:
+                p.requires_grad_(False)
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            if self.num_timesteps >= steps:
+                for p in own:
+                    p.requires_grad_(True)
+
+    return ValueWarmup()
+
+
+class CurveCallback:
+    """The learning curve of a run (``--eval-every``): the greedy policy's mean response time on
+    held-out episodes, appended to ``<out stem>-curve.jsonl`` at the start, every ``--eval-every``
+    steps and at the end; the parameters of its best point are kept for ``--keep best``."""
+
+    def __init__(self, args: argparse.Namespace, env_kwargs: dict[str, Any], training_systems: int) -> None:
+        from msj_gym.agents.learning_curve import CurveWriter, Episodes
+
+        self.args = args
+        if args.systems:
+            from msj_gym.workloads.generator import sample_systems
+
+            # systems no training run draws: training takes sample_systems(seed, n), whose system i is
+            # child i of the seed; these are children of another root
+            held_out = sample_systems(HELD_OUT_SYSTEMS_SEED + args.seed, args.eval_systems)
+            systems: list[dict[str, Any]] = [{"scenario": wl} for wl in held_out]
+        else:
+            systems = training_systems_of(args)
+        self.episodes = Episodes(systems, args.eval_seed_list, args.eval_arrivals, env_kwargs)
+        self.path = args.out.with_name(args.out.stem + "-curve.jsonl")
+        described = [_describe(s) for s in systems]
+        meta = {
+            "out": args.out.name,
+            "recipe": args.recipe,
+            "seed": args.seed,
+            "systems": described,
+            "eval_seeds": args.eval_seed_list,
+            "eval_arrivals": args.eval_arrivals,
+        }
+        self.writer = CurveWriter(self.path, meta)
+        self.best: dict[str, Any] | None = None
+        self.best_params: Any = None
+        self.eval_seconds = 0.0
+        self._next = 0
+
+    def evaluate(self, model: Any, steps: int) -> dict[str, Any]:
+        import copy
+
+        import torch
+
+        from msj_gym.agents.learning_curve import evaluate_greedy, summarise_episodes
+
+        def act(obs: Any, masks: Any) -> Any:
+            with torch.no_grad():
+                return model.predict(obs, deterministic=True, **_mask_kwargs(model, masks))[0]
+
+        t0 = time.perf_counter()
+        rows = evaluate_greedy(act, self.episodes, self.args.env_id)
+        self.eval_seconds += time.perf_counter() - t0
+        row = self.writer.add(
+            steps, summarise_episodes(rows), eval_seconds=round(time.perf_counter() - t0, 1)
+        )
+        value = summarise_episodes(rows)["mean_response_time"]
+        if self.best is None or value < self.best["mean_response_time"]:
+            self.best = {**row, "mean_response_time": value}
+            self.best_params = copy.deepcopy(model.policy.state_dict())
+        return row
+
+    def callback(self) -> Any:
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        outer = self
+        every = self.args.eval_every
+
+        class Curve(BaseCallback):
+            def _on_training_start(self) -> None:
+                outer.evaluate(self.model, self.num_timesteps)
+                outer._next = self.num_timesteps + every
+
+            def _on_rollout_end(self) -> None:
+                # between rollouts: the policy evaluated is the one the next rollout follows
+                if self.num_timesteps >= outer._next:
+                    outer.evaluate(self.model, self.num_timesteps)
+                    outer._next += every * max(1, (self.num_timesteps - outer._next) // every + 1)
+
+            def _on_step(self) -> bool:
+                return True
+
+        return Curve()
+
+    def final(self, model: Any) -> None:
+        """The curve's last point (the final policy), unless the last rollout's end just took it."""
+        last = self.writer.last_steps
+        if last is None or last < model.num_timesteps:
+            self.evaluate(model, model.num_timesteps)
+
+    def save_best(self, path: Path, model: Any) -> dict[str, Any] | None:
+        """Save the policy of the curve's best point as ``path``; returns that point."""
+        from msj_gym.atomic import atomic_path
+
+        if self.best is None:
+            return None
+        from msj_gym.agents.checkpoint import save_model
+
+        current = {k: v.clone() for k, v in model.policy.state_dict().items()}
+        model.policy.load_state_dict(self.best_params)
+        with atomic_path(path) as tmp:
+            save_model(model, tmp, algo=self.args.algo)
+        model.policy.load_state_dict(current)
+        return self.best
+
+
+#: the root seed of the held-out generated systems of a learning curve (plus ``--seed``)
+HELD_OUT_SYSTEMS_SEED = 7_000_000
+
+
+def training_systems_of(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The training systems as env keywords (scenario, load, k) for the curve's episodes."""
+    return [dict(s) for s in training_systems(args)]
+
+
+def _describe(system: dict[str, Any]) -> dict[str, Any]:
+    """A system of the curve as JSON: a generated workload by its name and load."""
+    out = {}
+    for key, value in system.items():
+        if key == "scenario" and not isinstance(value, str):
+            out[key] = getattr(value, "name", type(value).__name__)
+            out["load"] = round(float(value.load), 6)
+            out["num_servers"] = int(value.num_servers)
+        else:
+            out[key] = value
+    return out
+
+
+def _mask_kwargs(model: Any, masks: Any) -> dict[str, Any]:
+    """``action_masks=`` for a MaskablePPO model (PPO and DQN take none: a masked action is "wait")."""
+    import inspect
+
+    return {"action_masks": masks} if "action_masks" in inspect.signature(model.predict).parameters else {}
 
 
 PROG = "python -m msj_gym.agents.train"
@@ -337,27 +558,104 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--learning-rate", type=float, default=3e-4)
     ap.add_argument(
+        "--lr-schedule",
+        choices=("constant", "linear"),
+        default="constant",
+        help="the learning rate throughout, or annealed linearly to 0 at --timesteps",
+    )
+    ap.add_argument(
         "--advisor",
         type=lambda text: [a.strip() for a in text.split(",")],
         default=None,
         help="comma-separated policies whose decision the agent may take as one action each (with "
         "--actions priority): the agent learns when to follow which, and when to decide itself",
     )
-    ap.add_argument("--imitate", default=None, help="maskable-ppo: clone this baseline's actions first")
+    ap.add_argument(
+        "--imitate",
+        default=None,
+        help="maskable-ppo: clone this baseline's actions first ('advisor': the first --advisor's decisions)",
+    )
     ap.add_argument("--imitate-steps", type=int, default=50_000, help="decisions to clone")
     ap.add_argument("--imitate-epochs", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
         "--save-every", type=int, default=0, help="keep a checkpoint every N steps (0: only the last)"
     )
-    ap.add_argument("--out", type=Path, required=True, help="checkpoint path (.zip)")
+    ap.add_argument(
+        "--lyapunov-weight",
+        type=float,
+        default=0.0,
+        help="stabilising cost shaping: each step also pays minus W times the drift of sum_c n_c**P "
+        "(msj_gym.env.wrappers.LyapunovShaping; 0: none)",
+    )
+    ap.add_argument("--lyapunov-power", type=float, default=2.0, help="P of --lyapunov-weight")
+    ap.add_argument(
+        "--lyapunov-of",
+        choices=("jobs", "work"),
+        default="jobs",
+        help="the Lyapunov function: of the jobs per class (sum_c n_c**P), or of the work in the system "
+        "((sum_c n_c * need_c * mean_c / k)**P)",
+    )
+    ap.add_argument(
+        "--cost-scale",
+        default="none",
+        help="divide the env's rewards by the system's mean service time ('service-time'), a number, "
+        "or not ('none')",
+    )
+    ap.add_argument("--clip-range", type=float, default=0.2, help="PPO's clipping of the probability ratio")
+    ap.add_argument(
+        "--vf-warmup",
+        type=int,
+        default=0,
+        help="PPO: train only the value function for the first N steps (after --imitate: the cloned "
+        "policy is not moved by the advantages of an untrained critic)",
+    )
+    ap.add_argument(
+        "--eval-every", type=int, default=0, help="evaluate on held-out episodes every N steps (0: never)"
+    )
+    ap.add_argument("--eval-seeds", default="5000-5007", help="seeds of the held-out episodes")
+    ap.add_argument("--eval-arrivals", type=int, default=5000, help="arrivals per held-out episode")
+    ap.add_argument(
+        "--eval-systems",
+        type=int,
+        default=8,
+        help="with --systems: held-out generated systems of the curve (never drawn for training)",
+    )
+    ap.add_argument(
+        "--keep",
+        choices=("last", "best"),
+        default="last",
+        help="the checkpoint saved as --out: the last one, or the best point of the learning curve",
+    )
+    ap.add_argument("--out", type=Path, default=None, help="checkpoint path (.zip; default: RECIPE.zip)")
     ap.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars on stderr")
+    ap.add_argument(
+        "--recipe",
+        default=None,
+        help="a shipped recipe's name (msj_gym/agents/recipes) or a .toml file: its keys are this "
+        "command's flags, which the command line overrides",
+    )
+    ap.add_argument("--list-recipes", action="store_true", help="list the shipped recipes and exit")
+    recipe = _recipe_argument(argv)
+    if recipe is not None:
+        from msj_gym.agents.recipes import apply_recipe
+
+        apply_recipe(ap, recipe)
     args = ap.parse_args(argv)
+    if args.list_recipes:
+        return args
+    if args.out is None:
+        if args.recipe is None:
+            ap.error("the following arguments are required: --out")
+        name = Path(args.recipe).stem if args.recipe.endswith(".toml") else args.recipe
+        args.out = Path(f"{name}.zip")
     _parse_lists(ap, args)
     if args.timesteps < 1:
         ap.error(f"--timesteps: expected a positive integer, got {args.timesteps}")
     if args.imitate is not None and args.algo != "maskable-ppo":
         ap.error("--imitate: only with --algo maskable-ppo")
+    if args.imitate == "advisor" and not args.advisor:
+        ap.error("--imitate advisor: needs --advisor (the policy whose decisions are cloned)")
     if args.average_reward and args.reward != "integral":
         ap.error("--average-reward: needs --reward integral (the rate is per unit of time)")
     if args.policy == "class-set" and (args.observation != "classes" or args.algo == "dqn"):
@@ -370,6 +668,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error("--systems: with --vec-env dummy (the native vector env runs one system)")
     if len(training_systems(args)) > 1 and (args.systems or args.vec_env == "native"):
         ap.error("--scenario/--load/--k lists: not with --systems nor --vec-env native (one system each)")
+    if args.cost_scale != "none":
+        try:
+            args.cost_scale = float(args.cost_scale)
+        except ValueError:
+            if args.cost_scale != "service-time":
+                ap.error(f"--cost-scale {args.cost_scale!r}: expected 'none', 'service-time' or a number")
+    if args.vf_warmup and args.algo == "dqn":
+        ap.error("--vf-warmup: only with --algo ppo or maskable-ppo")
     if args.env_id in MODEL_ENVS:
         msj_only = {
             "--queue-window": args.queue_window != 1,
@@ -380,12 +686,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             "--systems": bool(args.systems),
             "--policy": args.policy != "mlp",
             "--average-reward": args.average_reward,
+            "--lyapunov-weight": args.lyapunov_weight != 0,
+            "--cost-scale": args.cost_scale != "none",
+            "--eval-every": args.eval_every != 0,
         }
         for flag, given in msj_only.items():
             if given:
                 ap.error(f"{flag}: an MSJ env's option, not of --env-id {args.env_id}")
     _check_args(args)
     return args
+
+
+def _recipe_argument(argv: list[str] | None) -> str | None:
+    """The value of ``--recipe`` on the command line (read before the parse: the recipe sets the
+    parser's defaults), or None."""
+    tokens = sys.argv[1:] if argv is None else list(argv)
+    found = None
+    for i, token in enumerate(tokens):
+        if token == "--recipe" and i + 1 < len(tokens):
+            found = tokens[i + 1]
+        elif token.startswith("--recipe="):
+            found = token.split("=", 1)[1]
+    return found
 
 
 def _parse_lists(ap: Any, args: argparse.Namespace) -> None:
@@ -417,7 +739,14 @@ def _parse_lists(ap: Any, args: argparse.Namespace) -> None:
 
 def _check_args(args: argparse.Namespace) -> None:
     """Every number and path before any work: one line naming the flag and its value."""
-    from msj_gym.agents._cli import check_count, check_load, check_net_arch, check_number, check_output
+    from msj_gym.agents._cli import (
+        UsageError,
+        check_count,
+        check_load,
+        check_net_arch,
+        check_number,
+        check_output,
+    )
     from msj_gym.workloads.workload import MAX_SERVERS
 
     for load in args.loads:
@@ -445,11 +774,34 @@ def _check_args(args: argparse.Namespace) -> None:
     check_number("--ent-coef", args.ent_coef, 0.0, 100.0)
     check_number("--learning-rate", args.learning_rate, 0.0, 10.0, open_lo=True)
     check_number("--reward-scale", args.reward_scale, 0.0, 1e12, open_lo=True)
+    check_number("--lyapunov-weight", args.lyapunov_weight, 0.0, 1e12)
+    check_number("--lyapunov-power", args.lyapunov_power, 1.0, 8.0)
+    if isinstance(args.cost_scale, float):
+        check_number("--cost-scale", args.cost_scale, 0.0, 1e12, open_lo=True)
+    check_number("--clip-range", args.clip_range, 0.0, 10.0, open_lo=True)
+    check_count("--vf-warmup", args.vf_warmup, 0, 10**10)
+    check_count("--eval-every", args.eval_every, 0, 10**10)
+    check_count("--eval-arrivals", args.eval_arrivals, 100, 10**7)
+    check_count("--eval-systems", args.eval_systems, 1, 1000)
+    from msj_gym.agents.evaluate import parse_seeds
+
+    try:
+        args.eval_seed_list = parse_seeds(args.eval_seeds)
+    except ValueError as exc:
+        raise UsageError(str(exc).replace("--seeds", "--eval-seeds")) from None
+    if args.keep == "best" and not args.eval_every:
+        raise UsageError("--keep best: needs a learning curve (--eval-every N)")
     check_output("--out", args.out, ".zip")  # written after the training: checked before it
 
 
-def main(argv: list[str] | None = None) -> Path:
+def main(argv: list[str] | None = None) -> Path | None:
     args = parse_args(argv)
+    if args.list_recipes:
+        from msj_gym.agents.recipes import read_recipe, recipe_names
+
+        for name in recipe_names():
+            print(f"{name}: {read_recipe(name)[1].get('description', '')}")
+        return None
     import gymnasium as gym
     import torch
     from stable_baselines3.common.env_util import make_vec_env
@@ -472,28 +824,42 @@ def main(argv: list[str] | None = None) -> Path:
             env_kwargs.pop(key, None)
         kwargs = dict(env_kwargs)
         venv = make_vec_env(
-            lambda: SystemsEnv(sampled, args.env_id, **kwargs), n_envs=args.n_envs, seed=args.seed
+            lambda: SystemsEnv(sampled, args.env_id, **kwargs),
+            n_envs=args.n_envs,
+            seed=args.seed,
+            wrapper_class=reward_wrappers(args),
         )
     elif len(systems) > 1:
         from msj_gym.agents.systems_env import SystemsEnv
 
         base = {k: v for k, v in env_kwargs.items() if k not in systems[0]}
         venv = make_vec_env(
-            lambda: SystemsEnv(systems, args.env_id, **base), n_envs=args.n_envs, seed=args.seed
+            lambda: SystemsEnv(systems, args.env_id, **base),
+            n_envs=args.n_envs,
+            seed=args.seed,
+            wrapper_class=reward_wrappers(args),
         )
     elif args.vec_env == "native":
         from msj_gym.agents.vec_env import MSJSB3VecEnv
 
-        venv = MSJSB3VecEnv(args.n_envs, env_id=args.env_id, **env_kwargs)
+        venv = MSJSB3VecEnv(
+            args.n_envs, env_id=args.env_id, wrap=reward_wrappers(args, vector=True), **env_kwargs
+        )
         venv.seed(args.seed)
     else:
         venv = make_vec_env(
-            f"msj_gym:{args.env_id}", n_envs=args.n_envs, seed=args.seed, env_kwargs=env_kwargs
+            f"msj_gym:{args.env_id}",
+            n_envs=args.n_envs,
+            seed=args.seed,
+            env_kwargs=env_kwargs,
+            wrapper_class=reward_wrappers(args),
         )
     if args.average_reward:
         from msj_gym.agents.average_reward import DifferentialReward
 
-        venv = DifferentialReward(venv, scale=args.reward_scale)
+        # across systems each system has its own reward rate
+        per_system = bool(args.systems) or len(systems) > 1
+        venv = DifferentialReward(venv, scale=args.reward_scale, per_system=per_system)
     model = build_model(args.algo, venv, args.seed, args)
     from stable_baselines3.common.logger import Logger
 
@@ -503,6 +869,12 @@ def main(argv: list[str] | None = None) -> Path:
     t0 = time.perf_counter()
     accuracy = imitate(model, args, env_kwargs) if args.imitate else None
     callbacks = [progress_callback(args.timesteps, args.progress)]
+    if args.vf_warmup:
+        callbacks.append(value_warmup_callback(model, args.vf_warmup))
+    curve = None
+    if args.eval_every:
+        curve = CurveCallback(args, env_kwargs, training_systems=len(systems))
+        callbacks.append(curve.callback())
     if args.save_every:
         # long runs keep intermediate checkpoints, so that a killed run is not lost (data only, as every
         # checkpoint msj_gym writes)
@@ -514,8 +886,14 @@ def main(argv: list[str] | None = None) -> Path:
     from msj_gym.agents.checkpoint import save_model
     from msj_gym.atomic import atomic_path, atomic_write_text
 
-    with atomic_path(args.out) as tmp:  # a full disk leaves no truncated checkpoint
+    if curve is not None:
+        curve.final(model)
+    last = args.out if args.keep == "last" else args.out.with_name(args.out.stem + "-last.zip")
+    with atomic_path(last) as tmp:  # a full disk leaves no truncated checkpoint
         save_model(model, tmp, algo=args.algo)
+    kept = None
+    if args.keep == "best" and curve is not None:
+        kept = curve.save_best(args.out, model)
     meta = {
         "command": "python -m msj_gym.agents.train " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": args.algo,
@@ -529,10 +907,19 @@ def main(argv: list[str] | None = None) -> Path:
         "seed": args.seed,
         "imitated": args.imitate,
         "imitation_accuracy": accuracy,
+        "recipe": args.recipe,
+        "lyapunov_weight": args.lyapunov_weight,
+        "lyapunov_power": args.lyapunov_power,
+        "lyapunov_of": args.lyapunov_of,
+        "cost_scale": args.cost_scale,
+        "learning_curve": None if curve is None else curve.path.name,
+        "kept": None if kept is None else {"steps": kept["steps"], "curve_value": kept["mean_response_time"]},
         "train_wall_seconds": round(wall, 1),
         "msj_gym_version": msj_gym.__version__,
     }
     atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
+    if last != args.out:  # the last checkpoint is an agent too
+        atomic_write_text(last.with_suffix(".json"), json.dumps({**meta, "kept": None}, indent=2) + "\n")
     print(f"trained {args.algo} for {args.timesteps} steps in {wall:.0f} s -> {args.out}")
     return args.out
 

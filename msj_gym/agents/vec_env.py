@@ -22,7 +22,7 @@ batched infos are in :attr:`last_infos`).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,10 +44,19 @@ VECTOR_ENVS: dict[str, type[MSJVectorEnv] | type[MSJMoldableVectorEnv]] = {
 class MSJSB3VecEnv(VecEnv):
     """SB3 ``VecEnv`` of ``num_envs`` environments ``env_id`` (a key of :data:`VECTOR_ENVS`;
     ``preemptive=True`` is ``env_id="MSJPreemptive-v0"``); every other keyword goes to the environment
-    (see :class:`~msj_gym.env.msj_env.MSJEnv`, :class:`~msj_gym.env.moldable_env.MSJMoldableEnv`)."""
+    (see :class:`~msj_gym.env.msj_env.MSJEnv`, :class:`~msj_gym.env.moldable_env.MSJMoldableEnv`).
+    ``wrap``: a function that wraps the gymnasium vector env before SB3 sees it (e.g. with
+    :class:`~msj_gym.env.wrappers.LyapunovShapingVector`); masks and end-of-episode infos are still
+    read from the native env (:attr:`native`)."""
 
     def __init__(
-        self, num_envs: int, *, env_id: str = "MSJ-v0", preemptive: bool = False, **env_kwargs: Any
+        self,
+        num_envs: int,
+        *,
+        env_id: str = "MSJ-v0",
+        preemptive: bool = False,
+        wrap: Callable[[Any], Any] | None = None,
+        **env_kwargs: Any,
     ) -> None:
         if env_id not in VECTOR_ENVS:
             raise ValueError(f"env_id: expected one of {sorted(VECTOR_ENVS)}, got {env_id!r}")
@@ -56,8 +65,10 @@ class MSJSB3VecEnv(VecEnv):
                 raise ValueError(f"preemptive: only for the MSJ envs, got env_id={env_id!r}")
             env_id = "MSJPreemptive-v0"
         self.env_id = env_id
-        self.venv = VECTOR_ENVS[env_id](num_envs, autoreset_mode="SameStep", **env_kwargs)
-        super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
+        self.native = VECTOR_ENVS[env_id](num_envs, autoreset_mode="SameStep", **env_kwargs)
+        # reward wrappers of the gymnasium vector env (msj_gym.env.wrappers) go between it and SB3
+        self.venv = self.native if wrap is None else wrap(self.native)
+        super().__init__(num_envs, self.native.single_observation_space, self.native.single_action_space)
         self._actions: np.ndarray | None = None
         self._returns = np.zeros(num_envs)
         self._lengths = np.zeros(num_envs, dtype=np.int64)
@@ -95,7 +106,7 @@ class MSJSB3VecEnv(VecEnv):
                     "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
                     "episode": {"r": round(float(self._returns[i]), 6), "l": int(self._lengths[i]), "t": now},
                 }
-                for key in self.venv.final_info_keys:
+                for key in self.native.final_info_keys:
                     out[i][key] = final[key][i].item()
             self._returns[dones] = 0.0
             self._lengths[dones] = 0
@@ -103,7 +114,7 @@ class MSJSB3VecEnv(VecEnv):
 
     def action_masks(self) -> np.ndarray:
         """The masks of every environment, shape ``(num_envs, A)``."""
-        return self.venv.action_masks()
+        return self.native.action_masks()
 
     def close(self) -> None:
         self.venv.close()
@@ -117,7 +128,7 @@ class MSJSB3VecEnv(VecEnv):
         idx = self._indices(indices)
         if attr_name == "action_masks":
             return [self._mask_fn(i) for i in idx]
-        value = getattr(self.venv.single_env, attr_name)
+        value = getattr(self.native.single_env, attr_name)
         return [value for _ in idx]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
@@ -130,7 +141,7 @@ class MSJSB3VecEnv(VecEnv):
     ) -> list[Any]:
         idx = self._indices(indices)
         if method_name == "action_masks":
-            masks = self.venv.action_masks()
+            masks = self.native.action_masks()
             return [masks[i] for i in idx]
         raise AttributeError(f"env_method({method_name!r}): MSJSB3VecEnv only serves 'action_masks'")
 
@@ -141,4 +152,4 @@ class MSJSB3VecEnv(VecEnv):
         return [None for _ in range(self.num_envs)]
 
     def _mask_fn(self, i: int) -> Any:
-        return lambda: self.venv.action_masks()[i]
+        return lambda: self.native.action_masks()[i]

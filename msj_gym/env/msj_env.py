@@ -260,6 +260,26 @@ class MSJEnv(gym.Env):
     results' own: a tenth of the mean service time, 10 (seconds) on a recorded trace. Neither is
     weighted (``weighted=True`` is refused with them).
 
+    ## Learning the long-run average cost
+    The cost is unbounded and so is the state: a policy that lets a queue grow is unstable, and a
+    standard on-policy learner needs a little help to notice before it is too late. What the env and
+    :mod:`msj_gym.env.wrappers` provide for it (each tested):
+
+    * **Truncation, never termination**: an episode is cut off, so a learner bootstraps the value of
+      its last state (stable-baselines3 does it from ``info["TimeLimit.truncated"]`` and
+      ``info["terminal_observation"]``; the CleanRL-style loop of ``examples/cleanrl_ppo.py`` adds
+      ``gamma * V(info["final_obs"])`` to the last reward).
+    * **Unbounded counts, bounded observations**: every count, demand and age enters the observation
+      through ``squash`` (above), flat and class set alike; no wrapper is needed.
+    * **Stabilising cost shaping** (:class:`~msj_gym.env.wrappers.LyapunovShaping`, after Pavse et
+      al., ICML 2024): minus the drift of a Lyapunov function of the jobs per class
+      (``info["jobs_by_class"]``) or of the work in the system, paid at every step; an episode's
+      return changes by boundary terms only.
+    * **A per-system cost scale** (:class:`~msj_gym.env.wrappers.CostScale`): rewards in units of the
+      system's mean service time, for one agent across systems.
+    * **Elapsed time per decision** (``info["elapsed_time"]``), for the differential rewards
+      ``r - g * dt`` of an average-cost learner (:mod:`msj_gym.agents.average_reward`).
+
     ## Starting state
     An empty system at time 0, the first decision at the first arrival. ``warm_start="fcfs"`` (any
     non-preemptive baseline id, or a policy object) instead runs that policy for
@@ -316,7 +336,8 @@ class MSJEnv(gym.Env):
 
     ## Info
     Every step: ``time`` (simulator clock), ``elapsed_time`` (since the previous decision),
-    ``action_mask``, ``jobs_in_system``, ``invalid_actions`` (this episode) and ``invalid_action``
+    ``action_mask``, ``jobs_in_system``, ``jobs_by_class`` (per class of the workload, waiting
+    plus running), ``invalid_actions`` (this episode) and ``invalid_action``
     (this step). The episode's last step adds ``stalled`` (it ended because the agent waited while
     nothing could happen), ``mean_response_time`` (over the measured jobs; a lower bound when some had
     not left, see above), ``stable`` (False for a run that is no steady-state estimate: stopped with
@@ -326,7 +347,7 @@ class MSJEnv(gym.Env):
     ## Version history
     * v0: initial version; ``observation="classes"`` and ``max_classes`` added (new options: the
       default spaces are unchanged); ``reward="slowdown"``, ``reward="waiting"`` and ``slowdown_tau``
-      added (the default reward is unchanged).
+      added (the default reward is unchanged); ``info["jobs_by_class"]`` added.
     """
 
     # gymnasium's Env declares metadata an instance attribute (set per instance, as wrappers do)
@@ -766,6 +787,8 @@ class MSJEnv(gym.Env):
             "elapsed_time": float(self._out[O_ELAPSED]),
             "action_mask": self._mask.copy(),
             "jobs_in_system": int(iv[S.I_NSYS]),
+            # per class, waiting plus running: what a Lyapunov shaping of the cost reads (wrappers.py)
+            "jobs_by_class": self._sim.ci[S.C_NWAIT] + self._sim.ci[S.C_NRUN],
         }
         if self._over:
             res = self.result()

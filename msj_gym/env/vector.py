@@ -407,7 +407,8 @@ class MSJVectorEnv(NativeVectorEnv):
 
     Episodes are only ever truncated (see the single env). ``info`` holds, per environment (with the
     usual ``_key`` masks), what the single env's info holds: ``time``, ``elapsed_time``,
-    ``action_mask``, ``jobs_in_system``, ``invalid_action``, ``invalid_actions``; at an episode's end
+    ``action_mask``, ``jobs_in_system``, ``jobs_by_class``, ``invalid_action``, ``invalid_actions``;
+    at an episode's end
     ``stalled``, ``mean_response_time``, ``stable`` and ``measured_jobs``; at a reset ``seed``.
     :meth:`action_masks` gives the masks as one ``(N, A)`` array, :meth:`sample_actions` a masked
     uniform random action per environment (compiled), :meth:`result` an environment's
@@ -708,6 +709,7 @@ class MSJVectorEnv(NativeVectorEnv):
             "elapsed_time": self._out[:, O_ELAPSED].copy(),
             "action_mask": self._mask.copy(),
             "jobs_in_system": b.iv[:, S.I_NSYS].copy(),
+            "jobs_by_class": b.ci[:, S.C_NWAIT] + b.ci[:, S.C_NRUN],
             "invalid_action": self._out[:, O_INVALID] > 0,
             "invalid_actions": self._invalid.copy(),
         }
