@@ -430,6 +430,9 @@ class FuturePlayer:
         self._rows = np.zeros(slots, dtype=np.int64)
         self._dirty = np.zeros(0, dtype=np.int64)
         self._bases = [_Base(p, env.workload, slots, env.core.policy_seed) for p in self.policies]
+        # each base's entry point, found once per setup: typing the arguments at every decision cost
+        # more than a heuristic base's play-outs
+        self._entries: list[Any] = [None] * len(self._bases)
         for base in self._bases:
             rule = base.rule
             types = [numba.typeof(a) for a in (self._view, self._sizes, base.pdata, base.words)]
@@ -488,7 +491,7 @@ class FuturePlayer:
             self._shape = None
             self._setup()
             scratch = self._scratch
-        acts = np.asarray(actions, dtype=np.int64)
+        acts = np.ascontiguousarray(actions, dtype=np.int64)
         out = np.zeros((len(self._bases), f, acts.size))
         status = np.zeros((len(self._bases), f, acts.size), dtype=np.int64)
         limit = self.max_events if self.max_events is not None else 40 * (nsys + horizon) + 1000
@@ -517,7 +520,10 @@ class FuturePlayer:
                 status[b],
             )
             rule = base.rule
-            _compiled(args)(rule.plain, rule.sized, rule.size_aware, rule.every_event, *args)
+            play = self._entries[b]
+            if play is None:
+                play = self._entries[b] = _compiled(args)
+            play(rule.plain, rule.sized, rule.size_aware, rule.every_event, *args)
         self.last_status = status
         return out
 
