@@ -1,5 +1,5 @@
-"""The generalists on systems and loads they never trained on (``docs/generalist.md``, "Systems and
-loads it never trained on"): each agent's mean response time as a paired ratio to the best heuristic
+"""The generalists on systems and loads they never trained on (``docs/generalist.md``):
+each agent's mean response time as a paired ratio to the best heuristic
 of its kind that is stable on every seed, per point, and the mean over the points that have one:
 
     python benchmarks/generalist_off_distribution.py [--workers 2] [--seeds 9000-9009]

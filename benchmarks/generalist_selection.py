@@ -1,5 +1,5 @@
 """Which base a generalist follows, on generated systems that neither trained nor selected anything
-(``docs/generalist.md``, "Which heuristic to follow"): its selector head's pick against its simulated
+(``docs/generalist.md``): its selector head's pick against its simulated
 pick (``msj_gym.agents.system_model.SimulatedSelector``, each base simulated on the system the agent's
 observation describes), each judged by the bases' mean response times on the real system:
 

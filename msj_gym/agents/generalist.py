@@ -98,9 +98,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="queue guards tried with them: follow the base where the waiting jobs' needs add up to more "
         "than this many times k (default: none tried)",
     )
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of rollout improvement")
     ap.add_argument("--decisions", type=int, default=40_000, help="decisions compared per round")
-    ap.add_argument("--episode-arrivals", type=int, default=2000)
+    ap.add_argument(
+        "--episode-arrivals", type=int, default=2000, help="arrivals of each episode decisions are sampled on"
+    )
     ap.add_argument("--skip", type=int, default=200, help="arrivals before the first sampled decision")
     ap.add_argument("--tail", type=int, default=800, help="arrivals after the last sampled decision")
     ap.add_argument("--sample-every", type=float, default=6.0, help="mean decisions between two samples")
@@ -124,16 +126,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a training system with a full-width class (a need of k) gets this many times the compared "
         "decisions of another",
     )
-    ap.add_argument("--epochs", type=int, default=30)
-    ap.add_argument("--learning-rate", type=float, default=1e-3)
-    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=30, help="passes over the compared decisions per fit")
+    ap.add_argument("--learning-rate", type=float, default=1e-3, help="Adam's step size in the fits")
+    ap.add_argument("--hidden", type=int, default=64, help="width of the network's layers")
     ap.add_argument("--candidates", type=int, default=3, help="fits per round, the best on selection kept")
-    ap.add_argument("--select-seeds", type=int, default=2)
-    ap.add_argument("--select-arrivals", type=int, default=6000)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--select-seeds", type=int, default=2, help="runs per selection system")
+    ap.add_argument("--select-arrivals", type=int, default=6000, help="arrivals per selection run")
+    ap.add_argument("--seed", type=int, default=0, help="draws the systems, the episodes and the fits")
+    ap.add_argument("--workers", type=int, default=1, help="worker processes (collection and selection)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the fitting process")
-    ap.add_argument("--backend", default="local", choices=("local", "ray"))
+    ap.add_argument(
+        "--backend", default="local", choices=("local", "ray"), help="local processes, or a Ray cluster"
+    )
     ap.add_argument("--address", default=None, help="a Ray cluster (with --backend ray)")
     ap.add_argument(
         "--data",
