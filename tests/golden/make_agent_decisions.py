@@ -9,6 +9,11 @@ alone; the selection's settings are compared through the policy's keywords), and
 ``tests/agents/test_checkpoint.py`` checks that the data-only checkpoints decide exactly so.
 
     python -m tests.golden.make_agent_decisions --trust-pickle DIR   # DIR: the SB3 checkpoints
+    python -m tests.golden.make_agent_decisions --add NAME           # a shipped agent saved data-only
+
+An agent that training saved in the data-only form from the start (``ppo-sf-fig2-0.7``) has no pickle:
+``--add`` pins its decisions as its checkpoint loads now, so that a later change of the loader or of
+the policy classes that changes them fails the test.
 """
 
 from __future__ import annotations
@@ -79,24 +84,49 @@ def main(argv: list[str] | None = None) -> None:
     from msj_gym.agents.checkpoint import load_model
 
     ap = argparse.ArgumentParser()
-    ap.add_argument("folder", type=Path)
-    ap.add_argument("--trust-pickle", action="store_true", required=True)
+    ap.add_argument("folder", type=Path, nargs="?")
+    ap.add_argument("--trust-pickle", action="store_true")
+    ap.add_argument("--add", default=None, help="a shipped agent saved data-only, added to the file")
     args = ap.parse_args(argv)
+    if args.add is not None:
+        _add(args.add)
+        return
+    if args.folder is None or not args.trust_pickle:
+        ap.error("give the folder of the SB3 checkpoints and --trust-pickle, or --add NAME")
     out: dict[str, np.ndarray] = {}
     for path in sorted(args.folder.glob("*.zip")):
         meta = json.loads(path.with_suffix(".json").read_text())
         if meta.get("algo") != "maskable-ppo":
             continue  # the scored agents are weights.json: data already
-        model = load_model(path, allow_pickle=True)
-        obs, masks = observations(meta, OBSERVATIONS)
-        probs, actions = decisions(model, obs, masks)
-        name = path.stem
-        out[f"{name}/obs"], out[f"{name}/masks"] = obs, masks
-        out[f"{name}/probs"], out[f"{name}/actions"] = probs, actions
-        out[f"{name}/weights"] = np.array(weights_digest(model.policy))
-        kwargs = {k: v for k, v in model.policy_kwargs.items() if k != "device"}
-        out[f"{name}/policy_kwargs"] = np.array(json.dumps(kwargs, sort_keys=True))
-        print(f"{name}: {len(obs)} observations, actions {actions.tolist()}")
+        out.update(_entries(path.stem, load_model(path, allow_pickle=True), meta))
+    np.savez_compressed(GOLDEN, **out)
+    print(f"wrote {GOLDEN}")
+
+
+def _entries(name: str, model: Any, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+    obs, masks = observations(meta, OBSERVATIONS)
+    probs, actions = decisions(model, obs, masks)
+    kwargs = {k: v for k, v in model.policy_kwargs.items() if k != "device"}
+    print(f"{name}: {len(obs)} observations, actions {actions.tolist()}")
+    return {
+        f"{name}/obs": obs,
+        f"{name}/masks": masks,
+        f"{name}/probs": probs,
+        f"{name}/actions": actions,
+        f"{name}/weights": np.array(weights_digest(model.policy)),
+        f"{name}/policy_kwargs": np.array(json.dumps(kwargs, sort_keys=True)),
+    }
+
+
+def _add(name: str) -> None:
+    from msj_gym.agents.checkpoint import load_model
+    from msj_gym.experiments.agents import shipped_agents
+
+    path = shipped_agents()[name]
+    meta = json.loads(path.with_suffix(".json").read_text())
+    with np.load(GOLDEN) as old:
+        out = {k: old[k] for k in old.files if not k.startswith(f"{name}/")}
+    out.update(_entries(name, load_model(path), meta))
     np.savez_compressed(GOLDEN, **out)
     print(f"wrote {GOLDEN}")
 
