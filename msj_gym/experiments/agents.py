@@ -175,16 +175,18 @@ def agent_label(spec: str) -> str:
 
 def agent_files(spec: str) -> tuple[str, ...]:
     """The files an agent's decisions depend on beyond msj_gym's code, for the runs' code key: a
-    checkpoint (a path or a shipped name), its ``.json`` and the networks' code of ``msj_gym/agents``
-    (the class-set network's guard, gate and simulated selection run there, not in the checkpoint);
+    checkpoint (a path or a shipped name), its ``.json``, the code its config declares (a registered
+    algorithm's loader and rule; for stable-baselines3's form, the loader and the policy class's
+    modules, and for the class-set networks, whose selection simulates heuristics, the agents' and the
+    policies' code) and the modules of the heuristics its env keywords name (advisors, warm start);
     the module that a ``module:attr`` names."""
     files = _checkpoint_files(spec)
     if files:
-        loader_files = _loader_files(files[0], _stamp(files))
+        stamp = _stamp(files)
+        loader_files = _loader_files(files[0], stamp)
         if loader_files:  # a registered algorithm says what code its decisions run
             return files + loader_files
-        networks = tuple(sorted(str(f) for f in Path(__file__).resolve().parents[1].glob("agents/*.py")))
-        return files + networks
+        return files + _network_files(files[0], stamp)
     if ":" in spec:
         import importlib.util
 
@@ -195,6 +197,65 @@ def agent_files(spec: str) -> tuple[str, ...]:
         origin = getattr(found, "origin", None)
         return (origin,) if origin and origin.endswith(".py") else ()
     return ()
+
+
+#: The checkpoint policies (``msj_gym.agents.checkpoint.POLICIES``) whose forward pass runs msj_gym's
+#: simulated selection: their decisions depend on the agents' and the heuristics' code.
+_SIMULATING_POLICIES = frozenset({"class-set-maskable", "class-set"})
+
+
+@cache
+def _network_files(checkpoint: str, stamp: tuple[tuple[str, int, int], ...]) -> tuple[str, ...]:
+    """The code a stable-baselines3 network's decisions run (cached per ``stamp``): see
+    :func:`agent_files`. A checkpoint whose config cannot be read (a pickled one) counts every module of
+    the agents and the policies."""
+    root = Path(__file__).resolve().parents[1]
+    everything = {*root.glob("agents/*.py"), *root.glob("baselines/*.py"), root / "registry.py"}
+    path = Path(checkpoint)
+    files: set[Path]
+    try:
+        import zipfile
+
+        from ..agents.checkpoint import CONFIG, POLICIES
+
+        with zipfile.ZipFile(path) as z:
+            policy = json.loads(z.read(CONFIG))["policy"]
+        meta = (
+            json.loads(path.with_suffix(".json").read_text()) if path.with_suffix(".json").is_file() else {}
+        )
+        if policy in _SIMULATING_POLICIES:
+            files = everything
+        else:  # stable-baselines3 runs the network: msj_gym's part is how it is read and its class
+            files = {root / "agents" / "checkpoint.py"}
+            module = POLICIES[policy].partition(":")[0]
+            if module.startswith("msj_gym."):
+                files.add(root.parent.joinpath(*module.split(".")).with_suffix(".py"))
+        files |= _heuristic_files(meta.get("env_kwargs", {}))
+    except (OSError, KeyError, ValueError, TypeError, AttributeError, zipfile.BadZipFile):
+        files = everything
+    return tuple(sorted(str(f) for f in files if f.is_file()))
+
+
+def _heuristic_files(env_kwargs: Any) -> set[Path]:
+    """The source of the registered heuristics an agent's env keywords name (its advisors, its warm
+    start): what it follows or starts from is part of its decisions."""
+    import inspect
+
+    from ..registry import policy_class, policy_ids
+
+    named: list[Any] = []
+    for key in ("advisor", "warm_start"):
+        value = env_kwargs.get(key) if isinstance(env_kwargs, dict) else None
+        named += value if isinstance(value, list) else [value]
+    ids = set(policy_ids())
+    files: set[Path] = set()
+    for name in named:
+        if isinstance(name, str) and name in ids:
+            module = Path(inspect.getsourcefile(policy_class(name)) or "")
+            files |= {module, module.parent / "__init__.py", module.parent / "_kit.py"}
+    if files:
+        files.add(Path(__file__).resolve().parents[1] / "registry.py")
+    return files
 
 
 def _checkpoint_files(spec: str) -> tuple[str, ...]:

@@ -60,3 +60,36 @@ def test_the_cap_counts_a_warm_start_and_an_agents_own_cap_is_kept() -> None:
     assert env.unwrapped.max_arrivals == Simulator.arrival_cap(500) + 300
     own = AgentSpec("follow", _Follow(), "MSJ-v0", {**KWARGS, "max_arrivals": 1200}, factory=False)
     assert own.make_env("sf-fig2", {"load": 0.7}, num_arrivals=500, warmup=50).unwrapped.max_arrivals == 1200
+
+
+def test_a_network_agent_is_keyed_by_the_code_its_config_declares(tmp_path) -> None:
+    """An MLP checkpoint's runs depend on how msj_gym reads it and on the heuristics its env keywords
+    name, not on every module of the agents; a class-set network, whose selection simulates
+    heuristics, on the agents' and the policies' code."""
+    import inspect
+    import json
+    import shutil
+    from pathlib import Path
+
+    import msj_gym
+    from msj_gym.experiments.agents import agent_files, shipped_agents
+    from msj_gym.registry import policy_class
+
+    package = Path(msj_gym.__file__).resolve().parent
+
+    def code(spec: str) -> set[Path]:
+        return {Path(f) for f in agent_files(spec)[2:]}
+
+    assert code("ppo-sf-fig2-0.7") == {package / "agents" / "checkpoint.py"}
+    src = shipped_agents()["ppo-sf-fig2-0.7"]
+    copy = tmp_path / "advised.zip"
+    shutil.copy(src, copy)
+    meta = json.loads(src.with_suffix(".json").read_text())
+    meta["env_kwargs"]["advisor"] = ["first-fit", "adaptive-quickswap"]
+    copy.with_suffix(".json").write_text(json.dumps(meta))
+    advised = code(str(copy))
+    for pid in ("first-fit", "adaptive-quickswap"):
+        assert Path(inspect.getsourcefile(policy_class(pid)) or "").resolve() in advised
+    assert package / "agents" / "generalist.py" not in advised
+    simulating = code("generalist")
+    assert {package / "agents" / "system_model.py", package / "baselines" / "quickswap.py"} <= simulating
