@@ -15,7 +15,7 @@ from ..core import state as S
 from ..core.engine import apply
 from ..core.jit import entry_point
 from ..core.policy import Policy
-from ..core.simulator import PolicyDriver, SimulationError, Simulator
+from ..core.simulator import PolicyDriver, Simulator
 from ..metrics.result import SimulationResult
 from ..registry import supports
 from ..workloads.trace import TraceWorkload
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         str | Path | Mapping[str, Any] | Scenario | GPUTraceScenario | SWFScenario | Workload | TraceWorkload
     )
 from .act import encode_action
+from .advising import run_warm_start
 from .layout import (
     EP_ACTIONS,
     EP_ADVISE,
@@ -187,7 +188,7 @@ class MSJEnv(gym.Env):
     one last action, ``1 + C``: that policy's own decision now (always offered), so that an agent can
     learn where to override a heuristic; choosing it every time is the advisor's native run, bit for
     bit. :class:`~msj_gym.PolicyAgent` takes job actions only; the native vector env takes every
-    action mode but the advisor's.
+    action mode, advisors included.
 
     Masks: ``action_masks()`` (as sb3-contrib's MaskablePPO calls it) and ``info["action_mask"]``.
     Wait is masked only where nothing could ever happen next (no job running, no arrival to come).
@@ -668,9 +669,9 @@ class MSJEnv(gym.Env):
         self._invalid = 0
         self._drivers.clear()
         self._over = False
-        self._bind()
         if self.warm_start is not None:
-            self._run_warm_start(self.core, self.warm_start, warm)
+            run_warm_start(self.core, self.warm_start, warm)
+        self._bind()  # after the warm start, which may have grown the state's job slots
         self._out[:] = 0.0
         info = self._advance(-1)
         info["seed"] = run_seed
@@ -719,15 +720,6 @@ class MSJEnv(gym.Env):
             what="the environment step",
         )
         self._sim = sim
-
-    def _run_warm_start(self, core: Simulator, policy: Policy, arrivals: int) -> None:
-        """Run the warm-start ``policy`` natively in ``core`` until ``arrivals`` jobs have arrived; the
-        agent takes over from the next event on."""
-        pdata = core.prepare_policy(policy)
-        while (status := core.run_policy_python(policy, pdata, until_arrivals=arrivals)) != S.ST_EVENT:
-            if not core.handle(status):
-                raise SimulationError("warm_start: the run ended during the warm start")
-            pdata = policy.with_work(pdata, core.sim.ji.shape[0], self.workload.num_servers, self.num_classes)
 
     def _advance(self, action: int) -> dict[str, Any]:
         """Run the compiled step, serving the engine's requests, until a decision is due or the
