@@ -18,7 +18,15 @@ from ..core.engine import apply
 from ..core.policy import Policy
 from ..core.simulator import PolicyDriver, SimulationError, Simulator
 
-__all__ = ["Advice", "RowCore", "apply_words", "run_warm_start"]
+__all__ = [
+    "Advice",
+    "RowCore",
+    "apply_words",
+    "baseline",
+    "estimating",
+    "requested_attribute",
+    "run_warm_start",
+]
 
 
 def run_warm_start(core: Simulator, policy: Policy, arrivals: int) -> None:
@@ -82,3 +90,65 @@ class Advice:
             assert driver is not None  # start() made them
             if decision or driver.policy.decides_every_event:
                 self.words[j] = driver.decide().copy()
+
+
+def baseline(field: str, policy: Any, workload: Any, preemptive: bool) -> Policy:
+    """``policy`` (a policy id, ``module:attr`` or a :class:`Policy`) as a baseline an env on
+    ``workload`` (preemptive or not) can run natively; a one-line ``ValueError`` naming ``field``
+    otherwise."""
+    from msj_gym.guard import is_users, vet_policy
+
+    if is_users(policy) and (isinstance(policy, str) or isinstance(policy, Policy)):
+        # a user's policy: vetted once per process on this workload, in a child process
+        vet_policy(policy, field, workload)
+    if isinstance(policy, str):
+        from msj_gym.registry import policy_from_spec
+
+        policy = policy_from_spec(policy, field)  # an id, or module:attr outside the registry
+    if not isinstance(policy, Policy):
+        raise ValueError(f"{field}: expected a policy id or Policy, got {policy!r}")
+    if policy.preemptive and not preemptive:
+        raise ValueError(f"{field}: {policy.policy_id!r} preempts; MSJ-v0 takes a non-preemptive policy")
+    return policy
+
+
+def requested_attribute(size_estimates: Any, reveal_sizes: bool, actions: Any, workload: Any) -> int:
+    """``size_estimates`` checked: -1 for the exact sizes, else the workload's requested-time
+    attribute (what ``reveal_sizes``, ``"priority-shortest"`` and the advisors then know of sizes)."""
+    if size_estimates not in ("exact", "requested"):
+        raise ValueError(f"size_estimates: expected 'exact' or 'requested', got {size_estimates!r}")
+    if size_estimates == "exact":
+        return -1
+    if not reveal_sizes and actions != "priority-shortest":
+        raise ValueError(
+            "size_estimates: 'requested' changes what reveal_sizes=True and actions='priority-shortest' "
+            f"know of sizes; got reveal_sizes=False and actions={actions!r}"
+        )
+    from ..workloads.trace import requested_time_attribute
+
+    found = requested_time_attribute(workload)
+    if found is None:
+        raise ValueError(
+            f"size_estimates: 'requested' needs a workload with requested times (an SWF log); "
+            f"{workload.name!r} has none"
+        )
+    return int(found)
+
+
+def estimating(policy: Policy) -> Policy:
+    """Advisor ``policy`` as it acts when the env knows requested times only: with
+    ``estimates="requested"`` where it estimates exactly (EASY's default); refused if it would
+    still read the jobs' sizes."""
+    if "estimates" in getattr(policy, "params_spec", {}):
+        current = getattr(policy, "estimates", policy.param_values.get("estimates"))
+        if current not in ("exact", "requested"):
+            raise ValueError(
+                f"advisor: {policy.policy_id!r} with estimates={current!r}; with size_estimates="
+                "'requested' its estimates are the requested times"
+            )
+        policy = type(policy)(**{**policy.param_values, "estimates": "requested"})
+    if policy.reads_sizes():
+        raise ValueError(
+            f"advisor: {policy.policy_id!r} reads exact job sizes, which size_estimates='requested' withholds"
+        )
+    return policy

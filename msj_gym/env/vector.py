@@ -37,8 +37,11 @@ from .batch import (
     sample_masked,
     sim_at,
 )
+from .checks import positive_int as _positive_int
+from .episode import DEFAULT_SCENARIO as _DEFAULT_SCENARIO
+from .episode import ended_result
 from .layout import EP_ADVISE
-from .msj_env import _DEFAULT_SCENARIO, MSJEnv, MSJPreemptiveEnv, _positive_int, ended_result
+from .msj_env import MSJEnv, MSJPreemptiveEnv
 from .stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWARD, OBSERVE_ONLY
 
 __all__ = ["MSJPreemptiveVectorEnv", "MSJVectorEnv", "NativeVectorEnv"]
@@ -123,7 +126,7 @@ class NativeVectorEnv(VectorEnv):
             )
         env_kwargs.pop("render_mode", None)
         self.copy = bool(copy)
-        proto = self.single_env = self._single_cls(**env_kwargs)
+        proto = self.single_env = self._make_single(env_kwargs)
         self.env_kwargs = dict(env_kwargs)
         self.metadata = {"render_modes": [], "autoreset_mode": self.autoreset_mode}
         self.render_mode = None
@@ -151,6 +154,10 @@ class NativeVectorEnv(VectorEnv):
         return proto
 
     # --- hooks ----------------------------------------------------------------------------------
+    def _make_single(self, env_kwargs: dict[str, Any]) -> Any:
+        """The single env of these keywords (it checks them)."""
+        return self._single_cls(**env_kwargs)
+
     def _start_envs(self, idx: np.ndarray) -> None:
         """Fresh episodes (job streams seeded by ``self._seeds``) for the environments ``idx``, not
         yet advanced."""
@@ -523,6 +530,12 @@ class MSJVectorEnv(NativeVectorEnv):
         # Worker threads hold the arrays they were started with: with them, one buffer and a copy.
         self._fresh_obs = self.copy and self.threads == 1
         self._bind()
+
+    def _make_single(self, env_kwargs: dict[str, Any]) -> Any:
+        # the registered ids' factory: it takes every flat keyword of gym.make (the options included)
+        from .make import make_msj, make_msj_preemptive
+
+        return (make_msj_preemptive if self._single_cls.preemptive else make_msj)(**env_kwargs)
 
     # --------------------------------------------------------------------------------------------
     @property
