@@ -18,19 +18,40 @@ import importlib.abc
 import sys
 from typing import Any
 
-__all__ = ["COMPAT_ENV_ID", "ENV_IDS", "MOLDABLE_ENV_ID", "register_envs", "register_when_imported"]
+__all__ = [
+    "COMPAT_ENV_ID",
+    "ENV_IDS",
+    "MOLDABLE_ENV_ID",
+    "VARIANTS",
+    "register_envs",
+    "register_when_imported",
+]
 
 ENV_IDS = ("MSJ-v0", "MSJPreemptive-v0")  # the queueing MSJ envs (same arguments)
 MOLDABLE_ENV_ID = "MSJMoldable-v0"  # the moldable loss system: its own arguments
 COMPAT_ENV_ID = "CompatAssign-v0"  # job-server compatibility graphs (Bonald & Comte 2017): its own arguments
 
-_ENV, _VEC, _MVEC = "msj_gym.env.msj_env", "msj_gym.env.vector", "msj_gym.env.moldable_vector"
-# id -> (entry point, vector entry point): "module:Class", imported by gymnasium on first make
+_MAKE, _VEC, _MVEC = "msj_gym.env.make", "msj_gym.env.vector", "msj_gym.env.moldable_vector"
+_ADMIT = (f"{_MAKE}:make_msj", f"{_VEC}:MSJVectorEnv")
+_PREEMPT = (f"{_MAKE}:make_msj_preemptive", f"{_VEC}:MSJPreemptiveVectorEnv")
+# id -> (entry point, vector entry point): "module:attr", imported by gymnasium on first make
 ENTRY_POINTS: dict[str, tuple[str, str | None]] = {
-    "MSJ-v0": (f"{_ENV}:MSJEnv", f"{_VEC}:MSJVectorEnv"),
-    "MSJPreemptive-v0": (f"{_ENV}:MSJPreemptiveEnv", f"{_VEC}:MSJPreemptiveVectorEnv"),
+    "MSJ-v0": _ADMIT,
+    "MSJPreemptive-v0": _PREEMPT,
     MOLDABLE_ENV_ID: ("msj_gym.env.moldable_env:MSJMoldableEnv", f"{_MVEC}:MSJMoldableVectorEnv"),
     COMPAT_ENV_ID: ("msj_gym.env.compat_env:CompatAssignEnv", None),
+}
+_PRIORITY = {"actions": "priority"}
+_CLASS_SET = {"actions": "priority", "observation": "classes"}
+#: Variant ids of the MSJ envs, as Gymnasium registers its env variants: an id whose keyword defaults
+#: change what an action means or what the agent sees (any keyword given to ``gym.make`` overrides them).
+VARIANTS: dict[str, tuple[tuple[str, str], dict[str, str]]] = {
+    "MSJPriority-v0": (_ADMIT, _PRIORITY),
+    "MSJPreemptivePriority-v0": (_PREEMPT, _PRIORITY),
+    "MSJClassSet-v0": (_ADMIT, _CLASS_SET),
+    "MSJPreemptiveClassSet-v0": (_PREEMPT, _CLASS_SET),
+    "MSJAdvised-v0": (_ADMIT, {"actions": "priority", "advisor": "msf"}),
+    "MSJWarmStart-v0": (_ADMIT, {"warm_start": "msf"}),
 }
 
 
@@ -41,6 +62,9 @@ def register_envs() -> None:
     for env_id, (entry, vector_entry) in ENTRY_POINTS.items():
         if env_id not in registry:
             register(id=env_id, entry_point=entry, vector_entry_point=vector_entry)
+    for env_id, ((entry, vector_entry), defaults) in VARIANTS.items():
+        if env_id not in registry:
+            register(id=env_id, entry_point=entry, vector_entry_point=vector_entry, kwargs=dict(defaults))
 
 
 class _AfterGymnasium(importlib.abc.MetaPathFinder):

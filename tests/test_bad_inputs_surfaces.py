@@ -1053,6 +1053,39 @@ def test_bad_env_keyword(kwargs, needles):
         assert needle in line, (needle, line)
 
 
+# the env class takes the options as one object; its old flat keywords name what to give instead
+ENV_CLASS_CASES = [
+    ({"actions": "priority"}, TypeError, ["actions", "options=EnvOptions(actions=...)", "gym.make"]),
+    ({"warmup_time": 2.0}, TypeError, ["warmup_time", "warmup=<time>"]),
+    ({"options": {"actions": "priority"}}, ValueError, ["options", "EnvOptions"]),
+    ({"options": "priority"}, ValueError, ["options", "'priority'"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "needles"), ENV_CLASS_CASES, ids=[str(c[0]) for c in ENV_CLASS_CASES]
+)
+def test_bad_env_class_keyword(kwargs, error, needles):
+    from msj_gym.env.msj_env import MSJEnv
+
+    with pytest.raises(error) as info:
+        MSJEnv(**kwargs)
+    line = str(info.value)
+    assert "\n" not in line
+    for needle in needles:
+        assert needle in line, (needle, line)
+
+
+def test_a_variant_ids_defaults_are_checked_with_what_overrides_them():
+    import gymnasium as gym
+
+    import msj_gym  # noqa: F401
+
+    with pytest.raises(ValueError, match="advisor: only with priority actions") as info:
+        gym.make("MSJAdvised-v0", actions="jobs")  # its advisor default stays
+    assert "\n" not in str(info.value)
+
+
 def test_the_catalogue_covers_at_least_150_cases():
     # counted from the tables above and the parametrised cases without one
     tables = (
@@ -1067,5 +1100,6 @@ def test_the_catalogue_covers_at_least_150_cases():
         RENDER_CASES,
         VEC_SEED_CASES,
         ENV_CASES,
+        ENV_CLASS_CASES,
     )
     assert sum(len(t) for t in tables) >= 150

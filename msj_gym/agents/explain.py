@@ -33,9 +33,7 @@ def _kind(started: np.ndarray, wide: int) -> str:
 def compare(spec: str, scenario: str, load: float, arrivals: int, seed: int) -> dict[str, Any]:
     """Decisions of the agent ``spec`` and of the optimum on one episode: a counter of (state group,
     agent's kind, optimum's kind) and the agreement."""
-    from msj_gym.core import state as S
-    from msj_gym.core.simulator import PolicyDriver
-    from msj_gym.env import planning
+    from msj_gym.env import planning, view
     from msj_gym.experiments.agents import load_agent
     from msj_gym.registry import policy_from_spec
 
@@ -54,22 +52,15 @@ def compare(spec: str, scenario: str, load: float, arrivals: int, seed: int) -> 
     needs = np.asarray(base.workload.server_needs)
     wide = int(np.argmax(needs))
     obs, info = env.reset(seed=seed)
-    driver = PolicyDriver(optimum, base.core)
     counts: Counter[tuple[str, str, str]] = Counter()
     over = False
     while not over:
-        sim = base.core.sim
-        if driver.core is not base.core:
-            driver = PolicyDriver(optimum, base.core)
-        words = driver.decide()
-        started_opt = np.zeros(2, dtype=np.int64)
-        for w in words.tolist():
-            if w >= 0:
-                started_opt[sim.ji[w, S.CLS]] += 1
-        before = sim.ci[S.C_NRUN]
+        # the optimum's data kept per episode, as a driver of its own kept it
+        started_opt = view.starts_by_class_of(base, planning.decision_now(base, optimum))
+        waiting, running = view.jobs_by_class(base)
         group = (
-            f"{int(before[1 - wide])} narrow running, "
-            f"{'a wide job waits' if sim.ci[S.C_NWAIT, wide] else 'no wide job waits'}"
+            f"{int(running[1 - wide])} narrow running, "
+            f"{'a wide job waits' if waiting[wide] else 'no wide job waits'}"
         )
         action, _ = agent.predict(obs, deterministic=True, action_masks=info["action_mask"])
         started_agent = planning.starts_by_class(base, int(action))

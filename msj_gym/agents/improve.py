@@ -204,16 +204,13 @@ class BaseActions:
 
     def __init__(self, policy: Any, env: Any) -> None:
         self.policy, self.env = policy, env
-        self.driver: Any = None
 
     def __call__(self) -> int:
-        from msj_gym.core.simulator import PolicyDriver
+        from msj_gym.env import planning
 
-        env = self.env
-        if self.driver is None or self.driver.core is not env.core:
-            self.driver = PolicyDriver(self.policy, env.core)
-        words = self.driver.decide()
-        return env.encode(int(words[0])) if words.size else 0
+        # the policy's data kept per episode (prepared afresh after a restore), as in a native run
+        words = planning.decision_now(self.env, self.policy)
+        return self.env.encode(int(words[0])) if words.size else 0
 
 
 def collect(args: argparse.Namespace, round_index: int, follow: Any = None) -> dict[str, np.ndarray]:

@@ -34,6 +34,7 @@ __all__ = [
     "batch_step",
     "batch_worker",
     "grow_batch_slots",
+    "load_row",
     "sample_masked",
 ]
 
@@ -94,6 +95,14 @@ def grow_batch_slots(batch: BatchSim) -> BatchSim:
     js = np.zeros((n, new, S.N_JS))
     js[:, :old] = batch.js
     return batch._replace(ji=ji, jf=jf, js=js)
+
+
+def load_row(batch: BatchSim, i: int, src: Sim) -> None:
+    """Environment ``i``'s state becomes ``src`` (with as many job slots), all but the arrival ring,
+    which the caller feeds."""
+    for name, arr in src._asdict().items():
+        if not name.startswith("ring_"):
+            getattr(batch, name)[i] = arr
 
 
 @internal_jit

@@ -39,8 +39,26 @@ __all__ = [
     "ScheduleRecorder",
     "Segment",
     "gantt_png",
+    "text_summary",
     "write_gif",
 ]
+
+
+def text_summary(sim: S.Sim, workload: Any) -> str:
+    """``render_mode="ansi"``: the clock, the idle servers and, per class, its need and its waiting and
+    running jobs."""
+    iv, ci, fv = sim.iv, sim.ci, sim.fv
+    lines = [
+        f"t={fv[S.F_NOW]:.4f}  idle {iv[S.I_FREE]}/{iv[S.I_K]} servers  "
+        f"{iv[S.I_NSYS]} jobs ({iv[S.I_NWAIT]} waiting)"
+    ]
+    for c, cls in enumerate(workload.classes):
+        lines.append(
+            f"  {cls.name or f'class{c}':<12} need {ci[S.C_NEED, c]:>5}  "
+            f"waiting {ci[S.C_NWAIT, c]:>6}  running {ci[S.C_NRUN, c]:>5}"
+        )
+    return "\n".join(lines)
+
 
 # tab10, then the light half of tab20: distinct class colours, cycled past 20 classes
 _PALETTE = [

@@ -26,16 +26,22 @@ from ..core.simulator import SimulationError, unfinished_jobs, with_unfinished
 from ..metrics.result import SimulationResult, assess_stability
 from ..native import spin
 from ..workloads import TraceWorkload, Workload
+from .advising import Advice, RowCore, apply_words, run_warm_start
 from .batch import (
     allocate_batch,
     batch_reset,
     batch_step,
     batch_worker,
     grow_batch_slots,
+    load_row,
     sample_masked,
     sim_at,
 )
-from .msj_env import _DEFAULT_SCENARIO, MSJEnv, MSJPreemptiveEnv, _positive_int, ended_result
+from .checks import positive_int as _positive_int
+from .episode import DEFAULT_SCENARIO as _DEFAULT_SCENARIO
+from .episode import ended_result
+from .layout import EP_ADVISE
+from .msj_env import MSJEnv, MSJPreemptiveEnv
 from .stepping import EP_EVERY_EVENT, N_OUT, O_ELAPSED, O_INVALID, O_REWARD, OBSERVE_ONLY
 
 __all__ = ["MSJPreemptiveVectorEnv", "MSJVectorEnv", "NativeVectorEnv"]
@@ -120,7 +126,7 @@ class NativeVectorEnv(VectorEnv):
             )
         env_kwargs.pop("render_mode", None)
         self.copy = bool(copy)
-        proto = self.single_env = self._single_cls(**env_kwargs)
+        proto = self.single_env = self._make_single(env_kwargs)
         self.env_kwargs = dict(env_kwargs)
         self.metadata = {"render_modes": [], "autoreset_mode": self.autoreset_mode}
         self.render_mode = None
@@ -148,6 +154,10 @@ class NativeVectorEnv(VectorEnv):
         return proto
 
     # --- hooks ----------------------------------------------------------------------------------
+    def _make_single(self, env_kwargs: dict[str, Any]) -> Any:
+        """The single env of these keywords (it checks them)."""
+        return self._single_cls(**env_kwargs)
+
     def _start_envs(self, idx: np.ndarray) -> None:
         """Fresh episodes (job streams seeded by ``self._seeds``) for the environments ``idx``, not
         yet advanced."""
@@ -387,16 +397,16 @@ class NativeVectorEnv(VectorEnv):
 class MSJVectorEnv(NativeVectorEnv):
     """``num_envs`` independent ``MSJ-v0`` environments stepped together in compiled code.
 
-    Every keyword of :class:`~msj_gym.env.msj_env.MSJEnv` is accepted (except ``warm_start`` and
-    ``advisor``, which run a policy's decision from Python) and means the same, every observation and
-    action mode included; spaces are the single env's, batched (``Box(0, 1, (N, D))``,
-    ``MultiDiscrete([A] * N)``). The states of all environments live in stacked arrays
-    (:mod:`msj_gym.env.batch`) and one compiled call steps them all with the single env's own step
-    function, so that **environment ``i`` reset with seed ``s`` follows exactly the trajectory of a
-    single ``MSJ-v0`` reset with seed ``s``** (observations, rewards, truncations, masks and infos,
-    bit for bit), also across automatic resets: like ``SyncVectorEnv``, ``reset(seed=s)`` seeds
-    environment ``i`` with ``s + i`` (or ``seed[i]`` for a list) and each later episode draws its seed
-    from that environment's own generator, as the single env does.
+    Every keyword of :class:`~msj_gym.env.msj_env.MSJEnv` is accepted and means the same, every
+    observation and action mode included (``warm_start`` and ``advisor`` run their policy from Python on
+    the env's row of the stacked state, :mod:`msj_gym.env.advising`); spaces are the single env's, batched
+    (``Box(0, 1, (N, D))``, ``MultiDiscrete([A] * N)``). The states of all environments live in stacked
+    arrays (:mod:`msj_gym.env.batch`) and one compiled call steps them all with the single env's own step
+    function, so that **environment ``i`` reset with seed ``s`` follows exactly the trajectory of a single
+    ``MSJ-v0`` reset with seed ``s``** (observations, rewards, truncations, masks and infos, bit for bit),
+    also across automatic resets: like ``SyncVectorEnv``, ``reset(seed=s)`` seeds environment ``i`` with
+    ``s + i`` (or ``seed[i]`` for a list) and each later episode draws its seed from that environment's
+    own generator, as the single env does.
 
     Autoreset (Gymnasium 1.x, ``metadata["autoreset_mode"]``): ``autoreset_mode="NextStep"`` (the
     default, as ``SyncVectorEnv``): the step after an environment's episode ends resets it, ignoring
@@ -453,16 +463,6 @@ class MSJVectorEnv(NativeVectorEnv):
         threads: int = 1,
         **env_kwargs: Any,
     ) -> None:
-        if env_kwargs.get("warm_start") is not None:
-            raise ValueError(
-                "warm_start: not supported by the vector env; "
-                "use gym.make_vec(..., vectorization_mode='sync')"
-            )
-        if env_kwargs.get("advisor") is not None:
-            raise ValueError(
-                "advisor: the vector env runs no policy's decision inside its step; "
-                "use gym.make_vec(..., vectorization_mode='sync')"
-            )
         n = _positive_int("num_envs", num_envs, maximum=MAX_ENVS)
         load = env_kwargs.get("load")
         loads, sampler = _per_env_loads(load, n)
@@ -522,9 +522,20 @@ class MSJVectorEnv(NativeVectorEnv):
         self._capped = np.zeros(n, dtype=np.bool_)
         self._overflowed = np.zeros(n, dtype=np.bool_)
         self._stalled = np.zeros(n, dtype=np.bool_)
+        # The baselines inside an episode (run from Python on an env's row, as the single env runs them)
+        self._warm = proto.warm_start
+        self._advisors = proto.advisors
+        self._rows: list[RowCore | None] = [None] * n
+        self._advice = [Advice(proto.advisors) for _ in range(n)] if proto.advisors else []
         # Worker threads hold the arrays they were started with: with them, one buffer and a copy.
         self._fresh_obs = self.copy and self.threads == 1
         self._bind()
+
+    def _make_single(self, env_kwargs: dict[str, Any]) -> Any:
+        # the registered ids' factory: it takes every flat keyword of gym.make (the options included)
+        from .make import make_msj, make_msj_preemptive
+
+        return (make_msj_preemptive if self._single_cls.preemptive else make_msj)(**env_kwargs)
 
     # --------------------------------------------------------------------------------------------
     @property
@@ -606,6 +617,44 @@ class MSJVectorEnv(NativeVectorEnv):
         return self._step_tail
 
     def _run(self, idx: np.ndarray, actions: np.ndarray) -> None:
+        """A step of the environments ``idx`` as the single env's ``step`` makes it: an advisor's action
+        applies its decision (then the env advances), and the advisors are asked at the next decision."""
+        if not self._advice:
+            self._run_engine(idx, actions)
+            return
+        first = self._n_actions - len(self._advisors)  # the first advisor's action
+        for i in idx.tolist():
+            a = int(actions[i])
+            if a >= first and self._mask[i, a]:
+                row = self._rows[i]
+                assert row is not None  # made at the episode's start
+                apply_words(row.sim, self._advice[i].words[a - first], f"env {i}: advisor")
+                actions[i] = -1  # the whole decision is made: advance
+        self._run_engine(idx, actions)
+        if self._ep[EP_ADVISE]:
+            # an advisor that follows every event is asked at each; the env moves on where nothing is
+            # decided (no action of the agent's own is valid), as the single env does
+            while True:
+                live = [i for i in idx.tolist() if not self._over[i] and not self._mask[i, 1:first].any()]
+                if not live:
+                    break
+                for i in live:
+                    self._advice[i].ask(decision=False)
+                self._run_engine(np.array(live, dtype=np.int64), self._no_action)
+        for i in idx.tolist():
+            if not self._over[i]:
+                self._advice[i].ask(decision=True)
+
+    def _grow_slots(self) -> None:
+        """Every environment with twice the job slots."""
+        self._stop_workers()  # they hold the old arrays; restarted at the next step
+        self._b = grow_batch_slots(self._b)
+        self._template = S.grow_slots(self._template)
+        for i, row in enumerate(self._rows):
+            if row is not None:
+                row.rebind(sim_at.py_func(self._b, i))
+
+    def _run_engine(self, idx: np.ndarray, actions: np.ndarray) -> None:
         """One compiled step of the environments ``idx``, then serve their requests until each is at a
         decision or its episode is over."""
         self._step_batch(idx, actions)
@@ -640,9 +689,7 @@ class MSJVectorEnv(NativeVectorEnv):
                 else:
                     self._raise(i)
             if grow:
-                self._stop_workers()  # they hold the old arrays; restarted at the next step
-                self._b = grow_batch_slots(self._b)
-                self._template = S.grow_slots(self._template)
+                self._grow_slots()
             if ended:
                 done = np.array(ended, dtype=np.int64)
                 status[done] = S.ST_EVENT
@@ -689,6 +736,36 @@ class MSJVectorEnv(NativeVectorEnv):
         self._stalled[idx] = False
         for i in idx.tolist():
             self._feed(i)
+        if self._warm is not None:
+            for i in idx.tolist():
+                self._warm_start(i)
+        if self._advice:
+            for i in idx.tolist():
+                row = self._rows[i] = RowCore(
+                    self._workloads[i], int(self._seeds[i]), sim_at.py_func(self._b, i)
+                )
+                self._advice[i].start(row)
+
+    def _warm_start(self, i: int) -> None:
+        """Env ``i``'s episode after its warm start: the warm-start policy runs in a simulator made as
+        the single env makes it, whose state (but the arrival ring) becomes env ``i``'s; its job
+        stream goes on from the first job not yet arrived (the stream does not depend on how it is
+        cut into chunks)."""
+        proto, wl, seed = self.single_env, self._workloads[i], int(self._seeds[i])
+        core = proto.make_simulator(seed, slots=int(self._b.ji.shape[1]), workload=wl)
+        run_warm_start(core, proto.warm_start, proto.warm_start_arrivals)
+        while core.sim.ji.shape[0] > self._b.ji.shape[1]:
+            self._grow_slots()
+        load_row(self._b, i, core.sim)
+        arrived = int(core.sim.iv[S.I_NARR])
+        source = wl.arrivals(np.random.SeedSequence(seed))
+        feed = ArrivalFeed(source, int(self._max_arrivals[i]), self._ring)
+        if arrived:
+            feed.last_time = float(source.next_chunk(arrived).arrival_time[-1])
+        self._b.iv[i, S.I_NGEN] = arrived
+        self._b.iv[i, S.I_EXHAUSTED] = 0
+        self._feeds[i] = feed
+        self._feed(i)
 
     def _rewards(self, restart: np.ndarray) -> np.ndarray:
         rewards = self._out[:, O_REWARD] * self._reward_scale

@@ -349,7 +349,9 @@ def _env_keywords(env_id: str) -> frozenset[str]:
     elif env_id == "CompatAssign-v0":
         from ..env.compat_env import CompatAssignEnv as cls  # type: ignore[assignment]
     else:
-        from ..env.msj_env import MSJEnv as cls  # type: ignore[assignment]
+        from ..env.make import ENV_KEYWORDS  # every flat keyword of gym.make("MSJ-v0")
+
+        return frozenset(ENV_KEYWORDS)
     params = inspect.signature(cls.__init__).parameters.values()
     return frozenset(p.name for p in params if p.kind is not p.VAR_KEYWORD and p.name != "self")
 

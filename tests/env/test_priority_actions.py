@@ -150,8 +150,8 @@ def test_refused_where_jobs_are_named() -> None:
     env.reset(seed=SEED)
     with pytest.raises(ValueError, match="actions='jobs'"):
         PolicyAgent("msf", env).predict()
-    with pytest.raises(ValueError, match="advisor: the vector env runs no policy's decision"):
-        gym.make_vec("MSJ-v0", num_envs=2, actions="priority", advisor="msf")
+    with pytest.raises(ValueError, match="advisor: only with priority actions"):
+        gym.make_vec("MSJ-v0", num_envs=2, advisor="msf")
 
 
 def test_priority_shortest_starts_the_shortest_jobs_of_a_class() -> None:

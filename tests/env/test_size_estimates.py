@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from msj_gym.env.msj_env import MSJEnv
+from msj_gym.env.make import make_msj
 from msj_gym.workloads.trace import TraceWorkload
 
 
@@ -20,7 +20,7 @@ def _trace(requested: list[float]) -> TraceWorkload:
 
 
 def _shortest_first(estimates: str, requested: list[float]) -> float:
-    env = MSJEnv(_trace(requested), num_arrivals=3, actions="priority-shortest", size_estimates=estimates)
+    env = make_msj(_trace(requested), num_arrivals=3, actions="priority-shortest", size_estimates=estimates)
     env.reset(seed=0)
     done = False
     while not done:
@@ -39,7 +39,7 @@ def test_the_shortest_first_starts_follow_the_requested_times():
 
 
 def _episode(wl: TraceWorkload, estimates: str, seed: int) -> tuple[list[np.ndarray], float]:
-    env = MSJEnv(
+    env = make_msj(
         wl,
         num_arrivals=wl.arrival_time.size,
         observation="classes",
@@ -88,18 +88,18 @@ def test_other_requested_times_are_what_the_agent_sees():
 
 def test_advisors_estimate_from_the_requested_times():
     wl = _trace([10.0, 50.0, 6.0])
-    env = MSJEnv(
+    env = make_msj(
         wl, actions="priority-shortest", advisor=["easy-backfilling", "first-fit"], size_estimates="requested"
     )
     assert env.advisors[0].param_values["estimates"] == "requested"
     assert env.advisors[1].policy_id == "first-fit"
-    env = MSJEnv(wl, actions="priority-shortest", advisor="sjf-easy", size_estimates="requested")
+    env = make_msj(wl, actions="priority-shortest", advisor="sjf-easy", size_estimates="requested")
     assert env.advisors[0].param_values["estimates"] == "requested" and not env.advisors[0].reads_sizes()
     from msj_gym.registry import make_policy
 
     noisy = make_policy("easy-backfilling", estimate_factor=0.5)  # the f-model: estimates from the sizes
     with pytest.raises(ValueError, match="advisor: 'easy-backfilling' with estimates='f-model'"):
-        MSJEnv(wl, actions="priority-shortest", advisor=noisy, size_estimates="requested")
+        make_msj(wl, actions="priority-shortest", advisor=noisy, size_estimates="requested")
 
 
 @pytest.mark.parametrize(
@@ -120,7 +120,7 @@ def test_advisors_estimate_from_the_requested_times():
 def test_refusals(kwargs, message):
     kwargs.setdefault("scenario", _trace([10.0, 50.0, 6.0]))
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        MSJEnv(**kwargs)
+        make_msj(**kwargs)
 
 
 def test_the_vector_env_equals_single_envs_on_requested_times():

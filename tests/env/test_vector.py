@@ -151,6 +151,47 @@ def test_priority_actions_and_class_sets_equal_single_envs(env_id: str, kwargs: 
     assert ends >= 3
 
 
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("MSJ-v0", {"actions": "priority", "advisor": "first-fit"}),
+        # Quickswap follows every event: the envs stop at each one and move on where nothing is decided
+        ("MSJ-v0", {"actions": "priority", "observation": "classes", "advisor": ["msf", "static-quickswap"]}),
+        ("MSJPreemptive-v0", {"actions": "priority", "advisor": "server-filling"}),
+        ("MSJ-v0", {"warm_start": "fcfs", "warm_start_arrivals": 30}),
+        (
+            "MSJ-v0",
+            {"warm_start": "msf", "warm_start_arrivals": 200, "actions": "priority", "advisor": "msf"},
+        ),
+    ],
+)
+def test_advisors_and_warm_starts_equal_single_envs(env_id: str, kwargs: dict) -> None:
+    """Advisors (their decision is an action) and warm starts run a baseline from Python inside the
+    episode: the native vector env runs them on each env's row and equals the single envs bit for bit
+    (observations, rewards, masks, infos, results), across autoresets."""
+    ends = _run_pair(env_id, "NextStep", 300, **{"scenario": "four-class", "num_arrivals": 40, **kwargs})
+    assert ends >= 3
+
+
+def test_warm_start_through_slot_growth_in_the_vector_env() -> None:
+    """A warm start that leaves more jobs than the vector env's ring and job slots hold (FCFS at load
+    0.95 for 3000 arrivals): the state it hands over grows every env's slots, the stream goes on from
+    the first job not arrived, and the envs still equal the single envs."""
+    kwargs = {"scenario": "sf-fig2", "load": 0.95, "num_arrivals": 30, "warm_start": "fcfs"}
+    kwargs["warm_start_arrivals"] = 3000
+    native = gym.make_vec("MSJ-v0", num_envs=2, autoreset_mode="SameStep", **kwargs)
+    sync = gym.make_vec(
+        "MSJ-v0",
+        num_envs=2,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": "SameStep"},
+        **kwargs,
+    )
+    native.reset(seed=0)
+    assert native.unwrapped._b.ji.shape[1] > 64  # grown past the vector env's first slots
+    _compare_runs(native, sync, "SameStep", 100, [3, 4])
+
+
 @pytest.mark.parametrize("observation", ["flat", "dict"])
 def test_preemptive_variant_equals_single_envs(observation: str) -> None:
     ends = _run_pair("MSJPreemptive-v0", "NextStep", 600, observation=observation, num_arrivals=25)
@@ -367,7 +408,8 @@ def test_masked_sampler_is_uniform_over_valid_actions() -> None:
     [
         ({"num_envs": 0}, "num_envs"),
         ({"num_envs": 2, "autoreset_mode": "sometimes"}, "autoreset_mode"),
-        ({"num_envs": 2, "warm_start": "fcfs"}, "warm_start"),
+        ({"num_envs": 2, "warm_start": "not-a-policy"}, "warm_start"),
+        ({"num_envs": 2, "advisor": "fcfs"}, "advisor"),
         ({"num_envs": 2, "threads": 0}, "threads"),
         ({"num_envs": 2, "queue_window": 0}, "queue_window"),
     ],
