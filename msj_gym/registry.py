@@ -362,6 +362,12 @@ def agent_model_loader() -> Any:
     return import_object("msj_gym.agents.checkpoint:load_model", "agent loader")
 
 
+def network_code_reader() -> Any:
+    """What a network checkpoint's decisions run (:func:`msj_gym.agents.checkpoint.network_code`), for
+    the runs' code key."""
+    return import_object("msj_gym.agents.checkpoint:network_code", "agent code reader")
+
+
 # The agents trained here, shipped with the package (``msj_gym/agents/checkpoints``).
 register_agent_folder("msj_gym.agents")
 register_agent_loader("scored-assignment", "msj_gym.agents.assign_search:load_checkpoint")

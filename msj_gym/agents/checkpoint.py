@@ -120,6 +120,32 @@ def checkpoint_kind(path: str | Path) -> str:
     return "pickle" if "data" in names else "other"
 
 
+#: The policies of :data:`POLICIES` whose forward pass runs msj_gym's simulated selection: their
+#: decisions depend on the agents' and the heuristics' code.
+SIMULATING_POLICIES = frozenset({"class-set-maskable", "class-set"})
+
+
+def network_code(path: str | Path) -> tuple[str, ...] | None:
+    """The source files a data-only network checkpoint's decisions run in msj_gym, as its config
+    declares them: how this module reads it and its policy class's module; for a policy of
+    :data:`SIMULATING_POLICIES`, every module of the agents and the policies and the registry.
+    ``None`` where the config cannot be read (a pickled checkpoint: its code is not declared)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        with zipfile.ZipFile(path) as z:
+            policy = json.loads(z.read(CONFIG))["policy"]
+        module = POLICIES[policy].partition(":")[0]
+    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile):
+        return None
+    if policy in SIMULATING_POLICIES:
+        files = {*root.glob("agents/*.py"), *root.glob("baselines/*.py"), root / "registry.py"}
+    else:  # stable-baselines3 runs the network: msj_gym's part is how it is read and its class
+        files = {Path(__file__).resolve()}
+        if module.startswith("msj_gym."):
+            files.add(root.parent.joinpath(*module.split(".")).with_suffix(".py"))
+    return tuple(sorted(str(f) for f in files if f.is_file()))
+
+
 def pickle_refusal(what: str) -> str:
     """The one line that refuses a stable-baselines3 checkpoint ``what`` (names the file)."""
     return (

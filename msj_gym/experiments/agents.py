@@ -199,40 +199,25 @@ def agent_files(spec: str) -> tuple[str, ...]:
     return ()
 
 
-#: The checkpoint policies (``msj_gym.agents.checkpoint.POLICIES``) whose forward pass runs msj_gym's
-#: simulated selection: their decisions depend on the agents' and the heuristics' code.
-_SIMULATING_POLICIES = frozenset({"class-set-maskable", "class-set"})
-
-
 @cache
 def _network_files(checkpoint: str, stamp: tuple[tuple[str, int, int], ...]) -> tuple[str, ...]:
     """The code a stable-baselines3 network's decisions run (cached per ``stamp``): see
     :func:`agent_files`. A checkpoint whose config cannot be read (a pickled one) counts every module of
     the agents and the policies."""
+    from ..registry import network_code_reader
+
     root = Path(__file__).resolve().parents[1]
-    everything = {*root.glob("agents/*.py"), *root.glob("baselines/*.py"), root / "registry.py"}
-    path = Path(checkpoint)
-    files: set[Path]
+    declared = network_code_reader()(checkpoint)
+    if declared is None:
+        files = {*root.glob("agents/*.py"), *root.glob("baselines/*.py"), root / "registry.py"}
+    else:
+        files = {Path(f) for f in declared}
+    meta_path = Path(checkpoint).with_suffix(".json")
     try:
-        import zipfile
-
-        from ..agents.checkpoint import CONFIG, POLICIES
-
-        with zipfile.ZipFile(path) as z:
-            policy = json.loads(z.read(CONFIG))["policy"]
-        meta = (
-            json.loads(path.with_suffix(".json").read_text()) if path.with_suffix(".json").is_file() else {}
-        )
-        if policy in _SIMULATING_POLICIES:
-            files = everything
-        else:  # stable-baselines3 runs the network: msj_gym's part is how it is read and its class
-            files = {root / "agents" / "checkpoint.py"}
-            module = POLICIES[policy].partition(":")[0]
-            if module.startswith("msj_gym."):
-                files.add(root.parent.joinpath(*module.split(".")).with_suffix(".py"))
-        files |= _heuristic_files(meta.get("env_kwargs", {}))
-    except (OSError, KeyError, ValueError, TypeError, AttributeError, zipfile.BadZipFile):
-        files = everything
+        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+        files |= _heuristic_files(meta.get("env_kwargs", {}) if isinstance(meta, dict) else {})
+    except (OSError, ValueError):
+        pass  # a damaged one fails where it is run
     return tuple(sorted(str(f) for f in files if f.is_file()))
 
 
