@@ -143,6 +143,11 @@ class _FormatDefault:
     def __repr__(self) -> str:
         return "<format default>"
 
+    def __reduce__(self) -> str:
+        # unpickled as the module's one instance: a scenario sent to a worker process keeps meaning
+        # "not given" (its checks are by identity)
+        return "_DEFAULT"
+
 
 _DEFAULT: Any = _FormatDefault()
 

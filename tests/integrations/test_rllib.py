@@ -13,7 +13,11 @@ import pytest
 from .conftest import PLAIN_ID_IN_SUBPROCESS, run_python
 
 pytest.importorskip(
-    "ray.rllib", reason="RLlib is not installed (pip install 'ray[rllib]==2.60.0'; it pins gymnasium 1.2.2)"
+    "ray.rllib",
+    reason="RLlib is not installed: ray[rllib] 2.60.0 pins gymnasium 1.2.2 (a downgrade from msj-gym's 1.4), "
+    "so run these tests in a venv of its own, as docs/integrations.md#rllib shows: "
+    "pip install -e '.[rl]' 'ray[rllib]==2.60.0' pytest pytest-xdist, "
+    "then pytest tests/integrations/test_rllib.py",
 )
 
 TRAIN_ONCE = """

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import pathlib
+import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -490,3 +491,14 @@ def test_gym_episode_on_a_trace_spec(tmp_path):
     res = msj_gym.simulate(wl, "fcfs", num_arrivals=30, warmup=0, seed=0)
     # the env's summed reward is minus the total time in system: FCFS through the env = native FCFS
     assert -total == pytest.approx(res.mean_response_time * 30, rel=1e-9)
+
+
+def test_a_scenario_sent_to_a_worker_process_keeps_the_format_default(tmp_path):
+    # the leaderboard pickles the scenario to its workers; class_by not given must stay "not given"
+    # there (it was refused as "class_by: expected a column name or None, got <format default>")
+    scenario = load_scenario(f"helios:{_write(tmp_path, 'helios')}?num_servers=16")
+    sent = pickle.loads(pickle.dumps(scenario))
+    there = sent.build(load=0.5)  # first: a trace read in this process is reused
+    here = scenario.build(load=0.5)
+    np.testing.assert_array_equal(here.arrival_time, there.arrival_time)
+    np.testing.assert_array_equal(here.server_need_per_job, there.server_need_per_job)
