@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import glob
 import io
 import sys
 import tokenize
@@ -25,7 +26,9 @@ MODEL_NAMES = frozenset({"msj", "moldable", "compatibility"})
 
 
 def _sources() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+    # glob enters the links msj_gym/baselines and msj_gym/agents (to the top-level folders); rglob does not
+    found = (Path(p) for p in glob.glob(str(PACKAGE / "**" / "*.py"), recursive=True))
+    return sorted(p for p in found if "__pycache__" not in p.parts)
 
 
 def _code_lines(path: Path) -> list[tuple[int, str]]:

@@ -11,7 +11,7 @@ HPC2N; each sequence from an empty machine, scored by its mean bounded slowdown 
 table. The logs are cleaned as RLScheduler's loader cleans them (``swf:FILE?need=max&cleaning=rlscheduler``).
 
 The first table: the five heuristics in two variants, ``rlscheduler`` (as its code decides: see
-``msj_gym/baselines/hpc.py``), each cell as ``ours [published, difference]`` with a ``*`` where the
+``baselines/hpc.py``), each cell as ``ours [published, difference]`` with a ``*`` where the
 difference exceeds 1 %, and ``paper`` (the scores as the papers define them, re-ranked at every
 decision, EASY along the score order). The second: the published RL column beside the self-tuning
 scheduler (``self-tuning``, ``self-tuning-easy``), which reads requested times and the run times of

@@ -13,7 +13,7 @@ with the engine's general features doing what the model needs (see :mod:`msj_gym
   job goes to the end of the service order (``OP_REQUEUE``), which the engine's job lists follow.
 
 The allocation rule itself (each server serves the first job in the service order that may use it) is
-the policies' decision kernel, in ``msj_gym/baselines/balanced_fair.py`` (``compat-fcfs`` and
+the policies' decision kernel, in ``baselines/balanced_fair.py`` (``compat-fcfs`` and
 ``balanced-fair``), with its own invariant, checked after every event in debug mode.
 
 :class:`PooledSimulator` is a :class:`~msj_gym.core.Simulator` that checks Theorem 1 before a run and

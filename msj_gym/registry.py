@@ -368,7 +368,7 @@ def network_code_reader() -> Any:
     return import_object("msj_gym.agents.checkpoint:network_code", "agent code reader")
 
 
-# The agents trained here, shipped with the package (``msj_gym/agents/checkpoints``).
+# The agents trained here, shipped with the package (``agents/checkpoints``).
 register_agent_folder("msj_gym.agents")
 register_agent_loader("scored-assignment", "msj_gym.agents.assign_search:load_checkpoint")
 register_agent_loader("scored-hpc", "msj_gym.agents.hpc_search:load_checkpoint")

@@ -18,7 +18,7 @@ import pytest
 
 from msj_gym.cli import main
 
-CHECKPOINTS = Path(__file__).resolve().parents[1] / "msj_gym" / "agents" / "checkpoints"
+CHECKPOINTS = Path(__file__).resolve().parents[1] / "agents" / "checkpoints"
 LOCK = ".msj-gym.lock"
 
 

@@ -8,6 +8,7 @@ the source."""
 from __future__ import annotations
 
 import ast
+import glob
 from pathlib import Path
 
 import pytest
@@ -86,8 +87,11 @@ def _unit(module: str) -> str | None:
     return "__init__" if len(parts) == 1 else parts[1]
 
 
-def _sources(package: str) -> list[Path]:
-    return sorted((ROOT / package).rglob("*.py"))
+def _sources(package: str, root: Path = ROOT) -> list[Path]:
+    """The source files under ``root / package``, named as the package imports them: through
+    ``msj_gym/baselines`` and ``msj_gym/agents``, links to the top-level folders (``Path.rglob`` does not
+    enter a link; ``glob`` does)."""
+    return sorted(Path(p) for p in glob.glob(str(root / package / "**" / "*.py"), recursive=True))
 
 
 def _unit_of_file(path: Path) -> str:
@@ -147,7 +151,7 @@ def test_the_check_resolves_relative_imports_and_names_of_modules() -> None:
 def _module_graph(root: Path, package: str) -> dict[str, set[str]]:
     """Module -> the modules of ``package`` it imports (a package stands for its ``__init__``), for every
     source file under ``root / package``, imports inside functions and under ``TYPE_CHECKING`` included."""
-    files = {".".join(_module_of_under(root, p)): p for p in sorted((root / package).rglob("*.py"))}
+    files = {".".join(_module_of_under(root, p)): p for p in _sources(package, root)}
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
         me = name.split(".")

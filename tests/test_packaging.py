@@ -80,6 +80,16 @@ def test_the_only_top_level_package_is_msj_gym() -> None:
     assert "checkpoints/*.zip" in config["package-data"]["msj_gym.agents"]
 
 
+def test_the_policies_and_the_agents_are_top_level_folders_the_package_links() -> None:
+    # the design's top level (baselines/, agents/ beside msj_gym/), installed inside the package: each
+    # folder of msj_gym is a relative link, so that a checkout works wherever it is
+    for name in ("baselines", "agents"):
+        link = ROOT / "msj_gym" / name
+        assert (ROOT / name).is_dir() and not (ROOT / name).is_symlink(), name
+        assert link.is_symlink() and str(link.readlink()) == f"../{name}", link
+        assert (link / "__init__.py").resolve() == (ROOT / name / "__init__.py").resolve()
+
+
 def test_no_code_imports_a_top_level_baselines_or_agents() -> None:
     # imports, and strings that name a module or a command (an entry point, importlib, python -m)
     import ast
@@ -88,7 +98,7 @@ def test_no_code_imports_a_top_level_baselines_or_agents() -> None:
     # "agents." is the head of f"agents.{name}"; "agents.py" and "agents.md" are file names
     named = re.compile(r"^(baselines|agents)\.(?!py$|md$)|python -m (baselines|agents)\.")
     bad = []
-    for folder in ("msj_gym", "tests", "benchmarks", "examples"):
+    for folder in ("msj_gym", "baselines", "agents", "tests", "benchmarks", "examples"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 names = []

@@ -1,6 +1,6 @@
 """Compare an env's actions by simulation, all branches of a decision in one compiled call.
 
-Rollout-based planning and policy improvement (``msj_gym/agents/improve.py``) ask, at a decision: what does
+Rollout-based planning and policy improvement (``agents/improve.py``) ask, at a decision: what does
 the episode cost from here if the agent takes action ``a`` and a base heuristic plays the rest? In
 Python that is, per action, :func:`~msj_gym.env.planning.restore`, ``env.step`` and
 :func:`~msj_gym.env.planning.play_out`:

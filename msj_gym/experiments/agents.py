@@ -2,14 +2,14 @@
 
 An agent spec is either
 
-* the name of an agent shipped with the package (``msj_gym/agents/checkpoints/<name>.zip``, e.g.
+* the name of an agent shipped with the package (``agents/checkpoints/<name>.zip``, e.g.
   ``maskable-ppo-sf-fig2-0.7``; :func:`shipped_agents` lists them), usable from any directory;
 * the path of a checkpoint (``.zip``): msj_gym's data-only form (:mod:`msj_gym.agents.checkpoint`,
   weights in safetensors and the rest as JSON, loaded without running any code), or a stable-baselines3
   checkpoint, which is unpickled to load and so refused unless pickles are trusted (``allow_pickle``,
   ``--trust-pickle``: :mod:`msj_gym.trust`). The algorithm, the env id and the env keywords
-  it was trained with come from the ``.json`` beside it (written by ``msj_gym/agents/train.py`` and
-  ``msj_gym/agents/improve.py``), and are checked: an env other than those of :data:`AGENT_ENV_IDS`
+  it was trained with come from the ``.json`` beside it (written by ``agents/train.py`` and
+  ``agents/improve.py``), and are checked: an env other than those of :data:`AGENT_ENV_IDS`
   (``MSJ-v0`` and ``MSJPreemptive-v0`` on the MSJ model, ``MSJMoldable-v0`` on the moldable loss
   system, ``CompatAssign-v0`` on compatibility graphs) or a keyword its env does not take is refused.
   A checkpoint without its ``.json`` is refused too, unless loaded with ``bare=True``

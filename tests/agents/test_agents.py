@@ -14,7 +14,7 @@ pytest.importorskip("sb3_contrib")
 
 from msj_gym.agents import evaluate, train
 
-CHECKPOINTS = pathlib.Path(__file__).resolve().parents[2] / "msj_gym" / "agents" / "checkpoints"
+CHECKPOINTS = pathlib.Path(__file__).resolve().parents[2] / "agents" / "checkpoints"
 OBLIVIOUS = ("first-fit", "msf", "adaptive-quickswap", "static-quickswap")  # non-preemptive, size-oblivious
 SIZE_AWARE = (*OBLIVIOUS, "easy-backfilling")
 
@@ -192,7 +192,7 @@ def test_rollout_improvement_with_priority_actions_smoke(tmp_path: pathlib.Path)
 
 
 def test_shipped_rollout_agent_beats_every_heuristic_on_a_held_out_seed() -> None:
-    # its 20-seed evaluation is in msj_gym/agents/checkpoints/README.md; here one seed it never saw
+    # its 20-seed evaluation is in agents/checkpoints/README.md; here one seed it never saw
     table = evaluate.main(["rollout-sf-fig2-0.7", "--seeds", "2024", "--arrivals", "5000"])
     by = {t["policy"]: t["mean_response_time"] for t in table}
     agent = by.pop("agent:rollout-sf-fig2-0.7")
@@ -201,7 +201,7 @@ def test_shipped_rollout_agent_beats_every_heuristic_on_a_held_out_seed() -> Non
 
 
 def test_shipped_preemptive_agent_beats_server_filling_on_a_held_out_seed() -> None:
-    # its 20-seed evaluation is in msj_gym/agents/checkpoints/README.md; here one seed it never saw, against
+    # its 20-seed evaluation is in agents/checkpoints/README.md; here one seed it never saw, against
     # the policy it was learned from (size-oblivious, as the agent is)
     from msj_gym import Simulator, rollout
     from msj_gym.baselines import make_policy
@@ -247,7 +247,7 @@ def test_rollout_improvement_from_a_rule_outside_the_registry_smoke(tmp_path: pa
 
 
 def test_shipped_size_aware_agent_beats_the_papers_heuristics_on_bs_fig1_on_a_held_out_seed() -> None:
-    # its 20-seed evaluation is in msj_gym/agents/checkpoints/README.md; here one seed it never saw, against
+    # its 20-seed evaluation is in agents/checkpoints/README.md; here one seed it never saw, against
     # the best of the papers' non-preemptive policies there (MaxWeight, LSF)
     from msj_gym import Simulator, rollout
     from msj_gym.baselines import make_policy

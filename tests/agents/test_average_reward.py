@@ -1,4 +1,4 @@
-"""Differential rewards (msj_gym/agents/average_reward.py): ``r - g * dt`` with ``g`` the reward rate,
+"""Differential rewards (agents/average_reward.py): ``r - g * dt`` with ``g`` the reward rate,
 one rate for one system, one per system across systems."""
 
 from __future__ import annotations

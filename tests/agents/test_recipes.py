@@ -1,4 +1,4 @@
-"""Training recipes (msj_gym/agents/recipes): shipped ones are found by name from any folder, a recipe's
+"""Training recipes (agents/recipes): shipped ones are found by name from any folder, a recipe's
 keys become the training command's defaults (the command line overrides them), every value is checked
 as its flag's own, and a run writes its learning curve beside the checkpoint."""
 

@@ -1,5 +1,5 @@
 """Snapshots of an episode and play-outs by a baseline: the tools of rollout-based planning and
-policy improvement (msj_gym/agents/improve.py)."""
+policy improvement (agents/improve.py)."""
 
 from __future__ import annotations
 

@@ -141,7 +141,7 @@ def test_the_plan_resolves_each_entrants_key_once(monkeypatch) -> None:
 
 
 def test_an_agents_runs_are_keyed_by_the_code_its_network_runs() -> None:
-    """A shipped network decides with code of msj_gym/agents (the class-set network's guard, gate and
+    """A shipped network decides with code of msj_gym.agents (the class-set network's guard, gate and
     simulated selection), not only with its checkpoint: a change there must not reuse its runs."""
     from msj_gym.experiments.runner import entrant_files
 
@@ -154,13 +154,7 @@ def test_trained_checkpoint_runs_as_an_entrant(tmp_path) -> None:
     pytest.importorskip("sb3_contrib")
     from pathlib import Path
 
-    ckpt = (
-        Path(__file__).resolve().parents[2]
-        / "msj_gym"
-        / "agents"
-        / "checkpoints"
-        / "maskable-ppo-sf-fig2-0.7.zip"
-    )
+    ckpt = Path(__file__).resolve().parents[2] / "agents" / "checkpoints" / "maskable-ppo-sf-fig2-0.7.zip"
     config = LeaderboardConfig(
         policies=("first-fit",),
         loads="0.7",

@@ -225,7 +225,7 @@ def failing_agent(env):
     return _Failing()
 
 
-CHECKPOINTS = Path(__file__).resolve().parents[2] / "msj_gym" / "agents" / "checkpoints"
+CHECKPOINTS = Path(__file__).resolve().parents[2] / "agents" / "checkpoints"
 
 
 def test_agents_that_do_not_fit_or_fail_get_one_line(tmp_path: Path, capsys) -> None:

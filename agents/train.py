@@ -1,7 +1,7 @@
 """Train a learned scheduler on an MSJ environment with stable-baselines3.
 
     python -m msj_gym.agents.train --algo maskable-ppo --scenario sf-fig2 --load 0.7 \\
-        --timesteps 300000 --seed 0 --out msj_gym/agents/checkpoints/maskable-ppo-sf-fig2-0.7.zip
+        --timesteps 300000 --seed 0 --out agents/checkpoints/maskable-ppo-sf-fig2-0.7.zip
 
 Algorithms: ``ppo`` and ``dqn`` (stable-baselines3; the env treats an action its mask rules out as
 "wait") and ``maskable-ppo`` (sb3-contrib; only valid actions are ever sampled). With ``--imitate
@@ -25,7 +25,7 @@ Progress (the decisions collected for ``--imitate``, then the training steps, ea
 ETA) is drawn on stderr; ``--no-progress`` turns it off.
 
 **Recipes.** ``--recipe NAME`` reads the hyperparameters of a shipped recipe
-(``msj_gym/agents/recipes/NAME.toml``, found by name from any folder; ``--recipe PATH.toml`` reads a
+(``agents/recipes/NAME.toml``, found by name from any folder; ``--recipe PATH.toml`` reads a
 file of your own): each key is a flag of this command (its name with underscores), and a flag given on
 the command line overrides the recipe's value. ``--out`` defaults to ``NAME.zip`` in the current
 folder. ``python -m msj_gym.agents.train --list-recipes`` lists the shipped ones.
@@ -632,7 +632,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--recipe",
         default=None,
-        help="a shipped recipe's name (msj_gym/agents/recipes) or a .toml file: its keys are this "
+        help="a shipped recipe's name (agents/recipes) or a .toml file: its keys are this "
         "command's flags, which the command line overrides",
     )
     ap.add_argument("--list-recipes", action="store_true", help="list the shipped recipes and exit")
@@ -813,7 +813,7 @@ def main(argv: list[str] | None = None) -> Path | None:
     systems = training_systems(args)
     for system in systems:  # bad keywords fail here, before any worker starts
         gym.make(args.env_id, **{**env_kwargs, **system}).close()
-    # Training seeds come from --seed; evaluation uses other seeds (msj_gym/agents/evaluate.py).
+    # Training seeds come from --seed; evaluation uses other seeds (agents/evaluate.py).
     if args.systems:
         from msj_gym.agents.systems_env import SystemsEnv
         from msj_gym.workloads.generator import sample_systems

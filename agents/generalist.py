@@ -6,7 +6,7 @@ with the class-set observation and an equivariant network.
 
 The systems come from :func:`msj_gym.workloads.generator.sample_systems` (``--systems`` of them for
 training, ``--select-systems`` others for choosing among fits; both from ``--seed``). On each, as in
-``msj_gym/agents/improve.py`` (one step of approximate policy iteration, classification-based): along episodes
+``agents/improve.py`` (one step of approximate policy iteration, classification-based): along episodes
 driven by the system's base (the best of ``--bases`` there, by the heuristics' tables; first round)
 or by the last fitted network (later rounds), with ``--explore`` of the decisions random, decisions
 are sampled and every valid action is tried: take it, then let the base play the episode out, all

@@ -2,7 +2,7 @@
 random numbers, and fit a policy network to the better ones.
 
     python -m msj_gym.agents.improve --scenario sf-fig2 --load 0.7 --base msf --rounds 2 --decisions 35000 \\
-        --seed 0 --out msj_gym/agents/checkpoints/rollout-sf-fig2-0.7.zip
+        --seed 0 --out agents/checkpoints/rollout-sf-fig2-0.7.zip
 
 One step of approximate policy iteration (Bertsekas & Tsitsiklis, Neuro-Dynamic Programming, Sec. 6.2;
 classification-based, as in Lagoudakis & Parr 2003). Along episodes driven by a base heuristic
@@ -29,7 +29,7 @@ large cost differences and does worse than the base.
 
 The learned policy never sees the exact optimum: it learns from the environment only. Its checkpoint
 is a MaskablePPO model (the ``.json`` beside it records ``"algo": "maskable-ppo"`` as the model format
-and ``"method": "rollout-improvement"``), evaluated like any agent with ``msj_gym/agents/evaluate.py`` and
+and ``"method": "rollout-improvement"``), evaluated like any agent with ``agents/evaluate.py`` and
 ranked by ``msj-gym leaderboard --agent``.
 """
 

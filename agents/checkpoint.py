@@ -130,7 +130,9 @@ def network_code(path: str | Path) -> tuple[str, ...] | None:
     declares them: how this module reads it and its policy class's module; for a policy of
     :data:`SIMULATING_POLICIES`, every module of the agents and the policies and the registry.
     ``None`` where the config cannot be read (a pickled checkpoint: its code is not declared)."""
-    root = Path(__file__).resolve().parents[1]
+    # the package's folder, where this module is msj_gym/agents/checkpoint.py: the agents' folder is a link
+    # to the top-level agents/ in a checkout, and a file is named as the package imports it
+    root = Path(__file__).parents[1].resolve()
     try:
         with zipfile.ZipFile(path) as z:
             policy = json.loads(z.read(CONFIG))["policy"]
@@ -140,7 +142,7 @@ def network_code(path: str | Path) -> tuple[str, ...] | None:
     if policy in SIMULATING_POLICIES:
         files = {*root.glob("agents/*.py"), *root.glob("baselines/*.py"), root / "registry.py"}
     else:  # stable-baselines3 runs the network: msj_gym's part is how it is read and its class
-        files = {Path(__file__).resolve()}
+        files = {root / "agents" / Path(__file__).name}
         if module.startswith("msj_gym."):
             files.add(root.parent.joinpath(*module.split(".")).with_suffix(".py"))
     return tuple(sorted(str(f) for f in files if f.is_file()))
