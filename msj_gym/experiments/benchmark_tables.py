@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..atomic import atomic_savefig, atomic_write_csv, atomic_write_text
+from .plotting import pyplot
 from .report import render_table
 from .runner import provenance
 
@@ -368,12 +369,8 @@ def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
 
 def _plot(report: dict[str, Any], path: Path) -> Path | None:
     """Performance profiles: per entrant, the fraction of runs (seeds x points) scoring at least tau."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     config = report["config"]
     assert config.points is not None

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..atomic import atomic_savefig
+from .plotting import pyplot
 from .runner import provenance
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def plot_scenario(scenario: str, report: dict[str, Any], path: Path, metric_labe
     load per family of entrants (shared log axis; entrants with identical curves share one legend
     entry, "a = b"; a curve stops with an x at its first unstable load), then per-class response times
     at the highest load where most entrants are stable. None without matplotlib."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return None
     rows = [r for r in report["rows"] if r.scenario == scenario]
@@ -192,18 +193,6 @@ def plot_scenario(scenario: str, report: dict[str, Any], path: Path, metric_labe
     return atomic_savefig(fig, path, dpi=100)
 
 
-def _pyplot() -> Any:
-    """``matplotlib.pyplot`` on the Agg backend, or None without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
 def plot_sweep(
     scenario: str,
     report: dict[str, Any],
@@ -216,7 +205,7 @@ def plot_sweep(
     with ``log_x``, else the load with a log y axis): each entrant's mean with its 95 % band (3 seeds or
     more; entrants with identical results share a curve, "a = b"), the reference rows (rank 0) as dashed
     black lines. None without matplotlib."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return None
     config = report["config"]
