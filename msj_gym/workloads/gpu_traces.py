@@ -651,19 +651,7 @@ def gpu_trace_workload(
     ``first`` keeps the first N jobs by arrival. ``wide``: a job needing more than ``num_servers``
     GPUs is refused (``"refuse"``) or left out and counted (``"drop"``). ``workload.meta`` records the
     file, format, skipped rows by reason and the time scale."""
-    if sum(x is not None for x in (load, time_scale, arrival_rate)) > 1:
-        raise ValueError("give at most one of load, time_scale and arrival_rate")
-    for label, value in (("time_scale", time_scale), ("arrival_rate", arrival_rate)):
-        if value is not None:
-            _positive(label, value)
-    if load is not None:
-        check_load(load)
-    if wide not in WIDE:
-        raise ValueError(f"wide: expected one of {', '.join(WIDE)}, got {wide!r}")
-    if num_servers is not None:
-        check_integer("num_servers", num_servers, 1, MAX_SERVERS)
-    if first is not None:
-        _positive_int("first", first)
+    _check_replay_options(load, time_scale, arrival_rate, wide, num_servers, first)
     if isinstance(path, GPUTrace):
         if format is not None and format != path.format:
             raise ValueError(f"format: the trace given is {path.format!r}, not {format!r}")
@@ -672,21 +660,7 @@ def gpu_trace_workload(
         trace = path
     else:
         trace = read_gpu_trace(path, format, class_by=class_by)
-    order = np.argsort(trace.arrival_time, kind="stable")
-    if first is not None:
-        order = order[:first]
-    skipped = dict(trace.skipped)
-    if num_servers is not None and wide == "drop":
-        narrow = trace.server_need[order] <= num_servers
-        if not narrow.all():
-            skipped["wider than num_servers"] = int((~narrow).sum())
-            order = order[narrow]
-    if order.size < 2:
-        shown = ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none"
-        raise ValueError(
-            f"GPU trace {trace.path!r} ({trace.format}): fewer than 2 replayable jobs "
-            f"({order.size}; skipped {shown})"
-        )
+    order, skipped = _replayed_jobs(trace, first, num_servers, wide)
     need = trace.server_need[order]
     biggest = int(np.argmax(need))
     k = _default_num_servers(int(need.max())) if num_servers is None else int(num_servers)
@@ -724,6 +698,53 @@ def gpu_trace_workload(
         }
     )
     return out
+
+
+def _check_replay_options(
+    load: float | None,
+    time_scale: float | None,
+    arrival_rate: float | None,
+    wide: str,
+    num_servers: int | None,
+    first: int | None,
+) -> None:
+    """:func:`gpu_trace_workload`'s options checked before the trace is read."""
+    if sum(x is not None for x in (load, time_scale, arrival_rate)) > 1:
+        raise ValueError("give at most one of load, time_scale and arrival_rate")
+    for label, value in (("time_scale", time_scale), ("arrival_rate", arrival_rate)):
+        if value is not None:
+            _positive(label, value)
+    if load is not None:
+        check_load(load)
+    if wide not in WIDE:
+        raise ValueError(f"wide: expected one of {', '.join(WIDE)}, got {wide!r}")
+    if num_servers is not None:
+        check_integer("num_servers", num_servers, 1, MAX_SERVERS)
+    if first is not None:
+        _positive_int("first", first)
+
+
+def _replayed_jobs(
+    trace: GPUTrace, first: int | None, num_servers: int | None, wide: str
+) -> tuple[np.ndarray, dict[str, int]]:
+    """The trace's rows a replay keeps, in order of arrival (the first ``first``, without those
+    wider than ``num_servers`` with ``wide="drop"``), and the rows skipped by reason."""
+    order = np.argsort(trace.arrival_time, kind="stable")
+    if first is not None:
+        order = order[:first]
+    skipped = dict(trace.skipped)
+    if num_servers is not None and wide == "drop":
+        narrow = trace.server_need[order] <= num_servers
+        if not narrow.all():
+            skipped["wider than num_servers"] = int((~narrow).sum())
+            order = order[narrow]
+    if order.size < 2:
+        shown = ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none"
+        raise ValueError(
+            f"GPU trace {trace.path!r} ({trace.format}): fewer than 2 replayable jobs "
+            f"({order.size}; skipped {shown})"
+        )
+    return order, skipped
 
 
 class FormatLoader(Protocol):
