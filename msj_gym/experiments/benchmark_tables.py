@@ -272,6 +272,17 @@ def output_names(out: Path, metric: str = DEFAULT_METRIC) -> list[Path]:
 def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
     config = report["config"]
     md, agg_csv, pts_csv, png = output_names(out, config.metric)
+    atomic_write_text(md, _intro(config) + format_benchmark(report, markdown=True))
+    _write_aggregates(agg_csv, report)
+    _write_points(pts_csv, report)
+    files = [md, agg_csv, pts_csv]
+    if _plot(report, png) is not None:
+        files.append(png)
+    return files
+
+
+def _intro(config: Any) -> str:
+    """The Markdown table's heading: the suite, seeds, arrivals, code and how intervals are made."""
     on = "" if config.by_default_metric else f" on {config.metric}"
     intro = (
         f"# msj_gym benchmark{on} (suite {config.suite})\n\n"
@@ -286,7 +297,12 @@ def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
             f"Scored on {config.metric}: 100 is the best size-oblivious heuristic by it at every point "
             "(the exact optimum is of the mean response time only).\n\n"
         )
-    atomic_write_text(md, intro + format_benchmark(report, markdown=True))
+    return intro
+
+
+def _write_aggregates(path: Path, report: dict[str, Any]) -> None:
+    """The aggregates' CSV: one row per entrant and section."""
+    config = report["config"]
     # a suite with a published split (v2) says of each row which part it is over, and one with points of
     # several models which model's section; v1's files are as they were
     split = bool(config.train_points)
@@ -297,7 +313,7 @@ def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
         for part, key in [("test", "aggregates")] + ([("train", "train_aggregates")] if split else [])
     ]
     atomic_write_csv(
-        agg_csv,
+        path,
         [
             "rank",
             "entrant",
@@ -333,6 +349,13 @@ def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
             for i, a in enumerate(aggregates, 1)
         ),
     )
+
+
+def _write_points(path: Path, report: dict[str, Any]) -> None:
+    """The per-point CSV: one row per entrant and point, with the point's scale."""
+    config = report["config"]
+    split = bool(config.train_points)
+    several = len(config.models) > 1
     scales = {(s.scenario, s.load): s for s in report["scales"]}
 
     def point_row(r: Any) -> list[Any]:
@@ -349,7 +372,7 @@ def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
     value = "value" if split else config.metric
     header = ["scenario", "load", "entrant", "kind", value, "score", "scores_per_seed", "flag"]
     atomic_write_csv(
-        pts_csv,
+        path,
         [
             *header,
             "low_ref",
@@ -361,10 +384,6 @@ def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
         ],
         map(point_row, report["points"]),
     )
-    files = [md, agg_csv, pts_csv]
-    if _plot(report, png) is not None:
-        files.append(png)
-    return files
 
 
 def _plot(report: dict[str, Any], path: Path) -> Path | None:
