@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .stats import batch_ratio, exact_dot, jain_index, quantiles_sectioning, student_t_quantile
+from .stats import Estimate, batch_ratio, exact_dot, jain_index, quantiles_sectioning, student_t_quantile
 
 __all__ = [
     "PERCENTILES",
@@ -265,11 +265,7 @@ def summarise(
     (``response_batches``); without them (None) the percentiles are NaN and ``percentile_note`` says
     why. ``unfinished``: how many of the jobs counted had not left when the run stopped (their times
     are lower bounds, so are the means, and the run is unstable)."""
-    count_b = acc_count.sum(axis=1)
-    overall = batch_ratio(acc_resp.sum(axis=1), count_b)
-    wait_est = batch_ratio(acc_wait.sum(axis=1), count_b)
-    bsld_est = batch_ratio(acc_bsld.sum(axis=1), count_b)
-    n = int(count_b.sum())
+    overall, wait_est, bsld_est, n = _overall(acc_resp, acc_wait, acc_bsld, acc_count)
     per_class, means, wait_means = _per_class(
         acc_resp, acc_wait, acc_count, acc_waited, acc_bsld, class_names, class_needs, load_weights
     )
@@ -311,6 +307,18 @@ def summarise(
         makespan=float(makespan),
         provenance=provenance,
     )
+
+
+def _overall(
+    acc_resp: np.ndarray, acc_wait: np.ndarray, acc_bsld: np.ndarray, acc_count: np.ndarray
+) -> tuple[Estimate, Estimate, Estimate, int]:
+    """The batch-means estimates over every class of the mean response time, waiting time and
+    bounded slowdown, and the number of jobs measured."""
+    count_b = acc_count.sum(axis=1)
+    overall = batch_ratio(acc_resp.sum(axis=1), count_b)
+    wait_est = batch_ratio(acc_wait.sum(axis=1), count_b)
+    bsld_est = batch_ratio(acc_bsld.sum(axis=1), count_b)
+    return overall, wait_est, bsld_est, int(count_b.sum())
 
 
 def _per_class(
