@@ -12,7 +12,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .arguments import ArgumentParser
     from .core.policy import Policy
+    from .env.render import DecisionFrames, ScheduleRecorder
     from .moldable.model import MoldableSystem
     from .moldable.policy import MoldablePolicy
     from .workloads.compat import CompatWorkload
@@ -51,14 +55,26 @@ def _policy_params(items: Sequence[str]) -> dict[str, str]:
 
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
-    from .analysis.limits import DEFAULT_MAX_STATES, DEFAULT_SOLVE_MINUTES
     from .arguments import ArgumentParser
 
     # one-line refusals (its subcommands' parsers are of its class)
     parser = ArgumentParser(prog="msj-gym", description="Multiserver-job scheduling simulator.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_simulate(sub)
+    _add_list(sub)
+    _add_optimal(sub)
+    _add_render(sub)
+    _add_leaderboard(sub)
+    _add_sequences(sub)
+    _add_benchmark(sub)
+    _add_reproduce(sub)
+    _add_score(sub)
+    return parser
 
+
+def _add_simulate(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    """The ``simulate`` subcommand's flags."""
     sim = sub.add_parser(
         "simulate",
         help="run one policy on one scenario and print its metrics",
@@ -113,6 +129,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
+
+def _add_list(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    """The ``list`` subcommand's flags."""
     lst = sub.add_parser(
         "list",
         help="list the built-in scenarios and policies of every model",
@@ -126,6 +145,11 @@ def _parser() -> argparse.ArgumentParser:
         choices=("msj", "compatibility", "moldable"),
         help="only this model's scenarios and policies (default: every model)",
     )
+
+
+def _add_optimal(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    """The ``optimal`` subcommand's flags."""
+    from .analysis.limits import DEFAULT_MAX_STATES, DEFAULT_SOLVE_MINUTES
 
     opt = sub.add_parser(
         "optimal",
@@ -164,6 +188,9 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     opt.add_argument("--quiet", action="store_true", help="no progress lines on stderr while it solves")
 
+
+def _add_render(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    """The ``render`` subcommand's flags."""
     ren = sub.add_parser(
         "render",
         help="run a policy through the env and draw its schedule: an animated GIF or a Gantt chart PNG",
@@ -198,6 +225,9 @@ def _parser() -> argparse.ArgumentParser:
     ren.add_argument("--fps", type=float, default=6.0, help="GIF frames per second (default 6)")
     ren.add_argument("--out", required=True, metavar="FILE", help="FILE.gif or FILE.png")
 
+
+def _add_leaderboard(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    """The ``leaderboard`` subcommand's flags."""
     lb = sub.add_parser(
         "leaderboard",
         help="rank policies and agents over scenarios x loads x seeds (paired, resumable)",
@@ -267,6 +297,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     _backend_args(lb)
 
+
+def _add_sequences(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    """The ``sequences`` subcommand's flags."""
     seq = sub.add_parser(
         "sequences",
         help="rank policies on sequences of jobs sampled from a trace (RLScheduler's protocol; paired)",
@@ -319,6 +352,9 @@ def _parser() -> argparse.ArgumentParser:
     seq.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     _backend_args(seq)
 
+
+def _add_benchmark(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    """The ``benchmark`` subcommand's flags."""
     bench = sub.add_parser(
         "benchmark",
         help="score policies and agents on a fixed suite of scenarios and loads (IQM, bootstrap CIs)",
@@ -375,6 +411,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", default="benchmark", help="output folder (default ./benchmark)")
     _backend_args(bench)
 
+
+def _add_reproduce(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    """The ``reproduce`` subcommand's flags."""
     fig = sub.add_parser(
         "reproduce",
         aliases=["figure"],
@@ -390,6 +429,9 @@ def _parser() -> argparse.ArgumentParser:
     fig.add_argument("--seeds", type=int, default=1, help="independent runs per point (default 1)")
     _backend_args(fig)
 
+
+def _add_score(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    """The ``score`` subcommand's flags."""
     from .scoring import DEFAULT_TIME_LIMIT, SCORE_ARRIVALS, SCORE_SEEDS
 
     score = sub.add_parser(
@@ -447,7 +489,6 @@ def _parser() -> argparse.ArgumentParser:
         help="processes making the built-in policies' runs the first time (default all cores)",
     )
     score.add_argument("--compact", action="store_true", help="print the JSON on one line")
-    return parser
 
 
 def _trust_args(p: argparse.ArgumentParser) -> None:
@@ -871,14 +912,13 @@ def _simulate_moldable(args: argparse.Namespace) -> int:
     return _print_run(args, result, args.scenario, system, policy, f"n={system.num_servers}")
 
 
-def _render(args: argparse.Namespace) -> int:
-    import time
-
+def _check_render_flags(args: argparse.Namespace) -> Path:
+    """Every flag of ``msj-gym render`` before any simulation, the output file's folder too (writable,
+    not a folder), and the drawing libraries; the output path."""
     from .atomic import check_output_file
-    from .registry import ENGINE_MODELS, policy_from_spec, policy_ids, supports
+    from .registry import ENGINE_MODELS, policy_ids
     from .workloads.workload import check_integer
 
-    # every flag before any simulation, the output file's folder too (writable, not a folder)
     out = check_output_file("--out", args.out, (".gif", ".png"))
     kind = out.suffix.lower()
     if ":" not in args.policy and args.policy not in policy_ids(ENGINE_MODELS):
@@ -903,10 +943,20 @@ def _render(args: argparse.Namespace) -> int:
         from .extras import install_hint
 
         raise ValueError(f"render needs Pillow and matplotlib: {install_hint('plot')}") from None
+    return out
+
+
+def _render(args: argparse.Namespace) -> int:
+    import time
+
+    from .registry import policy_from_spec, supports
+
+    out = _check_render_flags(args)
+    kind = out.suffix.lower()
     import gymnasium as gym
 
     from .env import MSJEnv, PolicyAgent
-    from .env.render import DecisionFrames, FrameRenderer, ScheduleRecorder, gantt_png, write_gif
+    from .env.render import DecisionFrames, gantt_png, write_gif
     from .workloads.scenarios import load_scenario
 
     _importable_from_here([args.policy])
@@ -917,16 +967,7 @@ def _render(args: argparse.Namespace) -> int:
         raise ValueError(reason)
     _note_short_trace(workload, args.arrivals)
     # what it will produce, before it starts: the frames are kept in memory until the GIF is written
-    if kind == ".gif":
-        height, width, depth = FrameRenderer(workload).frame(None).shape
-        megabytes = args.max_frames * height * width * depth / 1e6
-        plan = (
-            f"a GIF of one frame per decision instant, at most {args.max_frames} (--max-frames) of "
-            f"{width}x{height} pixels: up to {megabytes:.0f} MB in memory while drawing"
-        )
-    else:
-        plan = f"a Gantt chart of the {args.arrivals} arrivals' service"
-    print(f"msj-gym render: {out}: {plan}", file=sys.stderr, flush=True)
+    print(f"msj-gym render: {out}: {_render_plan(args, workload, kind)}", file=sys.stderr, flush=True)
     env = gym.make(
         "MSJPreemptive-v0" if policy.preemptive else "MSJ-v0",
         scenario=workload,
@@ -938,24 +979,7 @@ def _render(args: argparse.Namespace) -> int:
     )
     agent = PolicyAgent(policy, env)
     start = time.perf_counter()
-    obs, info = env.reset(seed=args.seed)
-    recorder = ScheduleRecorder() if kind == ".png" else DecisionFrames(env, max_frames=args.max_frames)
-    if isinstance(recorder, ScheduleRecorder):
-        recorder.after(env)
-    truncated = False
-    while not truncated:
-        action, _ = agent.predict(obs)
-        if isinstance(recorder, ScheduleRecorder):
-            recorder.before(env)
-        else:
-            recorder.before(action)
-        obs, _, _, truncated, info = env.step(action)
-        if isinstance(recorder, ScheduleRecorder):
-            recorder.after(env)
-        else:
-            recorder.after(truncated)
-            if recorder.full:
-                break  # the frame budget is spent: running on would only cost time
+    recorder, truncated, info = _play_recorded(env, agent, args.seed, kind, args.max_frames)
     names = [c.name or f"class{i}" for i, c in enumerate(workload.classes)]
     head = f"{workload.name}  k={workload.num_servers}  load={workload.load:.3g}  policy {policy.policy_id}  "
     if truncated:
@@ -979,6 +1003,49 @@ def _render(args: argparse.Namespace) -> int:
         print(f"wrote {out}: {len(recorder.segments)} service segments; {title}")
     print(f"({time.perf_counter() - start:.1f} s)")
     return 0
+
+
+def _render_plan(args: argparse.Namespace, workload: Workload, kind: str) -> str:
+    """What ``msj-gym render`` will write: a GIF's frame budget and memory, or a Gantt chart."""
+    from .env.render import FrameRenderer
+
+    if kind == ".gif":
+        height, width, depth = FrameRenderer(workload).frame(None).shape
+        megabytes = args.max_frames * height * width * depth / 1e6
+        return (
+            f"a GIF of one frame per decision instant, at most {args.max_frames} (--max-frames) of "
+            f"{width}x{height} pixels: up to {megabytes:.0f} MB in memory while drawing"
+        )
+    return f"a Gantt chart of the {args.arrivals} arrivals' service"
+
+
+def _play_recorded(
+    env: Any, agent: Any, seed: int, kind: str, max_frames: int
+) -> tuple[ScheduleRecorder | DecisionFrames, bool, dict]:
+    """One episode of ``agent`` in ``env`` from ``seed``, recorded for a Gantt chart (``kind``
+    ``.png``) or as at most ``max_frames`` GIF frames: the recorder, whether the episode ran to its
+    end, and the last info."""
+    from .env.render import DecisionFrames, ScheduleRecorder
+
+    obs, info = env.reset(seed=seed)
+    recorder = ScheduleRecorder() if kind == ".png" else DecisionFrames(env, max_frames=max_frames)
+    if isinstance(recorder, ScheduleRecorder):
+        recorder.after(env)
+    truncated = False
+    while not truncated:
+        action, _ = agent.predict(obs)
+        if isinstance(recorder, ScheduleRecorder):
+            recorder.before(env)
+        else:
+            recorder.before(action)
+        obs, _, _, truncated, info = env.step(action)
+        if isinstance(recorder, ScheduleRecorder):
+            recorder.after(env)
+        else:
+            recorder.after(truncated)
+            if recorder.full:
+                break  # the frame budget is spent: running on would only cost time
+    return recorder, truncated, info
 
 
 def _note_short_trace(workload: Workload | TraceWorkload, arrivals: int | None) -> None:
@@ -1074,20 +1141,10 @@ def _figure(args: argparse.Namespace) -> int:
     return 0
 
 
-def _optimal(args: argparse.Namespace) -> int:
-    import json
-
-    _require_scipy("optimal", "scipy.sparse.linalg")
-
-    from .analysis.optimal import (
-        HEURISTICS,
-        describe_policy,
-        estimate_solve,
-        evaluate_heuristic,
-        solve_optimal,
-    )
+def _check_optimal_flags(args: argparse.Namespace) -> None:
+    """Every flag of ``msj-gym optimal``, and ``--png``'s path and library, before the solve, which
+    may take minutes."""
     from .atomic import check_output_file
-    from .workloads.scenarios import load_scenario
     from .workloads.workload import check_integer
 
     _check_system_flags(args)
@@ -1104,6 +1161,17 @@ def _optimal(args: argparse.Namespace) -> int:
             from .extras import install_hint
 
             raise ValueError(f"--png needs matplotlib: {install_hint('plot')}") from None
+
+
+def _optimal(args: argparse.Namespace) -> int:
+    import json
+
+    _require_scipy("optimal", "scipy.sparse.linalg")
+
+    from .analysis.optimal import describe_policy, estimate_solve, solve_optimal
+    from .workloads.scenarios import load_scenario
+
+    _check_optimal_flags(args)
     workload = load_scenario(args.scenario).build(
         num_servers=args.k, load=args.load, arrival_rate=args.arrival_rate
     )
@@ -1144,16 +1212,7 @@ def _optimal(args: argparse.Namespace) -> int:
     # mdp-optimal and the leaderboard then use this solve, also beyond their own state limit; and a
     # picture that cannot be written below does not lose it
     remember_solution(workload, sol, args.blocking)
-    heuristics = {}
-    for pid, (preemptive, _order) in HEURISTICS.items():
-        if preemptive == args.preemptive:
-            # an unstable heuristic would grow its chain to the limit: a tenth is enough to say so
-            heuristics[pid] = evaluate_heuristic(
-                workload,
-                pid,
-                blocking_target=args.blocking,
-                max_states=min(args.max_states, max(10 * sol.value.states, 200_000)),
-            )
+    heuristics = _heuristics_beside(args, workload, sol)
     words = describe_policy(sol, names)
     if args.json:
         out = {
@@ -1167,22 +1226,43 @@ def _optimal(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2), flush=True)
     else:
         _print_optimum(args, workload, sol, heuristics, words)
-    if args.png:
-        from .analysis.optimal import plot_policy
+    return _write_policy_png(args, sol, names) if args.png else 0
 
-        try:
-            plot_policy(sol, args.png, names)
-        except OSError as exc:  # the results are printed and the solve cached: only the picture is lost
-            from .atomic import os_error_line
 
-            print(
-                f"msj-gym: error: --png: {os_error_line(exc)}; the solve is kept (printed above, and in "
-                "the cache mdp-optimal reads)",
-                file=sys.stderr,
+def _heuristics_beside(args: argparse.Namespace, workload: Workload, sol: Any) -> dict[str, Any]:
+    """The exact values of the heuristics of the solve's kind (preemptive or not), by policy id."""
+    from .analysis.optimal import HEURISTICS, evaluate_heuristic
+
+    heuristics = {}
+    for pid, (preemptive, _order) in HEURISTICS.items():
+        if preemptive == args.preemptive:
+            # an unstable heuristic would grow its chain to the limit: a tenth is enough to say so
+            heuristics[pid] = evaluate_heuristic(
+                workload,
+                pid,
+                blocking_target=args.blocking,
+                max_states=min(args.max_states, max(10 * sol.value.states, 200_000)),
             )
-            return 1
-        if not args.json:
-            print(f"wrote {args.png}")
+    return heuristics
+
+
+def _write_policy_png(args: argparse.Namespace, sol: Any, names: list[str]) -> int:
+    """``--png``: the optimal policy's picture; exit code 1 if it cannot be written."""
+    from .analysis.optimal import plot_policy
+
+    try:
+        plot_policy(sol, args.png, names)
+    except OSError as exc:  # the results are printed and the solve cached: only the picture is lost
+        from .atomic import os_error_line
+
+        print(
+            f"msj-gym: error: --png: {os_error_line(exc)}; the solve is kept (printed above, and in "
+            "the cache mdp-optimal reads)",
+            file=sys.stderr,
+        )
+        return 1
+    if not args.json:
+        print(f"wrote {args.png}")
     return 0
 
 

@@ -37,15 +37,10 @@ def _busy_period(lam: float, mu: float) -> tuple[float, float]:
     return 1.0 / (mu - lam), 2.0 * mu / (mu - lam) ** 3
 
 
-def one_or_all_msfq(
-    num_servers: int,
-    lam_light: float,
-    lam_heavy: float,
-    ell: int,
-    mu_light: float = 1.0,
-    mu_heavy: float = 1.0,
-) -> OneOrAllAnalysis:
-    """Mean response times of MSFQ with threshold ``ell`` (0 <= ell <= k-1; 0 is MSF)."""
+def _checked_system(
+    num_servers: int, lam_light: float, lam_heavy: float, ell: int, mu_light: float, mu_heavy: float
+) -> int:
+    """:func:`one_or_all_msfq`'s arguments checked (a stable system); the number of servers."""
     k = int(num_servers)
     if k < 2:
         raise ValueError(f"num_servers: expected an integer >= 2, got {num_servers!r}")
@@ -59,19 +54,16 @@ def one_or_all_msfq(
     ):
         if not (math.isfinite(v) and v > 0):
             raise ValueError(f"{name}: expected a positive finite rate, got {v!r}")
-    l1, lk, m1, mk = float(lam_light), float(lam_heavy), float(mu_light), float(mu_heavy)
-    rho_l, rho_h = l1 / (k * m1), lk / mk
-    if rho_l + rho_h >= 1:
-        raise ValueError(f"load: rho_light + rho_heavy = {rho_l + rho_h:.6g} >= 1, no steady state")
-    ebh, ebh2 = _busy_period(lk, mk)
-    ebl, ebl2 = _busy_period(l1, k * m1)
-    a = lk * ebh
+    rho = float(lam_light) / (k * float(mu_light)) + float(lam_heavy) / float(mu_heavy)
+    if rho >= 1:
+        raise ValueError(f"load: rho_light + rho_heavy = {rho:.6g} >= 1, no steady state")
+    return k
 
-    # Phase 4: the last ell lights finish (max of ell exponentials).
-    e4 = sum(1.0 / (i * m1) for i in range(1, ell + 1))
-    e4sq = sum(1.0 / (i * m1) ** 2 for i in range(1, ell + 1)) + e4**2
-    # Phase 3: first passages of the light birth-death chain from k-1 down to ell.
-    ea, ea2 = ebl, ebl2  # D_k is a busy period of M/M/1(l1, k m1)
+
+def _phase3_moments(k: int, ell: int, l1: float, m1: float, ebl: float, ebl2: float) -> tuple[float, float]:
+    """Phase 3's first two moments: first passages of the light birth-death chain from k-1 down to
+    ell, starting from D_k, a busy period of M/M/1(l1, k m1) (moments ``ebl``, ``ebl2``)."""
+    ea, ea2 = ebl, ebl2
     e3 = var3 = 0.0
     for i in range(k - 1, ell, -1):
         r = l1 + i * m1
@@ -81,7 +73,47 @@ def one_or_all_msfq(
         e3 += e
         var3 += e2 - e * e
         ea, ea2 = e, e2
-    e3sq = var3 + e3**2
+    return e3, var3 + e3**2
+
+
+def _light_phase3_response(k: int, ell: int, l1: float, m1: float, rho_l: float) -> float:
+    """The mean response time of a light job arriving in phase 3 (``ell < k - 1``)."""
+    v = 0.0
+    taus = {}
+    for i in range(ell + 1, k + 1):
+        d = min(i, k) * m1
+        q_down = d / (l1 + d)
+        if i == ell + 1:
+            v = 1.0 / q_down
+        else:
+            dp = min(i - 1, k) * m1
+            p_prev = l1 / (l1 + dp)
+            v = (v * p_prev + (1.0 if i - 1 <= k - 2 else 0.0)) / q_down
+        taus[i] = v / (l1 + d)
+    total = sum(taus[i] for i in range(ell + 1, k)) + taus[k] / (1 - rho_l)
+    return 1 / m1 + (taus[k] / (1 - rho_l) ** 2) / (k * m1 * total)
+
+
+def one_or_all_msfq(
+    num_servers: int,
+    lam_light: float,
+    lam_heavy: float,
+    ell: int,
+    mu_light: float = 1.0,
+    mu_heavy: float = 1.0,
+) -> OneOrAllAnalysis:
+    """Mean response times of MSFQ with threshold ``ell`` (0 <= ell <= k-1; 0 is MSF)."""
+    k = _checked_system(num_servers, lam_light, lam_heavy, ell, mu_light, mu_heavy)
+    l1, lk, m1, mk = float(lam_light), float(lam_heavy), float(mu_light), float(mu_heavy)
+    rho_l, rho_h = l1 / (k * m1), lk / mk
+    ebh, ebh2 = _busy_period(lk, mk)
+    ebl, ebl2 = _busy_period(l1, k * m1)
+    a = lk * ebh
+
+    # Phase 4: the last ell lights finish (max of ell exponentials).
+    e4 = sum(1.0 / (i * m1) for i in range(1, ell + 1))
+    e4sq = sum(1.0 / (i * m1) ** 2 for i in range(1, ell + 1)) + e4**2
+    e3, e3sq = _phase3_moments(k, ell, l1, m1, ebl, ebl2)
 
     # Phase 2 (closed form), then the second moments by fixed-point iteration.
     e2m = ebl * (l1 * e4 * (1 + a) + l1 * a * e3 - (k - 1)) / (1 - l1 * a * ebl)
@@ -124,22 +156,7 @@ def one_or_all_msfq(
     # Light jobs.
     ele, ele2 = em / (k * m1), (em2 + em) / (k * m1) ** 2
     r_l2 = ele2 / (2 * ele) + l1 * (2 / (k * m1) ** 2) / (2 * (1 - rho_l)) + 1 / m1
-    r_l3 = 0.0
-    if ell < k - 1:
-        v = 0.0
-        taus = {}
-        for i in range(ell + 1, k + 1):
-            d = min(i, k) * m1
-            q_down = d / (l1 + d)
-            if i == ell + 1:
-                v = 1.0 / q_down
-            else:
-                dp = min(i - 1, k) * m1
-                p_prev = l1 / (l1 + dp)
-                v = (v * p_prev + (1.0 if i - 1 <= k - 2 else 0.0)) / q_down
-            taus[i] = v / (l1 + d)
-        total = sum(taus[i] for i in range(ell + 1, k)) + taus[k] / (1 - rho_l)
-        r_l3 = 1 / m1 + (taus[k] / (1 - rho_l) ** 2) / (k * m1 * total)
+    r_l3 = _light_phase3_response(k, ell, l1, m1, rho_l) if ell < k - 1 else 0.0
     eyr = ey2 / (2 * ey)
     r_l41 = eyr + max(l1 * eyr - (k - 1), 0.0) / (k * m1) + 1 / m1
     t_light = f2 * r_l2 + f3 * r_l3 + (f4 + f1) * r_l41

@@ -829,35 +829,28 @@ def solve_optimal(
     25 % larger and the change of the optimal mean response time is reported in ``buffer_check``."""
     say = log or (lambda _msg: None)
     needs, k, lam, mu = _parameters(workload)
+    problem = _Problem(needs, k, lam, mu, preemptive, tol, max_iterations, say)
     t0 = time.perf_counter()
-    T = list(buffers) if buffers is not None else _initial_buffers(needs, k, lam, mu)
-    for c, n in enumerate(needs):
-        if T[c] < k // n:
-            raise ValueError(f"buffers[{c}]: expected at least {k // n} (class need {n}), got {T[c]}")
+    T = problem.start_buffers(buffers)
     iterations = 0
-    name = "mdp-optimal" + ("-preemptive" if preemptive else "")
     previous: tuple[_Policy, list[int]] | None = None
     # set once the truncated optimum gives a class up: the buffer search then charges lost arrivals
     charged = False
     kept_charge = False  # the final solution is the charged problem's (see below)
     while True:
-        chain = _build_checked(needs, k, lam, mu, T, preemptive, max_states)
+        chain = problem.chain(T, max_states)
         say(f"buffers {T}: {chain.num_pre} states")
         start = None if previous is None else _extend(chain, *previous)
-        lost = [sum(T) / rate for rate in lam] if charged else None
-        policy, done, its = _policy_iteration(chain, start, tol, max_iterations, say, lost)
+        policy, done, its = problem.iterate(chain, start, problem.lost_charge(T) if charged else None)
         iterations += its
-        value, marginals = _value(chain, name, policy.post, done)
-        say(f"blocked fractions {[f'{b:.2e}' for b in value.blocked]}")
+        value, marginals = problem.value(chain, policy, done)
         if charged and value.max_blocked <= blocking_target:
             # the charge only steered the search: solve the problem itself from its policy, unless
             # that problem profits from losing arrivals at these buffers (its optimum then blocks
             # more than the target: one-or-all near load 0.9), and the charged solution stands
             say("without the charge for lost arrivals")
             try:
-                free, done, its = _policy_iteration(
-                    chain, policy, tol, max_iterations, say, stop_blocked=blocking_target
-                )
+                free, done, its = problem.iterate(chain, policy, stop_blocked=blocking_target)
             except _Exploited as e:
                 iterations += e.iteration
                 say(f"without the charge the policy learns to lose arrivals ({e}): keeping the charged one")
@@ -865,8 +858,7 @@ def solve_optimal(
             else:
                 iterations += its
                 policy = free
-                value, marginals = _value(chain, name, policy.post, done)
-                say(f"blocked fractions {[f'{b:.2e}' for b in value.blocked]}")
+                value, marginals = problem.value(chain, policy, done)
         if buffers is not None or value.max_blocked <= blocking_target:
             break
         if not charged and value.max_blocked > _GIVE_UP:
@@ -883,21 +875,8 @@ def solve_optimal(
         T = _grown_buffers(T, marginals, blocking_target)
     check: dict[str, Any] = {}
     if check_buffers:
-        T2 = [math.ceil(b * 1.25) for b in T]
-        chain2 = _build_checked(needs, k, lam, mu, T2, preemptive, max_states * 2)
-        lost2 = [sum(T2) / rate for rate in lam] if kept_charge else None
-        pol2, done2, its2 = _policy_iteration(
-            chain2, _extend(chain2, policy, T), tol, max_iterations, say, lost2
-        )
-        iterations += its2
-        v2, _ = _value(chain2, value.policy, pol2.post, done2)
-        check = {
-            "buffers": T2,
-            "mean_response_time": v2.mean_response_time,
-            "relative_change": abs(v2.mean_response_time - value.mean_response_time)
-            / value.mean_response_time,
-        }
-        say(f"larger buffers {T2}: {v2.mean_response_time:.10g}")
+        check, its = _check_buffers(problem, T, policy, value, kept_charge, max_states)
+        iterations += its
     return OptimalSolution(
         value=value,
         chain=chain,
@@ -907,6 +886,80 @@ def solve_optimal(
         buffer_check=check,
         lost_arrivals_charged=kept_charge,
     )
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """What every chain of one solve's buffer search shares: the system (class needs, servers,
+    arrival and service rates, preemption) and the policy iteration's settings."""
+
+    needs: list[int]
+    k: int
+    lam: list[float]
+    mu: list[float]
+    preemptive: bool
+    tol: float
+    max_iterations: int
+    say: Callable[[str], None]
+
+    def start_buffers(self, buffers: Sequence[int] | None) -> list[int]:
+        """The first solve's buffers: those given (each at least what fits in service) or the
+        automatic start."""
+        needs, k = self.needs, self.k
+        T = list(buffers) if buffers is not None else _initial_buffers(needs, k, self.lam, self.mu)
+        for c, n in enumerate(needs):
+            if T[c] < k // n:
+                raise ValueError(f"buffers[{c}]: expected at least {k // n} (class need {n}), got {T[c]}")
+        return T
+
+    def chain(self, T: Sequence[int], max_states: int) -> MSJChain:
+        """The chain truncated at buffers ``T`` (refused above ``max_states`` states)."""
+        return _build_checked(self.needs, self.k, self.lam, self.mu, T, self.preemptive, max_states)
+
+    def iterate(
+        self,
+        chain: MSJChain,
+        start: _Policy | None,
+        lost: Sequence[float] | None = None,
+        stop_blocked: float | None = None,
+    ) -> tuple[_Policy, _Evaluation | None, int]:
+        """:func:`_policy_iteration` on ``chain`` with this solve's settings."""
+        return _policy_iteration(chain, start, self.tol, self.max_iterations, self.say, lost, stop_blocked)
+
+    def value(
+        self, chain: MSJChain, policy: _Policy, done: _Evaluation | None
+    ) -> tuple[PolicyValue, list[np.ndarray]]:
+        """:func:`_value` of ``policy`` on ``chain``, named as the registry names the solve's policy,
+        its blocked fractions logged."""
+        value, marginals = _value(
+            chain, "mdp-optimal" + ("-preemptive" if self.preemptive else ""), policy.post, done
+        )
+        self.say(f"blocked fractions {[f'{b:.2e}' for b in value.blocked]}")
+        return value, marginals
+
+    def lost_charge(self, T: Sequence[int]) -> list[float]:
+        """Each class's charge per lost arrival at buffers ``T``: the buffers' whole content."""
+        return [sum(T) / rate for rate in self.lam]
+
+
+def _check_buffers(
+    problem: _Problem, T: list[int], policy: _Policy, value: PolicyValue, charged: bool, max_states: int
+) -> tuple[dict[str, Any], int]:
+    """The problem solved again with every buffer 25 % larger, from ``policy`` (with the charge for
+    lost arrivals if the solution kept it): the change of the optimal mean response time
+    (``buffer_check``), and the policy iterations it took."""
+    T2 = [math.ceil(b * 1.25) for b in T]
+    chain2 = problem.chain(T2, max_states * 2)
+    lost2 = problem.lost_charge(T2) if charged else None
+    pol2, done2, its2 = problem.iterate(chain2, _extend(chain2, policy, T), lost2)
+    v2, _ = _value(chain2, value.policy, pol2.post, done2)
+    check = {
+        "buffers": T2,
+        "mean_response_time": v2.mean_response_time,
+        "relative_change": abs(v2.mean_response_time - value.mean_response_time) / value.mean_response_time,
+    }
+    problem.say(f"larger buffers {T2}: {v2.mean_response_time:.10g}")
+    return check, its2
 
 
 def check_solution(

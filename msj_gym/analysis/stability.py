@@ -23,6 +23,11 @@ import numpy as np
 
 from ..workloads.workload import ClassTable
 
+#: A state of the saturated chain: jobs in service per class, and the head-of-line job's class.
+_State = tuple[tuple[int, ...], int]
+#: Where an admission cascade stops, with its probability.
+_Stop = tuple[_State, float]
+
 __all__ = [
     "SaturatedFCFS",
     "fcfs_limit",
@@ -83,10 +88,9 @@ def fcfs_saturated(workload: ClassTable, max_states: int = 5000) -> SaturatedFCF
     if _count_packings(k, [need[i] for i in live], max_states) > max_states:
         return None
 
-    Stop = tuple[tuple[tuple[int, ...], int], float]
-    memo: dict[tuple[tuple[int, ...], int], tuple[Stop, ...]] = {}
+    memo: dict[_State, tuple[_Stop, ...]] = {}
 
-    def cascade(c: tuple[int, ...], h: int) -> tuple[Stop, ...]:
+    def cascade(c: tuple[int, ...], h: int) -> tuple[_Stop, ...]:
         """Where admission from state (c, head class h) stops, with probabilities. Each admission
         leads to the state with one more job in service, so a cascade is as deep as k jobs fit:
         worked out with an explicit stack, not recursion, which k = 512 need-1 servers would exceed."""
@@ -139,6 +143,17 @@ def fcfs_saturated(workload: ClassTable, max_states: int = 5000) -> SaturatedFCF
                     frontier.append(t)
                 transitions.append((index[s], index[t], c[i] * rate[i] * p))
     n = len(index)
+    pi = _stationary(n, transitions)
+    states = sorted(index, key=index.__getitem__)
+    out_rate = np.array([sum(ci * ri for ci, ri in zip(c, rate, strict=True)) for c, _ in states])
+    busy = np.array([sum(ci * ni for ci, ni in zip(c, need, strict=True)) for c, _ in states])
+    throughput = float(pi @ out_rate)
+    return SaturatedFCFS(throughput, float(pi @ busy) / k, throughput * _work_per_arrival(workload), n)
+
+
+def _stationary(n: int, transitions: list[tuple[int, int, float]]) -> np.ndarray:
+    """The stationary distribution of the chain on states ``0..n-1`` with these (from, to, rate)
+    transitions (repeats add up, self-loops do nothing)."""
     q = np.zeros((n, n))
     for a, b, r in transitions:
         if a != b:
@@ -148,12 +163,7 @@ def fcfs_saturated(workload: ClassTable, max_states: int = 5000) -> SaturatedFCF
     m = np.vstack([q.T, np.ones(n)])
     rhs = np.zeros(n + 1)
     rhs[-1] = 1.0
-    pi = np.linalg.lstsq(m, rhs, rcond=None)[0]
-    states = sorted(index, key=index.__getitem__)
-    out_rate = np.array([sum(ci * ri for ci, ri in zip(c, rate, strict=True)) for c, _ in states])
-    busy = np.array([sum(ci * ni for ci, ni in zip(c, need, strict=True)) for c, _ in states])
-    throughput = float(pi @ out_rate)
-    return SaturatedFCFS(throughput, float(pi @ busy) / k, throughput * _work_per_arrival(workload), n)
+    return np.linalg.lstsq(m, rhs, rcond=None)[0]
 
 
 def _count_packings(k: int, needs: list[int], cap: int) -> int:

@@ -125,6 +125,33 @@ def with_unfinished(
     return acc_f, acc_i
 
 
+def _run_length(
+    num_arrivals: int | None, warmup: int | None, horizon: float | None, warmup_time: float
+) -> tuple[int | None, int | None]:
+    """A run's length checked: ``num_arrivals`` (default 100,000 when no ``horizon``) with its
+    ``warmup`` (default a tenth), or ``horizon`` with ``warmup_time``."""
+    if horizon is None and num_arrivals is None:
+        num_arrivals = 100_000
+    if horizon is not None and num_arrivals is not None:
+        raise ValueError("give at most one of num_arrivals and horizon")
+    if num_arrivals is not None:
+        if isinstance(num_arrivals, bool) or int(num_arrivals) != num_arrivals or num_arrivals < 2:
+            raise ValueError(f"num_arrivals: expected an integer >= 2, got {num_arrivals!r}")
+        num_arrivals = int(num_arrivals)
+        if warmup is None:
+            warmup = num_arrivals // 10
+        if isinstance(warmup, bool) or int(warmup) != warmup or not 0 <= warmup < num_arrivals - 1:
+            raise ValueError(f"warmup: expected an integer in [0, {num_arrivals - 1}), got {warmup!r}")
+        warmup = int(warmup)
+    else:
+        assert horizon is not None
+        if not math.isfinite(horizon) or horizon <= 0:
+            raise ValueError(f"horizon: expected a positive finite time, got {horizon!r}")
+        if not math.isfinite(warmup_time) or not 0 <= warmup_time < horizon:
+            raise ValueError(f"warmup_time: expected a time in [0, horizon), got {warmup_time!r}")
+    return num_arrivals, warmup
+
+
 class Simulator:
     """One seeded run of ``policy`` on ``workload``.
 
@@ -190,25 +217,7 @@ class Simulator:
         self.initial_slots = int(slots)
         if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
             raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
-        if horizon is None and num_arrivals is None:
-            num_arrivals = 100_000
-        if horizon is not None and num_arrivals is not None:
-            raise ValueError("give at most one of num_arrivals and horizon")
-        if num_arrivals is not None:
-            if isinstance(num_arrivals, bool) or int(num_arrivals) != num_arrivals or num_arrivals < 2:
-                raise ValueError(f"num_arrivals: expected an integer >= 2, got {num_arrivals!r}")
-            num_arrivals = int(num_arrivals)
-            if warmup is None:
-                warmup = num_arrivals // 10
-            if isinstance(warmup, bool) or int(warmup) != warmup or not 0 <= warmup < num_arrivals - 1:
-                raise ValueError(f"warmup: expected an integer in [0, {num_arrivals - 1}), got {warmup!r}")
-            warmup = int(warmup)
-        else:
-            assert horizon is not None
-            if not math.isfinite(horizon) or horizon <= 0:
-                raise ValueError(f"horizon: expected a positive finite time, got {horizon!r}")
-            if not math.isfinite(warmup_time) or not 0 <= warmup_time < horizon:
-                raise ValueError(f"warmup_time: expected a time in [0, horizon), got {warmup_time!r}")
+        num_arrivals, warmup = _run_length(num_arrivals, warmup, horizon, warmup_time)
         if int(num_batches) < 2:
             raise ValueError(f"num_batches: expected an integer >= 2, got {num_batches!r}")
         # What the run reads of its workload beyond the protocol (its arrival stream, classes, rates and

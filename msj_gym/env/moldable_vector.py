@@ -156,17 +156,11 @@ class MSJMoldableVectorEnv(NativeVectorEnv):
         self._last_blocked[restart] = 0
         return rewards
 
-    def _step_infos(self, idx: np.ndarray | None) -> dict[str, Any]:
-        n = self.num_envs
-        if idx is None:
-            present = np.ones(n, dtype=np.bool_)
-        else:
-            present = np.zeros(n, dtype=np.bool_)
-            present[idx] = True
+    def _env_infos(self) -> dict[str, np.ndarray]:
         b = self._b
         pos = np.minimum(b.iv[:, I_POS], b.ac.shape[1] - 1)  # past the chunk only once over
         job_class = np.where(self._over, -1, b.ac[self._all, pos])
-        infos = {
+        return {
             "time": b.fv[:, F_NOW].copy(),
             "action_mask": self._mask.copy(),
             "idle": b.iv[:, I_IDLE].copy(),
@@ -176,27 +170,15 @@ class MSJMoldableVectorEnv(NativeVectorEnv):
             "invalid_actions": self._invalid.copy(),
             "invalid_action": self._out[:, O_INVALID] > 0,
         }
-        for key in list(infos):
-            if idx is not None:
-                infos[key][~present] = 0  # as SyncVectorEnv: only the reset envs' infos
-            infos["_" + key] = present  # one mask shared by the keys
-        return infos
 
-    def _final_infos(self, ended: np.ndarray) -> dict[str, Any]:
+    def _ended_infos(self, ended: np.ndarray, present: np.ndarray) -> dict[str, np.ndarray]:
         n = self.num_envs
-        present = np.zeros(n, dtype=np.bool_)
-        present[ended] = True
         blocking = np.zeros(n)
         execution = np.zeros(n)
         for i in ended.tolist():
             pb, et = overall_estimates(self._views[i])
             blocking[i], execution[i] = pb.mean, et.mean
-        return {
-            "blocking": blocking,
-            "_blocking": present,
-            "mean_execution_time": execution,
-            "_mean_execution_time": present.copy(),
-        }
+        return {"blocking": blocking, "mean_execution_time": execution}
 
     # --------------------------------------------------------------------------------------------
     def result(self, i: int) -> MoldableResult:

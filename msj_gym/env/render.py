@@ -457,8 +457,6 @@ class MoldableFrameRenderer:
         time 0) as an HxWx3 uint8 array; ``deciding``: its pending arrival awaits the agent."""
         from PIL import ImageDraw
 
-        from ..moldable.loss import I_NRUN
-
         if episode != self.episode:
             self.lanes.clear()
             self._ids.clear()
@@ -466,35 +464,48 @@ class MoldableFrameRenderer:
             self.episode = episode
         img = self._background().copy()
         d = ImageDraw.Draw(img)
-        f13, f11 = _font(13), _font(11)
-        nc = len(self.names)
-        if core is None:
-            now, idle, blocked, accepted = 0.0, self.k, 0, 0
-            jobs: list[tuple[float, int, int]] = []
-            q = np.zeros((nc, max(self.dmax) + 1), dtype=np.int64)
-            busy = np.zeros(nc, dtype=np.int64)
-        else:
-            st = core.state
-            now, idle = core.now, core.idle
-            blocked, accepted, _ = core.counters()
-            nrun = int(st.iv[I_NRUN])
-            jobs = sorted(
-                zip(
-                    st.heap_t[:nrun].tolist(),
-                    st.heap_c[:nrun].tolist(),
-                    st.heap_k[:nrun].tolist(),
-                    strict=True,
-                )
-            )
-            q, busy = st.q, st.busy
+        now, idle, blocked, accepted, jobs, q, busy = self._state_of(core)
         d.text(
             (8, 8),
             f"t = {now:.3f}     idle servers: {idle}/{self.k}     admitted: {accepted}     "
             f"lost or rejected: {blocked}",
             fill=_INK,
-            font=f13,
+            font=_font(13),
         )
-        # running jobs: numbered by completion time, new ones placed in completion order
+        self._draw_running(d, jobs)
+        self._draw_arrival(img, d, core if deciding else None, core is not None, idle)
+        self._draw_counts(d, blocked, accepted)
+        self._draw_legend(d, q, busy)
+        return np.asarray(img, dtype=np.uint8)
+
+    def _state_of(
+        self, core: Any | None
+    ) -> tuple[float, int, int, int, list[tuple[float, int, int]], np.ndarray, np.ndarray]:
+        """What a frame shows of ``core``: the time, idle servers, jobs lost or rejected and admitted,
+        the running jobs (completion time, class, servers) in completion order, and the per-class
+        counts of running jobs by servers held and of busy servers."""
+        from ..moldable.loss import I_NRUN
+
+        if core is None:
+            nc = len(self.names)
+            q = np.zeros((nc, max(self.dmax) + 1), dtype=np.int64)
+            return 0.0, self.k, 0, 0, [], q, np.zeros(nc, dtype=np.int64)
+        st = core.state
+        blocked, accepted, _ = core.counters()
+        nrun = int(st.iv[I_NRUN])
+        jobs = sorted(
+            zip(
+                st.heap_t[:nrun].tolist(),
+                st.heap_c[:nrun].tolist(),
+                st.heap_k[:nrun].tolist(),
+                strict=True,
+            )
+        )
+        return core.now, core.idle, blocked, accepted, jobs, st.q, st.busy
+
+    def _draw_running(self, d: Any, jobs: list[tuple[float, int, int]]) -> None:
+        """The running jobs on their lanes: numbered by completion time, new ones placed in
+        completion order."""
         ids = {t: self._number(t) for t, _, _ in jobs}
         self._ids = ids  # forget the jobs that left
         where = self.lanes.update([(ids[t], k) for t, _, k in jobs])
@@ -505,13 +516,16 @@ class MoldableFrameRenderer:
                 bot = y0 + (run[-1] + 1) * lane_h - (1 if lane_h >= 4 else 0)
                 # the class is in the colour; named too when there are several
                 label = f"{k} server{'s' if k > 1 else ''}" + (
-                    f"  {self.names[c]}" if i == 0 and nc > 1 else ""
+                    f"  {self.names[c]}" if i == 0 and len(self.names) > 1 else ""
                 )
                 draw_bar(d, x0, x1, top, bot, class_color(c), 1.0, label)
-        # the arriving job
-        px, py = self.PANEL_X0, y0 + 16
-        if core is not None and deciding:
-            c = core.pending_class
+
+    def _draw_arrival(self, img: Any, d: Any, deciding: Any | None, started: bool, idle: int) -> None:
+        """The arriving job of ``deciding`` (the core whose pending arrival awaits the agent; None: no
+        decision pending, ``started`` telling an episode over from one not reset)."""
+        px, py = self.PANEL_X0, float(self.HEADER) + 16
+        if deciding is not None:
+            c = deciding.pending_class
             top = min(self.dmax[c], idle)
             img.paste(number_block(class_color(c), str(top), self.BLOCK, 16), (px, int(py)))
             lines = [
@@ -520,11 +534,13 @@ class MoldableFrameRenderer:
                 "or be rejected (action 0)",
             ]
         else:
-            lines = ["no decision pending", "(episode over)" if core is not None else "(before reset)"]
+            lines = ["no decision pending", "(episode over)" if started else "(before reset)"]
         for i, line in enumerate(lines):
-            d.text((px + self.BLOCK + 10, py + 6 + 14 * i), line, fill=_INK, font=f11, anchor="lm")
-        # counts
-        cy = py + self.BLOCK + 24
+            d.text((px + self.BLOCK + 10, py + 6 + 14 * i), line, fill=_INK, font=_font(11), anchor="lm")
+
+    def _draw_counts(self, d: Any, blocked: int, accepted: int) -> None:
+        """The decided arrivals, admitted and lost or rejected, below the arriving job."""
+        px, cy = self.PANEL_X0, float(self.HEADER) + 16 + self.BLOCK + 24
         arrivals = blocked + accepted
         for i, line in enumerate(
             [
@@ -533,8 +549,10 @@ class MoldableFrameRenderer:
                 f"lost or rejected: {blocked}" + (f"  ({blocked / arrivals:.1%})" if arrivals else ""),
             ]
         ):
-            d.text((px, cy + 16 * i), line, fill=_INK, font=f11)
-        # legend: per class, its running jobs by the number of servers they hold
+            d.text((px, cy + 16 * i), line, fill=_INK, font=_font(11))
+
+    def _draw_legend(self, d: Any, q: np.ndarray, busy: np.ndarray) -> None:
+        """Per class, its running jobs by the number of servers they hold."""
         for c, name in enumerate(self.names):
             ly = self.legend_y + 20 * c
             per = ", ".join(f"{int(q[c, i])}x{i}" for i in range(1, self.dmax[c] + 1) if q[c, i])
@@ -544,10 +562,9 @@ class MoldableFrameRenderer:
                 f"{name} (max {self.dmax[c]} servers): {nrun} running on {int(busy[c])} servers"
                 + (f"  (jobs x servers: {per})" if per else ""),
                 fill=_INK,
-                font=f11,
+                font=_font(11),
                 anchor="lm",
             )
-        return np.asarray(img, dtype=np.uint8)
 
     def _number(self, t: float) -> int:
         """The job number of the job completing at ``t`` (a new one if first seen)."""

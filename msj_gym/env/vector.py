@@ -90,8 +90,9 @@ class NativeVectorEnv(VectorEnv):
     of a step over threads. A subclass holds the batched state and its compiled step and implements
     the hooks: ``_start_envs`` (fresh episodes), ``_step_envs`` (one compiled step of some
     environments), ``_run`` (a step, serving what the simulators ask of Python), ``_rewards``,
-    ``_step_infos`` and ``_final_infos``; it keeps per-environment ``_obs``, ``_mask`` and ``_out``
-    arrays (``_out[:, _o_invalid]``: the step's action was masked)."""
+    ``_env_infos`` and ``_ended_infos`` (the infos' values; the base adds their masks); it keeps
+    per-environment ``_obs``, ``_mask`` and ``_out`` arrays (``_out[:, _o_invalid]``: the step's
+    action was masked)."""
 
     # gymnasium's VectorEnv declares metadata an instance attribute (set per instance, as wrappers do)
     metadata: dict[str, Any] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}  # noqa: RUF012
@@ -185,13 +186,41 @@ class NativeVectorEnv(VectorEnv):
         """The step's rewards (0 for the environments ``restart`` that this step reset)."""
         raise NotImplementedError
 
+    def _env_infos(self) -> dict[str, np.ndarray]:
+        """Every environment's step infos, by key (one row per environment)."""
+        raise NotImplementedError
+
     def _step_infos(self, idx: np.ndarray | None) -> dict[str, Any]:
-        """The infos of every environment (``idx``: of those only, as after a masked reset)."""
+        """The infos of every environment (``idx``: of those only, as after a masked reset), each key
+        with its ``_key`` mask."""
+        n = self.num_envs
+        if idx is None:
+            present = np.ones(n, dtype=np.bool_)
+        else:
+            present = np.zeros(n, dtype=np.bool_)
+            present[idx] = True
+        infos: dict[str, Any] = self._env_infos()
+        for key in list(infos):
+            if idx is not None:
+                infos[key][~present] = 0  # as SyncVectorEnv: only the reset envs' infos
+            infos["_" + key] = present  # one mask shared by the keys
+        return infos
+
+    def _ended_infos(self, ended: np.ndarray, present: np.ndarray) -> dict[str, np.ndarray]:
+        """The values the single env adds at an episode's end, by key, for the environments ``ended``
+        (``present``: their mask)."""
         raise NotImplementedError
 
     def _final_infos(self, ended: np.ndarray) -> dict[str, Any]:
-        """The infos the single env adds at an episode's end, for the environments ``ended``."""
-        raise NotImplementedError
+        """The infos the single env adds at an episode's end, for the environments ``ended``, each key
+        with its ``_key`` mask."""
+        present = np.zeros(self.num_envs, dtype=np.bool_)
+        present[ended] = True
+        infos: dict[str, Any] = {}
+        for i, (key, value) in enumerate(self._ended_infos(ended, present).items()):
+            infos[key] = value
+            infos["_" + key] = present if i == 0 else present.copy()
+        return infos
 
     # --------------------------------------------------------------------------------------------
     def _step_batch(self, idx: np.ndarray, actions: np.ndarray) -> None:
@@ -773,15 +802,9 @@ class MSJVectorEnv(NativeVectorEnv):
             rewards[restart] = 0.0
         return rewards
 
-    def _step_infos(self, idx: np.ndarray | None) -> dict[str, Any]:
-        n = self.num_envs
-        if idx is None:
-            present = np.ones(n, dtype=np.bool_)
-        else:
-            present = np.zeros(n, dtype=np.bool_)
-            present[idx] = True
+    def _env_infos(self) -> dict[str, np.ndarray]:
         b = self._b
-        infos = {
+        return {
             "time": b.fv[:, S.F_NOW].copy(),
             "elapsed_time": self._out[:, O_ELAPSED].copy(),
             "action_mask": self._mask.copy(),
@@ -790,16 +813,9 @@ class MSJVectorEnv(NativeVectorEnv):
             "invalid_action": self._out[:, O_INVALID] > 0,
             "invalid_actions": self._invalid.copy(),
         }
-        for key in list(infos):
-            if idx is not None:
-                infos[key][~present] = 0  # as SyncVectorEnv: only the reset envs' infos
-            infos["_" + key] = present  # one mask shared by the keys
-        return infos
 
-    def _final_infos(self, ended: np.ndarray) -> dict[str, Any]:
+    def _ended_infos(self, ended: np.ndarray, present: np.ndarray) -> dict[str, np.ndarray]:
         n = self.num_envs
-        present = np.zeros(n, dtype=np.bool_)
-        present[ended] = True
         mrt = np.zeros(n)
         stable = np.zeros(n, dtype=np.bool_)
         measured = np.zeros(n, dtype=np.int64)
@@ -807,13 +823,9 @@ class MSJVectorEnv(NativeVectorEnv):
             mrt[i], stable[i], measured[i] = self._summary(i)
         return {
             "stalled": self._stalled & present,
-            "_stalled": present,
             "mean_response_time": mrt,
-            "_mean_response_time": present.copy(),
             "stable": stable,
-            "_stable": present.copy(),
             "measured_jobs": measured,
-            "_measured_jobs": present.copy(),
         }
 
     def _summary(self, i: int) -> tuple[float, bool, int]:

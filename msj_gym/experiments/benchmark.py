@@ -891,74 +891,11 @@ def score(
             rows += mine
             rows += _unfit_rows(config, scenario, rho, unfit)
             continue
-        metric = config.metric_at(scenario)
-        # lower is better but for the utilisation: rank by sign * value
-        sign = -1.0 if METRICS[metric].higher_better else 1.0
-        sequences = scenario in SEQUENCE_POINTS
-        at = runs[(scenario, rho)]
-        kind_of = kinds[(scenario, rho)]
-        value = {e: {s: metric_of(r, metric) for s, r in by.items()} for e, by in at.items()}
-        mean_v = {e: float(np.mean(list(v.values()))) for e, v in value.items()}
-        if sequences:  # a sequence is scheduled to its last job: no steady state to reach or miss
-            at = {e: {s: {**r, "stable": True} for s, r in by.items()} for e, by in at.items()}
-        stable = {e: all(r["stable"] for r in by.values()) for e, by in at.items()}
-        heuristics = [e for e in at if _heuristic(kind_of[e]) and stable[e] and math.isfinite(mean_v[e])]
-        if not heuristics:
-            raise ValueError(
-                f"benchmark point {scenario}@{rho:g}: no heuristic is stable on every seed"
-                + ("" if metric == DEFAULT_METRIC else f" with a value of {metric}")
-            )
-        best = min(heuristics, key=lambda e: sign * mean_v[e])
-        if "fcfs" in heuristics:
-            low_ref = "fcfs"
-        else:
-            low_ref = max(heuristics, key=lambda e: sign * mean_v[e])
-        # the exact optimum is of the mean response time: never the 100 of another metric
-        exact = optima.get((scenario, rho)) if metric == DEFAULT_METRIC else None
-        lows = dict(value[low_ref])
-        if sequences:
-            # a sequence's jobs are few, and which heuristic is best changes from one sequence to the
-            # next: its 100 is the best reference heuristic on that sequence (at or below FCFS's value)
-            high_ref = "best heuristic per sequence"
-            highs = {s: sign * min(sign * value[e][s] for e in heuristics) for s in config.seeds}
-        else:
-            high_ref = best if exact is None else "optimum (non-preemptive, exact)"
-            highs = {s: value[best][s] if exact is None else exact for s in config.seeds}
-        for s in config.seeds:
-            empty = sequences and lows[s] == highs[s]  # every heuristic alike on it (no queue formed)
-            if exact is not None and not sign * (lows[s] - highs[s]) > 0:
-                # a run too short to stay above the optimum, a long-run mean (--quick at a heavy load):
-                # that seed's 0 is the lower reference's mean over the seeds. Runs of the suite's
-                # length never get here, so their scores are as before.
-                lows[s] = mean_v[low_ref]
-            if not (sign * (lows[s] - highs[s]) > 0 or empty):
-                raise ValueError(
-                    f"benchmark point {scenario}@{rho:g}, seed {s}: the lower reference {low_ref} "
-                    f"({lows[s]:.4g}) is not worse than the upper one {high_ref} ({highs[s]:.4g}) by "
-                    f"{metric}; the scale is empty"
-                )
-        if sequences:
-            high = float(np.mean(list(highs.values())))
-        else:
-            high = mean_v[best] if exact is None else exact
-        scales.append(Scale(scenario, rho, mean_v[low_ref], low_ref, high, high_ref, best, metric))
-        for e, by in at.items():
-            scores = []
-            for s in config.seeds:
-                v = value[e][s]
-                if e == low_ref:  # exactly, whatever the rounding
-                    x = 0.0
-                elif e == best and exact is None and not sequences:
-                    x = 100.0
-                elif by[s]["stable"] and math.isfinite(v):
-                    x = _scaled(v, lows[s], highs[s], sign)
-                else:
-                    x = 0.0
-                scores.append(max(x, 0.0))
-            flag = "" if stable[e] else "unstable"
-            if not flag and not all(math.isfinite(v) for v in value[e].values()):
-                flag = "n/a"  # no value of the metric (an agent's percentiles: the env keeps no records)
-            rows.append(PointScore(scenario, rho, e, kind_of[e], mean_v[e], scores, flag))
+        scale, mine = _score_msj_point(
+            config, scenario, rho, runs[(scenario, rho)], kinds[(scenario, rho)], optima
+        )
+        scales.append(scale)
+        rows += mine
         rows += _unfit_rows(config, scenario, rho, unfit)
     # one section per model: an entrant runs on its own model's points only, so each model's points
     # are aggregated apart (the MSJ section is the score of v1, its numbers as before)
@@ -981,6 +918,86 @@ def score(
         "sections": sections,
         "unfit": unfit,
     }
+
+
+def _score_msj_point(
+    config: BenchmarkConfig,
+    scenario: str,
+    rho: float,
+    at: dict[str, dict[int, dict[str, Any]]],
+    kind_of: dict[str, str],
+    optima: dict[tuple[str, float], float],
+) -> tuple[Scale, list[PointScore]]:
+    """A queueing point's scale (0: FCFS or the worst stable heuristic, 100: the exact optimum or the
+    best heuristic, per sequence on a sequence point) and each entrant's per-seed scores on it."""
+    metric = config.metric_at(scenario)
+    # lower is better but for the utilisation: rank by sign * value
+    sign = -1.0 if METRICS[metric].higher_better else 1.0
+    sequences = scenario in SEQUENCE_POINTS
+    value = {e: {s: metric_of(r, metric) for s, r in by.items()} for e, by in at.items()}
+    mean_v = {e: float(np.mean(list(v.values()))) for e, v in value.items()}
+    if sequences:  # a sequence is scheduled to its last job: no steady state to reach or miss
+        at = {e: {s: {**r, "stable": True} for s, r in by.items()} for e, by in at.items()}
+    stable = {e: all(r["stable"] for r in by.values()) for e, by in at.items()}
+    heuristics = [e for e in at if _heuristic(kind_of[e]) and stable[e] and math.isfinite(mean_v[e])]
+    if not heuristics:
+        raise ValueError(
+            f"benchmark point {scenario}@{rho:g}: no heuristic is stable on every seed"
+            + ("" if metric == DEFAULT_METRIC else f" with a value of {metric}")
+        )
+    best = min(heuristics, key=lambda e: sign * mean_v[e])
+    if "fcfs" in heuristics:
+        low_ref = "fcfs"
+    else:
+        low_ref = max(heuristics, key=lambda e: sign * mean_v[e])
+    # the exact optimum is of the mean response time: never the 100 of another metric
+    exact = optima.get((scenario, rho)) if metric == DEFAULT_METRIC else None
+    lows = dict(value[low_ref])
+    if sequences:
+        # a sequence's jobs are few, and which heuristic is best changes from one sequence to the
+        # next: its 100 is the best reference heuristic on that sequence (at or below FCFS's value)
+        high_ref = "best heuristic per sequence"
+        highs = {s: sign * min(sign * value[e][s] for e in heuristics) for s in config.seeds}
+    else:
+        high_ref = best if exact is None else "optimum (non-preemptive, exact)"
+        highs = {s: value[best][s] if exact is None else exact for s in config.seeds}
+    for s in config.seeds:
+        empty = sequences and lows[s] == highs[s]  # every heuristic alike on it (no queue formed)
+        if exact is not None and not sign * (lows[s] - highs[s]) > 0:
+            # a run too short to stay above the optimum, a long-run mean (--quick at a heavy load):
+            # that seed's 0 is the lower reference's mean over the seeds. Runs of the suite's
+            # length never get here, so their scores are as before.
+            lows[s] = mean_v[low_ref]
+        if not (sign * (lows[s] - highs[s]) > 0 or empty):
+            raise ValueError(
+                f"benchmark point {scenario}@{rho:g}, seed {s}: the lower reference {low_ref} "
+                f"({lows[s]:.4g}) is not worse than the upper one {high_ref} ({highs[s]:.4g}) by "
+                f"{metric}; the scale is empty"
+            )
+    if sequences:
+        high = float(np.mean(list(highs.values())))
+    else:
+        high = mean_v[best] if exact is None else exact
+    scale = Scale(scenario, rho, mean_v[low_ref], low_ref, high, high_ref, best, metric)
+    rows: list[PointScore] = []
+    for e, by in at.items():
+        scores = []
+        for s in config.seeds:
+            v = value[e][s]
+            if e == low_ref:  # exactly, whatever the rounding
+                x = 0.0
+            elif e == best and exact is None and not sequences:
+                x = 100.0
+            elif by[s]["stable"] and math.isfinite(v):
+                x = _scaled(v, lows[s], highs[s], sign)
+            else:
+                x = 0.0
+            scores.append(max(x, 0.0))
+        flag = "" if stable[e] else "unstable"
+        if not flag and not all(math.isfinite(v) for v in value[e].values()):
+            flag = "n/a"  # no value of the metric (an agent's percentiles: the env keeps no records)
+        rows.append(PointScore(scenario, rho, e, kind_of[e], mean_v[e], scores, flag))
+    return scale, rows
 
 
 def _unfit_rows(

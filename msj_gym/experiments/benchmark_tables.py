@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..atomic import atomic_savefig, atomic_write_csv, atomic_write_text
+from .plotting import pyplot
 from .report import render_table
 from .runner import provenance
 
@@ -271,6 +272,17 @@ def output_names(out: Path, metric: str = DEFAULT_METRIC) -> list[Path]:
 def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
     config = report["config"]
     md, agg_csv, pts_csv, png = output_names(out, config.metric)
+    atomic_write_text(md, _intro(config) + format_benchmark(report, markdown=True))
+    _write_aggregates(agg_csv, report)
+    _write_points(pts_csv, report)
+    files = [md, agg_csv, pts_csv]
+    if _plot(report, png) is not None:
+        files.append(png)
+    return files
+
+
+def _intro(config: Any) -> str:
+    """The Markdown table's heading: the suite, seeds, arrivals, code and how intervals are made."""
     on = "" if config.by_default_metric else f" on {config.metric}"
     intro = (
         f"# msj_gym benchmark{on} (suite {config.suite})\n\n"
@@ -285,7 +297,12 @@ def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
             f"Scored on {config.metric}: 100 is the best size-oblivious heuristic by it at every point "
             "(the exact optimum is of the mean response time only).\n\n"
         )
-    atomic_write_text(md, intro + format_benchmark(report, markdown=True))
+    return intro
+
+
+def _write_aggregates(path: Path, report: dict[str, Any]) -> None:
+    """The aggregates' CSV: one row per entrant and section."""
+    config = report["config"]
     # a suite with a published split (v2) says of each row which part it is over, and one with points of
     # several models which model's section; v1's files are as they were
     split = bool(config.train_points)
@@ -296,7 +313,7 @@ def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
         for part, key in [("test", "aggregates")] + ([("train", "train_aggregates")] if split else [])
     ]
     atomic_write_csv(
-        agg_csv,
+        path,
         [
             "rank",
             "entrant",
@@ -332,6 +349,13 @@ def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
             for i, a in enumerate(aggregates, 1)
         ),
     )
+
+
+def _write_points(path: Path, report: dict[str, Any]) -> None:
+    """The per-point CSV: one row per entrant and point, with the point's scale."""
+    config = report["config"]
+    split = bool(config.train_points)
+    several = len(config.models) > 1
     scales = {(s.scenario, s.load): s for s in report["scales"]}
 
     def point_row(r: Any) -> list[Any]:
@@ -348,7 +372,7 @@ def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
     value = "value" if split else config.metric
     header = ["scenario", "load", "entrant", "kind", value, "score", "scores_per_seed", "flag"]
     atomic_write_csv(
-        pts_csv,
+        path,
         [
             *header,
             "low_ref",
@@ -360,20 +384,12 @@ def write_benchmark(out: Path, report: dict[str, Any]) -> list[Path]:
         ],
         map(point_row, report["points"]),
     )
-    files = [md, agg_csv, pts_csv]
-    if _plot(report, png) is not None:
-        files.append(png)
-    return files
 
 
 def _plot(report: dict[str, Any], path: Path) -> Path | None:
     """Performance profiles: per entrant, the fraction of runs (seeds x points) scoring at least tau."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     config = report["config"]
     assert config.points is not None

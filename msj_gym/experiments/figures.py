@@ -20,6 +20,7 @@ from typing import Any
 
 from ..atomic import atomic_path, atomic_savefig, atomic_write_csv
 from .moldable import MOLDABLE_FIGURES, make_moldable_figure
+from .plotting import pyplot
 from .runner import Point, aggregate, hold_folder, run_points, scenario_content
 
 __all__ = ["FIGURES", "SAMPLE_PATHS", "Figure", "all_figures", "make_figure", "sample_path"]
@@ -412,12 +413,8 @@ def sample_path(name: str, out: Path, arrivals: int | None = None) -> tuple[Path
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / f"{name}.csv"
     atomic_write_csv(csv_path, ["series", "time", "jobs_in_system"], rows)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return csv_path, None
     figure, ax = plt.subplots(figsize=(10, 4))
     for label in spec.series:
@@ -540,12 +537,8 @@ def _analysis_point(fig: Figure, x: float) -> Point:
 
 
 def _plot(fig: Figure, table: list[dict[str, Any]], path: Path) -> Path | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     n = len(fig.panels)
     cols = min(n, 2)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..atomic import atomic_savefig
+from .plotting import pyplot
 from .runner import provenance
 
 if TYPE_CHECKING:
@@ -40,6 +41,88 @@ def plot_family(entrant: str, kind: str) -> str:
     return "preemptive" if preemptive else "non-preemptive"
 
 
+def _plot_curve(
+    ax: Any, group: list[str], rows: list[Row], color: Any, marker: str, bands: bool
+) -> list[float]:
+    """One legend entry's curve (the entrants of ``group`` share it) on ``ax``: the stable points with
+    their 95 % band, a dotted step to the first unstable point and an x there; the values shown, which
+    set the axis."""
+    shown_y: list[float] = []
+    pts = sorted((r for r in rows if r.entrant == group[0]), key=lambda r: r.x)
+    bad = next((n for n, r in enumerate(pts) if not r.stable), None)
+    ok = pts if bad is None else pts[:bad]
+    name = " = ".join(group)
+    if bad is None:
+        status = f"stable at every load tested (to {pts[-1].x:g})" if pts else ""
+    else:
+        status = f"unstable from load {pts[bad].x:g}" + (" (every load)" if bad == 0 else "")
+    label = f"{name}\n    {status}"
+    xs = [r.x for r in ok]
+    ys = [r.value for r in ok]
+    shown_y += [y for y in ys if math.isfinite(y) and y > 0]
+    if bad is not None and math.isfinite(pts[bad].value):
+        shown_y.append(pts[bad].value)
+    ax.plot(xs, ys, marker=marker, ms=5, color=color, lw=1.4, label=label)
+    ci = [r.value_ci95 if math.isfinite(r.value_ci95) else 0.0 for r in ok]
+    if ok and bands:
+        ax.fill_between(
+            xs,
+            [max(y - c, 1e-9) for y, c in zip(ys, ci, strict=True)],
+            [y + c for y, c in zip(ys, ci, strict=True)],
+            color=color,
+            alpha=0.12,
+        )
+    if bad is not None:
+        r = pts[bad]
+        if ok:  # a dotted step to the first unstable point
+            ax.plot([ok[-1].x, r.x], [ok[-1].value, r.value], ls=":", color=color, lw=1.2)
+        ax.plot([r.x], [r.value], marker="x", ms=11, mew=2.5, color=color, ls="none")
+    return shown_y
+
+
+def _legend_panel(lax: Any, ax: Any, shared: bool) -> None:
+    """``ax``'s legend on an axis of its own below it; ``shared``: some entry names identical curves."""
+    handles, labels = ax.get_legend_handles_labels()
+    lax.axis("off")
+    lax.legend(
+        handles,
+        labels,
+        fontsize=8,
+        loc="upper left",
+        ncol=1,
+        frameon=False,
+        borderaxespad=0,
+        title="a = b: identical curves (equal at every load)" if shared else None,
+        title_fontsize=7.5,
+    )
+
+
+def _per_class_bars(ax: Any, rows: list[Row], loads: list[float]) -> None:
+    """Per-class mean response times, best entrant first, at the highest load where most entrants
+    are stable."""
+    counts = {x: sum(r.stable for r in rows if r.x == x) for x in loads}
+    at = max((x for x in loads if counts[x] >= max(counts.values()) / 2), default=loads[-1])
+    shown = [r for r in sorted((r for r in rows if r.x == at), key=lambda r: r.rank)]
+    classes = list(shown[0].classes("T.")) if shown else []
+    width = 0.8 / max(len(classes), 1)
+    for j, cname in enumerate(classes):
+        ax.bar(
+            [i + j * width for i in range(len(shown))],
+            [r.classes("T.").get(cname, math.nan) for r in shown],
+            width=width,
+            label=cname,
+        )
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(shown))])
+    ax.set_xticklabels(
+        [r.entrant + ("" if r.stable else " (unstable)") for r in shown], rotation=35, ha="right", fontsize=8
+    )
+    ax.set_yscale("log")
+    ax.set_ylabel("mean response time")
+    ax.set_title(f"per class at load {at:g}, best first", fontsize=10)
+    ax.legend(fontsize=8, title="class", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    ax.grid(True, axis="y", alpha=0.3)
+
+
 def _curve_groups(rows: list[Row], entrants: list[str]) -> list[list[str]]:
     """Entrants grouped by identical curves (the same mean response time at every load), best first."""
     groups: dict[tuple, list[str]] = {}
@@ -56,7 +139,7 @@ def plot_scenario(scenario: str, report: dict[str, Any], path: Path, metric_labe
     load per family of entrants (shared log axis; entrants with identical curves share one legend
     entry, "a = b"; a curve stops with an x at its first unstable load), then per-class response times
     at the highest load where most entrants are stable. None without matplotlib."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return None
     rows = [r for r in report["rows"] if r.scenario == scenario]
@@ -96,44 +179,9 @@ def plot_scenario(scenario: str, report: dict[str, Any], path: Path, metric_labe
         colors = plt.get_cmap("tab10")
         notes = []
         for i, group in enumerate(groups[family]):
-            pts = sorted((r for r in rows if r.entrant == group[0]), key=lambda r: r.x)
-            bad = next((n for n, r in enumerate(pts) if not r.stable), None)
-            ok = pts if bad is None else pts[:bad]
-            color, marker = colors(i % 10), _MARKERS[i % len(_MARKERS)]
-            name = " = ".join(group)
-            if bad is None:
-                status = f"stable at every load tested (to {pts[-1].x:g})" if pts else ""
-            else:
-                status = f"unstable from load {pts[bad].x:g}" + (" (every load)" if bad == 0 else "")
-            label = f"{name}\n    {status}"
             if len(group) > 1:
                 notes.append(group)
-            xs = [r.x for r in ok]
-            ys = [r.value for r in ok]
-            shown_y += [y for y in ys if math.isfinite(y) and y > 0]
-            if bad is not None and math.isfinite(pts[bad].value):
-                shown_y.append(pts[bad].value)
-            ax.plot(xs, ys, marker=marker, ms=5, color=color, lw=1.4, label=label)
-            ci = [r.value_ci95 if math.isfinite(r.value_ci95) else 0.0 for r in ok]
-            if ok and bands:
-                ax.fill_between(
-                    xs,
-                    [max(y - c, 1e-9) for y, c in zip(ys, ci, strict=True)],
-                    [y + c for y, c in zip(ys, ci, strict=True)],
-                    color=color,
-                    alpha=0.12,
-                )
-            if bad is not None:
-                r = pts[bad]
-                if ok:  # a dotted step to the first unstable point
-                    ax.plot(
-                        [ok[-1].x, r.x],
-                        [ok[-1].value, r.value],
-                        ls=":",
-                        color=color,
-                        lw=1.2,
-                    )
-                ax.plot([r.x], [r.value], marker="x", ms=11, mew=2.5, color=color, ls="none")
+            shown_y += _plot_curve(ax, group, rows, colors(i % 10), _MARKERS[i % len(_MARKERS)], bands)
         ax.set_yscale("log")
         ax.set_xlabel("load")
         if j == 0:
@@ -142,46 +190,12 @@ def plot_scenario(scenario: str, report: dict[str, Any], path: Path, metric_labe
         ax.set_xticks(loads)
         ax.grid(True, alpha=0.3)
         ax.set_title(f"{family} ({len(by_family[family])})", fontsize=10)
-        handles, labels = ax.get_legend_handles_labels()
-        lax = fig.add_subplot(grid[1, j])
-        lax.axis("off")
-        lax.legend(
-            handles,
-            labels,
-            fontsize=8,
-            loc="upper left",
-            ncol=1,
-            frameon=False,
-            borderaxespad=0,
-            title="a = b: identical curves (equal at every load)" if notes else None,
-            title_fontsize=7.5,
-        )
+        _legend_panel(fig.add_subplot(grid[1, j]), ax, bool(notes))
     # the means set the axis; 95 % bands over few seeds may reach far beyond
     if shown_y and first is not None:
         first.set_ylim(min(shown_y) / 1.6, max(shown_y) * 1.6)
     # per-class bars at the highest load where most entrants are stable
-    ax = fig.add_subplot(grid[2, :])
-    counts = {x: sum(r.stable for r in rows if r.x == x) for x in loads}
-    at = max((x for x in loads if counts[x] >= max(counts.values()) / 2), default=loads[-1])
-    shown = [r for r in sorted((r for r in rows if r.x == at), key=lambda r: r.rank)]
-    classes = list(shown[0].classes("T.")) if shown else []
-    width = 0.8 / max(len(classes), 1)
-    for j, cname in enumerate(classes):
-        ax.bar(
-            [i + j * width for i in range(len(shown))],
-            [r.classes("T.").get(cname, math.nan) for r in shown],
-            width=width,
-            label=cname,
-        )
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(shown))])
-    ax.set_xticklabels(
-        [r.entrant + ("" if r.stable else " (unstable)") for r in shown], rotation=35, ha="right", fontsize=8
-    )
-    ax.set_yscale("log")
-    ax.set_ylabel("mean response time")
-    ax.set_title(f"per class at load {at:g}, best first", fontsize=10)
-    ax.legend(fontsize=8, title="class", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    ax.grid(True, axis="y", alpha=0.3)
+    _per_class_bars(fig.add_subplot(grid[2, :]), rows, loads)
     fig.suptitle(
         f"{scenario}: {len(config.seeds)} seeds x {config.arrivals_for(scenario)} arrivals per point; "
         f"code {provenance()['git_revision'][:12]}\n"
@@ -190,18 +204,6 @@ def plot_scenario(scenario: str, report: dict[str, Any], path: Path, metric_labe
         fontsize=11,
     )
     return atomic_savefig(fig, path, dpi=100)
-
-
-def _pyplot() -> Any:
-    """``matplotlib.pyplot`` on the Agg backend, or None without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
 
 
 def plot_sweep(
@@ -216,7 +218,7 @@ def plot_sweep(
     with ``log_x``, else the load with a log y axis): each entrant's mean with its 95 % band (3 seeds or
     more; entrants with identical results share a curve, "a = b"), the reference rows (rank 0) as dashed
     black lines. None without matplotlib."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return None
     config = report["config"]

@@ -23,6 +23,7 @@ from ..metrics.stats import replication_ci
 from ..moldable.loss import MoldableResult
 from ..moldable.model import MoldableSystem
 from ..moldable.systems import REGIMES, SPEED_UPS
+from .plotting import pyplot
 from .runner import Point, run_points
 
 __all__ = ["MOLDABLE_FIGURES", "PAPER_TABLE1", "MoldableFigure", "limits", "make_moldable_figure"]
@@ -258,19 +259,8 @@ def make_moldable_figure(
     return csv_path, plot(fig, table, out / f"{name}.png")
 
 
-def _pyplot() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
 def _plot_vs_n(fig: MoldableFigure, table: list[dict[str, Any]], path: Path) -> Path | None:
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return None
     figure, axes = plt.subplots(2, len(fig.regimes), figsize=(5 * len(fig.regimes), 8), squeeze=False)
@@ -322,7 +312,7 @@ def _plot_vs_n(fig: MoldableFigure, table: list[dict[str, Any]], path: Path) -> 
 
 
 def _plot_table(fig: MoldableFigure, table: list[dict[str, Any]], path: Path) -> Path | None:
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return None
     rows = [(s, r) for s in fig.speed_ups for r in fig.regimes]

@@ -770,22 +770,8 @@ def run_points(
     content_of = content or (scenario_content if run is None else _point_content)
     with hold_folder(results.parent) as writable:
         done = _read_results(results, writable)
-        keys: dict[str, tuple[str, str, str]] = {}  # point key -> (full key, content, code)
-        for p in points:
-            pk = p.key()
-            if pk not in keys:
-                # the plan's key of the entrant holds for the simulator's own runs, not another run's
-                v = p.code if p.code is not None and run is None else code_version(p, run)
-                c = content_of(p)
-                keys[pk] = (json.dumps({**json.loads(pk), "content": c, "code": v}, sort_keys=True), c, v)
-        todo = []
-        seen: set[str] = set()
-        for p in points:
-            pk = p.key()
-            full = keys[pk][0]
-            if full not in done and full not in seen:
-                seen.add(full)
-                todo.append(p)
+        keys = _full_keys(points, run, content_of)
+        todo = _missing(points, keys, done)
         if todo:
             _refuse_stale(results, done, todo, keys)
         if todo and not writable:
@@ -820,6 +806,36 @@ def run_points(
         row["series"], row["x"] = p.series, p.x
         out.append(row)
     return out
+
+
+def _full_keys(
+    points: Sequence[Point], run: Run | None, content_of: Callable[[Point], str]
+) -> dict[str, tuple[str, str, str]]:
+    """Each point's key -> (its full key, its content hash, its code hash): a row is reused only for
+    the same point made from the same content and code."""
+    keys: dict[str, tuple[str, str, str]] = {}
+    for p in points:
+        pk = p.key()
+        if pk not in keys:
+            # the plan's key of the entrant holds for the simulator's own runs, not another run's
+            v = p.code if p.code is not None and run is None else code_version(p, run)
+            c = content_of(p)
+            keys[pk] = (json.dumps({**json.loads(pk), "content": c, "code": v}, sort_keys=True), c, v)
+    return keys
+
+
+def _missing(
+    points: Sequence[Point], keys: dict[str, tuple[str, str, str]], done: dict[str, Any]
+) -> list[Point]:
+    """The points whose runs are not in ``done``, each once, in order."""
+    todo = []
+    seen: set[str] = set()
+    for p in points:
+        full = keys[p.key()][0]
+        if full not in done and full not in seen:
+            seen.add(full)
+            todo.append(p)
+    return todo
 
 
 def _row_point_key(row: dict[str, Any]) -> str:

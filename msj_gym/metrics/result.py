@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .stats import batch_ratio, exact_dot, jain_index, quantiles_sectioning, student_t_quantile
+from .stats import Estimate, batch_ratio, exact_dot, jain_index, quantiles_sectioning, student_t_quantile
 
 __all__ = [
     "PERCENTILES",
@@ -265,36 +265,12 @@ def summarise(
     (``response_batches``); without them (None) the percentiles are NaN and ``percentile_note`` says
     why. ``unfinished``: how many of the jobs counted had not left when the run stopped (their times
     are lower bounds, so are the means, and the run is unstable)."""
-    count_b = acc_count.sum(axis=1)
-    overall = batch_ratio(acc_resp.sum(axis=1), count_b)
-    wait_est = batch_ratio(acc_wait.sum(axis=1), count_b)
-    bsld_est = batch_ratio(acc_bsld.sum(axis=1), count_b)
-    n = int(count_b.sum())
-    per_class: dict[str, ClassResult] = {}
-    nclass = len(class_names)
-    means = np.full(nclass, np.nan)
-    wait_means = np.full(nclass, np.nan)
-    for i, name in enumerate(class_names):
-        est = batch_ratio(acc_resp[:, i], acc_count[:, i])
-        cnt = int(acc_count[:, i].sum())
-        means[i] = est.mean
-        wait_means[i] = acc_wait[:, i].sum() / cnt if cnt else float("nan")
-        per_class[name] = ClassResult(
-            name=name,
-            server_need=int(class_needs[i]),
-            count=cnt,
-            mean_response_time=est.mean,
-            ci95_half_width=est.ci95_half_width,
-            mean_waiting_time=float(wait_means[i]),
-            p_wait=float(acc_waited[:, i].sum() / cnt) if cnt else float("nan"),
-            load_weight=float(load_weights[i]),
-            mean_bounded_slowdown=float(acc_bsld[:, i].sum() / cnt) if cnt else float("nan"),
-        )
+    overall, wait_est, bsld_est, n = _overall(acc_resp, acc_wait, acc_bsld, acc_count)
+    per_class, means, wait_means = _per_class(
+        acc_resp, acc_wait, acc_count, acc_waited, acc_bsld, class_names, class_needs, load_weights
+    )
     weighted, weighted_hw = _weighted(acc_resp, acc_count, np.asarray(load_weights, dtype=np.float64))
-    stable, note = assess_stability(offered_load, capped, checkpoints, n, overflow)
-    if unfinished:
-        stable = False
-        note = (note + "; " if note else "") + unfinished_note(unfinished, n)
+    stable, note = _stability(offered_load, capped, checkpoints, n, overflow, unfinished)
     quantiles, method = _percentiles(response_times, response_batches, percentile_note)
     return SimulationResult(
         mean_response_time=overall.mean,
@@ -331,6 +307,64 @@ def summarise(
         makespan=float(makespan),
         provenance=provenance,
     )
+
+
+def _overall(
+    acc_resp: np.ndarray, acc_wait: np.ndarray, acc_bsld: np.ndarray, acc_count: np.ndarray
+) -> tuple[Estimate, Estimate, Estimate, int]:
+    """The batch-means estimates over every class of the mean response time, waiting time and
+    bounded slowdown, and the number of jobs measured."""
+    count_b = acc_count.sum(axis=1)
+    overall = batch_ratio(acc_resp.sum(axis=1), count_b)
+    wait_est = batch_ratio(acc_wait.sum(axis=1), count_b)
+    bsld_est = batch_ratio(acc_bsld.sum(axis=1), count_b)
+    return overall, wait_est, bsld_est, int(count_b.sum())
+
+
+def _per_class(
+    acc_resp: np.ndarray,
+    acc_wait: np.ndarray,
+    acc_count: np.ndarray,
+    acc_waited: np.ndarray,
+    acc_bsld: np.ndarray,
+    class_names: list[str],
+    class_needs: np.ndarray,
+    load_weights: np.ndarray,
+) -> tuple[dict[str, ClassResult], np.ndarray, np.ndarray]:
+    """Each class's figures from the per-(batch, class) accumulators, by name, and the classes' mean
+    response and waiting times (the fairness indices' inputs)."""
+    per_class: dict[str, ClassResult] = {}
+    nclass = len(class_names)
+    means = np.full(nclass, np.nan)
+    wait_means = np.full(nclass, np.nan)
+    for i, name in enumerate(class_names):
+        est = batch_ratio(acc_resp[:, i], acc_count[:, i])
+        cnt = int(acc_count[:, i].sum())
+        means[i] = est.mean
+        wait_means[i] = acc_wait[:, i].sum() / cnt if cnt else float("nan")
+        per_class[name] = ClassResult(
+            name=name,
+            server_need=int(class_needs[i]),
+            count=cnt,
+            mean_response_time=est.mean,
+            ci95_half_width=est.ci95_half_width,
+            mean_waiting_time=float(wait_means[i]),
+            p_wait=float(acc_waited[:, i].sum() / cnt) if cnt else float("nan"),
+            load_weight=float(load_weights[i]),
+            mean_bounded_slowdown=float(acc_bsld[:, i].sum() / cnt) if cnt else float("nan"),
+        )
+    return per_class, means, wait_means
+
+
+def _stability(
+    offered_load: float, capped: bool, checkpoints: np.ndarray, n: int, overflow: int | None, unfinished: int
+) -> tuple[bool, str]:
+    """Whether the run is stable and why not; a run that stopped with measured jobs inside is not."""
+    stable, note = assess_stability(offered_load, capped, checkpoints, n, overflow)
+    if unfinished:
+        stable = False
+        note = (note + "; " if note else "") + unfinished_note(unfinished, n)
+    return stable, note
 
 
 def _percentiles(

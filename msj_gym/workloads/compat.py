@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .distributions import Distribution, Exponential, HyperExponential, MixedErlang, distribution_from_dict
-from .workload import ArrivalChunk
+from .workload import ArrivalChunk, draw_arrivals
 
 __all__ = [
     "COMPAT_SCENARIOS",
@@ -263,12 +263,16 @@ class CompatArrivals:
 
     def next_chunk(self, n: int) -> CompatChunk:
         wl = self.workload
-        gaps = self._gen[self.ARRIVAL_STREAM].exponential(1.0 / wl.arrival_rate, n)
-        times = np.cumsum(np.concatenate(([self._time], gaps)))[1:]
+        times, cls = draw_arrivals(
+            self._gen[self.ARRIVAL_STREAM],
+            self._gen[self.CLASS_STREAM],
+            self._time,
+            wl.arrival_rate,
+            self._cdf,
+            n,
+        )
         if n:
             self._time = float(times[-1])
-        u = self._gen[self.CLASS_STREAM].random(n)
-        cls = np.minimum(np.searchsorted(self._cdf, u, side="right"), wl.num_classes - 1).astype(np.int64)
         service = np.empty(n, dtype=np.float64)
         servers = np.full((n, wl.max_degree), -1, dtype=np.int64)
         for i, c in enumerate(wl.classes):

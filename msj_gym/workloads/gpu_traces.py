@@ -63,7 +63,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import numpy as np
 
@@ -651,19 +651,7 @@ def gpu_trace_workload(
     ``first`` keeps the first N jobs by arrival. ``wide``: a job needing more than ``num_servers``
     GPUs is refused (``"refuse"``) or left out and counted (``"drop"``). ``workload.meta`` records the
     file, format, skipped rows by reason and the time scale."""
-    if sum(x is not None for x in (load, time_scale, arrival_rate)) > 1:
-        raise ValueError("give at most one of load, time_scale and arrival_rate")
-    for label, value in (("time_scale", time_scale), ("arrival_rate", arrival_rate)):
-        if value is not None:
-            _positive(label, value)
-    if load is not None:
-        check_load(load)
-    if wide not in WIDE:
-        raise ValueError(f"wide: expected one of {', '.join(WIDE)}, got {wide!r}")
-    if num_servers is not None:
-        check_integer("num_servers", num_servers, 1, MAX_SERVERS)
-    if first is not None:
-        _positive_int("first", first)
+    _check_replay_options(load, time_scale, arrival_rate, wide, num_servers, first)
     if isinstance(path, GPUTrace):
         if format is not None and format != path.format:
             raise ValueError(f"format: the trace given is {path.format!r}, not {format!r}")
@@ -672,21 +660,7 @@ def gpu_trace_workload(
         trace = path
     else:
         trace = read_gpu_trace(path, format, class_by=class_by)
-    order = np.argsort(trace.arrival_time, kind="stable")
-    if first is not None:
-        order = order[:first]
-    skipped = dict(trace.skipped)
-    if num_servers is not None and wide == "drop":
-        narrow = trace.server_need[order] <= num_servers
-        if not narrow.all():
-            skipped["wider than num_servers"] = int((~narrow).sum())
-            order = order[narrow]
-    if order.size < 2:
-        shown = ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none"
-        raise ValueError(
-            f"GPU trace {trace.path!r} ({trace.format}): fewer than 2 replayable jobs "
-            f"({order.size}; skipped {shown})"
-        )
+    order, skipped = _replayed_jobs(trace, first, num_servers, wide)
     need = trace.server_need[order]
     biggest = int(np.argmax(need))
     k = _default_num_servers(int(need.max())) if num_servers is None else int(num_servers)
@@ -726,16 +700,101 @@ def gpu_trace_workload(
     return out
 
 
-def philly_workload(
-    path: str | Path,
-    num_servers: int | None = None,
-    *,
-    load: float | None = None,
-    time_scale: float | None = None,
-    first: int | None = None,
-    class_by: str | None = None,
-    name: str | None = None,
-) -> TraceWorkload:
+def _check_replay_options(
+    load: float | None,
+    time_scale: float | None,
+    arrival_rate: float | None,
+    wide: str,
+    num_servers: int | None,
+    first: int | None,
+) -> None:
+    """:func:`gpu_trace_workload`'s options checked before the trace is read."""
+    if sum(x is not None for x in (load, time_scale, arrival_rate)) > 1:
+        raise ValueError("give at most one of load, time_scale and arrival_rate")
+    for label, value in (("time_scale", time_scale), ("arrival_rate", arrival_rate)):
+        if value is not None:
+            _positive(label, value)
+    if load is not None:
+        check_load(load)
+    if wide not in WIDE:
+        raise ValueError(f"wide: expected one of {', '.join(WIDE)}, got {wide!r}")
+    if num_servers is not None:
+        check_integer("num_servers", num_servers, 1, MAX_SERVERS)
+    if first is not None:
+        _positive_int("first", first)
+
+
+def _replayed_jobs(
+    trace: GPUTrace, first: int | None, num_servers: int | None, wide: str
+) -> tuple[np.ndarray, dict[str, int]]:
+    """The trace's rows a replay keeps, in order of arrival (the first ``first``, without those
+    wider than ``num_servers`` with ``wide="drop"``), and the rows skipped by reason."""
+    order = np.argsort(trace.arrival_time, kind="stable")
+    if first is not None:
+        order = order[:first]
+    skipped = dict(trace.skipped)
+    if num_servers is not None and wide == "drop":
+        narrow = trace.server_need[order] <= num_servers
+        if not narrow.all():
+            skipped["wider than num_servers"] = int((~narrow).sum())
+            order = order[narrow]
+    if order.size < 2:
+        shown = ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none"
+        raise ValueError(
+            f"GPU trace {trace.path!r} ({trace.format}): fewer than 2 replayable jobs "
+            f"({order.size}; skipped {shown})"
+        )
+    return order, skipped
+
+
+class FormatLoader(Protocol):
+    """A per-format loader: :func:`gpu_trace_workload` with the format fixed (and, for GFS, its
+    default ``class_by``)."""
+
+    def __call__(
+        self,
+        path: str | Path,
+        num_servers: int | None = None,
+        *,
+        load: float | None = None,
+        time_scale: float | None = None,
+        first: int | None = None,
+        class_by: str | None = None,
+        name: str | None = None,
+    ) -> TraceWorkload: ...
+
+
+def _format_loader(fmt: str, doc: str, default_class_by: str | None = None) -> FormatLoader:
+    """The loader of one format, named ``<fmt>_workload`` and documented by ``doc``."""
+
+    def loader(
+        path: str | Path,
+        num_servers: int | None = None,
+        *,
+        load: float | None = None,
+        time_scale: float | None = None,
+        first: int | None = None,
+        class_by: str | None = default_class_by,
+        name: str | None = None,
+    ) -> TraceWorkload:
+        return gpu_trace_workload(
+            path,
+            fmt,
+            num_servers,
+            load=load,
+            time_scale=time_scale,
+            first=first,
+            class_by=class_by,
+            name=name,
+        )
+
+    loader.__name__ = loader.__qualname__ = f"{fmt}_workload"
+    loader.__doc__ = doc
+    return loader
+
+
+philly_workload = _format_loader(
+    "philly",
     """Microsoft Philly (ATC '19), file ``cluster_job_log`` of https://github.com/msr-fiddle/philly-traces.
 
     Schema (that repository's README, "cluster_job_log"): a JSON list of jobs, each an object with
@@ -753,29 +812,11 @@ def philly_workload(
     release's utilization logs are in US Pacific time) and are read as UTC: a last attempt across the
     2017-11-05 fall-back hour is off by an hour, and one that appears to end before it starts is
     refused. Other arguments: :func:`gpu_trace_workload`.
-    """
-    return gpu_trace_workload(
-        path,
-        "philly",
-        num_servers,
-        load=load,
-        time_scale=time_scale,
-        first=first,
-        class_by=class_by,
-        name=name,
-    )
+    """,
+)
 
-
-def helios_workload(
-    path: str | Path,
-    num_servers: int | None = None,
-    *,
-    load: float | None = None,
-    time_scale: float | None = None,
-    first: int | None = None,
-    class_by: str | None = None,
-    name: str | None = None,
-) -> TraceWorkload:
+helios_workload = _format_loader(
+    "helios",
     """SenseTime Helios (SC '21), ``data/<cluster>/cluster_log.csv`` of
     https://github.com/S-Lab-System-Group/HeliosData (only Venus is public).
 
@@ -788,29 +829,11 @@ def helios_workload(
     is kept (a cancelled or failed job held its GPUs for its duration). CPU-only jobs (``gpu_num`` 0)
     are skipped. Required columns: ``vc, gpu_num, submit_time, duration``. ``class_by``: e.g. ``"vc"``.
     Other arguments: :func:`gpu_trace_workload`.
-    """
-    return gpu_trace_workload(
-        path,
-        "helios",
-        num_servers,
-        load=load,
-        time_scale=time_scale,
-        first=first,
-        class_by=class_by,
-        name=name,
-    )
+    """,
+)
 
-
-def acme_workload(
-    path: str | Path,
-    num_servers: int | None = None,
-    *,
-    load: float | None = None,
-    time_scale: float | None = None,
-    first: int | None = None,
-    class_by: str | None = None,
-    name: str | None = None,
-) -> TraceWorkload:
+acme_workload = _format_loader(
+    "acme",
     """Shanghai AI Lab Acme (NSDI '24), ``data/job_trace/trace_seren.csv`` and ``trace_kalos.csv`` of
     https://github.com/InternLM/AcmeTrace.
 
@@ -823,22 +846,11 @@ def acme_workload(
     Mapping: arrival = ``submit_time``, GPUs = ``gpu_num``, service time = ``duration``; every state
     is kept; CPU-only jobs are skipped. Required columns: ``type, gpu_num, submit_time, duration``.
     ``class_by``: e.g. ``"type"``. Other arguments: :func:`gpu_trace_workload`.
-    """
-    return gpu_trace_workload(
-        path, "acme", num_servers, load=load, time_scale=time_scale, first=first, class_by=class_by, name=name
-    )
+    """,
+)
 
-
-def pai_workload(
-    path: str | Path,
-    num_servers: int | None = None,
-    *,
-    load: float | None = None,
-    time_scale: float | None = None,
-    first: int | None = None,
-    class_by: str | None = None,
-    name: str | None = None,
-) -> TraceWorkload:
+pai_workload = _format_loader(
+    "pai",
     """Alibaba PAI 2020 (NSDI '22), ``pai_task_table.csv`` (from ``pai_task_table.tar.gz``) of
     https://github.com/alibaba/clusterdata/tree/master/cluster-trace-gpu-v2020.
 
@@ -855,22 +867,11 @@ def pai_workload(
     GPU holds all of it). Every ``status`` is kept; rows without GPUs (``plan_gpu`` empty or 0) or
     without both times (e.g. tasks still running or waiting) are skipped. ``class_by``: e.g.
     ``"gpu_type"``, ``"task_name"`` or ``"status"``. Other arguments: :func:`gpu_trace_workload`.
-    """
-    return gpu_trace_workload(
-        path, "pai", num_servers, load=load, time_scale=time_scale, first=first, class_by=class_by, name=name
-    )
+    """,
+)
 
-
-def openb_workload(
-    path: str | Path,
-    num_servers: int | None = None,
-    *,
-    load: float | None = None,
-    time_scale: float | None = None,
-    first: int | None = None,
-    class_by: str | None = None,
-    name: str | None = None,
-) -> TraceWorkload:
+openb_workload = _format_loader(
+    "openb",
     """Alibaba GPU 2023 (ATC '23, "Beware of Fragmentation"), ``csv/openb_pod_list_*.csv`` of
     https://github.com/alibaba/clusterdata/tree/master/cluster-trace-gpu-v2023.
 
@@ -886,29 +887,11 @@ def openb_workload(
     time is waiting, not service); CPU-only pods are skipped. Pods still ``Running`` at the end of the
     trace carry the trace's end as their deletion time and are kept as recorded. ``class_by``: e.g.
     ``"qos"``. Other arguments: :func:`gpu_trace_workload`.
-    """
-    return gpu_trace_workload(
-        path,
-        "openb",
-        num_servers,
-        load=load,
-        time_scale=time_scale,
-        first=first,
-        class_by=class_by,
-        name=name,
-    )
+    """,
+)
 
-
-def gfs_workload(
-    path: str | Path,
-    num_servers: int | None = None,
-    *,
-    load: float | None = None,
-    time_scale: float | None = None,
-    first: int | None = None,
-    class_by: str | None = "job_type",
-    name: str | None = None,
-) -> TraceWorkload:
+gfs_workload = _format_loader(
+    "gfs",
     """Alibaba GFS 2026 (ASPLOS '26, spot GPU jobs), ``job_info_df.csv`` of
     https://github.com/alibaba/clusterdata/tree/master/cluster-trace-v2026-spot-gpu.
 
@@ -923,10 +906,9 @@ def gfs_workload(
     so high-priority and spot jobs are separate classes (``"HP/need-8"``, ``"Spot/need-8"``);
     ``class_by=None`` groups by need only. Required columns: ``gpu_request, worker_num, submit_time,
     duration``. Other arguments: :func:`gpu_trace_workload`.
-    """
-    return gpu_trace_workload(
-        path, "gfs", num_servers, load=load, time_scale=time_scale, first=first, class_by=class_by, name=name
-    )
+    """,
+    default_class_by="job_type",
+)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -470,6 +470,33 @@ def swf_replay(
     ``num_servers`` servers (default: the header's k). ``first`` keeps the first N kept jobs.
     ``workload.meta["cleaning"]`` counts the jobs dropped (and the requested times filled) by rule."""
     log = log if isinstance(log, SWFLog) else read_swf(log)
+    k = _replay_servers(log, num_servers, need, cleaning, first)
+    keep, procs, run, counts = _clean(log, k, need, cleaning)
+    requested = log.column("requested_time")
+    filled = keep & (requested <= 0)
+    if filled.any():
+        counts["requested time from the run time"] = int(filled.sum())
+    requested = np.where(requested > 0, requested, run)
+    idx = np.flatnonzero(keep)
+    if first is not None:
+        idx = idx[:first]
+    _check_kept(log, idx, procs, k, counts)
+    out = TraceWorkload(
+        int(k),
+        log.column("submit_time")[idx],
+        procs[idx].astype(np.int64),
+        run[idx],
+        name=name or Path(log.path).name,
+        requested_time=requested[idx],
+    )
+    out.meta.update(
+        {"swf": log.path, "need": need, "cleaning_rules": cleaning, "first": first, "cleaning": counts}
+    )
+    return out
+
+
+def _replay_servers(log: SWFLog, num_servers: int | None, need: str, cleaning: str, first: int | None) -> int:
+    """:func:`swf_replay`'s arguments checked, and the servers it replays on (default: the header's)."""
     if need not in NEEDS:
         raise ValueError(f"need: expected one of {', '.join(NEEDS)}, got {need!r}")
     if cleaning not in CLEANINGS:
@@ -484,11 +511,18 @@ def swf_replay(
         )
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
         raise ValueError(f"num_servers: expected a positive integer, got {k!r}")
+    return k
+
+
+def _clean(
+    log: SWFLog, k: int, need: str, cleaning: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """The cleaning rules: which jobs are kept, every job's processor count and run time (as the
+    rules read them), and the count of jobs each rule dropped."""
     submit = log.column("submit_time")
     run = log.column("run_time")
     alloc = log.column("allocated_processors")
     req = log.column("requested_processors")
-    requested = log.column("requested_time")
     counts: dict[str, int] = {}
 
     def drop(mask: np.ndarray, reason: str, keep: np.ndarray) -> np.ndarray:
@@ -514,13 +548,11 @@ def swf_replay(
         keep = drop(run == 0, "zero run time", keep)
         keep = drop(procs <= 0, "no processor count", keep)
         keep = drop(procs > k, f"more processors than k = {k}", keep)
-    filled = keep & (requested <= 0)
-    if filled.any():
-        counts["requested time from the run time"] = int(filled.sum())
-    requested = np.where(requested > 0, requested, run)
-    idx = np.flatnonzero(keep)
-    if first is not None:
-        idx = idx[:first]
+    return keep, procs, run, counts
+
+
+def _check_kept(log: SWFLog, idx: np.ndarray, procs: np.ndarray, k: int, counts: dict[str, int]) -> None:
+    """The kept jobs ``idx`` make a replay: at least two, none wider than ``k``, whole counts."""
     if idx.size < 2:
         dropped = ", ".join(f"{r}: {c}" for r, c in counts.items()) or "none"
         raise ValueError(
@@ -539,18 +571,6 @@ def swf_replay(
         raise ValueError(
             f"SWF file {log.path!r} line {int(log.line[i])}: processor count {procs[i]:g} is not whole"
         )
-    out = TraceWorkload(
-        int(k),
-        submit[idx],
-        procs[idx].astype(np.int64),
-        run[idx],
-        name=name or Path(log.path).name,
-        requested_time=requested[idx],
-    )
-    out.meta.update(
-        {"swf": log.path, "need": need, "cleaning_rules": cleaning, "first": first, "cleaning": counts}
-    )
-    return out
 
 
 def is_swf_spec(text: Any) -> bool:

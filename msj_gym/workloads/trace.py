@@ -70,50 +70,8 @@ class TraceWorkload(ClassTable):
         job_label: Sequence[str] | np.ndarray | None = None,
         requested_time: Sequence[float] | np.ndarray | None = None,
     ) -> None:
-        t = np.asarray(arrival_time, dtype=np.float64)
-        n = np.asarray(server_need)
-        s = np.asarray(service_time, dtype=np.float64)
-        if not (t.ndim == n.ndim == s.ndim == 1) or not (t.size == n.size == s.size) or t.size == 0:
-            raise ValueError(
-                f"trace {name!r}: arrival_time, server_need and service_time must be 1-D of one non-zero "
-                f"length, got {t.shape}, {n.shape}, {s.shape}"
-            )
-        if not np.isfinite(time_scale) or time_scale <= 0:
-            raise ValueError(f"trace {name!r}.time_scale: expected a positive number, got {time_scale!r}")
-        # the limits of a scenario file: no per-server array of a typo's size, no duration that loses
-        # its precision next to the clock
-        check_integer(f"trace {name!r}.num_servers", num_servers, 1, MAX_SERVERS)
-        for label, arr, bad in (
-            ("arrival_time", t, ~np.isfinite(t) | (t < 0)),
-            ("service_time", s, ~np.isfinite(s) | (s < MIN_DURATION) | (s > MAX_DURATION)),
-            ("server_need", n, (n < 1) | (n > num_servers) | (n != np.round(n))),
-        ):
-            idx = np.flatnonzero(bad)
-            if idx.size:
-                raise ValueError(
-                    f"trace {name!r}.{label}: invalid value {arr[idx[0]].item()!r} for job {idx[0]} "
-                    f"(num_servers = {num_servers})"
-                )
-        requested = None
-        if requested_time is not None:
-            requested = np.asarray(requested_time, dtype=np.float64)
-            if requested.shape != t.shape:
-                raise ValueError(
-                    f"trace {name!r}.requested_time: expected one per job ({t.size}), got {requested.shape}"
-                )
-            bad = np.flatnonzero(~np.isfinite(requested) | (requested <= 0))
-            if bad.size:
-                raise ValueError(
-                    f"trace {name!r}.requested_time: invalid value {requested[bad[0]].item()!r} for job "
-                    f"{bad[0]}; requested times must be positive and finite"
-                )
-        labels = None
-        if job_label is not None:
-            labels = np.asarray([str(v) for v in job_label], dtype=object)
-            if labels.shape != t.shape:
-                raise ValueError(
-                    f"trace {name!r}.job_label: expected one label per job ({t.size}), got {labels.shape}"
-                )
+        t, n, s = _checked_jobs(name, num_servers, arrival_time, server_need, service_time, time_scale)
+        requested, labels = _checked_extras(name, t.shape, requested_time, job_label)
         order = np.argsort(t, kind="stable")
         t0 = t[order][0]
         self.arrival_time = t0 + (t[order] - t0) * time_scale
@@ -123,29 +81,9 @@ class TraceWorkload(ClassTable):
         self.name = name
         self.job_label = None if labels is None else labels[order]
         self.requested_time_per_job = None if requested is None else requested[order]
-        span_need = self.num_servers + 1
-        if self.job_label is None:
-            label_names = np.array([""], dtype=object)
-            keys = self.server_need_per_job
-        else:
-            label_names, label_code = np.unique(self.job_label.astype(str), return_inverse=True)
-            # one integer per (label, need) pair, ordered by label and then need
-            keys = label_code.astype(np.int64) * span_need + self.server_need_per_job
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        self.job_class = inverse.astype(np.int64)
-        counts = np.bincount(self.job_class, minlength=uniq.size)
-        classes = []
-        for i, key in enumerate(uniq):
-            need, label = int(key) % span_need, str(label_names[int(key) // span_need])
-            classes.append(
-                JobClass(
-                    server_need=need,
-                    service_time=Empirical(self.service_time_per_job[self.job_class == i]),
-                    probability=counts[i] / counts.sum(),
-                    name=f"{label}/need-{need}" if label else f"need-{need}",
-                )
-            )
-        self.classes = tuple(classes)
+        self.job_class, self.classes = _trace_classes(
+            self.num_servers, self.server_need_per_job, self.service_time_per_job, self.job_label
+        )
         span = float(self.arrival_time[-1] - self.arrival_time[0])
         self.arrival_rate = (t.size - 1) / span if span > 0 else float("inf")
         work = float(np.sum(self.server_need_per_job * self.service_time_per_job))
@@ -278,3 +216,99 @@ class _TraceArrivals:
         # the float64's bits in the int64 attribute column: exact, read back by job_attribute_float
         bits = tr.requested_time_per_job[lo:hi].view(np.int64).reshape(-1, 1)
         return TraceChunk(*chunk, noise, bits)
+
+
+def _checked_jobs(
+    name: str,
+    num_servers: int,
+    arrival_time: Sequence[float] | np.ndarray,
+    server_need: Sequence[int] | np.ndarray,
+    service_time: Sequence[float] | np.ndarray,
+    time_scale: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A trace's jobs as arrays, each value checked: one line naming the first bad one."""
+    t = np.asarray(arrival_time, dtype=np.float64)
+    n = np.asarray(server_need)
+    s = np.asarray(service_time, dtype=np.float64)
+    if not (t.ndim == n.ndim == s.ndim == 1) or not (t.size == n.size == s.size) or t.size == 0:
+        raise ValueError(
+            f"trace {name!r}: arrival_time, server_need and service_time must be 1-D of one non-zero "
+            f"length, got {t.shape}, {n.shape}, {s.shape}"
+        )
+    if not np.isfinite(time_scale) or time_scale <= 0:
+        raise ValueError(f"trace {name!r}.time_scale: expected a positive number, got {time_scale!r}")
+    # the limits of a scenario file: no per-server array of a typo's size, no duration that loses
+    # its precision next to the clock
+    check_integer(f"trace {name!r}.num_servers", num_servers, 1, MAX_SERVERS)
+    for label, arr, bad in (
+        ("arrival_time", t, ~np.isfinite(t) | (t < 0)),
+        ("service_time", s, ~np.isfinite(s) | (s < MIN_DURATION) | (s > MAX_DURATION)),
+        ("server_need", n, (n < 1) | (n > num_servers) | (n != np.round(n))),
+    ):
+        idx = np.flatnonzero(bad)
+        if idx.size:
+            raise ValueError(
+                f"trace {name!r}.{label}: invalid value {arr[idx[0]].item()!r} for job {idx[0]} "
+                f"(num_servers = {num_servers})"
+            )
+    return t, n, s
+
+
+def _checked_extras(
+    name: str,
+    shape: tuple[int, ...],
+    requested_time: Sequence[float] | np.ndarray | None,
+    job_label: Sequence[str] | np.ndarray | None,
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """A trace's optional per-job requested times and labels as arrays, checked (one per job)."""
+    requested = None
+    if requested_time is not None:
+        requested = np.asarray(requested_time, dtype=np.float64)
+        if requested.shape != shape:
+            raise ValueError(
+                f"trace {name!r}.requested_time: expected one per job ({shape[0]}), got {requested.shape}"
+            )
+        bad = np.flatnonzero(~np.isfinite(requested) | (requested <= 0))
+        if bad.size:
+            raise ValueError(
+                f"trace {name!r}.requested_time: invalid value {requested[bad[0]].item()!r} for job "
+                f"{bad[0]}; requested times must be positive and finite"
+            )
+    labels = None
+    if job_label is not None:
+        labels = np.asarray([str(v) for v in job_label], dtype=object)
+        if labels.shape != shape:
+            raise ValueError(
+                f"trace {name!r}.job_label: expected one label per job ({shape[0]}), got {labels.shape}"
+            )
+    return requested, labels
+
+
+def _trace_classes(
+    num_servers: int, server_need: np.ndarray, service_time: np.ndarray, job_label: np.ndarray | None
+) -> tuple[np.ndarray, tuple[JobClass, ...]]:
+    """Each job's class and the classes: one per need, or per (label, need) pair with labels, ordered
+    by label and then need, each with its jobs' empirical service time and share of the jobs."""
+    span_need = num_servers + 1
+    if job_label is None:
+        label_names = np.array([""], dtype=object)
+        keys = server_need
+    else:
+        label_names, label_code = np.unique(job_label.astype(str), return_inverse=True)
+        # one integer per (label, need) pair, ordered by label and then need
+        keys = label_code.astype(np.int64) * span_need + server_need
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    job_class = inverse.astype(np.int64)
+    counts = np.bincount(job_class, minlength=uniq.size)
+    classes = []
+    for i, key in enumerate(uniq):
+        need, label = int(key) % span_need, str(label_names[int(key) // span_need])
+        classes.append(
+            JobClass(
+                server_need=need,
+                service_time=Empirical(service_time[job_class == i]),
+                probability=counts[i] / counts.sum(),
+                name=f"{label}/need-{need}" if label else f"need-{need}",
+            )
+        )
+    return job_class, tuple(classes)

@@ -262,6 +262,24 @@ class Workload(ClassTable):
         }
 
 
+def draw_arrivals(
+    arrival_stream: np.random.Generator,
+    class_stream: np.random.Generator,
+    start: float,
+    rate: float,
+    cdf: np.ndarray,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` Poisson arrival times at ``rate`` after time ``start``, and their classes drawn by the
+    cumulative class probabilities ``cdf`` (its last entry 1), each from its own stream."""
+    gaps = arrival_stream.exponential(1.0 / rate, n)
+    # Accumulate from the last time (not last + cumsum): bit-identical whatever the chunk sizes.
+    times = np.cumsum(np.concatenate(([start], gaps)))[1:]
+    u = class_stream.random(n)
+    cls = np.minimum(np.searchsorted(cdf, u, side="right"), cdf.size - 1).astype(np.int64)
+    return times, cls
+
+
 class PoissonArrivals:
     """The job stream of a workload for one seed, produced in chunks.
 
@@ -288,13 +306,11 @@ class PoissonArrivals:
     def next_chunk(self, n: int) -> ArrivalChunk:
         wl = self.workload
         rate = cast(float, wl.arrival_rate)  # __post_init__ always sets it
-        gaps = self._gen[self.ARRIVAL_STREAM].exponential(1.0 / rate, n)
-        # Accumulate from the last time (not last + cumsum): bit-identical whatever the chunk sizes.
-        times = np.cumsum(np.concatenate(([self._time], gaps)))[1:]
+        times, cls = draw_arrivals(
+            self._gen[self.ARRIVAL_STREAM], self._gen[self.CLASS_STREAM], self._time, rate, self._cdf, n
+        )
         if n:
             self._time = float(times[-1])
-        u = self._gen[self.CLASS_STREAM].random(n)
-        cls = np.minimum(np.searchsorted(self._cdf, u, side="right"), wl.num_classes - 1).astype(np.int64)
         service = np.empty(n, dtype=np.float64)
         for i, c in enumerate(wl.classes):
             idx = np.flatnonzero(cls == i)
