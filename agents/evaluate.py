@@ -239,7 +239,7 @@ PROG = "python -m msj_gym.agents.evaluate"
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     from msj_gym.agents._cli import ArgumentParser
 
-    ap = ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    ap = ArgumentParser(prog=PROG, description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("checkpoint", type=Path)
     ap.add_argument("--seeds", default="1000-1019", help="held-out seeds: 'LO-HI' or a list")
     ap.add_argument("--arrivals", type=int, default=20_000)
