@@ -125,11 +125,11 @@ def checkpoint_kind(path: str | Path) -> str:
 SIMULATING_POLICIES = frozenset({"class-set-maskable", "class-set"})
 
 
-def network_code(path: str | Path) -> tuple[str, ...] | None:
+def network_code(path: str | Path) -> tuple[str, ...]:
     """The source files a data-only network checkpoint's decisions run in msj_gym, as its config
     declares them: how this module reads it and its policy class's module; for a policy of
-    :data:`SIMULATING_POLICIES`, every module of the agents and the policies and the registry.
-    ``None`` where the config cannot be read (a pickled checkpoint: its code is not declared)."""
+    :data:`SIMULATING_POLICIES`, or where the config cannot be read (a pickled checkpoint declares
+    none), every module of the agents and the policies and the registry."""
     # the package's folder, where this module is msj_gym/agents/checkpoint.py: the agents' folder is a link
     # to the top-level agents/ in a checkout, and a file is named as the package imports it
     root = Path(__file__).parents[1].resolve()
@@ -138,8 +138,8 @@ def network_code(path: str | Path) -> tuple[str, ...] | None:
             policy = json.loads(z.read(CONFIG))["policy"]
         module = POLICIES[policy].partition(":")[0]
     except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile):
-        return None
-    if policy in SIMULATING_POLICIES:
+        policy, module = None, ""
+    if policy is None or policy in SIMULATING_POLICIES:
         files = {*root.glob("agents/*.py"), *root.glob("baselines/*.py"), root / "registry.py"}
     else:  # stable-baselines3 runs the network: msj_gym's part is how it is read and its class
         files = {root / "agents" / Path(__file__).name}

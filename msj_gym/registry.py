@@ -278,6 +278,16 @@ def spec_source_files(spec: str) -> tuple[str, ...]:
     return tuple(sorted(f for f in files if f and f.endswith(".py")))
 
 
+def policy_source_files(policy_id: str) -> tuple[str, ...]:
+    """The source files a registered policy's results depend on: its module, the helpers its package's
+    policies share (``__init__.py``, ``_kit.py``) and this registry (sorted)."""
+    import inspect
+
+    module = Path(inspect.getsourcefile(policy_class(policy_id)) or "")
+    files = (module, module.parent / "__init__.py", module.parent / "_kit.py", Path(__file__))
+    return tuple(sorted(str(f) for f in files if f.is_file()))
+
+
 def _wanted_models(model: str | Sequence[str] | None) -> tuple[str, ...] | None:
     if model is None:
         return None

@@ -202,16 +202,10 @@ def agent_files(spec: str) -> tuple[str, ...]:
 @cache
 def _network_files(checkpoint: str, stamp: tuple[tuple[str, int, int], ...]) -> tuple[str, ...]:
     """The code a stable-baselines3 network's decisions run (cached per ``stamp``): see
-    :func:`agent_files`. A checkpoint whose config cannot be read (a pickled one) counts every module of
-    the agents and the policies."""
+    :func:`agent_files`."""
     from ..registry import network_code_reader
 
-    root = Path(__file__).resolve().parents[1]
-    declared = network_code_reader()(checkpoint)
-    if declared is None:
-        files = {*root.glob("agents/*.py"), *root.glob("baselines/*.py"), root / "registry.py"}
-    else:
-        files = {Path(f) for f in declared}
+    files = {Path(f) for f in network_code_reader()(checkpoint)}
     meta_path = Path(checkpoint).with_suffix(".json")
     try:
         meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
@@ -224,23 +218,16 @@ def _network_files(checkpoint: str, stamp: tuple[tuple[str, int, int], ...]) -> 
 def _heuristic_files(env_kwargs: Any) -> set[Path]:
     """The source of the registered heuristics an agent's env keywords name (its advisors, its warm
     start): what it follows or starts from is part of its decisions."""
-    import inspect
-
-    from ..registry import policy_class, policy_ids
+    from ..registry import policy_ids, policy_source_files
 
     named: list[Any] = []
     for key in ("advisor", "warm_start"):
         value = env_kwargs.get(key) if isinstance(env_kwargs, dict) else None
         named += value if isinstance(value, list) else [value]
     ids = set(policy_ids())
-    files: set[Path] = set()
-    for name in named:
-        if isinstance(name, str) and name in ids:
-            module = Path(inspect.getsourcefile(policy_class(name)) or "")
-            files |= {module, module.parent / "__init__.py", module.parent / "_kit.py"}
-    if files:
-        files.add(Path(__file__).resolve().parents[1] / "registry.py")
-    return files
+    return {
+        Path(f) for name in named if isinstance(name, str) and name in ids for f in policy_source_files(name)
+    }
 
 
 def _checkpoint_files(spec: str) -> tuple[str, ...]:

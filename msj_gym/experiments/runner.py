@@ -193,8 +193,6 @@ def entrant_files(policy: str, agent: str | None = None) -> frozenset[str]:
     """The files an entrant's runs depend on beyond the simulator's own: an agent's checkpoint, its
     loader and rule, and the envs it acts through; a registered policy's module, the helpers every
     policy shares and the registry; a ``module:attr`` policy's own files, whatever their names."""
-    import inspect
-
     root = Path(__file__).resolve().parents[1]
     files: set[str] = set()
     if agent is not None:
@@ -204,14 +202,12 @@ def entrant_files(policy: str, agent: str | None = None) -> frozenset[str]:
         # a checkpoint (a path or a shipped name): its weights and metadata are part of the code
         files |= set(agent_files(agent))
     else:
-        from ..registry import policy_class, policy_ids, spec_source_files
+        from ..registry import policy_ids, policy_source_files, spec_source_files
 
         if ":" in policy:
             files |= set(spec_source_files(policy))
         elif policy in policy_ids():
-            module = Path(inspect.getsourcefile(policy_class(policy)) or "")
-            files |= {str(module), *(str(module.parent / n) for n in ("__init__.py", "_kit.py"))}
-            files.add(str(root / "registry.py"))
+            files |= set(policy_source_files(policy))
     return frozenset(f for f in files if f and Path(f).is_file())
 
 
