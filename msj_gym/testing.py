@@ -78,20 +78,43 @@ def check_policy(
 
     Checks 2 to 4 run in a child process, each within ``time_limit`` seconds (see the module
     docstring). Returns the native result as a dict (``SimulationResult.to_dict()``)."""
-    import gymnasium as gym
-
-    from .core.policy import Policy
-    from .core.simulator import SimulationError, Simulator
-    from .env.agents import PolicyAgent, rollout
-    from .registry import make_policy
     from .workloads.scenarios import load_scenario
+
+    policy = _as_policy(policy)
+    cls = type(policy)
+    pid = cls.policy_id
+    _check_declarations(cls, pid)
+    workload = load_scenario(scenario).build(load=load)
+    if workload.model not in cls.models:  # the env it is checked through is the queue's
+        raise _fail(pid, f"checks MSJ policies; this one is defined on {', '.join(cls.models)}")
+    if not (isinstance(time_limit, int | float) and np.isfinite(time_limit) and time_limit > 0):
+        raise ValueError(f"time_limit: expected a positive number of seconds, got {time_limit!r}")
+    runs = _Runs(policy, workload, scenario, load, num_arrivals, seed, queue_window, preempt_window)
+    return _in_child(
+        [
+            ("the native run in debug mode (bounds-checked)", runs.checked_run),
+            ("the compiled native runs", runs.compiled_runs),
+            (f"the run through {runs.env_id}", runs.env_run),
+        ],
+        pid,
+        float(time_limit),
+    )
+
+
+def _as_policy(policy: Any) -> Policy:
+    """``policy``, or the registered policy of that id; a ``TypeError`` for anything else."""
+    from .core.policy import Policy
+    from .registry import make_policy
 
     if isinstance(policy, str):
         policy = make_policy(policy)
     if not isinstance(policy, Policy):
         raise TypeError(f"policy: expected an MSJ Policy or a policy id, got {type(policy).__name__}")
-    cls = type(policy)
-    pid = cls.policy_id
+    return policy
+
+
+def _check_declarations(cls: type[Policy], pid: Any) -> None:
+    """Check 1 of :func:`check_policy`: what the class declares, and its compiled kernel."""
     if not isinstance(pid, str) or not _KEBAB.match(pid):
         raise _fail(str(pid), f"policy_id must be kebab-case (e.g. 'scan-fit'), got {pid!r}")
     if not str(cls.reference).strip():
@@ -108,90 +131,102 @@ def check_policy(
             f"the kernel {getattr(cls.kernel, '__name__', cls.kernel)!r} is not compiled: decorate it "
             "with @inline_jit (msj_gym.core.jit)",
         )
-    if "msj" not in cls.models:
-        raise _fail(pid, f"checks MSJ policies; this one is defined on {', '.join(cls.models)}")
 
-    if not (isinstance(time_limit, int | float) and np.isfinite(time_limit) and time_limit > 0):
-        raise ValueError(f"time_limit: expected a positive number of seconds, got {time_limit!r}")
 
-    workload = load_scenario(scenario).build(load=load)
-    warmup = num_arrivals // 10
-    cap = 2 * num_arrivals + 2  # the same arrival cap natively and through the env
-    # the env keeps no per-job records (its state has a fixed size), so neither does the native run
-    # compared with it: both report the response-time percentiles as not computed
-    run: dict[str, Any] = {
-        "seed": seed,
-        "num_arrivals": num_arrivals,
-        "warmup": warmup,
-        "max_arrivals": cap,
-        "record_jobs": False,
-    }
-    env_id = "MSJPreemptive-v0" if cls.preemptive else "MSJ-v0"
-    found: dict[str, Any] = {}
+class _Runs:
+    """Checks 2 to 4 of :func:`check_policy`, each a stage of the child process: the native runs
+    (bounds-checked, compiled, twice) and the run through the env, all of one seeded job stream."""
 
-    def native(kind: type, debug: bool, what: str) -> dict[str, Any]:
+    def __init__(
+        self,
+        policy: Policy,
+        workload: Any,
+        scenario: str,
+        load: float,
+        num_arrivals: int,
+        seed: int,
+        queue_window: int,
+        preempt_window: int,
+    ) -> None:
+        self.policy, self.cls, self.pid = policy, type(policy), type(policy).policy_id
+        self.workload, self.scenario, self.load = workload, scenario, load
+        self.seed, self.num_arrivals, self.warmup = seed, num_arrivals, num_arrivals // 10
+        self.cap = 2 * num_arrivals + 2  # the same arrival cap natively and through the env
+        self.windows = {"queue_window": queue_window, "preempt_window": preempt_window}
+        # the env keeps no per-job records (its state has a fixed size), so neither does the native run
+        # compared with it: both report the response-time percentiles as not computed
+        self.run: dict[str, Any] = {
+            "seed": seed,
+            "num_arrivals": num_arrivals,
+            "warmup": self.warmup,
+            "max_arrivals": self.cap,
+            "record_jobs": False,
+        }
+        self.env_id = "MSJPreemptive-v0" if self.cls.preemptive else "MSJ-v0"
+        self.first: dict[str, Any] = {}
+
+    def native(self, kind: type, debug: bool, what: str) -> dict[str, Any]:
+        from .core.simulator import SimulationError, Simulator
+
         try:
-            result = Simulator(workload, kind(**policy.param_values), debug=debug, **run).run()
+            result = Simulator(self.workload, kind(**self.policy.param_values), debug=debug, **self.run).run()
         except (SimulationError, ValueError, IndexError) as exc:
-            raise _fail(
-                pid, f"{what} failed: {type(exc).__name__ + ': ' if isinstance(exc, IndexError) else ''}{exc}"
-            ) from None
+            named = type(exc).__name__ + ": " if isinstance(exc, IndexError) else ""
+            raise _fail(self.pid, f"{what} failed: {named}{exc}") from None
         out = result.to_dict()
         out.pop("provenance")
         return out
 
-    def checked_run() -> None:
-        out = native(_bounds_checked(cls), True, "the native run in debug mode")
+    def checked_run(self) -> None:
+        out = self.native(_bounds_checked(self.cls), True, "the native run in debug mode")
         if not out["num_measured"]:
-            raise _fail(pid, f"no job was measured on {scenario} at load {load} ({out['stability_note']})")
-
-    def compiled_runs() -> None:
-        found["first"] = native(cls, True, "the compiled native run in debug mode")
-        again = native(cls, False, "the compiled native run")
-        if again != found["first"]:
-            changed = sorted(k for k in again if found["first"][k] != again[k])
             raise _fail(
-                pid, f"two runs with seed {seed} differ ({', '.join(changed)}): randomness outside pdata.rng?"
+                self.pid,
+                f"no job was measured on {self.scenario} at load {self.load} ({out['stability_note']})",
             )
 
-    def env_run() -> dict[str, Any]:
-        first = found["first"]
+    def compiled_runs(self) -> None:
+        self.first = self.native(self.cls, True, "the compiled native run in debug mode")
+        again = self.native(self.cls, False, "the compiled native run")
+        if again != self.first:
+            changed = sorted(k for k in again if self.first[k] != again[k])
+            why = f"two runs with seed {self.seed} differ ({', '.join(changed)})"
+            raise _fail(self.pid, why + ": randomness outside pdata.rng?")
+
+    def env_run(self) -> dict[str, Any]:
+        import gymnasium as gym
+
+        from .core.simulator import SimulationError
+        from .env.agents import PolicyAgent, rollout
+
+        first = self.first
         env = gym.make(
-            env_id,
-            scenario=scenario,
-            load=load,
-            num_arrivals=num_arrivals,
-            warmup=warmup,
-            max_arrivals=cap,
-            queue_window=queue_window,
-            preempt_window=preempt_window,
+            self.env_id,
+            scenario=self.scenario,
+            load=self.load,
+            num_arrivals=self.num_arrivals,
+            warmup=self.warmup,
+            max_arrivals=self.cap,
+            **self.windows,
         )
+        agent = PolicyAgent(self.cls(**self.policy.param_values), env)
         try:
-            through_env = rollout(env, PolicyAgent(cls(**policy.param_values), env), seed=seed).to_dict()
+            through_env = rollout(env, agent, seed=self.seed).to_dict()
         except (SimulationError, ValueError) as exc:
             # the env's own advice names its keyword; here the window is check_policy's argument
             said = str(exc)
-            for name in ("queue_window", "preempt_window"):
+            for name in self.windows:
                 said = said.replace(
                     f"make the env with a larger {name}", f"pass check_policy a larger {name}="
                 )
-            raise _fail(pid, f"the run through {env_id} failed: {said}") from None
+            raise _fail(self.pid, f"the run through {self.env_id} failed: {said}") from None
         through_env.pop("provenance")
         policy_metrics = first.pop("policy_metrics"), through_env.pop("policy_metrics")  # native extras only
         if through_env != first:
             changed = sorted(k for k in first if first[k] != through_env.get(k))
             raise _fail(
-                pid, f"through {env_id} the result differs from the native run ({', '.join(changed)})"
+                self.pid,
+                f"through {self.env_id} the result differs from the native run ({', '.join(changed)})",
             )
         first["policy_metrics"] = policy_metrics[0]
         return first
-
-    return _in_child(
-        [
-            ("the native run in debug mode (bounds-checked)", checked_run),
-            ("the compiled native runs", compiled_runs),
-            (f"the run through {env_id}", env_run),
-        ],
-        pid,
-        float(time_limit),
-    )

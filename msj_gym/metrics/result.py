@@ -41,11 +41,18 @@ def default_slowdown_tau(workload: Any) -> float:
     tau = getattr(workload, "slowdown_tau", None)
     if tau is not None:
         return float(tau)
-    if workload.model == "compatibility":  # one size distribution for every class
-        mean = float(getattr(workload, "mean_size", math.nan))
-    else:
-        mean = float(np.sum(workload.probabilities * workload.mean_service_times))
+    mean = _mean_service_time(workload)
     return SYNTHETIC_TAU_FRACTION * mean if math.isfinite(mean) and mean > 0 else float("nan")
+
+
+def _mean_service_time(workload: Any) -> float:
+    """The mean service time per arrival: a workload whose classes share one size law declares its
+    mean (``mean_size``, the compatibility graphs' sigma), any other averages its classes' means by
+    their probabilities."""
+    shared = getattr(workload, "mean_size", None)
+    if shared is not None:
+        return float(shared)
+    return float(np.sum(workload.probabilities * workload.mean_service_times))
 
 
 def json_clean(x: Any) -> Any:
