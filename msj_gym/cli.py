@@ -787,8 +787,6 @@ def _run_length(args: argparse.Namespace, jobs: int | None = None) -> dict[str, 
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from .core.simulator import Simulator
-    from .registry import policy_from_spec
 
     # the flags first (cheap, and each error names its flag), then the policy's model, then the scenario
     _check_system_flags(args)
@@ -800,10 +798,13 @@ def _simulate(args: argparse.Namespace) -> int:
 
     model = scenario_model(args.scenario)
     _check_policy(args.policy, model, _policy_params(args.policy_param))
-    if model == "compatibility":
-        return _simulate_compat(args)
-    if model == "moldable":
-        return _simulate_moldable(args)
+    return _SIMULATE.get(model, _simulate_queue)(args)
+
+
+def _simulate_queue(args: argparse.Namespace) -> int:
+    """A scenario of the MSJ queue (a named one, a scenario file or a trace) run by the event engine."""
+    from .core.simulator import Simulator
+    from .registry import policy_from_spec
     from .workloads.scenarios import load_scenario
 
     scenario = load_scenario(args.scenario)
@@ -910,6 +911,10 @@ def _simulate_moldable(args: argparse.Namespace) -> int:
         warmup=None if args.warmup is None else int(args.warmup),
     ).run()
     return _print_run(args, result, args.scenario, system, policy, f"n={system.num_servers}")
+
+
+#: ``msj-gym simulate`` of a scenario of a model with a simulator of its own (else the queue's engine).
+_SIMULATE = {"compatibility": _simulate_compat, "moldable": _simulate_moldable}
 
 
 def _check_render_flags(args: argparse.Namespace) -> Path:
@@ -1097,7 +1102,7 @@ def _list(model: str | None = None) -> int:
         if i:
             print()
         print(f"{prefix}scenarios:")
-        width = max(14, *(len(name) for name, _ in scenarios)) if m != "msj" else 14
+        width = max(14, *(len(name) for name, _ in scenarios))
         for name, desc in scenarios:
             print(f"  {name:<{width}} {desc}")
         print(f"\n{prefix}policies:")

@@ -297,7 +297,7 @@ def _target(policy: Any, params: Mapping[str, Any]) -> _Target:
                 f"score: unknown policy {policy!r}: expected FILE.py:Class, module:Class or a registered "
                 "id (msj-gym list)"
             )
-        if "msj" not in policy_spec(spec).models:
+        if not _suite_models() & set(policy_spec(spec).models):
             models = ", ".join(policy_spec(spec).models)
             raise ValueError(f"score {spec!r}: a policy of the {models} model, not of the MSJ queue")
         try:
@@ -327,6 +327,14 @@ def _target(policy: Any, params: Mapping[str, Any]) -> _Target:
             "FILE.py:Class)"
         )
     return _Target(spec, "module", params)
+
+
+def _suite_models() -> set[str]:
+    """The models of the score suite's points (the MSJ queue's): a registered policy of no other is
+    refused before any work."""
+    from .experiments.tracks import scenario_model
+
+    return {scenario_model(scenario) for scenario, _ in SCORE_POINTS}
 
 
 def parse_score_points(points: str | Sequence[tuple[str, float]] | None) -> tuple[tuple[str, float], ...]:
@@ -408,15 +416,12 @@ def builtin_ids(points: str | Sequence[tuple[str, float]] | None = None) -> list
     the suite (or of ``points``), but the exact optima (``mdp-optimal``, ``mdp-optimal-preemptive``:
     the scale's 100 where they are defined), in the registry's order."""
     from .experiments.benchmark import _policy_ids
-    from .registry import policy_spec, supports
+    from .registry import supports
     from .workloads.scenarios import load_scenario
 
     workloads = [load_scenario(sc).build(load=x) for sc, x in parse_score_points(points)]
-    return [
-        pid
-        for pid in _policy_ids(True)
-        if "msj" in policy_spec(pid).models and any(supports(pid, w) is None for w in workloads)
-    ]
+    # supports refuses a policy of another model first (a compatibility policy on a queue's workload)
+    return [pid for pid in _policy_ids(True) if any(supports(pid, w) is None for w in workloads)]
 
 
 # ----------------------------------------------------------------------------- the references

@@ -86,6 +86,9 @@ _POINT_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "compatibility": ("scenario", "load", "distribution", "num_arrivals", "warmup"),
 }
+# the envs whose episodes end at an arrival cap (``max_arrivals``): an agent's run there is held to the
+# cap of a heuristic's run of the same length, unless its training set one
+_ARRIVAL_CAPPED = ("MSJ-v0", "MSJPreemptive-v0")
 _SB3_ALGOS = (
     ("maskable-ppo", "sb3_contrib", "MaskablePPO"),
     ("ppo", "stable_baselines3", "PPO"),
@@ -143,7 +146,7 @@ class AgentSpec:
         keys = _POINT_KEYS[ENV_MODELS[env_id]]
         kwargs = {k: v for k, v in self.env_kwargs.items() if k not in keys}
         kwargs.update(build, scenario=scenario, num_arrivals=num_arrivals, warmup=warmup)
-        if ENV_MODELS[env_id] == "msj" and kwargs.get("max_arrivals") is None:
+        if env_id in _ARRIVAL_CAPPED and kwargs.get("max_arrivals") is None:
             from ..env.msj_env import heuristic_cap
 
             kwargs["max_arrivals"] = heuristic_cap(kwargs, num_arrivals)  # a heuristic's run's cap

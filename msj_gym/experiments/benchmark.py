@@ -41,7 +41,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,8 +57,11 @@ from .benchmark_tables import (
 from .leaderboard import LeaderboardConfig, parse_seeds, plan
 from .report import config_difference
 from .runner import Point, check_backend, hold_folder, provenance, run_points, scenario_content
-from .tracks import MODELS, scenario_model, track
+from .tracks import DEFAULT_MODEL, MODELS, scenario_model, track
 from .tracks.queueing import METRICS, check_metric, exact_optima, metric_of
+
+if TYPE_CHECKING:
+    from .tracks.base import Track
 
 __all__ = [
     "BENCHMARK_SUITE",
@@ -509,10 +512,11 @@ def _policy_ids(preemptive: bool) -> list[str]:
     return [pid for pid in ids if pid not in EXCLUDED]
 
 
-def _entrant_ids(model: str, preemptive: bool) -> list[str]:
-    """The registered policies that enter at a point of ``model``: the queue's baselines, or every
-    policy of another model."""
-    return _policy_ids(preemptive) if model == "msj" else track(model).policy_ids()
+def _entrant_ids(on: Track, preemptive: bool) -> list[str]:
+    """The registered policies that enter at a point of ``on``'s model: where its points have an exact
+    optimum (the queue's), the heuristics (:func:`_policy_ids`: the optimum is the scale's 100), else
+    every policy of the model."""
+    return _policy_ids(preemptive) if on.exact_optimum else on.policy_ids()
 
 
 def _check_agents(config: BenchmarkConfig) -> dict[str, dict[tuple[str, float], str]]:
@@ -645,7 +649,7 @@ def _plan_point(
     scenario, x = point
     on = track(point_model(point))
     source = on.resolve(scenario)
-    ids = _entrant_ids(on.model, config.preemptive)
+    ids = _entrant_ids(on, config.preemptive)
     here = [pid for pid in ids if on.unsupported(pid, scenario, source, x) is None]
     if on.own_policies:
         here += _own_here(config, source.build(load=x), own, vetted)
@@ -787,7 +791,7 @@ def _optima(out: Path, config: BenchmarkConfig, writable: bool) -> dict[tuple[st
     result: dict[tuple[str, float], float] = {}
     assert config.points is not None
     for scenario, rho in config.points:
-        if point_model((scenario, rho)) != "msj" or scenario in SEQUENCE_POINTS:
+        if not track(point_model((scenario, rho))).exact_optimum or scenario in SEQUENCE_POINTS:
             continue  # a trace, a moldable or compatibility system: no MSJ Markov decision process
         content = scenario_content(Point("", rho, scenario, "", 0, 100, build={"load": rho}))
         optimum = exact_optima(scenario, rho).get("non-preemptive")
@@ -882,21 +886,14 @@ def score(
     scales: list[Scale] = []
     rows: list[PointScore] = []
     assert config.points is not None
-    for scenario, rho in config.points:
-        if point_model((scenario, rho)) != "msj":  # scored against its model's own policies
-            scale, mine = _score_model_point(
-                config, scenario, rho, runs[(scenario, rho)], kinds[(scenario, rho)]
-            )
-            scales.append(scale)
-            rows += mine
-            rows += _unfit_rows(config, scenario, rho, unfit)
-            continue
-        scale, mine = _score_msj_point(
-            config, scenario, rho, runs[(scenario, rho)], kinds[(scenario, rho)], optima
-        )
+    for point in config.points:
+        if track(point_model(point)).exact_optimum:
+            scale, mine = _score_msj_point(config, *point, runs[point], kinds[point], optima)
+        else:  # scored against its model's own policies
+            scale, mine = _score_model_point(config, *point, runs[point], kinds[point])
         scales.append(scale)
         rows += mine
-        rows += _unfit_rows(config, scenario, rho, unfit)
+        rows += _unfit_rows(config, *point, unfit)
     # one section per model: an entrant runs on its own model's points only, so each model's points
     # are aggregated apart (the MSJ section is the score of v1, its numbers as before)
     sections: dict[str, dict[str, Any]] = {}
@@ -908,7 +905,8 @@ def score(
             "train_aggregates": _aggregate(train, rows, scales, outside) if train and aggregates else [],
             "outside": sorted(outside),
         }
-    msj = sections.get("msj", {"aggregates": [], "train_aggregates": [], "outside": []})
+    # the default model's section (the queue's: v1's score) is the report's headline
+    msj = sections.get(DEFAULT_MODEL, {"aggregates": [], "train_aggregates": [], "outside": []})
     return {
         "config": config,
         "scales": scales,

@@ -17,6 +17,7 @@ from ..atomic import atomic_savefig, atomic_write_csv, atomic_write_text
 from .plotting import pyplot
 from .report import render_table
 from .runner import provenance
+from .tracks import DEFAULT_MODEL, track
 
 __all__ = ["DEFAULT_METRIC", "format_benchmark", "output_names", "score_matrix", "write_benchmark"]
 
@@ -115,9 +116,11 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
     lines: list[str] = []
     head = _AGGREGATE_HEAD
     ranked = _ranked
-    msj_points = [p for p in config.points if config.model_of(p) == "msj"]
-    msj_test, msj_train = config.section_points("msj", "test"), config.section_points("msj", "train")
-    others = [m for m in config.models if m != "msj"]
+    # the default model's points (the queue's) are the headline; every other model has a section
+    msj_points = [p for p in config.points if config.model_of(p) == DEFAULT_MODEL]
+    msj_test = config.section_points(DEFAULT_MODEL, "test")
+    msj_train = config.section_points(DEFAULT_MODEL, "train")
+    others = [m for m in config.models if m != DEFAULT_MODEL]
     what = f"{len(msj_points)} points" if not others else f"{len(msj_points)} MSJ points"
     title = (
         f"benchmark suite {config.suite}: {what} x {len(config.seeds)} seeds x "
@@ -144,7 +147,7 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
         )
     if others:
         title += f"; the {' and '.join(others)} points are scored in sections of their own below"
-    msj = report["sections"].get("msj")
+    msj = report["sections"].get(DEFAULT_MODEL)
     if msj_points:
         lines += render_table(title, head, ranked(report["aggregates"]), markdown)
         if msj_train:
@@ -212,7 +215,7 @@ def _format_section(report: dict[str, Any], model: str, markdown: bool) -> list[
     section = report["sections"][model]
     points = [p for p in config.points if config.model_of(p) == model]
     test, train = config.section_points(model, "test"), config.section_points(model, "train")
-    x = "n" if model == "moldable" else "load"
+    x = track(model).x_name
     title = (
         f"{model} points of suite {config.suite}: {len(points)} points ({x}) x {len(config.seeds)} seeds x "
         f"{config.model_arrivals(model)} arrivals ({config.model_warmup(model)} warm-up), scored on "
@@ -287,7 +290,7 @@ def _intro(config: Any) -> str:
     intro = (
         f"# msj_gym benchmark{on} (suite {config.suite})\n\n"
         f"Seeds {', '.join(map(str, config.seeds))}; {config.arrivals} arrivals per run"
-        + "".join(f" ({m} runs: {config.model_arrivals(m)})" for m in config.models if m != "msj")
+        + "".join(f" ({m} runs: {config.model_arrivals(m)})" for m in config.models if m != DEFAULT_MODEL)
         + "; code "
         f"{provenance()['git_revision']}. IQM and P(improve) with stratified-bootstrap 95 % intervals "
         f"({BOOTSTRAP_REPS} resamples of the seeds within each point).\n\n"
@@ -396,8 +399,8 @@ def _plot(report: dict[str, Any], path: Path) -> Path | None:
     aggs = report["aggregates"]  # the MSJ section's: the other models' entrants have sections of their own
     if not aggs:
         return None
-    test = config.section_points("msj", "test")
-    msj_count = sum(config.model_of(p) == "msj" for p in config.points)
+    test = config.section_points(DEFAULT_MODEL, "test")
+    msj_count = sum(config.model_of(p) == DEFAULT_MODEL for p in config.points)
     mats: dict[str, np.ndarray] = {}
     for a in aggs:
         m = score_matrix(report["points"], a.entrant, test)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .base import Track
 
-__all__ = ["MODELS", "TRACKS", "TrackEntry", "scenario_model", "track", "track_of"]
+__all__ = ["DEFAULT_MODEL", "MODELS", "TRACKS", "TrackEntry", "scenario_model", "track", "track_of"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ TRACKS: tuple[TrackEntry, ...] = (
     ),
 )
 MODELS = tuple(e.model for e in TRACKS)
+#: The model of every scenario no catalogue owns (the MSJ queue): a report's first, headline section.
+DEFAULT_MODEL = next(e.model for e in TRACKS if e.scenarios is None)
 
 
 def _load(entry: str) -> Any:
@@ -57,8 +59,8 @@ def scenario_model(scenario: str) -> str:
     """The model ``scenario`` is of (``NAME``, ``NAME?sizes=LAW``, a scenario file or a trace): the model
     whose catalogue holds its name, else the one that owns every other name (the MSJ queue)."""
     name = scenario.partition("?")[0]
-    default = next(e.model for e in TRACKS if e.scenarios is None)
-    return next((e.model for e in TRACKS if e.scenarios is not None and name in _load(e.scenarios)), default)
+    owner = (e.model for e in TRACKS if e.scenarios is not None and name in _load(e.scenarios))
+    return next(owner, DEFAULT_MODEL)
 
 
 def track(model: str) -> Track:

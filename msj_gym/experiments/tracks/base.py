@@ -206,6 +206,10 @@ class Track:
     #: What a run measures, by name, and the metric ranked by default.
     metrics: ClassVar[dict[str, Metric]] = {}
     default_metric: str = "mean_response_time"
+    #: Whether a point of this model has an exact optimum (the Markov decision process over class
+    #: counts, where it is small enough to solve): the benchmark's 100 there, so that its references
+    #: are the heuristics (the optima are the scale) and not every policy of the model.
+    exact_optimum: bool = False
     #: Whether ``--policies`` takes ``module:attr`` policies of the user's own on this model.
     own_policies: bool = False
     #: Whether every policy's support is checked at every point of the sweep (else at the first, and

@@ -196,6 +196,7 @@ class QueueingTrack(Track):
 
     model = "msj"
     metrics: ClassVar[dict[str, Metric]] = METRICS
+    exact_optimum = True
     own_policies = True
     checks_every_load = False  # a policy's support depends on the load only where it says so
     names_every_point = False
