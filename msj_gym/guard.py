@@ -261,96 +261,15 @@ def vet_policy(
     if key in _VETTED:
         return
     name = policy if isinstance(policy, str) else getattr(policy, "policy_id", type(policy).__name__)
-
     who = f"{field} {name!r}"
-
-    def fail(what: str) -> AssertionError:
-        return AssertionError(f"{who}: {what}")  # said as it is by run_in_child
-
-    def made() -> Any:
-        from .core.policy import Policy
-        from .registry import policy_from_spec
-
-        if isinstance(policy, str):
-            try:
-                return policy_from_spec(policy, field, **params)
-            except ValueError as exc:
-                raise fail(" ".join(str(exc).split()).removeprefix(f"{field} {policy!r}: ")) from None
-        if isinstance(policy, type):
-            if not issubclass(policy, Policy):
-                raise fail(f"expected a Policy class, got {policy.__name__}")
-            return policy(**params)
-        return policy
-
-    def declared() -> None:
-        obj = made()
-        kernel = getattr(type(obj), "kernel", None)
-        if kernel is not None:
-            from numba.core.dispatcher import Dispatcher
-
-            if not isinstance(kernel, Dispatcher):
-                raise fail(
-                    f"its kernel {getattr(kernel, '__name__', kernel)!r} is not compiled: decorate it with "
-                    "@inline_jit (msj_gym.core.jit)"
-                )
-
-    state: dict[str, Any] = {}
-
-    def compiled() -> None:
-        """The short run's simulator, and the policy's kernel compiled with bounds checks for it."""
-        import numba
-
-        from .core.simulator import Simulator
-
-        obj = made()
-        cls = type(obj)
-        try:
-            obj = obj.for_workload(workload)
-            reason = obj.unsupported(workload)
-        except ValueError as exc:
-            reason = str(exc)
-        if reason is not None:
-            raise fail(f"not defined on {getattr(workload, 'name', 'the workload')}: {reason}")
-        kind: Any = bounds_checked(cls) if cls.kernel is not None else cls
-        checked = kind(**obj.param_values) if kind is not cls else obj
-        sim = Simulator(
-            workload,
-            checked,
-            seed=0,
-            num_arrivals=arrivals,
-            warmup=0,
-            max_arrivals=2 * arrivals + 2,
-            record_jobs=False,
-        )
-        if kind is not cls:
-            args = (
-                (sim.view, sim.sizes, sim.pdata, sim.actions)
-                if cls.size_aware
-                else (
-                    sim.view,
-                    sim.pdata,
-                    sim.actions,
-                )
-            )
-            kind.checked_kernel.compile(tuple(numba.typeof(a) for a in args))
-        state["sim"] = sim
-
-    def run() -> None:
-        from .core.simulator import SimulationError
-
-        try:
-            state["sim"].run()
-        except (SimulationError, ValueError, IndexError) as exc:
-            if isinstance(exc, ValueError) and str(exc).startswith("no job was measured"):
-                return  # a short run that measured nothing proves nothing against the policy
-            what = " ".join(str(exc).split())
-            raise fail(f"a short run failed: {type(exc).__name__}: {what}") from None
-
-    stages: list[tuple[str, Callable[[], Any], float]] = [("importing and making it", declared, time_limit)]
+    vetting = _Vetting(policy, field, who, params, workload, arrivals)
+    stages: list[tuple[str, Callable[[], Any], float]] = [
+        ("importing and making it", vetting.declared, time_limit)
+    ]
     if workload is not None:
         compiling = max(time_limit, COMPILE_SECONDS)
-        stages.append(("compiling its kernel with bounds checks", compiled, compiling))
-        stages.append((f"its decisions on a run of {arrivals} arrivals", run, time_limit))
+        stages.append(("compiling its kernel with bounds checks", vetting.compiled, compiling))
+        stages.append((f"its decisions on a run of {arrivals} arrivals", vetting.run, time_limit))
     hang = "an endless loop when it is imported or made?"
     try:
         run_in_child(stages, who, hang_hint=HANG_HINT, limit_name="time limit")
@@ -362,3 +281,94 @@ def vet_policy(
             text = text.replace(HANG_HINT, hang)
         raise PolicyRefused(text) from None
     _VETTED[key] = None
+
+
+class _Vetting:
+    """The stages of :func:`vet_policy` in the child process: the policy made and its declarations
+    checked, then (on a workload) a short run's simulator with the kernel compiled with bounds checks,
+    and that run. A failure is an ``AssertionError`` that starts with ``who``."""
+
+    def __init__(
+        self, policy: Any, field: str, who: str, params: dict[str, Any], workload: Any, arrivals: int
+    ) -> None:
+        self.policy, self.field, self.who, self.params = policy, field, who, params
+        self.workload, self.arrivals = workload, arrivals
+        self.sim: Any = None
+
+    def fail(self, what: str) -> AssertionError:
+        return AssertionError(f"{self.who}: {what}")  # said as it is by run_in_child
+
+    def made(self) -> Any:
+        """The policy, made with its parameters."""
+        from .core.policy import Policy
+        from .registry import policy_from_spec
+
+        policy, field = self.policy, self.field
+        if isinstance(policy, str):
+            try:
+                return policy_from_spec(policy, field, **self.params)
+            except ValueError as exc:
+                raise self.fail(" ".join(str(exc).split()).removeprefix(f"{field} {policy!r}: ")) from None
+        if isinstance(policy, type):
+            if not issubclass(policy, Policy):
+                raise self.fail(f"expected a Policy class, got {policy.__name__}")
+            return policy(**self.params)
+        return policy
+
+    def declared(self) -> None:
+        """Stage 1: it imports and is made, and a kernel it declares is compiled."""
+        obj = self.made()
+        kernel = getattr(type(obj), "kernel", None)
+        if kernel is not None:
+            from numba.core.dispatcher import Dispatcher
+
+            if not isinstance(kernel, Dispatcher):
+                raise self.fail(
+                    f"its kernel {getattr(kernel, '__name__', kernel)!r} is not compiled: decorate it with "
+                    "@inline_jit (msj_gym.core.jit)"
+                )
+
+    def compiled(self) -> None:
+        """The short run's simulator, and the policy's kernel compiled with bounds checks for it."""
+        import numba
+
+        from .core.simulator import Simulator
+
+        obj = self.made()
+        cls = type(obj)
+        workload = self.workload
+        try:
+            obj = obj.for_workload(workload)
+            reason = obj.unsupported(workload)
+        except ValueError as exc:
+            reason = str(exc)
+        if reason is not None:
+            raise self.fail(f"not defined on {getattr(workload, 'name', 'the workload')}: {reason}")
+        kind: Any = bounds_checked(cls) if cls.kernel is not None else cls
+        checked = kind(**obj.param_values) if kind is not cls else obj
+        sim = Simulator(
+            workload,
+            checked,
+            seed=0,
+            num_arrivals=self.arrivals,
+            warmup=0,
+            max_arrivals=2 * self.arrivals + 2,
+            record_jobs=False,
+        )
+        if kind is not cls:
+            sizes = (sim.sizes,) if cls.size_aware else ()
+            args = (sim.view, *sizes, sim.pdata, sim.actions)
+            kind.checked_kernel.compile(tuple(numba.typeof(a) for a in args))
+        self.sim = sim
+
+    def run(self) -> None:
+        """The short run, every decision checked."""
+        from .core.simulator import SimulationError
+
+        try:
+            self.sim.run()
+        except (SimulationError, ValueError, IndexError) as exc:
+            if isinstance(exc, ValueError) and str(exc).startswith("no job was measured"):
+                return  # a short run that measured nothing proves nothing against the policy
+            what = " ".join(str(exc).split())
+            raise self.fail(f"a short run failed: {type(exc).__name__}: {what}") from None

@@ -43,6 +43,7 @@ runs only the policy it scores: a few seconds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -611,96 +612,12 @@ def _run_candidate(
 ) -> dict[str, Any]:
     """Vet and run one policy in a forked child (:func:`msj_gym.testing.run_in_child`): its kind, the
     points it is not defined on, and its runs (rows aligned with the points of its runs)."""
-    import types
+    from .testing import run_in_child
 
-    from .experiments.runner import build_workload, run_point
-    from .registry import supports
-    from .testing import check_policy, run_in_child
-
-    parent = os.getpid()
-    state: dict[str, Any] = {"rows": [], "unsupported": {}}
-    templates = _templates(refs)
-
-    def load() -> None:
-        if os.getpid() != parent:
-            import faulthandler
-
-            os.dup2(2, 1)  # what the policy prints goes to stderr: stdout carries the report
-            faulthandler.disable()  # a crash of the policy's code is reported in one line, by the parent
-        policy = _load(target)
-        module = types.ModuleType(_MODULE)  # the runs name it module:attr, as worker runs do
-        module.Candidate = type(policy)  # type: ignore[attr-defined]
-        sys.modules[_MODULE] = module
-        state["policy"] = policy
-        for (sc, x), pts in templates.items():
-            why = supports(policy, build_workload(sc, pts[0].build, pts[0].source))
-            if why is not None:
-                state["unsupported"][(sc, x)] = why
-        if len(state["unsupported"]) == len(templates):
-            reason = next(iter(state["unsupported"].values()))
-            raise ValueError(f"defined on no point of the suite ({reason})")
-
-    def vetting(scenario: str, load: float) -> str:
-        return f"vetting it on {scenario} at load {load:g}"
-
-    def vet(scenario: str, load: float) -> Callable[[], None]:
-        def run() -> None:
-            policy = state["policy"]
-            here = [w for w in templates if w[0] == scenario and w not in state["unsupported"]]
-            if here:  # defined on this system: checked at a load where sound policies are stable
-                try:
-                    check_policy(policy, scenario=scenario, load=load, time_limit=time_limit)
-                except AssertionError as exc:
-                    raise AssertionError(f"{vetting(scenario, load)}: {exc}") from None
-
-        return run
-
-    def runs(where: tuple[str, float], template: Point) -> Callable[[], None]:
-        def run() -> None:
-            if where in state["unsupported"]:
-                return
-            policy = state["policy"]
-            mine = dataclasses.replace(
-                template,
-                series=_LABEL,
-                policy=f"{_MODULE}:Candidate",
-                params=dict(policy.param_values),
-                code=None,
-            )
-            state["rows"].append(run_point(mine))
-
-        return run
-
-    def report() -> dict[str, Any]:
-        policy = state["policy"]
-        return {
-            "policy_id": str(policy.policy_id),
-            "params": dict(policy.param_values),
-            "preemptive": bool(policy.preemptive),
-            "size_aware": bool(policy.reads_sizes()),
-            "unsupported": state["unsupported"],
-            "rows": state["rows"],
-        }
-
-    # check_policy's three steps, each within time_limit in a child of its own
-    vet_limit = 3 * time_limit + 10
-    stages: list[tuple[str, Callable[[], Any], float]] = [("importing and making it", load, time_limit)]
-    if target.how != "builtin":
-        stages += [
-            (vetting(sc, x), vet(sc, x), vet_limit)
-            for sc, x in VET_POINTS
-            if any(w[0] == sc for w in templates)
-        ]
-    stages += [  # each run within the time limit: a slow policy's unstable run is not taken for a hang
-        (f"its run at {sc}@{x:g}, seed {p.seed}", runs((sc, x), p), time_limit)
-        for (sc, x), pts in templates.items()
-        for p in pts
-    ]
-    stages.append(("reporting", report, time_limit))
     who = f"score {target.spec!r}"
     try:
         out: dict[str, Any] = run_in_child(
-            stages,
+            _Candidate(target, _templates(refs), time_limit).stages(),
             who,
             hang_hint="an endless loop in its code?",
             crash_hint="an out-of-bounds read or write in its code?",
@@ -709,6 +626,109 @@ def _run_candidate(
         msg = " ".join(str(exc).split())
         raise PolicyRefused(msg if msg.startswith(who) else f"{who}: {msg}") from None
     return out
+
+
+class _Candidate:
+    """The stages of one policy's trip through the child process: imported and made, vetted as
+    :func:`msj_gym.testing.check_policy` vets it (not a built-in: the tests check those), run at every
+    point of ``templates`` it is defined on, and reported. The stages share this object's state in the
+    child."""
+
+    def __init__(
+        self, target: _Target, templates: dict[tuple[str, float], list[Point]], time_limit: float
+    ) -> None:
+        self.target, self.templates, self.time_limit = target, templates, time_limit
+        self.parent = os.getpid()
+        self.policy: Any = None
+        self.rows: list[dict[str, Any]] = []
+        self.unsupported: dict[tuple[str, float], str] = {}
+
+    def stages(self) -> list[tuple[str, Callable[[], Any], float]]:
+        """(name, function, seconds) of each stage, in order."""
+        limit = self.time_limit
+        vet_limit = 3 * limit + 10  # check_policy's three steps, each within time_limit in a child of its own
+        stages: list[tuple[str, Callable[[], Any], float]] = [("importing and making it", self.load, limit)]
+        if self.target.how != "builtin":
+            stages += [
+                (_vetting(sc, x), functools.partial(self.vet, sc, x), vet_limit)
+                for sc, x in VET_POINTS
+                if any(w[0] == sc for w in self.templates)
+            ]
+        stages += [  # each run within the time limit: a slow policy's unstable run is not taken for a hang
+            (f"its run at {sc}@{x:g}, seed {p.seed}", functools.partial(self.run, (sc, x), p), limit)
+            for (sc, x), pts in self.templates.items()
+            for p in pts
+        ]
+        stages.append(("reporting", self.report, limit))
+        return stages
+
+    def load(self) -> None:
+        """Import and make the policy (named ``module:attr`` as worker runs name it), and find the
+        points it is not defined on: all of them is a refusal."""
+        import types
+
+        from .experiments.runner import build_workload
+        from .registry import supports
+
+        if os.getpid() != self.parent:
+            import faulthandler
+
+            os.dup2(2, 1)  # what the policy prints goes to stderr: stdout carries the report
+            faulthandler.disable()  # a crash of the policy's code is reported in one line, by the parent
+        policy = _load(self.target)
+        module = types.ModuleType(_MODULE)  # the runs name it module:attr, as worker runs do
+        module.Candidate = type(policy)  # type: ignore[attr-defined]
+        sys.modules[_MODULE] = module
+        self.policy = policy
+        for (sc, x), pts in self.templates.items():
+            why = supports(policy, build_workload(sc, pts[0].build, pts[0].source))
+            if why is not None:
+                self.unsupported[(sc, x)] = why
+        if len(self.unsupported) == len(self.templates):
+            reason = next(iter(self.unsupported.values()))
+            raise ValueError(f"defined on no point of the suite ({reason})")
+
+    def vet(self, scenario: str, load: float) -> None:
+        """:func:`~msj_gym.testing.check_policy` on ``scenario`` at ``load``, where it is defined on that
+        system (at a load where sound policies are stable)."""
+        from .testing import check_policy
+
+        if any(w[0] == scenario and w not in self.unsupported for w in self.templates):
+            try:
+                check_policy(self.policy, scenario=scenario, load=load, time_limit=self.time_limit)
+            except AssertionError as exc:
+                raise AssertionError(f"{_vetting(scenario, load)}: {exc}") from None
+
+    def run(self, where: tuple[str, float], template: Point) -> None:
+        """Its run of ``template`` (a built-in entrant's run at ``where``, the policy swapped in)."""
+        from .experiments.runner import run_point
+
+        if where in self.unsupported:
+            return
+        mine = dataclasses.replace(
+            template,
+            series=_LABEL,
+            policy=f"{_MODULE}:Candidate",
+            params=dict(self.policy.param_values),
+            code=None,
+        )
+        self.rows.append(run_point(mine))
+
+    def report(self) -> dict[str, Any]:
+        """What the parent scores: the policy's declarations, where it is not defined, its runs."""
+        policy = self.policy
+        return {
+            "policy_id": str(policy.policy_id),
+            "params": dict(policy.param_values),
+            "preemptive": bool(policy.preemptive),
+            "size_aware": bool(policy.reads_sizes()),
+            "unsupported": self.unsupported,
+            "rows": self.rows,
+        }
+
+
+def _vetting(scenario: str, load: float) -> str:
+    return f"vetting it on {scenario} at load {load:g}"
 
 
 def _templates(refs: _References) -> dict[tuple[str, float], list[Point]]:
@@ -838,20 +858,10 @@ def score(
     step) when it is the only one; in a list, its result has ``status == "refused"`` and the others are
     scored."""
     from .experiments.runner import check_backend, provenance, warm_point
-    from .registry import make_policy, policy_class
+    from .registry import policy_class
 
     single = not isinstance(policy, list | tuple)
-    items = [policy] if single else list(policy)
-    if not items:
-        raise ValueError("score: no policy given")
-    given = dict(params or {})
-    if given and len(items) != 1:
-        raise ValueError(f"params: apply to one policy, got {len(items)} policies")
-    targets = [_target(x, given) for x in items]
-    specs = [t.spec for t in targets]
-    if len(set(specs)) != len(specs):
-        twice = next(s for s in specs if specs.count(s) > 1)
-        raise ValueError(f"score: {twice!r} given twice")
+    targets = _targets([policy] if single else list(policy), dict(params or {}))
     if not (isinstance(time_limit, int | float) and not isinstance(time_limit, bool)) or not (
         math.isfinite(time_limit) and time_limit > 0
     ):
@@ -869,71 +879,21 @@ def score(
     for t in targets:
         start = time.perf_counter()
         if t.how == "builtin" and not t.params and any(p.series == t.spec for p in refs.points):
-            defined = {w for p, w in zip(refs.points, refs.owner, strict=True) if p.series == t.spec}
-            missing = {w: "not defined here" for w in config.points or () if w not in defined}
-            results.append(
-                _result(
-                    t.spec,
-                    t.spec,
-                    make_policy(t.spec).param_values,
-                    t.spec,
-                    config,
-                    plain,
-                    missing,
-                    time.perf_counter() - start,
-                )
-            )
+            results.append(_reference_result(t, config, refs, plain, start))
             continue
         if not warm:
             warm_point(refs.points[0])  # the engine loop, loaded here once: every child finds it compiled
             warm = True
         try:
-            out = _run_candidate(t, config, refs, float(time_limit))
+            results.append(_candidate_result(t, config, refs, float(time_limit), start))
         except PolicyRefused as exc:
             if single:
                 raise
             results.append(
                 PolicyResult(t.spec, "refused", error=str(exc), seconds=time.perf_counter() - start)
             )
-            continue
-        from .experiments.benchmark import _kind
-
-        # a policy scored is never a reference of the scale: the benchmark's kind of a policy of one's own
-        kind = _kind(out["preemptive"], out["size_aware"], True)
-        templates = _templates(refs)
-        mine = [
-            dataclasses.replace(p, series=_LABEL, code=None)
-            for where, pts in templates.items()
-            if where not in out["unsupported"]
-            for p in pts
-        ]
-        report = _scored(config, refs, list(zip(mine, out["rows"], strict=True)), kind)
-        result = _result(
-            t.spec,
-            out["policy_id"],
-            out["params"],
-            _LABEL,
-            config,
-            report,
-            out["unsupported"],
-            time.perf_counter() - start,
-        )
-        if t.how == "builtin":  # a built-in with parameters of its own: no user's policy
-            result = dataclasses.replace(result, kind=_kind(out["preemptive"], out["size_aware"], False))
-        results.append(result)
     prov = provenance()
-    scales = tuple(
-        {
-            "scenario": s.scenario,
-            "load": s.load,
-            "low_ref": s.low_ref,
-            "t_low": _num(s.low),
-            "high_ref": s.high_ref,
-            "t_high": _num(s.high),
-            "best_heuristic": s.best_heuristic,
-        }
-        for s in plain["scales"]
-    )
+    scales = tuple(_scale_record(s) for s in plain["scales"])
     assert config.points is not None
     return ScoreReport(
         results=tuple(results),
@@ -945,3 +905,69 @@ def score(
         version=prov["version"],
         git_revision=prov["git_revision"],
     )
+
+
+def _scale_record(s: Any) -> dict[str, Any]:
+    """A point's scale as the report records it (its references and their values)."""
+    return {
+        "scenario": s.scenario,
+        "load": s.load,
+        "low_ref": s.low_ref,
+        "t_low": _num(s.low),
+        "high_ref": s.high_ref,
+        "t_high": _num(s.high),
+        "best_heuristic": s.best_heuristic,
+    }
+
+
+def _targets(items: list[Any], given: dict[str, Any]) -> list[_Target]:
+    """The policies to score, each checked (:func:`_target`): at least one, none twice, ``given``
+    parameters for one policy only."""
+    if not items:
+        raise ValueError("score: no policy given")
+    if given and len(items) != 1:
+        raise ValueError(f"params: apply to one policy, got {len(items)} policies")
+    targets = [_target(x, given) for x in items]
+    specs = [t.spec for t in targets]
+    if len(set(specs)) != len(specs):
+        twice = next(s for s in specs if specs.count(s) > 1)
+        raise ValueError(f"score: {twice!r} given twice")
+    return targets
+
+
+def _reference_result(
+    t: _Target, config: BenchmarkConfig, refs: _References, plain: dict[str, Any], start: float
+) -> PolicyResult:
+    """A built-in policy with its own parameters that the references ran already: their runs, scored."""
+    from .registry import make_policy
+
+    defined = {w for p, w in zip(refs.points, refs.owner, strict=True) if p.series == t.spec}
+    missing = {w: "not defined here" for w in config.points or () if w not in defined}
+    params = make_policy(t.spec).param_values
+    return _result(t.spec, t.spec, params, t.spec, config, plain, missing, time.perf_counter() - start)
+
+
+def _candidate_result(
+    t: _Target, config: BenchmarkConfig, refs: _References, time_limit: float, start: float
+) -> PolicyResult:
+    """A policy vetted and run in a child (:func:`_run_candidate`), its runs scored beside the
+    references' on the same scale; :class:`PolicyRefused` where it fails."""
+    from .experiments.benchmark import _kind
+
+    out = _run_candidate(t, config, refs, time_limit)
+    # a policy scored is never a reference of the scale: the benchmark's kind of a policy of one's own
+    kind = _kind(out["preemptive"], out["size_aware"], True)
+    mine = [
+        dataclasses.replace(p, series=_LABEL, code=None)
+        for where, pts in _templates(refs).items()
+        if where not in out["unsupported"]
+        for p in pts
+    ]
+    report = _scored(config, refs, list(zip(mine, out["rows"], strict=True)), kind)
+    seconds = time.perf_counter() - start
+    result = _result(
+        t.spec, out["policy_id"], out["params"], _LABEL, config, report, out["unsupported"], seconds
+    )
+    if t.how == "builtin":  # a built-in with parameters of its own: no user's policy
+        result = dataclasses.replace(result, kind=_kind(out["preemptive"], out["size_aware"], False))
+    return result
