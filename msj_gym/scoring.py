@@ -866,8 +866,7 @@ def score(
         math.isfinite(time_limit) and time_limit > 0
     ):
         raise ValueError(f"--time-limit: expected a positive number of seconds, got {time_limit!r}")
-    workers = workers if workers is not None else (os.cpu_count() or 1)
-    check_backend("local", workers)
+    workers = check_backend("local", workers)
     config = _config(points, seeds, arrivals)
 
     refs = _references(config, workers, progress)

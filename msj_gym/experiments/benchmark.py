@@ -37,7 +37,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,9 +53,9 @@ from .benchmark_tables import (
     score_matrix,
     write_benchmark,
 )
-from .leaderboard import LeaderboardConfig, parse_seeds, plan
+from .leaderboard import LeaderboardConfig, parse_seeds, plan, run_track_points
 from .report import config_difference
-from .runner import Point, check_backend, hold_folder, provenance, run_points, scenario_content
+from .runner import Point, check_backend, hold_folder, provenance, scenario_content
 from .tracks import DEFAULT_MODEL, MODELS, scenario_model, track
 from .tracks.queueing import METRICS, check_metric, exact_optima, metric_of
 
@@ -602,124 +601,122 @@ def _plan(
     as its model's leaderboard plans a sweep of that one point (:func:`.leaderboard.plan`), with the
     benchmark's entrants and seeds, so that every entrant sees the same job streams (common random
     numbers)."""
-    from ..guard import vet_policy
-    from ..registry import policy_from_spec
-
-    for spec in config.policies:  # imported and made in a child process before this one imports it
-        vet_policy(spec, "--policies")
-    own = {spec: policy_from_spec(spec, "--policies") for spec in config.policies}
-    vetted: set[str] = set()
+    assert config.points is not None
+    planner = _Planner(config)
     points: list[Point] = []
     owner: list[tuple[str, float]] = []
     kinds: dict[tuple[str, float], dict[str, str]] = {}
-    assert config.points is not None
     for model in config.models:
         for point in (p for p in config.points if point_model(p) == model):
             agents = [a for a in config.agents if point not in unfit[a]]
-            plan_point = _plan_sequences if point[0] in SEQUENCE_POINTS else _plan_point
-            pts, kinds[point] = plan_point(config, point, agents, own, vetted)
+            plan_point = planner.sequences if point[0] in SEQUENCE_POINTS else planner.point
+            pts, kinds[point] = plan_point(point, agents)
             points += pts
             owner += [point] * len(pts)
     return points, kinds, owner
 
 
-def _own_here(config: BenchmarkConfig, workload: Any, own: dict[str, Any], vetted: set[str]) -> list[str]:
-    """The policies of the user's own defined on ``workload`` (elsewhere they have no score, like a
-    baseline), each vetted with a short bounds-checked run where it first enters."""
-    from ..guard import vet_policy
-    from ..registry import supports
+class _Planner:
+    """The runs of each point of a benchmark: its ``config`` and the policies of the user's own, made
+    once, each vetted where it first enters."""
 
-    here = [spec for spec in config.policies if supports(own[spec], workload) is None]
-    for spec in here:
-        if spec not in vetted:
-            vet_policy(spec, "--policies", workload)
-            vetted.add(spec)
-    return here
+    def __init__(self, config: BenchmarkConfig) -> None:
+        from ..guard import vet_policy
+        from ..registry import policy_from_spec
 
+        for spec in config.policies:  # imported and made in a child process before this one imports it
+            vet_policy(spec, "--policies")
+        self.config = config
+        self.own = {spec: policy_from_spec(spec, "--policies") for spec in config.policies}
+        self.vetted: set[str] = set()
 
-def _plan_point(
-    config: BenchmarkConfig,
-    point: tuple[str, float],
-    agents: list[str],
-    own: dict[str, Any],
-    vetted: set[str],
-) -> tuple[list[Point], dict[str, str]]:
-    """The runs of a point of the queue or of another model: its model's leaderboard plan of the
-    entrants defined there."""
-    scenario, x = point
-    on = track(point_model(point))
-    source = on.resolve(scenario)
-    ids = _entrant_ids(on, config.preemptive)
-    here = [pid for pid in ids if on.unsupported(pid, scenario, source, x) is None]
-    if on.own_policies:
-        here += _own_here(config, source.build(load=x), own, vetted)
-    lb = LeaderboardConfig(
-        scenarios=(scenario,),
-        loads=(x,),
-        policies=tuple(here),
-        agents=tuple(dict.fromkeys(agents)),
-        seeds=config.seeds,
-        arrivals=config.model_arrivals(on.model),
-        warmup=config.model_warmup(on.model),
-        bare_agents=True,  # admitted by _check_agents already
-    )
-    the_plan = plan(lb)
-    kinds = {
-        e.label: "agent" if e.agent else _kind(e.preemptive, e.size_aware, e.policy in own)
-        for e in the_plan.entrants[scenario]
-    }
-    return the_plan.points, kinds
+    def own_here(self, workload: Any) -> list[str]:
+        """The policies of the user's own defined on ``workload`` (elsewhere they have no score, like a
+        baseline), each vetted with a short bounds-checked run where it first enters."""
+        from ..guard import vet_policy
+        from ..registry import supports
 
+        here = [spec for spec in self.config.policies if supports(self.own[spec], workload) is None]
+        for spec in here:
+            if spec not in self.vetted:
+                vet_policy(spec, "--policies", workload)
+                self.vetted.add(spec)
+        return here
 
-def _plan_sequences(
-    config: BenchmarkConfig,
-    point: tuple[str, float],
-    agents: list[str],
-    own: dict[str, Any],
-    vetted: set[str],
-) -> tuple[list[Point], dict[str, str]]:
-    """The runs of a trace point: every entrant on the sequence of each seed."""
-    from ..registry import make_policy, supports
-    from .agents import agent_label
-    from .runner import entrant_key
-    from .sequences import trace_replay
+    def point(self, point: tuple[str, float], agents: list[str]) -> tuple[list[Point], dict[str, str]]:
+        """The runs of a point of the queue or of another model: its model's leaderboard plan of the
+        entrants defined there."""
+        config = self.config
+        scenario, x = point
+        on = track(point_model(point))
+        source = on.resolve(scenario)
+        ids = _entrant_ids(on, config.preemptive)
+        here = [pid for pid in ids if on.unsupported(pid, scenario, source, x) is None]
+        if on.own_policies:
+            here += self.own_here(source.build(load=x))
+        lb = LeaderboardConfig(
+            scenarios=(scenario,),
+            loads=(x,),
+            policies=tuple(here),
+            agents=tuple(dict.fromkeys(agents)),
+            seeds=config.seeds,
+            arrivals=config.model_arrivals(on.model),
+            warmup=config.model_warmup(on.model),
+            bare_agents=True,  # admitted by _check_agents already
+        )
+        the_plan = plan(lb)
+        kinds = {
+            e.label: "agent" if e.agent else _kind(e.preemptive, e.size_aware, e.policy in self.own)
+            for e in the_plan.entrants[scenario]
+        }
+        return the_plan.points, kinds
 
-    scenario, rho = point
-    sp = SEQUENCE_POINTS[scenario]
-    workload = trace_replay(sp.scenario)
-    here = [pid for pid in _policy_ids(config.preemptive) if supports(pid, workload) is None]
-    here += _own_here(config, workload, own, vetted)
-    kinds: dict[str, str] = {}
-    runs: list[tuple[str, str, str | None]] = []
-    for pid in here:
-        policy = own[pid] if pid in own else make_policy(pid)
-        label = (policy.policy_id or pid) if pid in own else pid
-        kinds[label] = _kind(policy.preemptive, policy.reads_sizes(), pid in own)
-        runs.append((label, pid, None))
-    for spec in agents:
-        runs.append((agent_label(spec), agent_label(spec), spec))
-        kinds[agent_label(spec)] = "agent"
-    if len({label for label, *_ in runs}) < len(runs):
-        raise ValueError(f"benchmark point {scenario}: two entrants share a name; give them ids of their own")
-    sequence = {seed: sp.run_scenario(seed) for seed in config.seeds}  # the same for every entrant
-    points = []
-    for label, policy_spec, agent in runs:
-        code = entrant_key(policy_spec, agent)  # resolved once per entrant
-        for seed in config.seeds:
-            points.append(
-                Point(
-                    series=label,
-                    x=rho,
-                    scenario=sequence[seed],
-                    policy=policy_spec,
-                    seed=seed,
-                    num_arrivals=sp.length,
-                    warmup=0,
-                    agent=agent,
-                    code=code,
-                )
+    def sequences(self, point: tuple[str, float], agents: list[str]) -> tuple[list[Point], dict[str, str]]:
+        """The runs of a trace point: every entrant on the sequence of each seed."""
+        from ..registry import make_policy, supports
+        from .agents import agent_label
+        from .runner import entrant_key
+        from .sequences import trace_replay
+
+        config, own = self.config, self.own
+        scenario, rho = point
+        sp = SEQUENCE_POINTS[scenario]
+        workload = trace_replay(sp.scenario)
+        here = [pid for pid in _policy_ids(config.preemptive) if supports(pid, workload) is None]
+        here += self.own_here(workload)
+        kinds: dict[str, str] = {}
+        runs: list[tuple[str, str, str | None]] = []
+        for pid in here:
+            policy = own[pid] if pid in own else make_policy(pid)
+            label = (policy.policy_id or pid) if pid in own else pid
+            kinds[label] = _kind(policy.preemptive, policy.reads_sizes(), pid in own)
+            runs.append((label, pid, None))
+        for spec in agents:
+            runs.append((agent_label(spec), agent_label(spec), spec))
+            kinds[agent_label(spec)] = "agent"
+        if len({label for label, *_ in runs}) < len(runs):
+            raise ValueError(
+                f"benchmark point {scenario}: two entrants share a name; give them ids of their own"
             )
-    return points, kinds
+        sequence = {seed: sp.run_scenario(seed) for seed in config.seeds}  # the same for every entrant
+        points = []
+        for label, policy_spec, agent in runs:
+            code = entrant_key(policy_spec, agent)  # resolved once per entrant
+            for seed in config.seeds:
+                points.append(
+                    Point(
+                        series=label,
+                        x=rho,
+                        scenario=sequence[seed],
+                        policy=policy_spec,
+                        seed=seed,
+                        num_arrivals=sp.length,
+                        warmup=0,
+                        agent=agent,
+                        code=code,
+                    )
+                )
+        return points, kinds
 
 
 def _check_out(out: Path, config: BenchmarkConfig, writable: bool) -> None:
@@ -814,8 +811,7 @@ def run_benchmark(
 ) -> dict[str, Any]:
     """Run (or resume) the benchmark into ``out``, write its tables and profile plot, and return
     ``{"scales", "points", "aggregates", "config", "files"}``."""
-    workers = workers if workers is not None else (os.cpu_count() or 1)
-    check_backend(backend, workers, address)
+    workers = check_backend(backend, workers, address)
     from .sequences import trace_replay
 
     assert config.points is not None
@@ -832,18 +828,9 @@ def run_benchmark(
         _read_optima(out / "optima.json", note=False)  # another file of that name is refused before any run
         results: list[dict[str, Any]] = []
         for model in config.models:  # each model's runs with its own run function and content key
-            on = track(model)
             mine = [p for p, where in zip(points, owner, strict=True) if point_model(where) == model]
-            results += run_points(
-                mine,
-                out / "runs.jsonl",
-                progress,
-                backend=backend,
-                workers=workers,
-                address=address,
-                run=on.run,
-                content=on.content,
-            )
+            where = {"backend": backend, "workers": workers, "address": address}
+            results += run_track_points(track(model), mine, out, progress, **where)
         # another metric's 100 is the best heuristic: no optimum to solve for it
         optima = _optima(out, config, writable) if config.by_default_metric else {}
         report = score(config, points, results, kinds, optima, unfit, owner)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_path, atomic_savefig, atomic_write_csv
-from .moldable import MOLDABLE_FIGURES, make_moldable_figure
+from .moldable import MOLDABLE_FIGURES, run_moldable_point, write_moldable_figure
 from .plotting import pyplot
 from .runner import Point, aggregate, hold_folder, run_points, scenario_content
 
@@ -456,46 +456,27 @@ def make_figure(
     if name not in SAMPLE_PATHS and name not in MOLDABLE_FIGURES and name not in FIGURES:
         known = ", ".join([*SAMPLE_PATHS, *FIGURES, *MOLDABLE_FIGURES])
         raise ValueError(f"unknown figure {name!r}; known: {known}")
-    if name in FIGURES and (isinstance(seeds, bool) or seeds < 1):  # checked before ``out`` is made
+    if name not in SAMPLE_PATHS and (isinstance(seeds, bool) or seeds < 1):  # checked before ``out`` is made
         raise ValueError(f"seeds: expected a positive integer, got {seeds!r}")
+    where = {"backend": backend, "workers": workers, "address": address}
     with hold_folder(out) as writable:
         if not writable:
             raise ValueError(f"--out {str(out)!r}: not writable; a figure writes {name}.csv there")
-        return _make_figure(name, out, arrivals, seeds, progress, backend, workers, address)
+        return _make_figure(name, out, arrivals, seeds, progress, where)
 
 
 def _make_figure(
-    name: str,
-    out: Path,
-    arrivals: int | None,
-    seeds: int,
-    progress: bool,
-    backend: str,
-    workers: int,
-    address: str | None,
+    name: str, out: Path, arrivals: int | None, seeds: int, progress: bool, where: dict[str, Any]
 ) -> tuple[Path, Path | None]:
     if name in SAMPLE_PATHS:
         return sample_path(name, out, arrivals)
     if name in MOLDABLE_FIGURES:
-        return make_moldable_figure(
-            name,
-            out,
-            arrivals=arrivals,
-            seeds=seeds,
-            progress=progress,
-            backend=backend,
-            workers=workers,
-            address=address,
-        )
+        moldable = MOLDABLE_FIGURES[name]
+        points = moldable.points(arrivals or moldable.arrivals, seeds)
+        rows = run_points(points, out / "runs.jsonl", progress=progress, run=run_moldable_point, **where)
+        return write_moldable_figure(name, out, rows)
     fig = FIGURES[name]
-    rows = run_points(
-        fig.points(arrivals or fig.arrivals, seeds),
-        out / "runs.jsonl",
-        progress=progress,
-        backend=backend,
-        workers=workers,
-        address=address,
-    )
+    rows = run_points(fig.points(arrivals or fig.arrivals, seeds), out / "runs.jsonl", progress, **where)
     # the content hash of each (series, x)'s runs, and of the scenario an analysis curve is computed on
     content: dict[tuple[str, float], str] = {}
     for r in rows:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -443,28 +442,27 @@ def run_leaderboard(
     (:func:`~.runner.hold_folder`): a second writer is refused. A finished leaderboard in a folder this
     process cannot write (read-only media) is recomputed from its runs and returned without writing
     anything; its ``files`` are the ones already there."""
-    workers = workers if workers is not None else (os.cpu_count() or 1)
-    check_backend(backend, workers, address)  # every check before check_out creates anything in ``out``
+    workers = check_backend(backend, workers, address)  # every check before check_out creates anything
     the_plan = plan(config, workers if backend == "local" else 1)
-    on = config.track
     with hold_folder(out) as writable:
         check_out(out, config, writable)
-        results = run_points(
-            the_plan.points,
-            out / "runs.jsonl",
-            progress,
-            backend=backend,
-            workers=workers,
-            address=address,
-            run=on.run,
-            content=on.content,
-        )
+        where = {"backend": backend, "workers": workers, "address": address}
+        results = run_track_points(config.track, the_plan.points, out, progress, **where)
         report = tables(config, the_plan, results)
         if writable:
             report["files"] = _write(out, report)
         else:  # a finished folder on read-only media: print it, write nothing
             report["files"] = [f for f in _output_names(out, config) if f.exists()]
     return report
+
+
+def run_track_points(
+    on: Track, points: Sequence[Point], out: Path, progress: bool, **where: Any
+) -> list[dict[str, Any]]:
+    """Run (or resume) ``points`` of ``on``'s model into ``out/runs.jsonl`` with the track's run function
+    and content key; ``where``: the ``backend``, ``workers`` and ``address`` of
+    :func:`~.runner.run_points`."""
+    return run_points(points, out / "runs.jsonl", progress, run=on.run, content=on.content, **where)
 
 
 def tables(config: LeaderboardConfig, the_plan: Plan, results: Sequence[dict[str, Any]]) -> dict[str, Any]:

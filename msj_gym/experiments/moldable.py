@@ -24,9 +24,16 @@ from ..moldable.loss import MoldableResult
 from ..moldable.model import MoldableSystem
 from ..moldable.systems import REGIMES, SPEED_UPS
 from .plotting import pyplot
-from .runner import Point, run_points
+from .runner import Point
 
-__all__ = ["MOLDABLE_FIGURES", "PAPER_TABLE1", "MoldableFigure", "limits", "make_moldable_figure"]
+__all__ = [
+    "MOLDABLE_FIGURES",
+    "PAPER_TABLE1",
+    "MoldableFigure",
+    "limits",
+    "run_moldable_point",
+    "write_moldable_figure",
+]
 
 SIZE_LAWS: dict[str, dict[str, Any]] = {  # unit mean; the paper's Mixed-Erlang / Pareto parameters are lost
     "exponential": {"distribution": "exponential", "mean": 1.0},
@@ -130,7 +137,8 @@ class MoldableFigure:
         return pts
 
 
-def _run_moldable(point: Point) -> dict[str, Any]:
+def run_moldable_point(point: Point) -> dict[str, Any]:
+    """One seeded run of a moldable figure's point (its system in ``point.build``)."""
     from ..moldable.model import MoldableSystem
 
     b = point.build
@@ -227,28 +235,11 @@ def _aggregate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def make_moldable_figure(
-    name: str,
-    out: Path,
-    *,
-    arrivals: int | None = None,
-    seeds: int = 1,
-    progress: bool = True,
-    **where: Any,
-) -> tuple[Path, Path | None]:
-    """Run (or reuse, from ``out/runs.jsonl``) the runs of ``MOLDABLE_FIGURES[name]``; write
-    ``out/NAME.csv`` and, with matplotlib, ``out/NAME.png``. ``where``: ``backend``, ``workers``,
-    ``address`` of :func:`~msj_gym.experiments.runner.run_points`."""
-    fig = MOLDABLE_FIGURES.get(name)
-    if fig is None:
-        raise ValueError(f"unknown moldable figure {name!r}; known: {', '.join(MOLDABLE_FIGURES)}")
-    if arrivals is not None and (isinstance(arrivals, bool) or arrivals < 100):
-        raise ValueError(f"arrivals: expected an integer >= 100, got {arrivals!r}")
-    if isinstance(seeds, bool) or seeds < 1:
-        raise ValueError(f"seeds: expected a positive integer, got {seeds!r}")
-    out.mkdir(parents=True, exist_ok=True)
-    points = fig.points(arrivals or fig.arrivals, seeds)
-    rows = run_points(points, out / "runs.jsonl", progress=progress, run=_run_moldable, **where)
+def write_moldable_figure(name: str, out: Path, rows: list[dict[str, Any]]) -> tuple[Path, Path | None]:
+    """``out/NAME.csv`` of the runs of ``MOLDABLE_FIGURES[name]`` (their means with intervals, the
+    schemes' limits and the paper's values) and, with matplotlib, ``out/NAME.png``; both paths (the
+    PNG's is None without it)."""
+    fig = MOLDABLE_FIGURES[name]
     table = _aggregate(rows)
     csv_path = out / f"{name}.csv"
     with atomic_path(csv_path) as tmp, tmp.open("w", newline="") as fh:

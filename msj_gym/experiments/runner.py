@@ -697,9 +697,11 @@ def _spec_roots(points: Sequence[Any]) -> list[str]:
     return roots
 
 
-def check_backend(backend: str, workers: int, address: str | None = None) -> None:
+def check_backend(backend: str, workers: int | None, address: str | None = None) -> int:
     """Refuse an unknown backend, a worker count that is not a positive integer, or a Ray ``address``
-    where no cluster answers (before any output is created: callers check this first)."""
+    where no cluster answers (before any output is created: callers check this first); the worker count
+    (None: one per core)."""
+    workers = workers if workers is not None else (os.cpu_count() or 1)
     if backend not in BACKENDS:
         raise ValueError(f"--backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -708,6 +710,7 @@ def check_backend(backend: str, workers: int, address: str | None = None) -> Non
         if backend != "ray":
             raise ValueError(f"--address: only used with --backend ray, got {address!r}")
         check_address(address)
+    return workers
 
 
 ADDRESS_TIMEOUT = 5.0  # seconds to wait for a Ray cluster to answer before saying it does not
