@@ -152,7 +152,7 @@ class _Runs:
         self.workload, self.scenario, self.load = workload, scenario, load
         self.seed, self.num_arrivals, self.warmup = seed, num_arrivals, num_arrivals // 10
         self.cap = 2 * num_arrivals + 2  # the same arrival cap natively and through the env
-        self.windows = {"queue_window": queue_window, "preempt_window": preempt_window}
+        self.windows: dict[str, Any] = {"queue_window": queue_window, "preempt_window": preempt_window}
         # the env keeps no per-job records (its state has a fixed size), so neither does the native run
         # compared with it: both report the response-time percentiles as not computed
         self.run: dict[str, Any] = {
