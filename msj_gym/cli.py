@@ -1083,21 +1083,14 @@ def _print_policy(pid: str, cls: type[Policy] | type[MoldablePolicy]) -> None:
 def _list(model: str | None = None) -> int:
     """Every model's scenarios, then its policies (``model``: one model's only). The MSJ part keeps the
     ``scenarios:`` / ``policies:`` sections other tooling parses."""
-    from .moldable.systems import MOLDABLE_SYSTEMS, describe_moldable_system
-    from .registry import list_policies
-    from .workloads.compat import COMPAT_SCENARIOS
-    from .workloads.scenarios import list_scenarios
+    from .experiments.tracks import DEFAULT_MODEL, scenario_listing
+    from .registry import MODELS, list_policies
 
     sections: list[tuple[str, str, list[tuple[str, str]]]] = []
-    if model in (None, "msj"):
-        scenarios = [(name, sc.description) for name, sc in list_scenarios().items()]
-        sections.append(("msj", "", scenarios))
-    if model in (None, "compatibility"):
-        scenarios = [(name, desc) for name, (desc, _build) in COMPAT_SCENARIOS.items()]
-        sections.append(("compatibility", "compatibility ", scenarios))
-    if model in (None, "moldable"):
-        scenarios = [(name, describe_moldable_system(name)) for name in MOLDABLE_SYSTEMS]
-        sections.append(("moldable", "moldable ", scenarios))
+    for m in MODELS:
+        if model in (None, m):
+            prefix = "" if m == DEFAULT_MODEL else f"{m} "  # the queue's sections keep their bare names
+            sections.append((m, prefix, scenario_listing(m)))
     for i, (m, prefix, scenarios) in enumerate(sections):
         if i:
             print()

@@ -12,37 +12,71 @@ for: a fourth model is one module and one line of :data:`TRACKS`.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .base import Track
 
-__all__ = ["DEFAULT_MODEL", "MODELS", "TRACKS", "TrackEntry", "scenario_model", "track", "track_of"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODELS",
+    "TRACKS",
+    "TrackEntry",
+    "scenario_listing",
+    "scenario_model",
+    "track",
+    "track_of",
+]
+
+
+def _queue_listing() -> list[tuple[str, str]]:
+    from ...workloads.scenarios import list_scenarios
+
+    return [(name, sc.description) for name, sc in list_scenarios().items()]
+
+
+def _moldable_listing() -> list[tuple[str, str]]:
+    from ...moldable.systems import MOLDABLE_SYSTEMS, describe_moldable_system
+
+    return [(name, describe_moldable_system(name)) for name in MOLDABLE_SYSTEMS]
+
+
+def _compat_listing() -> list[tuple[str, str]]:
+    from ...workloads.compat import COMPAT_SCENARIOS
+
+    return [(name, desc) for name, (desc, _build) in COMPAT_SCENARIOS.items()]
 
 
 @dataclass(frozen=True)
 class TrackEntry:
-    """One model's line: its ``track`` (``"module:attr"`` of a :class:`.base.Track`) and the catalogue of
+    """One model's line: its ``track`` (``"module:attr"`` of a :class:`.base.Track`), the catalogue of
     the scenario names it owns (``"module:attr"`` of a mapping; None for the model of every other
-    name, file and trace)."""
+    name, file and trace) and its ``listing``: its named scenarios with a line on each (cheap: the
+    track itself is not imported to list them)."""
 
     model: str
     track: str
     scenarios: str | None
+    listing: Callable[[], list[tuple[str, str]]]
 
 
 #: Every model's track, the model of every name no catalogue owns last. Its order is the order in which
 #: reports list the models (the MSJ queue first).
 TRACKS: tuple[TrackEntry, ...] = (
-    TrackEntry("msj", "msj_gym.experiments.tracks.queueing:TRACK", None),
+    TrackEntry("msj", "msj_gym.experiments.tracks.queueing:TRACK", None, _queue_listing),
     TrackEntry(
-        "moldable", "msj_gym.experiments.tracks.moldable:TRACK", "msj_gym.moldable.systems:MOLDABLE_SYSTEMS"
+        "moldable",
+        "msj_gym.experiments.tracks.moldable:TRACK",
+        "msj_gym.moldable.systems:MOLDABLE_SYSTEMS",
+        _moldable_listing,
     ),
     TrackEntry(
         "compatibility",
         "msj_gym.experiments.tracks.compatibility:TRACK",
         "msj_gym.workloads.compat:COMPAT_SCENARIOS",
+        _compat_listing,
     ),
 )
 MODELS = tuple(e.model for e in TRACKS)
@@ -63,13 +97,22 @@ def scenario_model(scenario: str) -> str:
     return next(owner, DEFAULT_MODEL)
 
 
+def _entry(model: str) -> TrackEntry:
+    found = next((e for e in TRACKS if e.model == model), None)
+    if found is None:
+        raise ValueError(f"model: expected one of {', '.join(MODELS)}, got {model!r}")
+    return found
+
+
 def track(model: str) -> Track:
     """The track of ``model``."""
-    for e in TRACKS:
-        if e.model == model:
-            found: Track = _load(e.track)
-            return found
-    raise ValueError(f"model: expected one of {', '.join(MODELS)}, got {model!r}")
+    found: Track = _load(_entry(model).track)
+    return found
+
+
+def scenario_listing(model: str) -> list[tuple[str, str]]:
+    """The named scenarios of ``model``, each with a line on it (``msj-gym list``)."""
+    return _entry(model).listing()
 
 
 def track_of(scenario: str) -> Track:
