@@ -405,6 +405,8 @@ def _entrants(
 def _agent_entrants(config: LeaderboardConfig, scenario: str, labels: set[str]) -> list[Entrant]:
     """The agents of ``config``, each checked against the scenario's env where the track says (its
     model, spaces and keywords) before any run: one line naming the agent otherwise."""
+    if not config.agents:  # a leaderboard of policies loads nothing of the agents' machinery
+        return []
     from .agents import agent_label, check_agent, load_agent
 
     on = config.track
