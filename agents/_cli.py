@@ -17,6 +17,7 @@ from msj_gym.arguments import ArgumentParser, UsageError
 __all__ = [
     "ArgumentParser",
     "UsageError",
+    "add_queue_window",
     "check_count",
     "check_load",
     "check_net_arch",
@@ -67,6 +68,16 @@ def run_script(prog: str, main: Callable[[list[str] | None], Any], argv: Sequenc
         print(f"\n{prog}: interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def add_queue_window(parser: Any) -> None:
+    """``--queue-window``, the env's ``queue_window``, as the scripts that make an MSJ env take it."""
+    parser.add_argument(
+        "--queue-window",
+        type=int,
+        default=1,
+        help="start actions per class: the r-th oldest waiting job for r below this (1: the oldest only)",
+    )
 
 
 def check_count(flag: str, value: int, lo: int = 1, hi: int = 10**9) -> int:

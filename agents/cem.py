@@ -45,14 +45,18 @@ def add_search_flags(ap: Any, *, population: int, elite: int, generations: int, 
     script's own defaults, after its own flags."""
     ap.add_argument("--population", type=int, default=population, help="candidates per generation")
     ap.add_argument("--elite", type=int, default=elite, help="candidates the Gaussian is refitted to")
-    ap.add_argument("--generations", type=int, default=generations)
+    ap.add_argument(
+        "--generations", type=int, default=generations, help="rounds of sampling and refitting the Gaussian"
+    )
     ap.add_argument(
         "--init-std", type=float, default=init_std, help="initial standard deviation of every weight"
     )
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=1, help="worker processes scoring the candidates")
+    ap.add_argument(
+        "--seed", type=int, default=0, help="draws each generation's candidates and what they are scored on"
+    )
     ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip; its .json beside it)")
-    ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def check_search_flags(args: Any) -> None:

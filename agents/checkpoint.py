@@ -43,6 +43,7 @@ __all__ = [
     "convert_checkpoint",
     "load_model",
     "save_model",
+    "write_checkpoint",
 ]
 
 CONFIG = "agent.json"
@@ -346,6 +347,16 @@ def save_model(model: Any, path: str | Path, algo: str | None = None) -> None:
         z.writestr(zipfile.ZipInfo(WEIGHTS, date_time=(1980, 1, 1, 0, 0, 0)), blob)
 
 
+def write_checkpoint(model: Any, path: Path, meta: dict[str, Any], algo: str | None = None) -> None:
+    """Save ``model`` to ``path`` (:func:`save_model`) and ``meta`` as the ``.json`` beside it, each
+    whole or not at all: a full disk leaves no truncated checkpoint under the name."""
+    from msj_gym.atomic import atomic_path, atomic_write_text
+
+    with atomic_path(path) as tmp:
+        save_model(model, tmp, algo=algo)
+    atomic_write_text(path.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
+
+
 def _read(z: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
     info = z.getinfo(name)
     if info.file_size > limit:
@@ -353,12 +364,9 @@ def _read(z: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
     return z.read(info)
 
 
-def _load_data(
-    path: Path, where: str, device: str, overrides: dict[str, Any] | None
-) -> tuple[Any, dict[str, Any]]:
-    from safetensors import SafetensorError
-    from safetensors.torch import load
-
+def _read_config(path: Path, where: str) -> tuple[dict[str, Any], bytes]:
+    """The checkpoint's config, checked (an msj_gym agent of this format version, whose weights match
+    its digest, of a known algorithm and policy), and its weights' bytes."""
     try:
         with zipfile.ZipFile(path) as z:
             text = _read(z, CONFIG, MAX_CONFIG_BYTES, where)
@@ -383,6 +391,55 @@ def _load_data(
         raise ValueError(f"{where}: algo {algo!r} is not one of {', '.join(ALGOS)}")
     if policy not in POLICIES:
         raise ValueError(f"{where}: policy {policy!r} is not one of {', '.join(POLICIES)}")
+    return config, blob
+
+
+def _check_selection(selection: dict[str, Any], where: str) -> None:
+    """A simulated selector's settings: the policies it simulates, imported by name, only as
+    :mod:`msj_gym.trust` allows; its sizes within :data:`SELECTION_LIMITS`."""
+    from msj_gym.trust import check_imports
+
+    for field in ("bases", "fallbacks"):
+        check_imports(where, f"simulated_selection.{field}", selection.get(field))
+    advisors = (selection.get("env_kwargs") or {}).get("advisor")
+    check_imports(where, "simulated_selection.env_kwargs.advisor", advisors)
+    # the selector simulates every new system it meets: a file may not make that unbounded
+    for field, most in SELECTION_LIMITS.items():
+        value = selection.get(field)
+        size = len(value) if isinstance(value, list) else value
+        if isinstance(size, int) and size > most:
+            raise ValueError(
+                f"{where}: simulated_selection.{field}: {size}, more than {most} (a plan per system "
+                "of that size is not what msj_gym writes)"
+            )
+
+
+def _put_settings(model: Any, settings: Any, where: str, cls_name: str) -> None:
+    """The algorithm's settings from the config onto ``model``: only what its constructor set as a
+    plain value, so that a file cannot put anything else (a method, a buffer, a callable) on the
+    model, nor where it writes or runs."""
+    if not isinstance(settings, dict) or not _plain(settings):
+        raise ValueError(f"{where}: settings: expected a JSON object of numbers and strings")
+    for key, value in settings.items():
+        if key in _NOT_SETTINGS:
+            if value is None:
+                continue
+            raise ValueError(f"{where}: settings: {key!r} is not a setting a checkpoint may carry")
+        if key not in model.__dict__ or not (model.__dict__[key] is None or _plain(model.__dict__[key])):
+            if key in _SCHEDULES or key in ("train_freq", "n_envs"):  # set from an env when there is one
+                pass
+            else:
+                raise ValueError(f"{where}: settings: {key!r} is not a setting of {cls_name}")
+        model.__dict__[key] = tuple(value) if key == "train_freq" and isinstance(value, list) else value
+
+
+def _load_data(
+    path: Path, where: str, device: str, overrides: dict[str, Any] | None
+) -> tuple[Any, dict[str, Any]]:
+    from safetensors import SafetensorError
+    from safetensors.torch import load
+
+    config, blob = _read_config(path, where)
     try:
         tensors = load(blob)
     except (SafetensorError, ValueError, RuntimeError) as exc:
@@ -398,52 +455,23 @@ def _load_data(
     if policy_kwargs is None:
         policy_kwargs = _decode_kwargs(config.get("policy_kwargs", {}), where)
     selection = policy_kwargs.get("simulated_selection")
-    if isinstance(selection, dict):  # the policies its selector simulates are imported by name
-        from msj_gym.trust import check_imports
-
-        for field in ("bases", "fallbacks"):
-            check_imports(where, f"simulated_selection.{field}", selection.get(field))
-        advisors = (selection.get("env_kwargs") or {}).get("advisor")
-        check_imports(where, "simulated_selection.env_kwargs.advisor", advisors)
-        # the selector simulates every new system it meets: a file may not make that unbounded
-        for field, most in SELECTION_LIMITS.items():
-            value = selection.get(field)
-            size = len(value) if isinstance(value, list) else value
-            if isinstance(size, int) and size > most:
-                raise ValueError(
-                    f"{where}: simulated_selection.{field}: {size}, more than {most} (a plan per system "
-                    "of that size is not what msj_gym writes)"
-                )
+    if isinstance(selection, dict):
+        _check_selection(selection, where)
     if over:
         raise ValueError(
             f"overrides: only observation_space, action_space, policy_kwargs, got {sorted(over)}"
         )
-    module, cls_name = ALGOS[algo]
+    module, cls_name = ALGOS[config["algo"]]
     try:
         algo_cls = getattr(importlib.import_module(module), cls_name)
     except ImportError:
         from ..extras import install_hint
 
         raise ValueError(f"{where}: {module} is not installed ({install_hint('rl')})") from None
-    pmodule, _, pname = POLICIES[policy].partition(":")
+    pmodule, _, pname = POLICIES[config["policy"]].partition(":")
     policy_cls = getattr(importlib.import_module(pmodule), pname)
     model = algo_cls(policy=policy_cls, env=None, device=device, _init_setup_model=False)
-    settings = config.get("settings", {})
-    if not isinstance(settings, dict) or not _plain(settings):
-        raise ValueError(f"{where}: settings: expected a JSON object of numbers and strings")
-    for key, value in settings.items():
-        # only what the algorithm's constructor set as a plain value: a file cannot put anything else
-        # (a method, a buffer, a callable) on the model, nor where it writes or runs
-        if key in _NOT_SETTINGS:
-            if value is None:
-                continue
-            raise ValueError(f"{where}: settings: {key!r} is not a setting a checkpoint may carry")
-        if key not in model.__dict__ or not (model.__dict__[key] is None or _plain(model.__dict__[key])):
-            if key in _SCHEDULES or key in ("train_freq", "n_envs"):  # set from an env when there is one
-                pass
-            else:
-                raise ValueError(f"{where}: settings: {key!r} is not a setting of {cls_name}")
-        model.__dict__[key] = tuple(value) if key == "train_freq" and isinstance(value, list) else value
+    _put_settings(model, config.get("settings", {}), where, cls_name)
     model.observation_space = observation
     model.action_space = action
     model.policy_kwargs = policy_kwargs

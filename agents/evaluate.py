@@ -81,6 +81,61 @@ def run_stamp(checkpoint: Path) -> str:
     return code_stamp(Path(checkpoint), Path(rules.__file__))
 
 
+def _resumed_rows(out: Path, arrivals: int, warmup: int, stamp: str) -> list[dict[str, Any]]:
+    """The rows an earlier run of the same evaluation (the same ``stamp``, ``arrivals`` and ``warmup``)
+    wrote to ``out``; a row cut short by a killed run is cut from the file, and that run redone."""
+    text = out.read_text()
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+        with out.open("r+") as fh:
+            fh.truncate(len(text.encode()))
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                row = json.loads(line)
+                row["arrivals"], row["warmup"], row["policy"], row["seed"]
+            except (ValueError, KeyError, TypeError):
+                raise ValueError(
+                    f"--out {str(out)!r}: line {n} is not a result row; give a new --out"
+                ) from None
+            if row["arrivals"] != arrivals or row["warmup"] != warmup:
+                raise ValueError(f"--out {str(out)!r} holds runs with other --arrivals/--warmup")
+            if row.get("stamp") != stamp:  # a result is never reused for an input that changed
+                raise ValueError(
+                    f"--out {str(out)!r} holds runs made from another checkpoint or code "
+                    f"(stamp {row.get('stamp')!r}, now {stamp!r}); give a new --out"
+                )
+            rows.append(row)
+    return rows
+
+
+def _append_row(out: Path, row: dict[str, Any]) -> None:
+    """``row`` appended to ``out`` as its run finishes: an interrupted evaluation loses nothing."""
+    try:
+        with out.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+    except OSError as exc:  # a full disk: the torn row is dropped, and rerun, on resume
+        from msj_gym.atomic import OutputError
+
+        raise OutputError(exc.errno or 5, exc.strerror or str(exc), str(out)) from None
+
+
+def _rules_beside(checkpoint: Path, meta: dict[str, Any], also: tuple[str, ...]) -> dict[str, Policy]:
+    """Rules outside the registry ranked beside the agent, by policy id: ``--also``, and the base the
+    agent was learned from if it is one (imported only as :mod:`msj_gym.trust` allows)."""
+    from msj_gym.registry import policy_from_spec
+    from msj_gym.trust import check_imports
+
+    base = meta.get("base")
+    check_imports(f"checkpoint {str(checkpoint)!r}: its .json", "base", base)  # imported to be ranked
+    extra: dict[str, Policy] = {}
+    for spec in (*also, *([base] if isinstance(base, str) and ":" in base else [])):
+        policy = policy_from_spec(spec, "--also")
+        extra.setdefault(policy.policy_id, policy)
+    return extra
+
+
 def evaluate(
     checkpoint: Path,
     seeds: list[int],
@@ -90,11 +145,13 @@ def evaluate(
     label: str,
     also: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
+    """The agent in ``checkpoint`` (as ``label``) and every baseline its env allows on its workload
+    (with ``also``), each run on every seed of ``seeds`` for ``arrivals`` arrivals after ``warmup``:
+    one row per run, appended to ``out`` as it finishes (a rerun resumes from the rows there)."""
     import gymnasium as gym
 
     from msj_gym import Simulator, rollout
     from msj_gym.baselines import POLICIES, make_policy, non_preemptive, supports
-    from msj_gym.registry import policy_from_spec
 
     loaded, meta = load_agent(checkpoint)
     env_kwargs = dict(meta.get("env_kwargs", {}))
@@ -111,46 +168,14 @@ def evaluate(
     # what is read here is an MSJ env's (MSJ-v0, MSJPreemptive-v0): the envs of the baselines' model
     msj_env = cast("MSJEnv", env.unwrapped)
     workload = msj_env.workload
-    done: set[tuple[str, int]] = set()
-    rows: list[dict[str, Any]] = []
     stamp = run_stamp(checkpoint)
-    if out is not None and out.exists():
-        text = out.read_text()
-        if text and not text.endswith("\n"):  # a row cut short by a killed run: that run is redone
-            text = text[: text.rfind("\n") + 1]
-            with out.open("r+") as fh:
-                fh.truncate(len(text.encode()))
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                    row["arrivals"], row["warmup"], row["policy"], row["seed"]
-                except (ValueError, KeyError, TypeError):
-                    raise ValueError(
-                        f"--out {str(out)!r}: line {n} is not a result row; give a new --out"
-                    ) from None
-                if row["arrivals"] != arrivals or row["warmup"] != warmup:
-                    raise ValueError(f"--out {str(out)!r} holds runs with other --arrivals/--warmup")
-                if row.get("stamp") != stamp:  # a result is never reused for an input that changed
-                    raise ValueError(
-                        f"--out {str(out)!r} holds runs made from another checkpoint or code "
-                        f"(stamp {row.get('stamp')!r}, now {stamp!r}); give a new --out"
-                    )
-                rows.append(row)
-                done.add((row["policy"], row["seed"]))
+    rows = _resumed_rows(out, arrivals, warmup, stamp) if out is not None and out.exists() else []
+    done = {(row["policy"], row["seed"]) for row in rows}
     # every baseline the env allows that is defined on this workload (MSFQ, e.g., needs a one-or-all
     # one); an agent that may preempt meets the preemptive policies too
     pool = list(POLICIES) if msj_env.preemptive else non_preemptive()
     policies = [label, *(p for p in pool if supports(p, workload) is None)]
-    # rules outside the registry: --also, and the base the agent was learned from if it is one
-    base = meta.get("base")
-    from msj_gym.trust import check_imports
-
-    check_imports(f"checkpoint {str(checkpoint)!r}: its .json", "base", base)  # imported to be ranked
-    extra: dict[str, Policy] = {}
-    for spec in (*also, *([base] if isinstance(base, str) and ":" in base else [])):
-        policy = policy_from_spec(spec, "--also")
-        extra.setdefault(policy.policy_id, policy)
+    extra = _rules_beside(checkpoint, meta, also)
     policies += [p for p in extra if p not in policies]
     for seed in seeds:
         for pid in policies:
@@ -173,13 +198,7 @@ def evaluate(
             }
             rows.append(row)
             if out is not None:
-                try:
-                    with out.open("a") as fh:  # appended as it finishes: an interrupted run loses nothing
-                        fh.write(json.dumps(row) + "\n")
-                except OSError as exc:  # a full disk: the torn row is dropped, and rerun, on resume
-                    from msj_gym.atomic import OutputError
-
-                    raise OutputError(exc.errno or 5, exc.strerror or str(exc), str(out)) from None
+                _append_row(out, row)
     return [r for r in rows if r["seed"] in set(seeds)]
 
 
@@ -242,7 +261,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap = ArgumentParser(prog=PROG, description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("checkpoint", type=Path)
     ap.add_argument("--seeds", default="1000-1019", help="held-out seeds: 'LO-HI' or a list")
-    ap.add_argument("--arrivals", type=int, default=20_000)
+    ap.add_argument("--arrivals", type=int, default=20_000, help="arrivals per run")
     ap.add_argument("--warmup", type=int, default=None, help="default: arrivals // 10")
     ap.add_argument("--label", default=None, help="the agent's name in the table (default: agent:<stem>)")
     ap.add_argument("--out", type=Path, default=None, help="JSON lines of per-seed results (resumable)")

@@ -100,10 +100,10 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = ArgumentParser(prog="python -m msj_gym.agents.explain", description=__doc__.split("\n\n")[0])
     ap.add_argument("agent", help="a shipped agent's name, a checkpoint .zip or module:attr")
-    ap.add_argument("--scenario", default="sf-fig2")
-    ap.add_argument("--loads", default="0.5,0.7,0.9")
-    ap.add_argument("--arrivals", type=int, default=10_000)
-    ap.add_argument("--seed", type=int, default=5000)
+    ap.add_argument("--scenario", default="sf-fig2", help="a two-class system whose optimum is solvable")
+    ap.add_argument("--loads", default="0.5,0.7,0.9", help="comma-separated loads, one run each")
+    ap.add_argument("--arrivals", type=int, default=10_000, help="arrivals per run")
+    ap.add_argument("--seed", type=int, default=5000, help="the seed of every run")
     args = ap.parse_args(argv)
     try:
         loads = [float(x) for x in args.loads.split(",")]

@@ -55,6 +55,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,116 +76,190 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     # a refusal is one line under run_script, as the other agents' scripts and msj-gym make it
     ap = ArgumentParser(prog="python -m msj_gym.agents.generalist", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", action="store_true", help="size-aware: shortest jobs first, sizes observed")
-    ap.add_argument("--bases", default=None, help="comma-separated base heuristics (default by --sizes)")
-    ap.add_argument("--systems", type=int, default=48, help="training systems drawn from the generator")
-    ap.add_argument("--select-systems", type=int, default=12, help="other systems that choose the fit")
-    ap.add_argument(
+    _add_system_flags(ap)
+    _add_following_flags(ap)
+    _add_collection_flags(ap)
+    _add_fit_flags(ap)
+    _add_run_flags(ap)
+    _add_derivation_flags(ap)
+    _add_simulated_selection_flags(ap)
+    ap.set_defaults(loss="expected-cost")  # msj_gym.agents.improve.fit's loss
+    args = ap.parse_args(argv)
+    _check_numbers(ap, args)
+    _check_derivations(ap, args)
+    for name in ("follow_biases", "guard_ages", "guard_queues"):
+        setattr(args, name, _number_list(ap, "--" + name.replace("_", "-"), getattr(args, name)))
+    from msj_gym.agents._cli import check_output
+
+    try:  # written after the training and the collection: checked before them
+        check_output("--out", args.out, ".zip")
+        check_output("--data", args.data, folder=True)
+    except ValueError as exc:
+        ap.error(str(exc))
+    if args.simulate_selection is not None:
+        _take_checkpoint_bases(ap, args)
+    args.bases = (
+        tuple(args.bases.split(",")) if args.bases else (SIZE_AWARE_BASES if args.sizes else OBLIVIOUS_BASES)
+    )
+    args.fallbacks = tuple(b.strip() for b in args.fallbacks.split(",") if b.strip())
+    _check_simulated_selection(ap, args)
+    _check_heuristics(ap, args)
+    try:
+        from msj_gym.experiments.runner import check_backend
+
+        check_backend(args.backend, args.workers, args.address)
+    except ValueError as exc:
+        ap.error(str(exc))
+    return args
+
+
+def _add_system_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("systems and bases")
+    g.add_argument("--sizes", action="store_true", help="size-aware: shortest jobs first, sizes observed")
+    g.add_argument("--bases", default=None, help="comma-separated base heuristics (default by --sizes)")
+    g.add_argument("--systems", type=int, default=48, help="training systems drawn from the generator")
+    g.add_argument("--select-systems", type=int, default=12, help="other systems that choose the fit")
+    g.add_argument(
         "--selector-systems", type=int, default=1000, help="more systems on which the bases are compared"
     )
-    ap.add_argument(
+
+
+def _add_following_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("following the selected base (tuned on the selection systems at the end)")
+    g.add_argument(
         "--follow-biases",
         default="1,3,100",
         help="logit biases towards following the selected base, tried on the selection systems at the end",
     )
-    ap.add_argument(
+    g.add_argument(
         "--guard-ages",
         default="10,30",
         help="starvation guards tried with them: follow the base where a job waited this many mean durations",
     )
-    ap.add_argument(
+    g.add_argument(
         "--guard-queues",
         default="",
         help="queue guards tried with them: follow the base where the waiting jobs' needs add up to more "
         "than this many times k (default: none tried)",
     )
-    ap.add_argument("--rounds", type=int, default=3, help="rounds of rollout improvement")
-    ap.add_argument("--decisions", type=int, default=40_000, help="decisions compared per round")
-    ap.add_argument(
+
+
+def _add_collection_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("collecting the compared decisions of each round")
+    g.add_argument("--rounds", type=int, default=3, help="rounds of rollout improvement")
+    g.add_argument("--decisions", type=int, default=40_000, help="decisions compared per round")
+    g.add_argument(
         "--episode-arrivals", type=int, default=2000, help="arrivals of each episode decisions are sampled on"
     )
-    ap.add_argument("--skip", type=int, default=200, help="arrivals before the first sampled decision")
-    ap.add_argument("--tail", type=int, default=800, help="arrivals after the last sampled decision")
-    ap.add_argument("--sample-every", type=float, default=6.0, help="mean decisions between two samples")
-    ap.add_argument("--explore", type=float, default=0.1, help="share of decisions made at random")
-    ap.add_argument(
+    g.add_argument("--skip", type=int, default=200, help="arrivals before the first sampled decision")
+    g.add_argument("--tail", type=int, default=800, help="arrivals after the last sampled decision")
+    g.add_argument("--sample-every", type=float, default=6.0, help="mean decisions between two samples")
+    g.add_argument("--explore", type=float, default=0.1, help="share of decisions made at random")
+    g.add_argument(
         "--play-out",
         choices=("fresh", "advisor"),
         default="fresh",
         help="the branches' base: prepared afresh per branch, or the env's advisor followed with its data",
     )
-    ap.add_argument(
+    g.add_argument(
         "--persist",
         type=int,
         default=1,
         help="a compared action is kept for this many decisions (while valid) before the base plays on",
     )
-    ap.add_argument(
+    g.add_argument(
         "--wide-weight",
         type=float,
         default=1.0,
         help="a training system with a full-width class (a need of k) gets this many times the compared "
         "decisions of another",
     )
-    ap.add_argument("--epochs", type=int, default=30, help="passes over the compared decisions per fit")
-    ap.add_argument("--learning-rate", type=float, default=1e-3, help="Adam's step size in the fits")
-    ap.add_argument("--hidden", type=int, default=64, help="width of the network's layers")
-    ap.add_argument("--candidates", type=int, default=3, help="fits per round, the best on selection kept")
-    ap.add_argument("--select-seeds", type=int, default=2, help="runs per selection system")
-    ap.add_argument("--select-arrivals", type=int, default=6000, help="arrivals per selection run")
-    ap.add_argument("--seed", type=int, default=0, help="draws the systems, the episodes and the fits")
-    ap.add_argument("--workers", type=int, default=1, help="worker processes (collection and selection)")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads of the fitting process")
-    ap.add_argument(
+
+
+def _add_fit_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("fitting and selecting the network")
+    g.add_argument("--epochs", type=int, default=30, help="passes over the compared decisions per fit")
+    g.add_argument("--learning-rate", type=float, default=1e-3, help="Adam's step size in the fits")
+    g.add_argument("--hidden", type=int, default=64, help="width of the network's layers")
+    g.add_argument("--candidates", type=int, default=3, help="fits per round, the best on selection kept")
+    g.add_argument("--select-seeds", type=int, default=2, help="runs per selection system")
+    g.add_argument("--select-arrivals", type=int, default=6000, help="arrivals per selection run")
+    g.add_argument("--seed", type=int, default=0, help="draws the systems, the episodes and the fits")
+
+
+def _add_run_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("where it runs and what it writes")
+    g.add_argument("--workers", type=int, default=1, help="worker processes (collection and selection)")
+    g.add_argument("--threads", type=int, default=1, help="torch threads of the fitting process")
+    g.add_argument(
         "--backend", default="local", choices=("local", "ray"), help="local processes, or a Ray cluster"
     )
-    ap.add_argument("--address", default=None, help="a Ray cluster (with --backend ray)")
-    ap.add_argument(
+    g.add_argument("--address", default=None, help="a Ray cluster (with --backend ray)")
+    g.add_argument(
         "--data",
         type=Path,
         default=None,
         help="folder keeping each round's decisions (and --fit-gate's table)",
     )
-    ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
-    ap.add_argument(
+    g.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
+
+
+def _add_derivation_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("derivations (a new checkpoint around a trained one's network)")
+    g.add_argument(
         "--retune",
         type=Path,
         default=None,
         help="only choose the follow bias and guard of this checkpoint (its .json beside it) again",
     )
-    ap.add_argument(
+    g.add_argument(
         "--fit-gate",
         type=Path,
         default=None,
         help="only fit the gate of this checkpoint (its .json beside it): on which systems the network's "
         "own choices are trusted, and on which its selected base is followed throughout",
     )
-    ap.add_argument(
+    g.add_argument(
         "--gate-systems", type=int, default=320, help="generated systems the gate is fitted on (--fit-gate)"
     )
-    ap.add_argument(
+    g.add_argument(
         "--simulate-selection",
         type=Path,
         default=None,
         help="only have this checkpoint (its .json beside it) choose the base it follows by simulating "
         "each base on the system its observation describes, instead of by its selector head",
     )
-    ap.add_argument(
+    g.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="read a --retune, --fit-gate or --simulate-selection checkpoint in stable-baselines3's own "
+        "format, whose pickles can run any code (only a file you trust)",
+    )
+    g.add_argument(
+        "--trust-imports",
+        action="store_true",
+        help="let a checkpoint's .json name module:attr bases outside the registry and msj_gym",
+    )
+
+
+def _add_simulated_selection_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("how --simulate-selection picks")
+    g.add_argument(
         "--selection-seeds",
         type=int,
         default=2,
         help="runs per base on the observed system (--simulate-selection)",
     )
-    ap.add_argument(
+    g.add_argument(
         "--selection-arrivals", type=int, default=20_000, help="arrivals per such run (--simulate-selection)"
     )
-    ap.add_argument(
+    g.add_argument(
         "--selection-lean",
         type=float,
         default=0.01,
         help="excess over the best base within which the safe base is picked (--simulate-selection)",
     )
-    ap.add_argument(
+    g.add_argument(
         "--rehearse",
         type=int,
         default=0,
@@ -192,7 +267,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "with each base and the pick followed throughout, to settle whether its network is trusted "
         "there (--simulate-selection; 0: no rehearsal, the gate decides)",
     )
-    ap.add_argument(
+    g.add_argument(
         "--rehearse-trust",
         type=float,
         default=-0.02,
@@ -200,28 +275,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "network must rehearse to be trusted; below 0, how much better the pick must rehearse to be "
         "followed throughout instead (--simulate-selection with --rehearse)",
     )
-    ap.add_argument(
+    g.add_argument(
         "--fallbacks",
         default="",
         help="comma-separated heuristics the agent may also follow throughout, its network set aside, "
         "where one simulates better than every base (--simulate-selection; added to the env's "
         "advisors after the bases)",
     )
-    ap.add_argument(
+    g.add_argument(
         "--no-rehearse-fallbacks",
         dest="rehearse_fallbacks",
         action="store_false",
         help="follow a fallback pick throughout without rehearsing it (--rehearse with --fallbacks; "
         "by default the rehearsal may trust the network instead)",
     )
-    ap.add_argument(
+    g.add_argument(
         "--all-flagged",
         choices=ALL_FLAGGED,
         default="little",
         help="where every heuristic is flagged unstable on some simulated run: pick among those flagged "
         "on the fewest runs by Little's law (little), or the safe base (safest) (--simulate-selection)",
     )
-    ap.add_argument(
+    g.add_argument(
         "--rescue",
         choices=RESCUES,
         default="base",
@@ -229,19 +304,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "base, or to the heuristic simulated best alone on the system (alone) (--simulate-selection "
         "--rehearse)",
     )
-    ap.add_argument(
-        "--trust-pickle",
-        action="store_true",
-        help="read a --retune, --fit-gate or --simulate-selection checkpoint in stable-baselines3's own "
-        "format, whose pickles can run any code (only a file you trust)",
-    )
-    ap.add_argument(
-        "--trust-imports",
-        action="store_true",
-        help="let a checkpoint's .json name module:attr bases outside the registry and msj_gym",
-    )
-    ap.set_defaults(loss="expected-cost")  # msj_gym.agents.improve.fit's loss
-    args = ap.parse_args(argv)
+
+
+def _check_numbers(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every number flag in its range, and the output's suffix."""
     from msj_gym.agents._cli import check_count, check_number
 
     try:
@@ -277,6 +343,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--sample-every: expected at least 1, got {args.sample_every}")
     if args.out.suffix != ".zip":
         ap.error(f"--out: expected a .zip path, got {str(args.out)!r}")
+
+
+def _check_derivations(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A derivation's checkpoint is there with its ``.json`` (and is data only, unless trusted), and
+    one derivation at a time."""
     for flag in ("retune", "fit_gate", "simulate_selection"):
         given = getattr(args, flag)
         if given is not None and not (given.is_file() and given.with_suffix(".json").is_file()):
@@ -291,47 +362,43 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if len(derived) > 1:
         names = " and ".join("--" + f.replace("_", "-") for f in derived)
         ap.error(f"{names}: expected one of them at a time (each writes its own checkpoint)")
-    for name in ("follow_biases", "guard_ages", "guard_queues"):
-        text = getattr(args, name)
-        flag = "--" + name.replace("_", "-")
-        try:
-            values = [float(x) for x in text.split(",") if x.strip()]
-        except ValueError:
-            ap.error(f"{flag}: expected comma-separated numbers, got {text!r}")
-        if any(not math.isfinite(b) or b < 0 for b in values):
-            ap.error(f"{flag}: expected non-negative finite numbers, got {text!r}")
-        setattr(args, name, values)
-    from msj_gym.agents._cli import check_output
 
-    try:  # written after the training and the collection: checked before them
-        check_output("--out", args.out, ".zip")
-        check_output("--data", args.data, folder=True)
+
+def _number_list(ap: argparse.ArgumentParser, flag: str, text: str) -> list[float]:
+    """A comma-separated list of non-negative finite numbers."""
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"{flag}: expected comma-separated numbers, got {text!r}")
+    if any(not math.isfinite(b) or b < 0 for b in values):
+        ap.error(f"{flag}: expected non-negative finite numbers, got {text!r}")
+    return values
+
+
+def _take_checkpoint_bases(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--simulate-selection``: the bases are the checkpoint's, its advisors in order (``--bases``, if
+    given, must name them), and ``--sizes`` is its; its ``.json`` is kept in ``args.simulated_meta``."""
+    try:
+        meta = json.loads(args.simulate_selection.with_suffix(".json").read_text())
+        own = [str(b) for b in meta["bases"]]
+        args.sizes = bool(meta["env_kwargs"].get("reveal_sizes", False))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        ap.error(f"--simulate-selection: {str(args.simulate_selection)!r} has no bases in its .json")
+    from msj_gym.trust import check_imports
+
+    try:  # the bases are imported by name: one outside the registry and msj_gym only if trusted
+        with _trusted(args):
+            check_imports(f"--simulate-selection {str(args.simulate_selection)!r}", "bases", own)
     except ValueError as exc:
         ap.error(str(exc))
-    if args.simulate_selection is not None:  # the bases are the checkpoint's: its advisors, in order
-        try:
-            meta = json.loads(args.simulate_selection.with_suffix(".json").read_text())
-            own = [str(b) for b in meta["bases"]]
-            args.sizes = bool(meta["env_kwargs"].get("reveal_sizes", False))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            ap.error(f"--simulate-selection: {str(args.simulate_selection)!r} has no bases in its .json")
-        from msj_gym.trust import check_imports
+    if args.bases and tuple(args.bases.split(",")) != tuple(own):
+        ap.error(f"--bases: the checkpoint follows {','.join(own)}, got {args.bases!r}")
+    args.bases = ",".join(own)
+    args.simulated_meta = meta  # read once: the derivation writes it on, updated
 
-        try:  # the bases are imported by name: one outside the registry and msj_gym only if trusted
-            with _trusted(args):
-                check_imports(f"--simulate-selection {str(args.simulate_selection)!r}", "bases", own)
-        except ValueError as exc:
-            ap.error(str(exc))
-        if args.bases and tuple(args.bases.split(",")) != tuple(own):
-            ap.error(f"--bases: the checkpoint follows {','.join(own)}, got {args.bases!r}")
-        args.bases = ",".join(own)
-        args.simulated_meta = meta  # read once: the derivation writes it on, updated
-    args.bases = (
-        tuple(args.bases.split(",")) if args.bases else (SIZE_AWARE_BASES if args.sizes else OBLIVIOUS_BASES)
-    )
-    from msj_gym.registry import policy_from_spec
 
-    args.fallbacks = tuple(b.strip() for b in args.fallbacks.split(",") if b.strip())
+def _check_simulated_selection(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The flags that shape a simulated pick only with ``--simulate-selection`` and what they act on."""
     if args.fallbacks and args.simulate_selection is None:
         ap.error("--fallbacks: expected with --simulate-selection (they are followed on its simulated pick)")
     if args.rescue != "base" and not (args.simulate_selection is not None and args.rehearse):
@@ -341,6 +408,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         )
     if not args.rehearse_fallbacks and not (args.fallbacks and args.rehearse):
         ap.error("--no-rehearse-fallbacks: expected with --rehearse and --fallbacks (it settles their picks)")
+
+
+def _check_heuristics(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The bases and fallbacks: registered, neither preempting nor (without ``--sizes``) reading sizes,
+    wide enough for every system, and the fallbacks other than the bases, each once."""
+    from msj_gym.registry import policy_from_spec
+
     for flag, specs in (("--bases", args.bases), ("--fallbacks", args.fallbacks)):
         for b in specs:
             try:
@@ -356,13 +430,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     twice = sorted({b for b in args.fallbacks if (*args.bases, *args.fallbacks).count(b) > 1})
     if twice:
         ap.error(f"--fallbacks: expected heuristics other than the bases, each once, got {','.join(twice)}")
-    try:
-        from msj_gym.experiments.runner import check_backend
-
-        check_backend(args.backend, args.workers, args.address)
-    except ValueError as exc:
-        ap.error(str(exc))
-    return args
 
 
 def _trusted(args: argparse.Namespace) -> Any:
@@ -765,18 +832,7 @@ def _retune(args: argparse.Namespace, select: list[Any], seeds: list[int], table
     net.follow_when_queue.fill_(2.0)
     own = selection_score(agent_means(model, select, seeds, args.select_arrivals, kwargs), best)
     log(f"the network's own choices: selection ratio to the best base {own:.4f}")
-    bias, age, queue, score = tune_following(
-        model,
-        own,
-        select,
-        seeds,
-        args.select_arrivals,
-        kwargs,
-        best,
-        args.follow_biases,
-        args.guard_ages,
-        args.guard_queues,
-    )
+    bias, age, queue, score = _tune(args, model, own, select, seeds, kwargs, best)
     return _write_derived(
         model,
         args.out,
@@ -872,13 +928,10 @@ def _simulate_selection(
 def _write_derived(model: Any, out: Path, meta: dict[str, Any], what: str, **fields: Any) -> Path:
     """A checkpoint made from another (``--retune``, ``--fit-gate``) written to ``out``, with the
     other's ``.json`` and ``fields`` beside it; each whole or not at all."""
-    from msj_gym.agents.checkpoint import save_model
-    from msj_gym.atomic import atomic_path, atomic_write_text
+    from msj_gym.agents.checkpoint import write_checkpoint
 
-    with atomic_path(out) as tmp:
-        save_model(model, tmp)
     meta.update(fields)
-    atomic_write_text(out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
+    write_checkpoint(model, out, meta)
     log(f"{what} -> {out}")
     return out
 
@@ -918,12 +971,8 @@ def _fit_gate(args: argparse.Namespace, select: list[Any], seeds: list[int], tab
     agent's, the same runs: a check that it breaks nothing there, where it mostly trusts the network);
     written to ``--out`` with its ``.json``."""
     import gymnasium as gym
-    import torch
-    from sb3_contrib import MaskablePPO
 
     from msj_gym.agents.checkpoint import load_model
-    from msj_gym.agents.set_policy import ClassSetMaskablePolicy, fit_gate
-    from msj_gym.experiments.runner import map_unordered
     from msj_gym.workloads.generator import sample_systems
 
     meta = json.loads(args.fit_gate.with_suffix(".json").read_text())
@@ -933,53 +982,8 @@ def _fit_gate(args: argparse.Namespace, select: list[Any], seeds: list[int], tab
         raise ValueError(
             f"--fit-gate: {str(args.fit_gate)!r} has a gate already; give the checkpoint without it"
         )
-    policy_kwargs = {
-        k: v
-        for k, v in old.policy_kwargs.items()
-        if k in ("hidden", "attention_layers", "heads", "simulated_selection")  # the gate is new
-    }
-    state = {"policy_kwargs": policy_kwargs, "weights": old.policy.state_dict()}
     systems = sample_systems(args.seed + 30_000, args.gate_systems)
-    gate_seeds = [2 * 10**6 + s for s in range(args.select_seeds)]  # apart from every other seed
-    tasks = [
-        {
-            "index": i,
-            "systems": systems[i : i + GATE_CHUNK],
-            "seeds": gate_seeds,
-            "arrivals": args.select_arrivals,
-            "env_kwargs": kwargs,
-            "agent": state,
-        }
-        for i in range(0, len(systems), GATE_CHUNK)
-    ]
-    from msj_gym.agents._cli import read_round, write_round
-    from msj_gym.agents.evaluate import code_stamp
-
-    # what the table depends on: the checkpoint's weights, the systems, the runs, the code
-    key = json.dumps(
-        {
-            "agent": _weights_digest(old),
-            "kwargs": kwargs,
-            "systems": [args.seed, args.gate_systems],
-            "seeds": gate_seeds,
-            "arrivals": args.select_arrivals,
-            "code": code_stamp(Path(__file__), Path(__file__).with_name("set_policy.py")),
-        },
-        default=str,
-    )
-    cached = None if args.data is None else args.data / "gate-table.npz"
-    table_g = read_round(cached, key)
-    if table_g is not None:
-        log(f"gate: the table of {len(table_g['agent'])} systems from {cached}")
-    else:
-        parts = []
-        done = map_unordered(gate_table, tasks, args.backend, args.workers, args.address)
-        for n, (task, got) in enumerate(done):
-            parts.append((task["index"], got))
-            log(f"gate: {n + 1}/{len(tasks)} chunks of systems ({time.perf_counter() - t0:.0f} s)")
-        parts.sort(key=lambda x: x[0])
-        table_g = {name: np.concatenate([g[name] for _, g in parts]) for name in ("agent", "follow", "obs")}
-        write_round(cached, key, table_g)
+    table_g = _gate_systems_table(args, old, kwargs, systems, t0)
     agent, followed, obs = table_g["agent"], table_g["follow"], table_g["obs"]
     # in logarithms, as the selection ratio (a geometric mean) counts them: a run-away agent costs
     # log 10 against the 10 of a plain excess, which would otherwise outweigh any number of gains
@@ -990,54 +994,8 @@ def _fit_gate(args: argparse.Namespace, select: list[Any], seeds: list[int], tab
         f"{excess[:, 0].mean():.4f}, following {excess[:, 1].mean():.4f})"
     )
     env = gym.make("MSJ-v0", scenario=systems[0], **kwargs)
-
-    def gated(idx: np.ndarray, seed: int) -> Any:
-        model = MaskablePPO(
-            ClassSetMaskablePolicy,
-            env,
-            seed=seed,
-            policy_kwargs={**policy_kwargs, "gate": True},
-            device="cpu",
-        )
-        missing, unexpected = model.policy.load_state_dict(old.policy.state_dict(), strict=False)
-        assert not unexpected and all(".gate" in k for k in missing), (missing, unexpected)
-        fit_gate(model.policy, obs[idx], excess[idx], epochs=200, lr=1e-3, temperature=0.1, seed=seed)
-        return model
-
-    def logits_of(model: Any, idx: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            return model.policy.mlp_extractor.gate_logits(torch.as_tensor(obs[idx])).numpy()
-
-    # the lean towards following (the safe side), cross-validated as the selector's
-    order = np.random.default_rng(args.seed).permutation(len(excess))
-    lean, held_out = cross_validated_lean(
-        lambda idx, f: gated(idx, args.seed + f), logits_of, excess, 1, order
-    )
-    model = gated(order, args.seed + 4)
-    model.policy.mlp_extractor.gate_bias[1] = lean
-    with torch.no_grad():
-        trust = model.policy.mlp_extractor.gate_logits(torch.as_tensor(obs)).argmax(dim=1).numpy() == 0
-    log(
-        f"gate: leans {lean:g} towards following (cross-validated mean excess "
-        f"{held_out:.4f}, against {excess[:, 0].mean():.4f} always trusting the network); "
-        f"trusts the network on {int(trust.sum())} of {len(trust)} gate systems"
-    )
-    # the selection systems, the same runs with the gate and without, unflagged as the table
-    plain = agent_means(old, select, seeds, args.select_arrivals, kwargs, flagged=False)
-    means_gated = agent_means(model, select, seeds, args.select_arrivals, kwargs, flagged=False)
-    with np.errstate(invalid="ignore"):  # both unstable: the same (1)
-        ratio = np.where(np.isinf(means_gated) & np.isinf(plain), 1.0, means_gated / plain)
-    score = float(np.exp(np.mean(np.log(np.clip(ratio, 0.1, 10.0)))))
-    best = table["means"].min(axis=1)
-    before, after = selection_score(plain, best), selection_score(means_gated, best)
-    with torch.no_grad():
-        x = torch.as_tensor(table["obs"], dtype=torch.float32)
-        trusted = int((model.policy.mlp_extractor.gate_logits(x).argmax(dim=1) == 0).sum())
-    log(
-        f"selection systems: the gated agent's mean response time over the agent's {score:.4f} (geometric "
-        f"mean; trusts the network on {trusted} of {len(select)}); ratio to the best base {after:.4f} with "
-        f"the gate, {before:.4f} without"
-    )
+    model, lean, held_out = _gated(args, old, env, obs, excess)
+    score, before, after = _gate_on_selection(args, old, model, select, seeds, kwargs, table)
     if not (held_out < excess[:, 0].mean() and score < GATE_SELECTION_TOLERANCE):
         log(
             "the gate is not kept (it must lower the cross-validated excess and stay within "
@@ -1059,6 +1017,143 @@ def _fit_gate(args: argparse.Namespace, select: list[Any], seeds: list[int], tab
         gate_fitted_by="python -m msj_gym.agents.generalist " + " ".join(sys.argv[1:]),
         gate_wall_seconds=round(time.perf_counter() - t0, 1),
     )
+
+
+def _gate_policy_kwargs(old: Any) -> dict[str, Any]:
+    """The network settings of checkpoint ``old`` that a gated twin keeps (the gate is new)."""
+    return {
+        k: v
+        for k, v in old.policy_kwargs.items()
+        if k in ("hidden", "attention_layers", "heads", "simulated_selection")
+    }
+
+
+def _gate_systems_table(
+    args: argparse.Namespace, old: Any, kwargs: dict[str, Any], systems: list[Any], t0: float
+) -> dict[str, np.ndarray]:
+    """The gate's table (:func:`gate_table` over ``systems``, in chunks of :data:`GATE_CHUNK`): read
+    from ``--data`` if made for the same checkpoint, systems, runs and code, else made and kept there."""
+    from msj_gym.agents._cli import read_round, write_round
+    from msj_gym.agents.evaluate import code_stamp
+    from msj_gym.experiments.runner import map_unordered
+
+    state = {"policy_kwargs": _gate_policy_kwargs(old), "weights": old.policy.state_dict()}
+    gate_seeds = [2 * 10**6 + s for s in range(args.select_seeds)]  # apart from every other seed
+    tasks = [
+        {
+            "index": i,
+            "systems": systems[i : i + GATE_CHUNK],
+            "seeds": gate_seeds,
+            "arrivals": args.select_arrivals,
+            "env_kwargs": kwargs,
+            "agent": state,
+        }
+        for i in range(0, len(systems), GATE_CHUNK)
+    ]
+    # what the table depends on: the checkpoint's weights, the systems, the runs, the code
+    key = json.dumps(
+        {
+            "agent": _weights_digest(old),
+            "kwargs": kwargs,
+            "systems": [args.seed, args.gate_systems],
+            "seeds": gate_seeds,
+            "arrivals": args.select_arrivals,
+            "code": code_stamp(Path(__file__), Path(__file__).with_name("set_policy.py")),
+        },
+        default=str,
+    )
+    cached = None if args.data is None else args.data / "gate-table.npz"
+    table_g = read_round(cached, key)
+    if table_g is not None:
+        log(f"gate: the table of {len(table_g['agent'])} systems from {cached}")
+        return table_g
+    parts = []
+    done = map_unordered(gate_table, tasks, args.backend, args.workers, args.address)
+    for n, (task, got) in enumerate(done):
+        parts.append((task["index"], got))
+        log(f"gate: {n + 1}/{len(tasks)} chunks of systems ({time.perf_counter() - t0:.0f} s)")
+    parts.sort(key=lambda x: x[0])
+    table_g = {name: np.concatenate([g[name] for _, g in parts]) for name in ("agent", "follow", "obs")}
+    write_round(cached, key, table_g)
+    return table_g
+
+
+def _gated(
+    args: argparse.Namespace, old: Any, env: Any, obs: np.ndarray, excess: np.ndarray
+) -> tuple[Any, float, float]:
+    """``old`` with a gate fitted on every gate system, leaning towards following (the safe side) by
+    what a 4-fold cross-validation finds best, as the selector's lean. Returns the gated model, its
+    lean and its cross-validated mean excess."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy, fit_gate
+
+    policy_kwargs = _gate_policy_kwargs(old)
+
+    def gated(idx: np.ndarray, seed: int) -> Any:
+        model = MaskablePPO(
+            ClassSetMaskablePolicy,
+            env,
+            seed=seed,
+            policy_kwargs={**policy_kwargs, "gate": True},
+            device="cpu",
+        )
+        missing, unexpected = model.policy.load_state_dict(old.policy.state_dict(), strict=False)
+        assert not unexpected and all(".gate" in k for k in missing), (missing, unexpected)
+        fit_gate(model.policy, obs[idx], excess[idx], epochs=200, lr=1e-3, temperature=0.1, seed=seed)
+        return model
+
+    def logits_of(model: Any, idx: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return model.policy.mlp_extractor.gate_logits(torch.as_tensor(obs[idx])).numpy()
+
+    order = np.random.default_rng(args.seed).permutation(len(excess))
+    lean, held_out = cross_validated_lean(
+        lambda idx, f: gated(idx, args.seed + f), logits_of, excess, 1, order
+    )
+    model = gated(order, args.seed + 4)
+    model.policy.mlp_extractor.gate_bias[1] = lean
+    with torch.no_grad():
+        trust = model.policy.mlp_extractor.gate_logits(torch.as_tensor(obs)).argmax(dim=1).numpy() == 0
+    log(
+        f"gate: leans {lean:g} towards following (cross-validated mean excess "
+        f"{held_out:.4f}, against {excess[:, 0].mean():.4f} always trusting the network); "
+        f"trusts the network on {int(trust.sum())} of {len(trust)} gate systems"
+    )
+    return model, lean, held_out
+
+
+def _gate_on_selection(
+    args: argparse.Namespace,
+    old: Any,
+    model: Any,
+    select: list[Any],
+    seeds: list[int],
+    kwargs: dict[str, Any],
+    table: dict,
+) -> tuple[float, float, float]:
+    """The gated ``model`` against ``old`` on the selection systems, the same runs, unflagged as the
+    table: the geometric mean of its mean response time over the agent's, and the ratios to the best
+    base without the gate and with it."""
+    import torch
+
+    plain = agent_means(old, select, seeds, args.select_arrivals, kwargs, flagged=False)
+    means_gated = agent_means(model, select, seeds, args.select_arrivals, kwargs, flagged=False)
+    with np.errstate(invalid="ignore"):  # both unstable: the same (1)
+        ratio = np.where(np.isinf(means_gated) & np.isinf(plain), 1.0, means_gated / plain)
+    score = float(np.exp(np.mean(np.log(np.clip(ratio, 0.1, 10.0)))))
+    best = table["means"].min(axis=1)
+    before, after = selection_score(plain, best), selection_score(means_gated, best)
+    with torch.no_grad():
+        x = torch.as_tensor(table["obs"], dtype=torch.float32)
+        trusted = int((model.policy.mlp_extractor.gate_logits(x).argmax(dim=1) == 0).sum())
+    log(
+        f"selection systems: the gated agent's mean response time over the agent's {score:.4f} (geometric "
+        f"mean; trusts the network on {trusted} of {len(select)}); ratio to the best base {after:.4f} with "
+        f"the gate, {before:.4f} without"
+    )
+    return score, before, after
 
 
 SELECT_BIASES = (0.0, 0.5, 1.0, 2.0, 3.0)
@@ -1124,84 +1219,62 @@ def _selector(
     return model, own, (safest, lean, held_out)
 
 
-def main(argv: list[str] | None = None) -> Path:
-    args = parse_args(argv)
-    import gymnasium as gym
-    import torch
-    from sb3_contrib import MaskablePPO
-
-    import msj_gym
-    from msj_gym.agents.checkpoint import save_model
-    from msj_gym.agents.improve import fit
-    from msj_gym.agents.set_policy import ClassSetMaskablePolicy
-    from msj_gym.atomic import atomic_path, atomic_write_text
+def _base_tables(
+    args: argparse.Namespace, kwargs: dict[str, Any], group: list[Any], seeds: list[int]
+) -> dict[str, np.ndarray]:
+    """Each base's mean response time on each system of ``group`` (``--select-arrivals`` runs of
+    ``seeds``), and each system's observation."""
     from msj_gym.experiments.runner import map_unordered
-    from msj_gym.workloads.generator import sample_systems
 
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)  # small networks: more threads only contend with the workers
-    t0 = time.perf_counter()
-    kwargs = env_kwargs(args.sizes, args.bases)
-    systems = sample_systems(args.seed, args.systems)
-    select = sample_systems(args.seed + 10_000, args.select_systems)
-    extra = sample_systems(args.seed + 20_000, args.selector_systems)
-    select_seeds = [int(s) for s in np.random.SeedSequence([args.seed, 99]).generate_state(args.select_seeds)]
-    table_seeds = [10**6 + s for s in range(args.select_seeds)]  # apart from every episode's seeds
-
-    def tables(group: list[Any], seeds: list[int], arrivals: int) -> dict[str, np.ndarray]:
-        tasks = [
-            {
-                "index": i,
-                "system": w,
-                "bases": args.bases,
-                "seeds": seeds,
-                "arrivals": arrivals,
-                "env_kwargs": kwargs,
-            }
-            for i, w in enumerate(group)
-        ]
-        done = sorted(
-            map_unordered(base_table, tasks, args.backend, args.workers, args.address),
-            key=lambda x: x[0]["index"],
-        )
-        return {
-            "means": np.array([d["means"] for _, d in done]),
-            "obs": np.array([d["obs"] for _, d in done]),
+    tasks = [
+        {
+            "index": i,
+            "system": w,
+            "bases": args.bases,
+            "seeds": seeds,
+            "arrivals": args.select_arrivals,
+            "env_kwargs": kwargs,
         }
-
-    with _trusted(args):  # what --trust-pickle and --trust-imports grant, for the derivations
-        if args.retune is not None:
-            return _retune(args, select, select_seeds, tables(select, select_seeds, args.select_arrivals), t0)
-        if args.fit_gate is not None:
-            table = tables(select, select_seeds, args.select_arrivals)
-            return _fit_gate(args, select, select_seeds, table, t0)
-        if args.simulate_selection is not None:
-            return _simulate_selection(
-                args,
-                select,
-                select_seeds,
-                tables(select, select_seeds, args.select_arrivals),
-                tables(extra, table_seeds, args.select_arrivals),
-                t0,
-            )
-    train_table = tables(systems, table_seeds, args.select_arrivals)
-    extra_table = tables(extra, table_seeds, args.select_arrivals)
-    select_table = tables(select, select_seeds, args.select_arrivals)
-    best_train = np.argmin(train_table["means"], axis=1)
-    best = select_table["means"].min(axis=1)
-    log(
-        f"{len(systems)} training systems, {len(select)} selection systems, {len(extra)} more for the "
-        f"selector: each base's mean response time ({time.perf_counter() - t0:.0f} s)"
+        for i, w in enumerate(group)
+    ]
+    done = sorted(
+        map_unordered(base_table, tasks, args.backend, args.workers, args.address),
+        key=lambda x: x[0]["index"],
     )
-    if not np.isfinite(best).any():
-        log(
-            f"note: no base is stable on any selection system over {args.select_arrivals} arrivals "
-            "(--select-arrivals): the fits are not ranked, the latest is kept"
-        )
-    env = gym.make("MSJ-v0", scenario=systems[0], **kwargs)
-    policy_kwargs = {"hidden": args.hidden}
-    # the selector: which base to follow on a system, from what the system is (fitted once, shared by
-    # every candidate)
+    return {
+        "means": np.array([d["means"] for _, d in done]),
+        "obs": np.array([d["obs"] for _, d in done]),
+    }
+
+
+@dataclass
+class _Training:
+    """What every round of a training run shares: its settings, env, systems and selection runs."""
+
+    args: argparse.Namespace
+    kwargs: dict[str, Any]
+    env: Any
+    policy_kwargs: dict[str, Any]
+    systems: list[Any]
+    best_train: np.ndarray  # each training system's best base
+    select: list[Any]
+    select_seeds: list[int]
+    best: np.ndarray  # the best base's mean response time on each selection system
+    selector_weights: dict[str, Any]  # the selector head every candidate starts with
+    t0: float
+
+
+def _fit_selector_head(
+    args: argparse.Namespace,
+    env: Any,
+    policy_kwargs: dict[str, Any],
+    tables: dict[str, dict[str, np.ndarray]],
+) -> dict[str, Any]:
+    """The selector (which base to follow on a system, from what the system is), fitted once on the
+    training and selector systems' tables and shared by every candidate: its weights."""
+    import torch
+
+    train_table, extra_table, select_table = tables["train"], tables["extra"], tables["select"]
     obs = np.concatenate([train_table["obs"], extra_table["obs"]])
     excess = excess_of(np.concatenate([train_table["means"], extra_table["means"]]))
     selector, fitted_excess, lean = _selector(env, policy_kwargs, obs, excess, args.seed)
@@ -1215,27 +1288,100 @@ def main(argv: list[str] | None = None) -> Path:
     held_out = excess_of(select_table["means"])
     log(
         f"selector: mean excess of the chosen base {fitted_excess:.4f} on the systems it was fitted on, "
-        f"{held_out[np.arange(len(select)), chosen].mean():.4f} on the selection systems "
+        f"{held_out[np.arange(len(held_out)), chosen].mean():.4f} on the selection systems "
         f"(picks {[args.bases[j] for j in chosen]})"
     )
-    selector_weights = {k: v.clone() for k, v in selector.policy.state_dict().items() if ".select" in k}
+    return {k: v.clone() for k, v in selector.policy.state_dict().items() if ".select" in k}
+
+
+def _round_key(args: argparse.Namespace) -> str:
+    """What a round's decisions depend on: the code, the systems, their best bases (from the tables),
+    the sampling, and from round 2 the network that drives the episodes (its weights, added per round:
+    whatever chose it, e.g. --candidates or the selection settings). The following's tuning, after
+    every round, not."""
     from msj_gym.agents.evaluate import code_stamp
 
-    # what a round's decisions depend on: the code, the systems, their best bases (from the tables),
-    # the sampling, and from round 2 the network that drives the episodes (its weights: whatever chose
-    # it, e.g. --candidates or the selection settings). The following's tuning, after every round, not.
     collecting = (
         "seed", "systems", "select_seeds", "select_arrivals", "bases", "sizes", "decisions",
         "episode_arrivals", "skip", "tail", "sample_every", "explore", "persist", "play_out",
         "wide_weight",
     )  # fmt: skip
-    key = json.dumps(
+    return json.dumps(
         {k: getattr(args, k) for k in sorted(collecting)} | {"code": code_stamp(Path(__file__))}, default=str
     )
+
+
+def _collect_round(run: _Training, r: int, model: Any) -> dict[str, np.ndarray]:
+    """Round ``r``'s compared decisions on the training systems, the episodes driven by the bases
+    (``model`` None) or by ``model``, in ``--workers`` processes (or on Ray)."""
+    from msj_gym.experiments.runner import map_unordered
+
+    args, t1 = run.args, time.perf_counter()
+    follow = None
+    if model is not None:
+        follow = {"policy_kwargs": run.policy_kwargs, "weights": model.policy.state_dict()}
+    parts = []
+    tasks = _round_tasks(args, run.systems, run.best_train, r, follow)
+    for i, (_, got) in enumerate(
+        map_unordered(collect_system, tasks, args.backend, args.workers, args.address)
+    ):
+        parts.append(got)
+        if (i + 1) % max(1, len(tasks) // 8) == 0:
+            log(f"round {r + 1}: {i + 1}/{len(tasks)} systems ({time.perf_counter() - t1:.0f} s)")
+    parts.sort(key=lambda p: int(p["system"][0]) if len(p["system"]) else -1)
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _fit_candidates(
+    run: _Training, r: int, train: dict[str, np.ndarray], model: Any, score: float
+) -> tuple[Any, float]:
+    """Round ``r``'s ``--candidates`` fits on ``train``, each scored on the selection systems; returns
+    the best of them and ``model`` (the fit kept so far, ``score`` its ratio) with its ratio."""
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.agents.improve import fit
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy
+
+    args, best = run.args, run.best
+    for c in range(args.candidates):
+        seed = args.seed * 1000 + r * 100 + c
+        entropy = (0.01, 0.003, 0.03)[c % 3]
+        candidate = MaskablePPO(
+            ClassSetMaskablePolicy,
+            run.env,
+            seed=seed,
+            policy_kwargs=run.policy_kwargs,
+            device="cpu",
+            verbose=0,
+        )
+        candidate.policy.load_state_dict(run.selector_weights, strict=False)
+        fitted = fit(candidate, train, args, seed, 0, entropy)
+        means = agent_means(candidate, run.select, run.select_seeds, args.select_arrivals, run.kwargs)
+        got = selection_score(means, best)
+        ratios = " ".join(f"{m / b:.2f}" if np.isfinite(m) else "U" for m, b in zip(means, best, strict=True))
+        log(f"  per selection system, mean response time over the best base's (U: unstable): {ratios}")
+        log(
+            f"round {r + 1}, fit {c + 1} (entropy {entropy}): {len(train['cost'])} decisions, held-out "
+            f"regret {fitted['val_regret']:.3f}, selection ratio to the best base {got:.4f}, "
+            f"{time.perf_counter() - run.t0:.0f} s"
+        )
+        # no selection system with a stable base ranks no fit: the latest (on the most data) is kept
+        if model is None or math.isnan(got) or got < score:
+            model, score = candidate, got
+    return model, score
+
+
+def _improve(run: _Training) -> tuple[Any, float, dict[str, np.ndarray], float]:
+    """The rounds of rollout improvement: each collects its compared decisions (or reads them from
+    ``--data``) and fits candidates on every round's decisions so far. Returns the kept fit, its
+    selection ratio, the decisions and the seconds spent collecting."""
+    from msj_gym.agents._cli import read_round, write_round
+    from msj_gym.agents.checkpoint import save_model
+    from msj_gym.atomic import atomic_path
+
+    args, key = run.args, _round_key(run.args)
     data: dict[str, np.ndarray] | None = None
     model, score, t_collect = None, math.inf, 0.0
-    from msj_gym.agents._cli import read_round, write_round
-
     for r in range(args.rounds):
         cached = None if args.data is None else args.data / f"round-{r + 1}.npz"
         round_key = f"{key}/{r}" if model is None else f"{key}/{r}/{_weights_digest(model)}"
@@ -1244,57 +1390,38 @@ def main(argv: list[str] | None = None) -> Path:
             log(f"round {r + 1}: {len(part['cost'])} compared decisions from {cached}")
         else:
             t1 = time.perf_counter()
-            follow = None
-            if model is not None:
-                follow = {"policy_kwargs": policy_kwargs, "weights": model.policy.state_dict()}
-            parts = []
-            tasks = _round_tasks(args, systems, best_train, r, follow)
-            for i, (_, got) in enumerate(
-                map_unordered(collect_system, tasks, args.backend, args.workers, args.address)
-            ):
-                parts.append(got)
-                if (i + 1) % max(1, len(tasks) // 8) == 0:
-                    log(f"round {r + 1}: {i + 1}/{len(tasks)} systems ({time.perf_counter() - t1:.0f} s)")
-            parts.sort(key=lambda p: int(p["system"][0]) if len(p["system"]) else -1)
-            part = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+            part = _collect_round(run, r, model)
             t_collect += time.perf_counter() - t1
             write_round(cached, round_key, part)
         data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
         train = _normalise(data)
         train["base"] = np.full(len(train["cost"]), -1, dtype=np.int64)
-        for c in range(args.candidates):
-            seed = args.seed * 1000 + r * 100 + c
-            entropy = (0.01, 0.003, 0.03)[c % 3]
-            candidate = MaskablePPO(
-                ClassSetMaskablePolicy, env, seed=seed, policy_kwargs=policy_kwargs, device="cpu", verbose=0
-            )
-            candidate.policy.load_state_dict(selector_weights, strict=False)
-            fitted = fit(candidate, train, args, seed, 0, entropy)
-            means = agent_means(candidate, select, select_seeds, args.select_arrivals, kwargs)
-            got = selection_score(means, best)
-            ratios = " ".join(
-                f"{m / b:.2f}" if np.isfinite(m) else "U" for m, b in zip(means, best, strict=True)
-            )
-            log(f"  per selection system, mean response time over the best base's (U: unstable): {ratios}")
-            log(
-                f"round {r + 1}, fit {c + 1} (entropy {entropy}): {len(train['cost'])} decisions, held-out "
-                f"regret {fitted['val_regret']:.3f}, selection ratio to the best base {got:.4f}, "
-                f"{time.perf_counter() - t0:.0f} s"
-            )
-            # no selection system with a stable base ranks no fit: the latest (on the most data) is kept
-            if model is None or math.isnan(got) or got < score:
-                model, score = candidate, got
+        model, score = _fit_candidates(run, r, train, model, score)
         assert model is not None  # --candidates is at least 1 (parse_args)
         log(f"round {r + 1}: kept selection ratio {score:.4f}")
         if args.data is not None:  # each round's kept fit, to look at or to start from
             with atomic_path(args.data / f"round-{r + 1}.zip") as tmp:
                 save_model(model, tmp)
     assert model is not None and data is not None  # --rounds is at least 1 (parse_args)
-    chosen_bias, chosen_age, chosen_queue, score = tune_following(
+    return model, score, data, t_collect
+
+
+def _tune(
+    args: argparse.Namespace,
+    model: Any,
+    score: float,
+    select: list[Any],
+    seeds: list[int],
+    kwargs: dict[str, Any],
+    best: np.ndarray,
+) -> tuple[float, float | None, float | None, float]:
+    """:func:`tune_following` over the biases and guards of ``--follow-biases``, ``--guard-ages`` and
+    ``--guard-queues``, on ``--select-arrivals`` runs."""
+    return tune_following(
         model,
         score,
         select,
-        select_seeds,
+        seeds,
         args.select_arrivals,
         kwargs,
         best,
@@ -1302,10 +1429,85 @@ def main(argv: list[str] | None = None) -> Path:
         args.guard_ages,
         args.guard_queues,
     )
+
+
+def _derive(
+    args: argparse.Namespace,
+    kwargs: dict[str, Any],
+    select: list[Any],
+    select_seeds: list[int],
+    extra: list[Any],
+    table_seeds: list[int],
+    t0: float,
+) -> Path:
+    """``--retune``, ``--fit-gate`` or ``--simulate-selection``: a new checkpoint around a trained one's
+    network, with what ``--trust-pickle`` and ``--trust-imports`` grant."""
+    with _trusted(args):
+        table = _base_tables(args, kwargs, select, select_seeds)
+        if args.retune is not None:
+            return _retune(args, select, select_seeds, table, t0)
+        if args.fit_gate is not None:
+            return _fit_gate(args, select, select_seeds, table, t0)
+        extra_table = _base_tables(args, kwargs, extra, table_seeds)
+        return _simulate_selection(args, select, select_seeds, table, extra_table, t0)
+
+
+def main(argv: list[str] | None = None) -> Path:
+    args = parse_args(argv)
+    import gymnasium as gym
+    import torch
+
+    import msj_gym
+    from msj_gym.agents.checkpoint import write_checkpoint
+    from msj_gym.workloads.generator import sample_systems
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)  # small networks: more threads only contend with the workers
+    t0 = time.perf_counter()
+    kwargs = env_kwargs(args.sizes, args.bases)
+    systems = sample_systems(args.seed, args.systems)
+    select = sample_systems(args.seed + 10_000, args.select_systems)
+    extra = sample_systems(args.seed + 20_000, args.selector_systems)
+    select_seeds = [int(s) for s in np.random.SeedSequence([args.seed, 99]).generate_state(args.select_seeds)]
+    table_seeds = [10**6 + s for s in range(args.select_seeds)]  # apart from every episode's seeds
+    if args.retune is not None or args.fit_gate is not None or args.simulate_selection is not None:
+        return _derive(args, kwargs, select, select_seeds, extra, table_seeds, t0)
+    tables = {
+        "train": _base_tables(args, kwargs, systems, table_seeds),
+        "extra": _base_tables(args, kwargs, extra, table_seeds),
+        "select": _base_tables(args, kwargs, select, select_seeds),
+    }
+    best = tables["select"]["means"].min(axis=1)
+    log(
+        f"{len(systems)} training systems, {len(select)} selection systems, {len(extra)} more for the "
+        f"selector: each base's mean response time ({time.perf_counter() - t0:.0f} s)"
+    )
+    if not np.isfinite(best).any():
+        log(
+            f"note: no base is stable on any selection system over {args.select_arrivals} arrivals "
+            "(--select-arrivals): the fits are not ranked, the latest is kept"
+        )
+    env = gym.make("MSJ-v0", scenario=systems[0], **kwargs)
+    policy_kwargs = {"hidden": args.hidden}
+    run = _Training(
+        args=args,
+        kwargs=kwargs,
+        env=env,
+        policy_kwargs=policy_kwargs,
+        systems=systems,
+        best_train=np.argmin(tables["train"]["means"], axis=1),
+        select=select,
+        select_seeds=select_seeds,
+        best=best,
+        selector_weights=_fit_selector_head(args, env, policy_kwargs, tables),
+        t0=t0,
+    )
+    model, score, data, t_collect = _improve(run)
+    chosen_bias, chosen_age, chosen_queue, score = _tune(
+        args, model, score, select, select_seeds, kwargs, best
+    )
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(args.out) as tmp:  # a full disk leaves no truncated checkpoint
-        save_model(model, tmp)
     meta = {
         "command": "python -m msj_gym.agents.generalist " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": "maskable-ppo",
@@ -1325,7 +1527,7 @@ def main(argv: list[str] | None = None) -> Path:
         "train_wall_seconds": round(wall, 1),
         "msj_gym_version": msj_gym.__version__,
     }
-    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
+    write_checkpoint(model, args.out, meta)
     log(f"generalist: {len(data['cost'])} decisions, {wall:.0f} s -> {args.out}")
     return args.out
 

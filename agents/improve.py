@@ -56,77 +56,104 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     from msj_gym.agents._cli import ArgumentParser
 
     ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    ap.add_argument("--env-id", default="MSJ-v0", choices=("MSJ-v0", "MSJPreemptive-v0"))
-    ap.add_argument("--scenario", default="sf-fig2")
-    ap.add_argument("--load", type=float, default=None)
-    ap.add_argument("--k", type=int, default=None, help="number of servers (default: the scenario's)")
-    ap.add_argument(
+    _add_env_flags(ap)
+    _add_collection_flags(ap)
+    _add_fit_flags(ap)
+    _add_run_flags(ap)
+    args = ap.parse_args(argv)
+    _check_args(ap, args)
+    return args
+
+
+def _add_env_flags(ap: argparse.ArgumentParser) -> None:
+    from msj_gym.agents._cli import add_queue_window
+
+    g = ap.add_argument_group("the env and the base heuristic")
+    g.add_argument(
+        "--env-id",
+        default="MSJ-v0",
+        choices=("MSJ-v0", "MSJPreemptive-v0"),
+        help="the env the agent acts in (MSJPreemptive-v0: it may also preempt)",
+    )
+    g.add_argument("--scenario", default="sf-fig2", help="the system learned on")
+    g.add_argument("--load", type=float, default=None, help="its load (default: the scenario's)")
+    g.add_argument("--k", type=int, default=None, help="number of servers (default: the scenario's)")
+    g.add_argument(
         "--base",
         default="msf",
         help="the heuristic to improve on: a policy id, or module:attr naming a Policy (class or instance)",
     )
-    ap.add_argument("--decisions", type=int, default=30_000, help="decisions compared per round")
-    ap.add_argument("--episode-arrivals", type=int, default=3000, help="arrivals per collection episode")
-    ap.add_argument("--skip", type=int, default=300, help="arrivals before the first sampled decision")
-    ap.add_argument(
-        "--tail", type=int, default=1000, help="arrivals after the last sampled decision (the look-ahead)"
-    )
-    ap.add_argument("--sample-every", type=float, default=8.0, help="mean decisions between two samples")
-    ap.add_argument("--explore", type=float, default=0.1, help="share of decisions made at random")
-    ap.add_argument(
-        "--rounds",
-        type=int,
-        default=2,
-        help="collection rounds; from the second on, episodes follow the last fitted policy",
-    )
-    ap.add_argument("--obs-jobs", type=int, default=0, help="oldest waiting jobs in the observation")
-    ap.add_argument("--queue-window", type=int, default=1)
-    ap.add_argument(
+    g.add_argument("--obs-jobs", type=int, default=0, help="oldest waiting jobs in the observation")
+    add_queue_window(g)
+    g.add_argument(
         "--actions",
         choices=("jobs", "priority", "priority-shortest"),
         default="jobs",
         help="the env's action mode: start (or preempt) one job per step, or pick the class served first",
     )
-    ap.add_argument(
+    g.add_argument(
         "--advisor", default=None, help="with priority actions: one more action, this policy's decision"
     )
-    ap.add_argument("--reveal-sizes", action="store_true", help="job sizes in the observation")
-    ap.add_argument("--net-arch", type=int, nargs="+", default=[64, 64])
-    ap.add_argument("--epochs", type=int, default=40)
-    ap.add_argument("--learning-rate", type=float, default=1e-3)
-    ap.add_argument(
+    g.add_argument("--reveal-sizes", action="store_true", help="job sizes in the observation")
+
+
+def _add_collection_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("collecting the compared decisions")
+    g.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="collection rounds; from the second on, episodes follow the last fitted policy",
+    )
+    g.add_argument("--decisions", type=int, default=30_000, help="decisions compared per round")
+    g.add_argument("--episode-arrivals", type=int, default=3000, help="arrivals per collection episode")
+    g.add_argument("--skip", type=int, default=300, help="arrivals before the first sampled decision")
+    g.add_argument(
+        "--tail", type=int, default=1000, help="arrivals after the last sampled decision (the look-ahead)"
+    )
+    g.add_argument("--sample-every", type=float, default=8.0, help="mean decisions between two samples")
+    g.add_argument("--explore", type=float, default=0.1, help="share of decisions made at random")
+    g.add_argument(
+        "--python-branches",
+        action="store_true",
+        help="play each branch out from Python (restore, step, play_out) instead of in one compiled call",
+    )
+
+
+def _add_fit_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("fitting and selecting the policy")
+    g.add_argument("--net-arch", type=int, nargs="+", default=[64, 64], help="hidden layer widths")
+    g.add_argument("--epochs", type=int, default=40, help="passes over the compared decisions per fit")
+    g.add_argument("--learning-rate", type=float, default=1e-3, help="Adam's step size in the fits")
+    g.add_argument(
         "--imitate-epochs", type=int, default=0, help="epochs of cloning the base before the cost loss"
     )
-    ap.add_argument("--entropy", type=float, default=0.01, help="entropy bonus of the expected-cost loss")
-    ap.add_argument(
+    g.add_argument("--entropy", type=float, default=0.01, help="entropy bonus of the expected-cost loss")
+    g.add_argument(
         "--loss",
         choices=("expected-cost", "regress"),
         default="expected-cost",
-        help="fit the logits to minus the centred costs, or minimise the policy's expected cost",
+        help="minimise the policy's expected cost, or fit the logits to minus the centred costs (regress)",
     )
-    ap.add_argument("--candidates", type=int, default=3, help="fits per round, the best simulated kept")
-    ap.add_argument(
+    g.add_argument("--candidates", type=int, default=3, help="fits per round, the best simulated kept")
+    g.add_argument(
         "--no-grid",
         dest="grid",
         action="store_false",
         help="every fit with --imitate-epochs and --entropy (default: the fits try FIT_GRID's settings)",
     )
-    ap.add_argument("--select-seeds", type=int, default=2, help="training episodes scoring each fit")
-    ap.add_argument("--select-arrivals", type=int, default=10_000, help="arrivals per scoring episode")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument(
-        "--python-branches",
-        action="store_true",
-        help="play each branch out from Python (restore, step, play_out) instead of in one compiled call",
-    )
-    ap.add_argument(
+    g.add_argument("--select-seeds", type=int, default=2, help="training episodes scoring each fit")
+    g.add_argument("--select-arrivals", type=int, default=10_000, help="arrivals per scoring episode")
+    g.add_argument("--seed", type=int, default=0, help="draws the episodes and the fits")
+
+
+def _add_run_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("where it runs and what it writes")
+    g.add_argument("--threads", type=int, default=1, help="torch threads")
+    g.add_argument(
         "--data", type=Path, default=None, help="folder keeping each round's compared decisions (resume)"
     )
-    ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
-    args = ap.parse_args(argv)
-    _check_args(ap, args)
-    return args
+    g.add_argument("--out", type=Path, required=True, help="checkpoint to write (.zip)")
 
 
 def _check_args(ap: Any, args: argparse.Namespace) -> None:
@@ -394,11 +421,42 @@ def fit(
     return {"val_regret": regret(val, choice), "val_regret_base": base_regret}
 
 
+def _fit_candidates(
+    args: argparse.Namespace, env: Any, data: dict[str, np.ndarray], r: int, t0: float
+) -> tuple[Any, dict[str, float]]:
+    """Round ``r``'s ``--candidates`` fits on ``data`` (settings from :data:`FIT_GRID`, then other
+    initialisations): the one whose simulated mean response time on training seeds is lowest, with
+    its figures. Which fit works varies with the data."""
+    from sb3_contrib import MaskablePPO
+
+    best = None
+    for c in range(args.candidates):
+        seed = args.seed * 1000 + r * 100 + c
+        imitate, entropy = FIT_GRID[c % len(FIT_GRID)] if args.grid else (args.imitate_epochs, args.entropy)
+        if (data["base"] < 0).any() and args.grid:
+            imitate = 0  # the base's decisions are no agent actions to clone
+        candidate = MaskablePPO(
+            "MlpPolicy", env, seed=seed, policy_kwargs={"net_arch": list(args.net_arch)}, verbose=0
+        )
+        fitted = fit(candidate, data, args, seed, imitate, entropy)
+        fitted["selection_mean_response_time"] = selection_score(candidate, args)
+        regrets = f"held-out regret {fitted['val_regret']:.3f} (base {fitted['val_regret_base']:.3f})"
+        seconds = time.perf_counter() - t0
+        log(
+            f"round {r + 1}, fit {c + 1} (imitate {imitate}, entropy {entropy}): "
+            f"{len(data['cost'])} decisions, {regrets}, simulated mean "
+            f"response time {fitted['selection_mean_response_time']:.4f}, {seconds:.0f} s"
+        )
+        if best is None or fitted["selection_mean_response_time"] < best[1]["selection_mean_response_time"]:
+            best = (candidate, fitted)
+    assert best is not None  # --candidates is at least 1 (_check_args)
+    return best
+
+
 def main(argv: list[str] | None = None) -> Path:
     args = parse_args(argv)
     import gymnasium as gym
     import torch
-    from sb3_contrib import MaskablePPO
 
     import msj_gym
 
@@ -418,47 +476,21 @@ def main(argv: list[str] | None = None) -> Path:
     for r in range(args.rounds):
         cached = None if args.data is None else args.data / f"round-{r + 1}.npz"
         part = read_round(cached, f"{key}/{r}")
-        if part is not None:
-            log(f"round {r + 1}: {len(part['cost'])} compared decisions from {cached}")
-        else:
+        if part is None:
             t1 = time.perf_counter()
             log(f"round {r + 1}: collecting {args.decisions} compared decisions")
             part = collect(args, r, follow=model)
             t_collect += time.perf_counter() - t1
             write_round(cached, f"{key}/{r}", part)
+        else:
+            log(f"round {r + 1}: {len(part['cost'])} compared decisions from {cached}")
         data = part if data is None else {k: np.concatenate([data[k], part[k]]) for k in data}
-        # a few fits (settings from FIT_GRID, then other initialisations); the one whose simulated
-        # mean response time on training seeds is lowest goes on: which fit works varies with the data
-        best = None
-        for c in range(args.candidates):
-            seed = args.seed * 1000 + r * 100 + c
-            imitate, entropy = (
-                FIT_GRID[c % len(FIT_GRID)] if args.grid else (args.imitate_epochs, args.entropy)
-            )
-            if (data["base"] < 0).any() and args.grid:
-                imitate = 0  # the base's decisions are no agent actions to clone
-            candidate = MaskablePPO(
-                "MlpPolicy", env, seed=seed, policy_kwargs={"net_arch": list(args.net_arch)}, verbose=0
-            )
-            fitted = fit(candidate, data, args, seed, imitate, entropy)
-            fitted["selection_mean_response_time"] = selection_score(candidate, args)
-            regrets = f"held-out regret {fitted['val_regret']:.3f} (base {fitted['val_regret_base']:.3f})"
-            seconds = time.perf_counter() - t0
-            log(
-                f"round {r + 1}, fit {c + 1} (imitate {imitate}, entropy {entropy}): "
-                f"{len(data['cost'])} decisions, {regrets}, simulated mean "
-                f"response time {fitted['selection_mean_response_time']:.4f}, {seconds:.0f} s"
-            )
-            if (
-                best is None
-                or fitted["selection_mean_response_time"] < best[1]["selection_mean_response_time"]
-            ):
-                best = (candidate, fitted)
-        assert best is not None  # --candidates is at least 1 (_check_args)
-        kept = model is not None and (
-            scores["selection_mean_response_time"] <= best[1]["selection_mean_response_time"]
-        )
-        if kept:  # a round never makes the result worse on the selection episodes
+        best = _fit_candidates(args, env, data, r, t0)
+        if (
+            model is not None
+            and scores["selection_mean_response_time"] <= best[1]["selection_mean_response_time"]
+        ):
+            # a round never makes the result worse on the selection episodes
             previous = scores["selection_mean_response_time"]
             log(f"round {r + 1}: no fit beats round {r}'s ({previous:.4f}); it is kept")
         else:
@@ -467,11 +499,8 @@ def main(argv: list[str] | None = None) -> Path:
     assert model is not None and data is not None
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    from msj_gym.agents.checkpoint import save_model
-    from msj_gym.atomic import atomic_path, atomic_write_text
+    from msj_gym.agents.checkpoint import write_checkpoint
 
-    with atomic_path(args.out) as tmp:  # a full disk leaves no partial checkpoint under the name
-        save_model(model, tmp)
     meta = {
         "command": "python -m msj_gym.agents.improve " + " ".join(sys.argv[1:] if argv is None else argv),
         "algo": "maskable-ppo",
@@ -487,7 +516,7 @@ def main(argv: list[str] | None = None) -> Path:
         **{k: round(v, 5) for k, v in scores.items()},
         "msj_gym_version": msj_gym.__version__,
     }
-    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
+    write_checkpoint(model, args.out, meta)
     log(f"rollout improvement of {args.base}: {len(data['cost'])} decisions, {wall:.0f} s -> {args.out}")
     return args.out
 

@@ -176,7 +176,9 @@ def main(argv: list[str] | None = None) -> None:
         default=",".join(DEFAULT_POLICIES),
         help="comma-separated heuristics drawn as lines (default: %(default)s)",
     )
-    ap.add_argument("--title", default=None)
+    ap.add_argument(
+        "--title", default=None, help="the picture's title (default: the recipe, the system and the seeds)"
+    )
     args = ap.parse_args(argv)
     check_output("--out", args.out, ".png")
     for path in args.curves:

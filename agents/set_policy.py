@@ -118,6 +118,32 @@ class ClassSetNetwork(nn.Module):
         self.paired = extra - fallbacks
         self.latent_dim_pi = 1 + slots + extra
         self.latent_dim_vf = hidden
+        # the layers are made in a fixed order: a seed gives the same initial weights
+        self._make_set_layers(features, hidden, attention_layers, heads, activation)
+        self._make_static_heads(hidden, activation, gate)
+        self._register_following()
+        # the advisor to follow chosen by simulating each on the observed system instead of by the
+        # selector head, where the observation determines the system (see agents.system_model)
+        self.simulated: SimulatedSelector | None = None
+        # the advisor per row of a rehearsal's batch (see _rehearse), None otherwise, and the one its
+        # guards hand decisions to (None: the same)
+        self._forced: th.Tensor | None = None
+        self._forced_rescue: int | None = None
+        if simulated_selection is not None and extra:
+            from msj_gym.agents.system_model import SimulatedSelector
+
+            self.simulated = SimulatedSelector(**simulated_selection)
+            if len(self.simulated.bases) != self.paired:
+                raise ValueError(
+                    f"simulated_selection: expected {self.paired} bases (the env's advisors before the "
+                    f"{fallbacks} fallbacks), got {len(self.simulated.bases)}"
+                )
+
+    def _make_set_layers(
+        self, features: int, hidden: int, attention_layers: int, heads: int, activation: type[nn.Module]
+    ) -> None:
+        """The per-class encoder, the attention between classes, the context, the per-class score, the
+        scores of waiting and of the advisors, and the value's features."""
         self.encoder = _mlp([SET_SYSTEM_FEATURES + features, hidden, hidden], activation)
         self.attention = nn.ModuleList(
             nn.MultiheadAttention(hidden, heads, batch_first=True) for _ in range(attention_layers)
@@ -131,6 +157,9 @@ class ClassSetNetwork(nn.Module):
             assert isinstance(head, nn.Linear)
             nn.init.orthogonal_(head.weight, gain=0.01)
             nn.init.zeros_(head.bias)
+
+    def _make_static_heads(self, hidden: int, activation: type[nn.Module], gate: bool) -> None:
+        """The selector and, with ``gate``, the gate."""
         # With advisors: which one to follow, from what does not change within an episode (the
         # system and its classes), so that the agent follows one heuristic throughout; trained apart
         # (fit_selector), and ``follow_bias`` added to the followed advisor's logit (0: none).
@@ -150,6 +179,9 @@ class ClassSetNetwork(nn.Module):
             # added to the gate's logits (network, follow): a lean towards following, where trusting
             # the network wrongly is costly (chosen by cross-validation)
             self.register_buffer("gate_bias", th.zeros(2))
+
+    def _register_following(self) -> None:
+        """The buffers that set how the selected advisor is followed (tuned after the fit)."""
         self.register_buffer("follow_bias", th.zeros(()))
         # added to the selector's logits: a lean towards the advisor that is rarely far off, where a
         # wrong pick is costly (chosen by cross-validation; see msj_gym.agents.generalist)
@@ -162,22 +194,6 @@ class ClassSetNetwork(nn.Module):
         # observation's squashed units of k), the selected advisor is followed until the queue is
         # back under it; a network that lets a queue grow hands it to a heuristic that drains it
         self.register_buffer("follow_when_queue", th.full((), 2.0))
-        # the advisor to follow chosen by simulating each on the observed system instead of by the
-        # selector head, where the observation determines the system (see agents.system_model)
-        self.simulated: SimulatedSelector | None = None
-        # the advisor per row of a rehearsal's batch (see _rehearse), None otherwise, and the one its
-        # guards hand decisions to (None: the same)
-        self._forced: th.Tensor | None = None
-        self._forced_rescue: int | None = None
-        if simulated_selection is not None and extra:
-            from msj_gym.agents.system_model import SimulatedSelector
-
-            self.simulated = SimulatedSelector(**simulated_selection)
-            if len(self.simulated.bases) != self.paired:
-                raise ValueError(
-                    f"simulated_selection: expected {self.paired} bases (the env's advisors before the "
-                    f"{fallbacks} fallbacks), got {len(self.simulated.bases)}"
-                )
 
     def _embed(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """Per-class embeddings ``(B, M, h)``, the context ``(B, h)`` and the mask of real classes."""

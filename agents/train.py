@@ -492,150 +492,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     from msj_gym.agents._cli import ArgumentParser
 
     ap = ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    ap.add_argument("--algo", choices=ALGOS, default="maskable-ppo")
-    ap.add_argument("--env-id", choices=ENV_IDS, default="MSJ-v0")
-    ap.add_argument("--scenario", default="sf-fig2", help="a scenario, or a comma list of them")
-    ap.add_argument("--load", default=None, help="a load, or a comma list of loads")
-    ap.add_argument("--k", default=None, help="the number of servers, or a comma list")
-    ap.add_argument(
-        "--blocking-cost",
-        type=float,
-        default=2.0,
-        help="MSJMoldable-v0: the price of a lost job in execution-time units",
-    )
-    ap.add_argument("--timesteps", type=int, default=300_000)
-    ap.add_argument("--episode-arrivals", type=int, default=1000)
-    ap.add_argument("--queue-window", type=int, default=1)
-    ap.add_argument(
-        "--preempt-window", type=int, default=4, help="MSJPreemptive-v0: preempt actions per class"
-    )
-    ap.add_argument(
-        "--obs-jobs",
-        type=int,
-        default=8,
-        help="oldest waiting jobs in the observation (0: class counts only)",
-    )
-    ap.add_argument("--observation", choices=("flat", "dict", "classes"), default="flat")
-    ap.add_argument("--actions", choices=("jobs", "priority", "priority-shortest"), default="jobs")
-    ap.add_argument(
-        "--policy",
-        choices=("mlp", "class-set"),
-        default="mlp",
-        help="the network: an MLP, or the class-set network (with --observation classes)",
-    )
-    ap.add_argument(
-        "--systems",
-        type=int,
-        default=0,
-        help="train on this many generated systems, one drawn per episode (needs --observation classes)",
-    )
-    ap.add_argument("--n-envs", type=int, default=4)
-    ap.add_argument(
-        "--vec-env",
-        choices=("dummy", "native"),
-        default="dummy",
-        help="SB3 DummyVecEnv of single envs, or the native batched vector env",
-    )
-    ap.add_argument("--n-steps", type=int, default=2048, help="rollout length per env (PPO)")
-    ap.add_argument("--gamma", type=float, default=0.999, help="per decision; long: starvation costs late")
-    ap.add_argument("--gae-lambda", type=float, default=0.95)
-    ap.add_argument("--ent-coef", type=float, default=0.0)
-    ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--n-epochs", type=int, default=10)
-    ap.add_argument("--net-arch", type=int, nargs="+", default=[64, 64], help="hidden layer widths")
-    ap.add_argument(
-        "--average-reward",
-        action="store_true",
-        help="differential rewards r - g*dt with g the running reward rate (msj_gym.agents.average_reward)",
-    )
-    ap.add_argument(
-        "--reward-scale",
-        type=float,
-        default=1.0,
-        help="divide the differential rewards by this (with --average-reward)",
-    )
-    ap.add_argument("--reward", choices=("integral", "mean"), default="mean", help="the env's reward form")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads")
-    ap.add_argument("--learning-rate", type=float, default=3e-4)
-    ap.add_argument(
-        "--lr-schedule",
-        choices=("constant", "linear"),
-        default="constant",
-        help="the learning rate throughout, or annealed linearly to 0 at --timesteps",
-    )
-    ap.add_argument(
-        "--advisor",
-        type=lambda text: [a.strip() for a in text.split(",")],
-        default=None,
-        help="comma-separated policies whose decision the agent may take as one action each (with "
-        "--actions priority): the agent learns when to follow which, and when to decide itself",
-    )
-    ap.add_argument(
-        "--imitate",
-        default=None,
-        help="maskable-ppo: clone this baseline's actions first ('advisor': the first --advisor's decisions)",
-    )
-    ap.add_argument("--imitate-steps", type=int, default=50_000, help="decisions to clone")
-    ap.add_argument("--imitate-epochs", type=int, default=10)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument(
-        "--save-every", type=int, default=0, help="keep a checkpoint every N steps (0: only the last)"
-    )
-    ap.add_argument(
-        "--lyapunov-weight",
-        type=float,
-        default=0.0,
-        help="stabilising cost shaping: each step also pays minus W times the drift of sum_c n_c**P "
-        "(msj_gym.env.wrappers.LyapunovShaping; 0: none)",
-    )
-    ap.add_argument("--lyapunov-power", type=float, default=2.0, help="P of --lyapunov-weight")
-    ap.add_argument(
-        "--lyapunov-of",
-        choices=("jobs", "work"),
-        default="jobs",
-        help="the Lyapunov function: of the jobs per class (sum_c n_c**P), or of the work in the system "
-        "((sum_c n_c * need_c * mean_c / k)**P)",
-    )
-    ap.add_argument(
-        "--cost-scale",
-        default="none",
-        help="divide the env's rewards by the system's mean service time ('service-time'), a number, "
-        "or not ('none')",
-    )
-    ap.add_argument("--clip-range", type=float, default=0.2, help="PPO's clipping of the probability ratio")
-    ap.add_argument(
-        "--vf-warmup",
-        type=int,
-        default=0,
-        help="PPO: train only the value function for the first N steps (after --imitate: the cloned "
-        "policy is not moved by the advantages of an untrained critic)",
-    )
-    ap.add_argument(
-        "--eval-every", type=int, default=0, help="evaluate on held-out episodes every N steps (0: never)"
-    )
-    ap.add_argument("--eval-seeds", default="5000-5007", help="seeds of the held-out episodes")
-    ap.add_argument("--eval-arrivals", type=int, default=5000, help="arrivals per held-out episode")
-    ap.add_argument(
-        "--eval-systems",
-        type=int,
-        default=8,
-        help="with --systems: held-out generated systems of the curve (never drawn for training)",
-    )
-    ap.add_argument(
-        "--keep",
-        choices=("last", "best"),
-        default="last",
-        help="the checkpoint saved as --out: the last one, or the best point of the learning curve",
-    )
-    ap.add_argument("--out", type=Path, default=None, help="checkpoint path (.zip; default: RECIPE.zip)")
-    ap.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars on stderr")
-    ap.add_argument(
-        "--recipe",
-        default=None,
-        help="a shipped recipe's name (agents/recipes) or a .toml file: its keys are this "
-        "command's flags, which the command line overrides",
-    )
-    ap.add_argument("--list-recipes", action="store_true", help="list the shipped recipes and exit")
+    _add_env_flags(ap)
+    _add_algorithm_flags(ap)
+    _add_cost_flags(ap)
+    _add_imitation_flags(ap)
+    _add_curve_flags(ap)
+    _add_output_flags(ap)
     recipe = _recipe_argument(argv)
     if recipe is not None:
         from msj_gym.agents.recipes import apply_recipe
@@ -650,6 +512,208 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         name = Path(args.recipe).stem if args.recipe.endswith(".toml") else args.recipe
         args.out = Path(f"{name}.zip")
     _parse_lists(ap, args)
+    _check_combinations(ap, args)
+    if args.env_id in MODEL_ENVS:
+        _refuse_msj_options(ap, args)
+    _check_args(args)
+    return args
+
+
+def _add_env_flags(ap: argparse.ArgumentParser) -> None:
+    from msj_gym.agents._cli import add_queue_window
+
+    g = ap.add_argument_group("the environment")
+    g.add_argument(
+        "--env-id",
+        choices=ENV_IDS,
+        default="MSJ-v0",
+        help="the env trained in (MSJMoldable-v0 and CompatAssign-v0: the other models' envs)",
+    )
+    g.add_argument("--scenario", default="sf-fig2", help="a scenario, or a comma list of them")
+    g.add_argument("--load", default=None, help="a load, or a comma list of loads")
+    g.add_argument("--k", default=None, help="the number of servers, or a comma list")
+    g.add_argument(
+        "--blocking-cost",
+        type=float,
+        default=2.0,
+        help="MSJMoldable-v0: the price of a lost job in execution-time units",
+    )
+    g.add_argument("--episode-arrivals", type=int, default=1000, help="arrivals per training episode")
+    add_queue_window(g)
+    g.add_argument(
+        "--preempt-window", type=int, default=4, help="MSJPreemptive-v0: preempt actions per class"
+    )
+    g.add_argument(
+        "--obs-jobs",
+        type=int,
+        default=8,
+        help="oldest waiting jobs in the observation (0: class counts only)",
+    )
+    g.add_argument(
+        "--observation",
+        choices=("flat", "dict", "classes"),
+        default="flat",
+        help="the observation's form (classes: the class-set observation of --policy class-set)",
+    )
+    g.add_argument(
+        "--actions",
+        choices=("jobs", "priority", "priority-shortest"),
+        default="jobs",
+        help="an action starts a job, or names the class served first (priority-shortest: its shortest "
+        "waiting jobs first, instead of its oldest)",
+    )
+    g.add_argument(
+        "--systems",
+        type=int,
+        default=0,
+        help="train on this many generated systems, one drawn per episode (needs --observation classes)",
+    )
+    g.add_argument(
+        "--advisor",
+        type=lambda text: [a.strip() for a in text.split(",")],
+        default=None,
+        help="comma-separated policies whose decision the agent may take as one action each (with "
+        "--actions priority): the agent learns when to follow which, and when to decide itself",
+    )
+
+
+def _add_algorithm_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("the algorithm and its network")
+    g.add_argument(
+        "--algo",
+        choices=ALGOS,
+        default="maskable-ppo",
+        help="maskable-ppo samples valid actions only; with ppo and dqn a masked action is a wait",
+    )
+    g.add_argument(
+        "--policy",
+        choices=("mlp", "class-set"),
+        default="mlp",
+        help="the network: an MLP, or the class-set network (with --observation classes)",
+    )
+    g.add_argument("--net-arch", type=int, nargs="+", default=[64, 64], help="hidden layer widths")
+    g.add_argument("--timesteps", type=int, default=300_000, help="environment steps of training")
+    g.add_argument("--n-envs", type=int, default=4, help="environments stepped side by side")
+    g.add_argument(
+        "--vec-env",
+        choices=("dummy", "native"),
+        default="dummy",
+        help="SB3 DummyVecEnv of single envs, or the native batched vector env",
+    )
+    g.add_argument("--n-steps", type=int, default=2048, help="rollout length per env (PPO)")
+    g.add_argument("--gamma", type=float, default=0.999, help="per decision; long: starvation costs late")
+    g.add_argument("--gae-lambda", type=float, default=0.95, help="lambda of the advantage estimates (PPO)")
+    g.add_argument("--ent-coef", type=float, default=0.0, help="weight of the entropy bonus (PPO)")
+    g.add_argument("--batch-size", type=int, default=256, help="minibatch size of the updates")
+    g.add_argument("--n-epochs", type=int, default=10, help="passes over each rollout (PPO)")
+    g.add_argument("--learning-rate", type=float, default=3e-4, help="the optimiser's step size")
+    g.add_argument(
+        "--lr-schedule",
+        choices=("constant", "linear"),
+        default="constant",
+        help="the learning rate throughout, or annealed linearly to 0 at --timesteps",
+    )
+    g.add_argument("--clip-range", type=float, default=0.2, help="PPO's clipping of the probability ratio")
+    g.add_argument(
+        "--vf-warmup",
+        type=int,
+        default=0,
+        help="PPO: train only the value function for the first N steps (after --imitate: the cloned "
+        "policy is not moved by the advantages of an untrained critic)",
+    )
+    g.add_argument("--threads", type=int, default=1, help="torch threads")
+    g.add_argument(
+        "--seed", type=int, default=0, help="seeds the training envs and the network (evaluation uses others)"
+    )
+
+
+def _add_cost_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("the cost the agent learns from")
+    g.add_argument("--reward", choices=("integral", "mean"), default="mean", help="the env's reward form")
+    g.add_argument(
+        "--average-reward",
+        action="store_true",
+        help="differential rewards r - g*dt with g the running reward rate (msj_gym.agents.average_reward)",
+    )
+    g.add_argument(
+        "--reward-scale",
+        type=float,
+        default=1.0,
+        help="divide the differential rewards by this (with --average-reward)",
+    )
+    g.add_argument(
+        "--lyapunov-weight",
+        type=float,
+        default=0.0,
+        help="stabilising cost shaping: each step also pays minus W times the drift of sum_c n_c**P "
+        "(msj_gym.env.wrappers.LyapunovShaping; 0: none)",
+    )
+    g.add_argument("--lyapunov-power", type=float, default=2.0, help="P of --lyapunov-weight")
+    g.add_argument(
+        "--lyapunov-of",
+        choices=("jobs", "work"),
+        default="jobs",
+        help="the Lyapunov function: of the jobs per class (sum_c n_c**P), or of the work in the system "
+        "((sum_c n_c * need_c * mean_c / k)**P)",
+    )
+    g.add_argument(
+        "--cost-scale",
+        default="none",
+        help="divide the env's rewards by the system's mean service time ('service-time'), a number, "
+        "or not ('none')",
+    )
+
+
+def _add_imitation_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("behaviour cloning before the RL")
+    g.add_argument(
+        "--imitate",
+        default=None,
+        help="maskable-ppo: clone this baseline's actions first ('advisor': the first --advisor's decisions)",
+    )
+    g.add_argument("--imitate-steps", type=int, default=50_000, help="decisions to clone")
+    g.add_argument("--imitate-epochs", type=int, default=10, help="passes over the cloned decisions")
+
+
+def _add_curve_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("the learning curve")
+    g.add_argument(
+        "--eval-every", type=int, default=0, help="evaluate on held-out episodes every N steps (0: never)"
+    )
+    g.add_argument("--eval-seeds", default="5000-5007", help="seeds of the held-out episodes")
+    g.add_argument("--eval-arrivals", type=int, default=5000, help="arrivals per held-out episode")
+    g.add_argument(
+        "--eval-systems",
+        type=int,
+        default=8,
+        help="with --systems: held-out generated systems of the curve (never drawn for training)",
+    )
+    g.add_argument(
+        "--keep",
+        choices=("last", "best"),
+        default="last",
+        help="the checkpoint saved as --out: the last one, or the best point of the learning curve",
+    )
+
+
+def _add_output_flags(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("checkpoints, progress and recipes")
+    g.add_argument("--out", type=Path, default=None, help="checkpoint path (.zip; default: RECIPE.zip)")
+    g.add_argument(
+        "--save-every", type=int, default=0, help="keep a checkpoint every N steps (0: only the last)"
+    )
+    g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars on stderr")
+    g.add_argument(
+        "--recipe",
+        default=None,
+        help="a shipped recipe's name (agents/recipes) or a .toml file: its keys are this "
+        "command's flags, which the command line overrides",
+    )
+    g.add_argument("--list-recipes", action="store_true", help="list the shipped recipes and exit")
+
+
+def _check_combinations(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The flags that only go with others; ``--cost-scale`` as a number where it is one."""
     if args.timesteps < 1:
         ap.error(f"--timesteps: expected a positive integer, got {args.timesteps}")
     if args.imitate is not None and args.algo != "maskable-ppo":
@@ -676,25 +740,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                 ap.error(f"--cost-scale {args.cost_scale!r}: expected 'none', 'service-time' or a number")
     if args.vf_warmup and args.algo == "dqn":
         ap.error("--vf-warmup: only with --algo ppo or maskable-ppo")
-    if args.env_id in MODEL_ENVS:
-        msj_only = {
-            "--queue-window": args.queue_window != 1,
-            "--obs-jobs": args.obs_jobs != 8,
-            "--observation": args.observation != "flat",
-            "--actions": args.actions != "jobs",
-            "--advisor": bool(args.advisor),
-            "--systems": bool(args.systems),
-            "--policy": args.policy != "mlp",
-            "--average-reward": args.average_reward,
-            "--lyapunov-weight": args.lyapunov_weight != 0,
-            "--cost-scale": args.cost_scale != "none",
-            "--eval-every": args.eval_every != 0,
-        }
-        for flag, given in msj_only.items():
-            if given:
-                ap.error(f"{flag}: an MSJ env's option, not of --env-id {args.env_id}")
-    _check_args(args)
-    return args
+
+
+def _refuse_msj_options(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Another model's env (``--env-id`` in :data:`MODEL_ENVS`): no flag of the MSJ envs given."""
+    msj_only = {
+        "--queue-window": args.queue_window != 1,
+        "--obs-jobs": args.obs_jobs != 8,
+        "--observation": args.observation != "flat",
+        "--actions": args.actions != "jobs",
+        "--advisor": bool(args.advisor),
+        "--systems": bool(args.systems),
+        "--policy": args.policy != "mlp",
+        "--average-reward": args.average_reward,
+        "--lyapunov-weight": args.lyapunov_weight != 0,
+        "--cost-scale": args.cost_scale != "none",
+        "--eval-every": args.eval_every != 0,
+    }
+    for flag, given in msj_only.items():
+        if given:
+            ap.error(f"{flag}: an MSJ env's option, not of --env-id {args.env_id}")
 
 
 def _recipe_argument(argv: list[str] | None) -> str | None:
@@ -794,25 +859,15 @@ def _check_args(args: argparse.Namespace) -> None:
     check_output("--out", args.out, ".zip")  # written after the training: checked before it
 
 
-def main(argv: list[str] | None = None) -> Path | None:
-    args = parse_args(argv)
-    if args.list_recipes:
-        from msj_gym.agents.recipes import read_recipe, recipe_names
-
-        for name in recipe_names():
-            print(f"{name}: {read_recipe(name)[1].get('description', '')}")
-        return None
-    import gymnasium as gym
-    import torch
+def _training_envs(
+    args: argparse.Namespace, env_kwargs: dict[str, Any], systems: list[dict[str, Any]]
+) -> Any:
+    """The vector env the agent trains in: generated systems (``--systems``), the systems of the comma
+    lists, the native batched env, or SB3's ``DummyVecEnv`` of one system; with ``--average-reward``
+    its rewards differential. With ``--systems``, ``env_kwargs`` loses the system's keywords (each
+    episode draws its own), for the checkpoint's ``.json`` too."""
     from stable_baselines3.common.env_util import make_vec_env
 
-    torch.set_num_threads(args.threads)
-    import msj_gym
-
-    env_kwargs = make_env_kwargs(args)
-    systems = training_systems(args)
-    for system in systems:  # bad keywords fail here, before any worker starts
-        gym.make(args.env_id, **{**env_kwargs, **system}).close()
     # Training seeds come from --seed; evaluation uses other seeds (agents/evaluate.py).
     if args.systems:
         from msj_gym.agents.systems_env import SystemsEnv
@@ -860,6 +915,52 @@ def main(argv: list[str] | None = None) -> Path | None:
         # across systems each system has its own reward rate
         per_system = bool(args.systems) or len(systems) > 1
         venv = DifferentialReward(venv, scale=args.reward_scale, per_system=per_system)
+    return venv
+
+
+def _callbacks(
+    model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any], systems: int
+) -> tuple[list[Any], CurveCallback | None]:
+    """What runs beside the training: the progress bar, the value warm-up, the learning curve (also
+    returned, None without ``--eval-every``) and the intermediate checkpoints."""
+    callbacks = [progress_callback(args.timesteps, args.progress)]
+    if args.vf_warmup:
+        callbacks.append(value_warmup_callback(model, args.vf_warmup))
+    curve = None
+    if args.eval_every:
+        curve = CurveCallback(args, env_kwargs, training_systems=systems)
+        callbacks.append(curve.callback())
+    if args.save_every:
+        # long runs keep intermediate checkpoints, so that a killed run is not lost (data only, as every
+        # checkpoint msj_gym writes)
+        folder = Path(str(args.out.with_suffix("")) + "-steps")
+        callbacks.append(checkpoint_callback(max(1, args.save_every // args.n_envs), folder, args.algo))
+    return callbacks, curve
+
+
+def _list_recipes() -> None:
+    from msj_gym.agents.recipes import read_recipe, recipe_names
+
+    for name in recipe_names():
+        print(f"{name}: {read_recipe(name)[1].get('description', '')}")
+
+
+def main(argv: list[str] | None = None) -> Path | None:
+    args = parse_args(argv)
+    if args.list_recipes:
+        _list_recipes()
+        return None
+    import gymnasium as gym
+    import torch
+
+    torch.set_num_threads(args.threads)
+    import msj_gym
+
+    env_kwargs = make_env_kwargs(args)
+    systems = training_systems(args)
+    for system in systems:  # bad keywords fail here, before any worker starts
+        gym.make(args.env_id, **{**env_kwargs, **system}).close()
+    venv = _training_envs(args, env_kwargs, systems)
     model = build_model(args.algo, venv, args.seed, args)
     from stable_baselines3.common.logger import Logger
 
@@ -868,18 +969,7 @@ def main(argv: list[str] | None = None) -> Path | None:
     model.set_logger(Logger(None, []))
     t0 = time.perf_counter()
     accuracy = imitate(model, args, env_kwargs) if args.imitate else None
-    callbacks = [progress_callback(args.timesteps, args.progress)]
-    if args.vf_warmup:
-        callbacks.append(value_warmup_callback(model, args.vf_warmup))
-    curve = None
-    if args.eval_every:
-        curve = CurveCallback(args, env_kwargs, training_systems=len(systems))
-        callbacks.append(curve.callback())
-    if args.save_every:
-        # long runs keep intermediate checkpoints, so that a killed run is not lost (data only, as every
-        # checkpoint msj_gym writes)
-        folder = Path(str(args.out.with_suffix("")) + "-steps")
-        callbacks.append(checkpoint_callback(max(1, args.save_every // args.n_envs), folder, args.algo))
+    callbacks, curve = _callbacks(model, args, env_kwargs, len(systems))
     model.learn(total_timesteps=args.timesteps, callback=callbacks)
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -246,7 +246,7 @@ def test_every_subcommand_describes_itself_and_its_defaults() -> None:
             "improve",
             ["--decisions DECISIONS decisions compared per round (default: 30000)", "(default: sf-fig2)"],
         ),
-        ("evaluate", ["--arrivals ARRIVALS (default: 20000)"]),
+        ("evaluate", ["--arrivals ARRIVALS arrivals per run (default: 20000)"]),
         ("train", ["(default: maskable-ppo)"]),
     ],
 )
