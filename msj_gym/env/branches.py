@@ -33,6 +33,7 @@ import numpy as np
 from ..core import state as S
 from ..core.engine import advance, apply, can_decide
 from ..core.jit import compile_announced, internal_jit, kernel_jit
+from ..core.kernels import decide, kernel_types
 from ..core.policy import Policy
 from ..native.copying import copy1d
 from . import planning
@@ -76,13 +77,6 @@ def _due(mask, own):
         if mask[i]:
             return True
     return False
-
-
-@internal_jit
-def _decide(plain, sized, size_aware, view, sizes, pdata, actions):
-    if size_aware:
-        return sized(view, sizes, pdata, actions)
-    return plain(view, pdata, actions)
 
 
 @functools.cache
@@ -137,7 +131,7 @@ def _player(step: Any) -> Any:
             if own > 0 or a == BASE_DECISION:  # the base decides or keeps books within the branch's step
                 _fresh(pdata, template)  # its data at this decision (the advisor's, if it is followed)
             if a == BASE_DECISION:
-                n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
+                n = decide(plain, sized, size_aware, view, sizes, pdata, actions)
                 if n > 0 and apply(scratch, actions, n) != S.E_NONE:
                     status[b] = _PYTHON
                     continue
@@ -157,7 +151,7 @@ def _player(step: Any) -> Any:
                 # nothing is to be decided, at which an advisor that follows every event is asked
                 while at_cap == 2 or (own > 0 and at_cap == 0 and st == S.ST_EVENT and not _due(mask, own)):
                     if at_cap == 0 and every_event:
-                        _decide(plain, sized, size_aware, view, sizes, pdata, actions)
+                        decide(plain, sized, size_aware, view, sizes, pdata, actions)
                     st = step(scratch, -1, ep, fpar, obs, mask, out, work)
                     at_cap = _at_cap(scratch, st, cap, finite)
                 taken += 1
@@ -175,7 +169,7 @@ def _player(step: Any) -> Any:
             start = reward_paid(scratch.fv, ep)
             if own == 0:  # a base of its own starts afresh, as play_out prepares it
                 _fresh(pdata, template)
-            n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
+            n = decide(plain, sized, size_aware, view, sizes, pdata, actions)
             if n > 0 and apply(scratch, actions, n) != S.E_NONE:
                 status[b] = _PYTHON
                 continue
@@ -189,7 +183,7 @@ def _player(step: Any) -> Any:
                         st = S.ST_FINISHED  # the run stops at the cap: what it paid so far is the cost
                     break
                 if every_event or can_decide(scratch, preemptive):
-                    n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
+                    n = decide(plain, sized, size_aware, view, sizes, pdata, actions)
                     if n > 0 and apply(scratch, actions, n) != S.E_NONE:
                         st = S.ST_ERROR
                         break
@@ -214,10 +208,8 @@ def _compiled(args: tuple) -> Any:
     fn = _PLAYERS.get(key)
     if fn is None:
         _, _, view_t, sizes_t, _, pdata_t, actions_t = key[1:8]
-        int64 = numba.types.int64
         sig = (
-            numba.types.FunctionType(int64(view_t, pdata_t, actions_t)),
-            numba.types.FunctionType(int64(view_t, sizes_t, pdata_t, actions_t)),
+            *kernel_types(view_t, sizes_t, pdata_t, actions_t),
             numba.types.boolean,
             numba.types.boolean,
             *key[1:],

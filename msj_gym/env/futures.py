@@ -39,9 +39,11 @@ import numpy as np
 from ..core import state as S
 from ..core.engine import _due, _heap_push, advance, apply, apply_one, can_decide
 from ..core.jit import announce, internal_jit, kernel_jit
+from ..core.kernels import decide, kernel_types
 from ..core.policy import Policy
 from ..native.copying import copy1d, copy2d
 from .act import _decode, can_wait
+from .branches import _fresh
 from .layout import EP_QWIN
 
 __all__ = ["FuturePlayer"]
@@ -119,21 +121,6 @@ def branch_rows(src, extra, rows):
         n += 1
         s = ji[s, S.WNEXT]
     return n
-
-
-@internal_jit
-def _decide(plain, sized, size_aware, view, sizes, pdata, actions):
-    if size_aware:
-        return sized(view, sizes, pdata, actions)
-    return plain(view, pdata, actions)
-
-
-@internal_jit
-def _fresh(pdata, template):
-    """The base's data as ``prepare`` made it (its parameters and tables are only read)."""
-    copy1d(pdata.state, template.state)
-    copy1d(pdata.iwork, template.iwork)
-    copy1d(pdata.fwork, template.fwork)
 
 
 @internal_jit
@@ -255,7 +242,7 @@ def _player() -> Any:
                                     pass
                                 ask = can_decide(scratch, preemptive)
                         if ask:
-                            n = _decide(plain, sized, size_aware, view, sizes, pdata, words)
+                            n = decide(plain, sized, size_aware, view, sizes, pdata, words)
                             if n > 0 and apply(scratch, words, n) != S.E_NONE:
                                 outcome = FAILED
                                 break
@@ -288,10 +275,8 @@ def _compiled(args: tuple) -> Any:
     fn = _PLAYERS.get(key)
     if fn is None:
         view_t, sizes_t, _, pdata_t, actions_t = key[2:7]
-        int64 = numba.types.int64
         sig = (
-            numba.types.FunctionType(int64(view_t, pdata_t, actions_t)),
-            numba.types.FunctionType(int64(view_t, sizes_t, pdata_t, actions_t)),
+            *kernel_types(view_t, sizes_t, pdata_t, actions_t),
             numba.types.boolean,
             numba.types.boolean,
             *key,
