@@ -2,6 +2,7 @@
 
 * ordering: a bounded max-heap and an in-place sort over parallel (key, slot) arrays; ties on the key are
   broken by job id (arrival order), so every ordering is total and deterministic;
+* ``start_in_order``: the step a non-preemptive priority policy begins with (the head blocks);
 * ``fill_and_diff``: the step every preemptive policy ends with: go through candidates in priority order,
   keep those that fit in the k servers, and emit the difference to what runs now (preemptions first,
   then starts); ``serve_by_need`` is the same step for ServerFilling's service order (by decreasing
@@ -179,21 +180,11 @@ def fill_and_diff(view, cand, m, packing, marks, starts, actions):
 
 
 @inline_jit
-def serve_by_need(
-    view, order, m, whole, group_of_class, ngroup, packing, counts, gneed, marks, starts, actions
-):
-    """ServerFilling's service step over a priority order ``order[:m]``, which should hold every running
-    job (one it lacks costs a pass over the running list). M is the shortest prefix whose server needs
-    add up to at least k (all m jobs if none); M is served by decreasing need, within a need in
-    ``order``'s order, packed ``PACK_GREEDY`` or ``PACK_STOP`` as ``fill_and_diff`` would, and the
-    actions that turn the running set into the served set are written (preemptions, then starts).
-    Returns (n, M's length, M's total need, M's smallest need).
-
-    With ``whole`` (order[:m] is every job in the system) M is found from the tail: the class counts
-    give every need group's size, and the jobs behind M are peeled off; otherwise by a pass over the
-    prefix. Same-need jobs are taken in order while they fit, so need group g serves min(count_g,
-    cap // need_g) jobs: the packing is O(groups) arithmetic and one pass over M picks the jobs.
-    Scratch: ``marks`` and ``starts`` k entries, ``counts`` and ``gneed`` ``ngroup``."""
+def _need_prefix(view, order, m, whole, group_of_class, ngroup, counts, gneed):
+    """M of :func:`serve_by_need`: the shortest prefix of ``order[:m]`` whose server needs add up to at
+    least k (all m jobs if none), found from the tail with the class counts if ``whole`` (and order[:m]
+    holds every job in the system), else by a pass over the prefix. Writes the size of each need group
+    in M to ``counts`` and the group's need to ``gneed``; returns (M's length, M's total need)."""
     k = num_servers(view)
     for g in range(ngroup):
         counts[g] = 0
@@ -224,6 +215,44 @@ def serve_by_need(
             gneed[g] = server_need(view, s)
             total += gneed[g]
             mm += 1
+    return mm, total
+
+
+@inline_jit
+def _preempt_unlisted(view, order, m, marks, actions, n):
+    """Append preemptions of the running jobs missing from ``order[:m]`` altogether (not served either);
+    returns the new ``n``. ``marks``: scratch, k entries."""
+    nrun = num_running(view)
+    for p in range(nrun):
+        marks[p] = 0
+    for i in range(m):
+        s = order[i]
+        if is_running(view, s):
+            marks[running_index(view, s)] = 1
+    for p in range(nrun):
+        if marks[p] == 0:
+            n = preempt(actions, n, running_job(view, p))
+    return n
+
+
+@inline_jit
+def serve_by_need(
+    view, order, m, whole, group_of_class, ngroup, packing, counts, gneed, marks, starts, actions
+):
+    """ServerFilling's service step over a priority order ``order[:m]``, which should hold every running
+    job (one it lacks costs a pass over the running list). M is the shortest prefix whose server needs
+    add up to at least k (all m jobs if none); M is served by decreasing need, within a need in
+    ``order``'s order, packed ``PACK_GREEDY`` or ``PACK_STOP`` as ``fill_and_diff`` would, and the
+    actions that turn the running set into the served set are written (preemptions, then starts).
+    Returns (n, M's length, M's total need, M's smallest need).
+
+    With ``whole`` (order[:m] is every job in the system) M is found from the tail: the class counts
+    give every need group's size, and the jobs behind M are peeled off; otherwise by a pass over the
+    prefix. Same-need jobs are taken in order while they fit, so need group g serves min(count_g,
+    cap // need_g) jobs: the packing is O(groups) arithmetic and one pass over M picks the jobs.
+    Scratch: ``marks`` and ``starts`` k entries, ``counts`` and ``gneed`` ``ngroup``."""
+    k = num_servers(view)
+    mm, total = _need_prefix(view, order, m, whole, group_of_class, ngroup, counts, gneed)
     cap = k
     full = True
     smallest = k
@@ -259,21 +288,25 @@ def serve_by_need(
         if is_running(view, s):
             n = preempt(actions, n, s)
             seen += 1
-    nrun = num_running(view)
-    if seen < nrun:
-        # Running jobs missing from order[:m] altogether: not served either.
-        for p in range(nrun):
-            marks[p] = 0
-        for i in range(m):
-            s = order[i]
-            if is_running(view, s):
-                marks[running_index(view, s)] = 1
-        for p in range(nrun):
-            if marks[p] == 0:
-                n = preempt(actions, n, running_job(view, p))
+    if seen < num_running(view):
+        n = _preempt_unlisted(view, order, m, marks, actions, n)
     for i in range(ns):
         n = start(actions, n, starts[i])
     return n, mm, total, smallest
+
+
+@inline_jit
+def start_in_order(view, slots, m, free, actions):
+    """Start the jobs ``slots[:m]`` in that order while each fits in the ``free`` servers (the first that
+    does not blocks the rest). Returns (the number of starts written, the index of the first job not
+    started, ``m`` if none, the servers still free)."""
+    n = 0
+    i = 0
+    while i < m and server_need(view, slots[i]) <= free:
+        n = start(actions, n, slots[i])
+        free -= server_need(view, slots[i])
+        i += 1
+    return n, i, free
 
 
 @inline_jit

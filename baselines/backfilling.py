@@ -138,13 +138,21 @@ def backfill_job(view, sizes, actions, n, s, free, extra, shadow, mode, factor, 
     updated ``(n, free, extra)``."""
     need = server_need(view, s)
     if need <= free:
-        if now(view) + estimate(view, sizes, s, mode, factor, attribute) <= shadow:
-            n = start(actions, n, s)
-            free -= need
-        elif need <= extra:
-            n = start(actions, n, s)
-            free -= need
-            extra -= need
+        in_time = now(view) + estimate(view, sizes, s, mode, factor, attribute) <= shadow
+        n, free, extra = easy_start(actions, n, s, need, free, extra, in_time)
+    return n, free, extra
+
+
+@inline_jit
+def easy_start(actions, n, s, need, free, extra, in_time):
+    """EASY's rule for a later job ``s`` that fits now (``need`` <= ``free``): it starts if it ends by the
+    head's shadow time (``in_time``, by whatever estimate the policy goes by) or needs no more than the
+    ``extra`` servers the head leaves spare, which it then uses up. Returns the updated
+    ``(n, free, extra)``."""
+    if in_time:
+        return start(actions, n, s), free - need, extra
+    if need <= extra:
+        return start(actions, n, s), free - need, extra - need
     return n, free, extra
 
 

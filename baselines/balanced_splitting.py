@@ -71,6 +71,68 @@ def _next_unmarked(view, s, marks):
 
 
 @inline_jit
+def _forget_departed(view, st, on_h, hl0):
+    """Step 1: drop the helper jobs that have left from the list at ``hl0`` (slot, job id, class per
+    entry; a slot reused by a later job counts as left) and from the per-class counts ``on_h``."""
+    nh = int(st[S_NH])
+    p = 0
+    while p < nh:
+        s = int(st[hl0 + 3 * p])
+        if not is_running(view, s) or job_id(view, s) != int(st[hl0 + 3 * p + 1]):
+            on_h[int(st[hl0 + 3 * p + 2])] -= 1.0
+            nh -= 1
+            st[hl0 + 3 * p] = st[hl0 + 3 * nh]
+            st[hl0 + 3 * p + 1] = st[hl0 + 3 * nh + 1]
+            st[hl0 + 3 * p + 2] = st[hl0 + 3 * nh + 2]
+        else:
+            p += 1
+    st[S_NH] = nh
+    st[S_DONE] = num_departures(view)
+
+
+@inline_jit
+def _serve_helpers(view, st, actions, n, h_free, on_h, hl0, srv0, marks, cursor, aux, key):
+    """Step 4: the auxiliary policy on the ``h_free`` idle helpers, over the waiting jobs not ``marks``ed
+    (just sent to an A_i): per class the oldest such job (a class's jobs share a need, so its oldest is
+    the one that fits if any does). Appends the starts to ``actions[:n]``, records the jobs in the
+    helper list and the batch counts at ``srv0``; returns the new ``n``."""
+    nclass = num_classes(view)
+    for c in range(nclass):
+        cursor[c] = _next_unmarked(view, first_waiting_of_class(view, c), marks)
+    nh = int(st[S_NH])
+    cap = (st.size - hl0) // 3
+    while h_free > 0 and nh < cap:
+        best = -1
+        best_key = np.inf
+        best_id = 0
+        for c in range(nclass):
+            s = cursor[c]
+            if s == -1:
+                continue
+            if aux != AUX_FCFS and class_need(view, c) > h_free:
+                continue
+            jid = job_id(view, s)
+            if best == -1 or key[c] < best_key or (key[c] == best_key and jid < best_id):
+                best, best_key, best_id = c, key[c], jid
+        if best == -1 or class_need(view, best) > h_free:
+            break  # FCFS: the oldest helper job does not fit and blocks the rest
+        s = cursor[best]
+        n = start(actions, n, s)
+        h_free -= class_need(view, best)
+        on_h[best] += 1.0
+        st[hl0 + 3 * nh] = s
+        st[hl0 + 3 * nh + 1] = job_id(view, s)
+        st[hl0 + 3 * nh + 2] = best
+        nh += 1
+        b = measured_batch(view, s, NB)
+        if b >= 0:
+            st[srv0 + b * nclass + best] += 1.0
+        cursor[best] = _next_unmarked(view, next_waiting_of_class(view, s), marks)
+    st[S_NH] = nh
+    return n
+
+
+@inline_jit
 def _balanced_splitting(view, pdata, actions):
     par, st = pdata.params, pdata.state
     nclass = num_classes(view)
@@ -88,20 +150,7 @@ def _balanced_splitting(view, pdata, actions):
 
     # 1. Helper jobs that left since the last decision.
     if st[S_DONE] != num_departures(view):
-        nh = int(st[S_NH])
-        p = 0
-        while p < nh:
-            s = int(st[hl0 + 3 * p])
-            if not is_running(view, s) or job_id(view, s) != int(st[hl0 + 3 * p + 1]):
-                on_h[int(st[hl0 + 3 * p + 2])] -= 1.0
-                nh -= 1
-                st[hl0 + 3 * p] = st[hl0 + 3 * nh]
-                st[hl0 + 3 * p + 1] = st[hl0 + 3 * nh + 1]
-                st[hl0 + 3 * p + 2] = st[hl0 + 3 * nh + 2]
-            else:
-                p += 1
-        st[S_NH] = nh
-        st[S_DONE] = num_departures(view)
+        _forget_departed(view, st, on_h, hl0)
 
     # 2. Room in each A_i, and the idle helpers.
     h_free = free_servers(view)
@@ -145,40 +194,8 @@ def _balanced_splitting(view, pdata, actions):
         s = next_waiting(view, s)
     st[S_NARR] = num_arrived(view)
 
-    # 4. The auxiliary policy on the helpers, over the waiting jobs not just sent to an A_i: per class
-    # the oldest such job (a class's jobs share a need, so its oldest is the one that fits if any does).
-    for c in range(nclass):
-        cursor[c] = _next_unmarked(view, first_waiting_of_class(view, c), marks)
-    nh = int(st[S_NH])
-    cap = (st.size - hl0) // 3
-    while h_free > 0 and nh < cap:
-        best = -1
-        best_key = np.inf
-        best_id = 0
-        for c in range(nclass):
-            s = cursor[c]
-            if s == -1:
-                continue
-            if aux != AUX_FCFS and class_need(view, c) > h_free:
-                continue
-            jid = job_id(view, s)
-            if best == -1 or key[c] < best_key or (key[c] == best_key and jid < best_id):
-                best, best_key, best_id = c, key[c], jid
-        if best == -1 or class_need(view, best) > h_free:
-            break  # FCFS: the oldest helper job does not fit and blocks the rest
-        s = cursor[best]
-        n = start(actions, n, s)
-        h_free -= class_need(view, best)
-        on_h[best] += 1.0
-        st[hl0 + 3 * nh] = s
-        st[hl0 + 3 * nh + 1] = job_id(view, s)
-        st[hl0 + 3 * nh + 2] = best
-        nh += 1
-        b = measured_batch(view, s, NB)
-        if b >= 0:
-            st[srv0 + b * nclass + best] += 1.0
-        cursor[best] = _next_unmarked(view, next_waiting_of_class(view, s), marks)
-    st[S_NH] = nh
+    # 4. The auxiliary policy on the helpers, over the waiting jobs not just sent to an A_i.
+    n = _serve_helpers(view, st, actions, n, h_free, on_h, hl0, srv0, marks, cursor, aux, key)
     for i in range(n):
         marks[actions[i]] = 0
     return n

@@ -95,7 +95,7 @@ from msj_gym.core.state import PolicyData
 from msj_gym.metrics.result import default_slowdown_tau
 from msj_gym.workloads.workload import ClassTable
 
-from ._kit import sort_ascending
+from ._kit import sort_ascending, start_in_order
 from .backfilling import (
     ESTIMATES,
     backfill_job,
@@ -323,13 +323,7 @@ def _hpc(view, sizes, pdata, actions):
     keys, slots = region(pdata.fwork, KEYS), region(pdata.iwork, RANKED)
     weights, tau = field(pdata.params, WEIGHTS), value(pdata.params, TAU)
     m = _ranked(view, sizes, rule, mode, factor, attribute, VARIANT_PAPER, weights, tau, keys, slots)
-    free = free_servers(view)
-    n = 0
-    i = 0
-    while i < m and server_need(view, slots[i]) <= free:
-        n = start(actions, n, slots[i])
-        free -= server_need(view, slots[i])
-        i += 1
+    n, i, free = start_in_order(view, slots, m, free_servers(view), actions)
     if i == m or free == 0 or backfill == 0:
         return n
     head = slots[i]

@@ -77,7 +77,6 @@ from msj_gym.core.access import (
     region,
     running_job,
     server_need,
-    start,
     value,
 )
 from msj_gym.core.jit import inline_jit
@@ -88,7 +87,8 @@ from msj_gym.metrics.result import default_slowdown_tau
 from msj_gym.workloads.trace import requested_time_attribute
 from msj_gym.workloads.workload import ClassTable
 
-from ._kit import sort_ascending
+from ._kit import sort_ascending, start_in_order
+from .backfilling import easy_start
 from .hpc import RULE_F1, RULE_FCFS, RULE_SJF, RULE_UNICEP, RULE_WFP3, VARIANT_PAPER, job_score, score
 
 #: The rules the scheduler may switch between, by name (each with the predicted run time for r).
@@ -443,6 +443,51 @@ def _plan(view, state, table, history, attribute, pred, slots, m, tau, ends, nee
 
 
 @inline_jit
+def _rank_replay(rule, need, sub, est, wait, q, t, tau, k, keys, order):
+    """The replay's waiting jobs ``wait[:q]`` in ``rule``'s order by their estimates at time ``t`` into
+    ``order`` (scores in ``keys``), UNICEP's two tiers one after the other; returns their number."""
+    dummy = keys[:0]
+    n = 0
+    for tier in range(2 if rule == RULE_UNICEP else 1):
+        lo = n
+        for i in range(q):
+            j = wait[i]
+            level, key = job_score(rule, need[j], sub[j], est[j], t, VARIANT_PAPER, dummy, tau, 0.0, k)
+            if level == tier:
+                keys[n] = key
+                order[n] = j
+                n += 1
+        _sort_keys(keys[lo:n], order[lo:n], n - lo)
+    return n
+
+
+@inline_jit
+def _replay_shadow(pdata, heap_job, h, t, free, head_need):
+    """EASY's reservation in the replay for a head job needing ``head_need`` processors at time ``t``,
+    ``free`` idle: (its shadow time by the estimated ends of the running jobs ``heap_job[:h]``, the
+    processors it leaves spare then); every job expected to end at the shadow time counts."""
+    need, begun = region(pdata.iwork, R_NEED), region(pdata.fwork, R_START)
+    est, req = region(pdata.fwork, R_EST), region(pdata.fwork, R_REQ)
+    shadow_end, ahead = region(pdata.fwork, R_SHADOW), region(pdata.iwork, R_AHEAD)
+    r_count = 0
+    for p in range(h):
+        j = heap_job[p]
+        shadow_end[r_count] = _expected_end(begun[j], est[j], req[j], t)
+        ahead[r_count] = need[j]
+        r_count += 1
+    _sort_by_end(shadow_end, ahead, r_count)
+    avail = free
+    for p in range(r_count):
+        avail += ahead[p]
+        if avail >= head_need:
+            for z in range(p + 1, r_count):
+                if shadow_end[z] == shadow_end[p]:
+                    avail += ahead[z]
+            return shadow_end[p], avail - head_need
+    return np.inf, 0
+
+
+@inline_jit
 def _simulate(pdata, rule, backfill, first, m, k, free, t0, tau):
     """The mean bounded slowdown of jobs ``first .. m - 1`` of the replay regions (each: submit,
     processors, estimate, run time, requested time; in arrival order) scheduled by ``rule`` (with EASY
@@ -450,16 +495,14 @@ def _simulate(pdata, rule, backfill, first, m, k, free, t0, tau):
     their ``begun``, for their run times) and ``free`` processors are idle: the jobs run their run
     times, the rule orders and backfills by their estimates."""
     sub, need = region(pdata.fwork, R_SUBMIT), region(pdata.iwork, R_NEED)
-    est, run, req = region(pdata.fwork, R_EST), region(pdata.fwork, R_RUN), region(pdata.fwork, R_REQ)
-    begun, shadow_end = region(pdata.fwork, R_START), region(pdata.fwork, R_SHADOW)
-    wait, ahead = region(pdata.iwork, R_WAIT), region(pdata.iwork, R_AHEAD)
+    est, run, begun = region(pdata.fwork, R_EST), region(pdata.fwork, R_RUN), region(pdata.fwork, R_START)
+    wait = region(pdata.iwork, R_WAIT)
     keys, order = region(pdata.fwork, KEYS), region(pdata.iwork, RANKED)
     ends, heap_job = region(pdata.fwork, HEAP_END), region(pdata.iwork, HEAP_NEED)
     nxt, q, h = first, 0, 0
     for j in range(first):
         h = _heap_push(ends, heap_job, h, begun[j] + run[j], j)
     total = 0.0
-    dummy = keys[:0]
     while nxt < m or q > 0:
         t = sub[nxt] if nxt < m else np.inf
         if h > 0 and ends[0] < t:
@@ -479,17 +522,7 @@ def _simulate(pdata, rule, backfill, first, m, k, free, t0, tau):
             if h == 0 and nxt >= m:
                 break  # cannot happen: a job needs at most k
             continue
-        n = 0
-        for tier in range(2 if rule == RULE_UNICEP else 1):
-            lo = n
-            for i in range(q):
-                j = wait[i]
-                level, key = job_score(rule, need[j], sub[j], est[j], t, VARIANT_PAPER, dummy, tau, 0.0, k)
-                if level == tier:
-                    keys[n] = key
-                    order[n] = j
-                    n += 1
-            _sort_keys(keys[lo:n], order[lo:n], n - lo)
+        n = _rank_replay(rule, need, sub, est, wait, q, t, tau, k, keys, order)
         i = 0
         while i < n and need[order[i]] <= free:
             j = order[i]
@@ -499,25 +532,7 @@ def _simulate(pdata, rule, backfill, first, m, k, free, t0, tau):
             total += max((t - sub[j] + run[j]) / max(run[j], tau), 1.0)
             i += 1
         if i < n and backfill != 0 and free > 0:
-            # the head's shadow time by the estimated ends of the running jobs
-            r_count = 0
-            for p in range(h):
-                j = heap_job[p]
-                shadow_end[r_count] = _expected_end(begun[j], est[j], req[j], t)
-                ahead[r_count] = need[j]
-                r_count += 1
-            _sort_by_end(shadow_end, ahead, r_count)
-            avail = free
-            head_need = need[order[i]]
-            shadow, extra = np.inf, 0
-            for p in range(r_count):
-                avail += ahead[p]
-                if avail >= head_need:
-                    for z in range(p + 1, r_count):
-                        if shadow_end[z] == shadow_end[p]:
-                            avail += ahead[z]
-                    shadow, extra = shadow_end[p], avail - head_need
-                    break
+            shadow, extra = _replay_shadow(pdata, heap_job, h, t, free, need[order[i]])
             for z in range(i + 1, n):
                 j = order[z]
                 if need[j] <= free and (t + est[j] <= shadow or need[j] <= extra):
@@ -680,14 +695,8 @@ def _start_jobs(view, pdata, state, table, history, attribute, rule, backfill, p
     keys, slots = region(pdata.fwork, KEYS), region(pdata.iwork, RANKED)
     ends, needs = region(pdata.fwork, HEAP_END), region(pdata.iwork, HEAP_NEED)
     t = now(view)
-    free = free_servers(view)
     m = _rank(view, rule, pred, keys, tau, keys, slots)
-    n = 0
-    i = 0
-    while i < m and server_need(view, slots[i]) <= free:
-        n = start(actions, n, slots[i])
-        free -= server_need(view, slots[i])
-        i += 1
+    n, i, free = start_in_order(view, slots, m, free_servers(view), actions)
     if i == m or free == 0 or backfill == 0:
         return n
     # EASY along the rule's order, by the predictions: the head's shadow time and spare processors
@@ -715,13 +724,7 @@ def _start_jobs(view, pdata, state, table, history, attribute, rule, backfill, p
         s = slots[j]
         need = server_need(view, s)
         if need <= free:
-            if t + pred[s] <= shadow:
-                n = start(actions, n, s)
-                free -= need
-            elif need <= extra:
-                n = start(actions, n, s)
-                free -= need
-                extra -= need
+            n, free, extra = easy_start(actions, n, s, need, free, extra, t + pred[s] <= shadow)
         if free == 0:
             break
     return n

@@ -1,12 +1,13 @@
 """The structure figures the design keeps in check, measured on the package's source.
 
-    python benchmarks/code_figures.py [--long 80] [--window 6]
+    python benchmarks/code_figures.py [--long 80] [--window 6] [--list] [--pairs]
 
 Prints: lines of code outside the tests; functions longer than ``--long`` lines; pairs of places
 sharing ``--window`` or more consecutive lines (blank lines, comments and docstrings left out,
-whitespace normalised; a run of shared lines counts once per pair of places); comparisons with a
-model's name (``"msj"``, ``"moldable"``, ``"compatibility"``) and where they are; the import circles
-between msj_gym's modules (the layering test's own count); ``MSJEnv``'s lines and keyword arguments.
+whitespace normalised; a run of shared lines counts once per pair of places; ``--pairs`` lists
+them); comparisons with a model's name (``"msj"``, ``"moldable"``, ``"compatibility"``) and where
+they are (``--list``, with the long functions); the import circles between msj_gym's modules (the
+layering test's own count); ``MSJEnv``'s lines and keyword arguments.
 """
 
 from __future__ import annotations
@@ -69,18 +70,21 @@ def long_functions(limit: int) -> list[tuple[str, int]]:
     return sorted(found, key=lambda x: -x[1])
 
 
-def shared_pairs(window: int) -> int:
-    """Pairs of places (file, first line) whose ``window`` consecutive code lines are the same,
-    counting a longer shared run once per pair of files and run."""
+def shared_pairs(window: int) -> list[tuple[str, int, str, int, int]]:
+    """Runs of ``window`` or more consecutive code lines that two places share: (file, first line,
+    other file, its first line, code lines in the run), one per pair of places and run."""
     seen: dict[tuple[str, ...], list[tuple[str, int]]] = defaultdict(list)
+    numbers: dict[str, list[int]] = {}
     for path in _sources():
+        name = str(path.relative_to(ROOT))
         lines = _code_lines(path)
+        numbers[name] = [n for n, _ in lines]
         texts = [t for _, t in lines]
         for i in range(len(texts) - window + 1):
             chunk = tuple(texts[i : i + window])
             if sum(len(t) for t in chunk) < 12 * window:  # closing brackets and one-word lines
                 continue
-            seen[chunk].append((str(path.relative_to(ROOT)), i))
+            seen[chunk].append((name, i))
     pairs: set[tuple[str, int, str, int]] = set()
     for places in seen.values():
         for a in range(len(places)):
@@ -89,9 +93,16 @@ def shared_pairs(window: int) -> int:
                 if fa == fb and abs(ia - ib) < window:
                     continue
                 pairs.add((fa, ia, fb, ib))
-    # a run of k shared lines gives k - window + 1 windows: keep the run's first only
-    runs = {p for p in pairs if (p[0], p[1] - 1, p[2], p[3] - 1) not in pairs}
-    return len(runs)
+    # a run of k shared lines gives k - window + 1 windows: keep the run's first only, with its length
+    runs = []
+    for fa, ia, fb, ib in pairs:
+        if (fa, ia - 1, fb, ib - 1) in pairs:
+            continue
+        length = 1
+        while (fa, ia + length, fb, ib + length) in pairs:
+            length += 1
+        runs.append((fa, numbers[fa][ia], fb, numbers[fb][ib], length + window - 1))
+    return sorted(runs)
 
 
 def model_branches() -> list[str]:
@@ -125,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long", type=int, default=80, help="a function longer than this counts (default 80)")
     ap.add_argument("--window", type=int, default=6, help="shared consecutive lines that count (default 6)")
     ap.add_argument("--list", action="store_true", help="list the long functions and the model branches")
+    ap.add_argument("--pairs", action="store_true", help="list the shared runs: both places, shared lines")
     args = ap.parse_args(argv)
     for flag in ("long", "window"):
         if getattr(args, flag) < 1:
@@ -137,9 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     branches = model_branches()
     env_lines, env_kwargs = env_figures()
     circles = _circles(_module_graph(ROOT, "msj_gym"))
+    pairs = shared_pairs(args.window)
     print(f"lines in msj_gym/                    {lines}")
     print(f"functions over {args.long} lines            {len(longs)}")
-    print(f"pairs sharing {args.window}+ code lines        {shared_pairs(args.window)}")
+    print(f"pairs sharing {args.window}+ code lines        {len(pairs)}")
     print(f"comparisons with a model's name      {len(branches)}")
     print(f"import circles                       {len(circles)}")
     print(f"MSJEnv: lines, keyword arguments     {env_lines}, {env_kwargs}")
@@ -148,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {length:5d}  {name}")
         for where in branches:
             print(f"  model name at {where}")
+    if args.pairs:
+        for fa, la, fb, lb, length in pairs:
+            print(f"  {length:5d}  {fa}:{la}  {fb}:{lb}")
     return 0
 
 

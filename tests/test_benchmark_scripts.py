@@ -58,7 +58,7 @@ SCRIPTS = {
         "300",
     ],
     "bench_planner.py": ["--decisions", "40", "--repeats", "1"],
-    "code_figures.py": ["--list"],
+    "code_figures.py": ["--list", "--pairs"],
 }
 # RLScheduler's simulator is not a dependency: the speed benchmark needs a checkout of its repository
 REFERENCE = os.environ.get("MSJ_GYM_RLSCHEDULER_CHECKOUT")

@@ -28,7 +28,7 @@ import sys
 import time
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -84,7 +84,9 @@ def solved_table(
     solved = _SOLVED.get((key, max_states, max_minutes))
     if solved is None:
         try:
-            solved = _solved(key, key_doc, workload, preemptive, blocking_target, max_states, max_minutes)
+            solved = _solved(
+                _Request(key, key_doc, workload, preemptive, blocking_target, max_states), max_minutes
+            )
         except ValueError as exc:
             solved = exc  # a problem too large stays too large: do not try again in this process
         _SOLVED[(key, max_states, max_minutes)] = solved
@@ -190,21 +192,29 @@ def write_known_optima(path: Path = KNOWN_OPTIMA) -> dict[str, Any]:
     return doc
 
 
-def _solved(
-    key: str,
-    key_doc: str,
-    workload: Workload,
-    preemptive: bool,
-    blocking_target: float,
-    max_states: int,
-    max_minutes: float,
-) -> dict[str, Any]:
-    path = _cache_dir() / f"{key}.npz"
+class _Request(NamedTuple):
+    """A solve asked for: the problem, its cache key and the key's document, and the state limit."""
+
+    key: str
+    key_doc: str
+    workload: Workload
+    preemptive: bool
+    blocking_target: float
+    max_states: int
+
+    def cached(self, path: Path) -> dict[str, Any] | None:
+        """The entry at ``path`` if it holds this problem's solution, checked (see :func:`_checked`)."""
+        return _checked(_load(path, self.key_doc), path, self.workload, self.preemptive, self.max_states)
+
+
+def _solved(request: _Request, max_minutes: float) -> dict[str, Any]:
+    path = _cache_dir() / f"{request.key}.npz"
     seen = _stamp(path)
-    out = _checked(_load(path, key_doc), path, workload, preemptive, max_states)
+    out = request.cached(path)
     if out is not None:
         return out
-    _refuse_long(workload, preemptive, max_states, max_minutes)
+    workload, preemptive = request.workload, request.preemptive
+    _refuse_long(workload, preemptive, request.max_states, max_minutes)
     from msj_gym.atomic import computed_once
 
     kind = "preemptive" if preemptive else "non-preemptive"
@@ -216,9 +226,9 @@ def _solved(
     with computed_once(path, what):
         out = None
         if _stamp(path) != seen:  # written while this one waited
-            out = _checked(_load(path, key_doc), path, workload, preemptive, max_states)
+            out = request.cached(path)
         if out is None:
-            out = _solve(key, key_doc, workload, preemptive, blocking_target, max_states, what)
+            out = _solve(request, what)
     return out
 
 
@@ -343,37 +353,29 @@ def _load(path: Path, key_doc: str) -> dict[str, Any] | None:
     return None
 
 
-def _solve(
-    key: str,
-    key_doc: str,
-    workload: Workload,
-    preemptive: bool,
-    blocking_target: float,
-    max_states: int,
-    what: str,
-) -> dict[str, Any]:
-    failed_path, failed_doc = _failure_key(key_doc, max_states)
+def _solve(request: _Request, what: str) -> dict[str, Any]:
+    failed_path, failed_doc = _failure_key(request.key_doc, request.max_states)
     refused = _remembered_failure(failed_path, failed_doc)
     if refused is not None:
         raise ValueError(refused)
     from msj_gym.analysis.optimal import estimate_solve, solve_optimal
     from msj_gym.core.jit import announce
 
-    estimate = estimate_solve(workload, max_states=max_states)
+    estimate = estimate_solve(request.workload, max_states=request.max_states)
     with announce(f"{what} ({estimate.describe()})"):
         try:
             sol = solve_optimal(
-                workload,
-                preemptive=preemptive,
-                blocking_target=blocking_target,
+                request.workload,
+                preemptive=request.preemptive,
+                blocking_target=request.blocking_target,
                 check_buffers=False,
-                max_states=max_states,
+                max_states=request.max_states,
                 log=_Progress(what),
             )
         except ValueError as exc:
             _remember_failure(failed_path, failed_doc, str(exc))
             raise
-    return _store(key, key_doc, sol)
+    return _store(request.key, request.key_doc, sol)
 
 
 class _Progress:

@@ -37,7 +37,7 @@ import numpy as np
 from .access import measured_batch
 from .actions import OP_BUDGET, OP_LIMIT, OP_REQUEUE, OP_SERVE, bits_f64
 from .jit import argument_types, compile_announced, internal_jit, kernel_jit
-from .kernels import DecisionRule
+from .kernels import DecisionRule, kernel_types
 from .state import (
     A_BSLD,
     A_COUNT,
@@ -908,11 +908,9 @@ def batch_runner(rule: DecisionRule, sim, view, sizes, pdata, actions, debug) ->
     runner = _RUNNERS.get(key)
     _, view_t, sizes_t, pdata_t, actions_t, _ = key
     if runner is None:
-        int64 = numba.types.int64
         sig = (
-            numba.types.FunctionType(int64(view_t, pdata_t, actions_t)),
-            numba.types.FunctionType(int64(view_t, sizes_t, pdata_t, actions_t)),
-            numba.types.FunctionType(int64(view_t, pdata_t)),
+            *kernel_types(view_t, sizes_t, pdata_t, actions_t),
+            numba.types.FunctionType(numba.types.int64(view_t, pdata_t)),
             numba.types.boolean,
             numba.types.boolean,
             *key,

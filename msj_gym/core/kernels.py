@@ -22,9 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .jit import kernel_jit
+import numba
 
-__all__ = ["DecisionRule", "decision_rule"]
+from .jit import internal_jit, kernel_jit
+
+__all__ = ["DecisionRule", "decide", "decision_rule", "kernel_types"]
 
 
 @kernel_jit
@@ -71,3 +73,22 @@ def decision_rule(
         every_event=every_event,
         name=name,
     )
+
+
+def kernel_types(view_t: Any, sizes_t: Any, pdata_t: Any, actions_t: Any) -> tuple[Any, Any]:
+    """The numba types of a rule's ``plain`` and ``sized`` slots, for a loop that takes them as
+    first-class function arguments with these argument types."""
+    int64 = numba.types.int64
+    return (
+        numba.types.FunctionType(int64(view_t, pdata_t, actions_t)),
+        numba.types.FunctionType(int64(view_t, sizes_t, pdata_t, actions_t)),
+    )
+
+
+@internal_jit
+def decide(plain, sized, size_aware, view, sizes, pdata, actions):
+    """One decision of a rule handed to a compiled loop as its slots: ``sized`` if ``size_aware``, else
+    ``plain``; returns the number of action words written."""
+    if size_aware:
+        return sized(view, sizes, pdata, actions)
+    return plain(view, pdata, actions)

@@ -14,7 +14,7 @@ from .layout import Layout
 from .state import PolicyData
 from .workload import WorkloadLike
 
-__all__ = ["Param", "Policy"]
+__all__ = ["Param", "Policy", "check_param_names"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,15 @@ class Param:
     doc: str
     choices: tuple[Any, ...] | None = None
     minimum: float | None = None
+
+
+def check_param_names(policy_id: str, spec: Mapping[str, Param], params: Mapping[str, Any]) -> None:
+    """A one-line ValueError if ``params`` names a parameter that policy ``policy_id`` does not declare
+    in ``spec`` (its ``params_spec``), listing the ones it does."""
+    unknown = set(params) - set(spec)
+    if unknown:
+        known = ", ".join(sorted(spec)) or "none"
+        raise ValueError(f"policy {policy_id!r}: unknown parameter(s) {sorted(unknown)}; known: {known}")
 
 
 class Policy:
@@ -58,12 +67,7 @@ class Policy:
     _rules: ClassVar[dict[type, DecisionRule]] = {}
 
     def __init__(self, **params: Any) -> None:
-        unknown = set(params) - set(self.params_spec)
-        if unknown:
-            known = ", ".join(sorted(self.params_spec)) or "none"
-            raise ValueError(
-                f"policy {self.policy_id!r}: unknown parameter(s) {sorted(unknown)}; known: {known}"
-            )
+        check_param_names(self.policy_id, self.params_spec, params)
         values = {}
         for name, spec in self.params_spec.items():
             values[name] = self._coerce(name, spec, params.get(name, spec.default))

@@ -17,7 +17,15 @@ from .feed import ArrivalError, ArrivalFeed
 from .policy import Policy
 from .workload import WORKLOAD_MEMBERS, WorkloadLike, is_workload
 
-__all__ = ["PolicyDriver", "SimulationError", "Simulator", "Unfinished", "unfinished_jobs", "with_unfinished"]
+__all__ = [
+    "PolicyDriver",
+    "SimulationError",
+    "Simulator",
+    "Unfinished",
+    "arrival_count",
+    "unfinished_jobs",
+    "with_unfinished",
+]
 
 
 class SimulationError(RuntimeError):
@@ -125,6 +133,19 @@ def with_unfinished(
     return acc_f, acc_i
 
 
+def arrival_count(num_arrivals: int, warmup: int | None) -> tuple[int, int]:
+    """A run of ``num_arrivals`` arrivals checked (an integer >= 2), with its ``warmup`` (an integer in
+    ``[0, num_arrivals - 1)``, default a tenth): both as ints."""
+    if isinstance(num_arrivals, bool) or int(num_arrivals) != num_arrivals or num_arrivals < 2:
+        raise ValueError(f"num_arrivals: expected an integer >= 2, got {num_arrivals!r}")
+    num_arrivals = int(num_arrivals)
+    if warmup is None:
+        warmup = num_arrivals // 10
+    if isinstance(warmup, bool) or int(warmup) != warmup or not 0 <= warmup < num_arrivals - 1:
+        raise ValueError(f"warmup: expected an integer in [0, {num_arrivals - 1}), got {warmup!r}")
+    return num_arrivals, int(warmup)
+
+
 def _run_length(
     num_arrivals: int | None, warmup: int | None, horizon: float | None, warmup_time: float
 ) -> tuple[int | None, int | None]:
@@ -135,14 +156,7 @@ def _run_length(
     if horizon is not None and num_arrivals is not None:
         raise ValueError("give at most one of num_arrivals and horizon")
     if num_arrivals is not None:
-        if isinstance(num_arrivals, bool) or int(num_arrivals) != num_arrivals or num_arrivals < 2:
-            raise ValueError(f"num_arrivals: expected an integer >= 2, got {num_arrivals!r}")
-        num_arrivals = int(num_arrivals)
-        if warmup is None:
-            warmup = num_arrivals // 10
-        if isinstance(warmup, bool) or int(warmup) != warmup or not 0 <= warmup < num_arrivals - 1:
-            raise ValueError(f"warmup: expected an integer in [0, {num_arrivals - 1}), got {warmup!r}")
-        warmup = int(warmup)
+        num_arrivals, warmup = arrival_count(num_arrivals, warmup)
     else:
         assert horizon is not None
         if not math.isfinite(horizon) or horizon <= 0:

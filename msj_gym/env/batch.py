@@ -16,7 +16,7 @@ This module does not import gymnasium.
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -39,28 +39,11 @@ __all__ = [
 ]
 
 
-class BatchSim(NamedTuple):
-    """The fields of :class:`~msj_gym.core.state.Sim` for ``N`` environments (leading axis ``N``)."""
+class BatchSim(Sim):
+    """The fields of :class:`~msj_gym.core.state.Sim` for ``N`` environments (leading axis ``N``): the
+    same names, so that adding a field to the state adds it here."""
 
-    iv: np.ndarray
-    fv: np.ndarray
-    jf: np.ndarray
-    js: np.ndarray
-    ji: np.ndarray
-    ci: np.ndarray
-    run_list: np.ndarray
-    heap_t: np.ndarray
-    heap_s: np.ndarray
-    ring_t: np.ndarray
-    ring_c: np.ndarray
-    ring_s: np.ndarray
-    ring_n: np.ndarray
-    ring_a: np.ndarray
-    acc_f: np.ndarray
-    acc_i: np.ndarray
-    ck_key: np.ndarray
-    ck_nsys: np.ndarray
-    rec: np.ndarray
+    __slots__ = ()
 
 
 def allocate_batch(template: Sim, num_envs: int, ring: int) -> BatchSim:

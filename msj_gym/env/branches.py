@@ -33,6 +33,7 @@ import numpy as np
 from ..core import state as S
 from ..core.engine import advance, apply, can_decide
 from ..core.jit import compile_announced, internal_jit, kernel_jit
+from ..core.kernels import decide, kernel_types
 from ..core.policy import Policy
 from ..native.copying import copy1d
 from . import planning
@@ -79,10 +80,64 @@ def _due(mask, own):
 
 
 @internal_jit
-def _decide(plain, sized, size_aware, view, sizes, pdata, actions):
-    if size_aware:
-        return sized(view, sizes, pdata, actions)
-    return plain(view, pdata, actions)
+def _branch_start(scratch, sim, mask, mask0, out, pdata, template, fresh):
+    """A branch starts from the decision: ``sim``'s state, mask ``mask0``, nothing paid yet, and (if
+    ``fresh``) the base's data as at the decision (the advisor's, if it is followed)."""
+    copy_state(scratch, sim)
+    copy1d(mask, mask0)
+    for i in range(out.size):
+        out[i] = 0.0
+    if fresh:
+        _fresh(pdata, template)
+
+
+@internal_jit
+def _after_step(scratch, st, at_cap):
+    """The branch's status once its action is taken: ``_ENDED`` if the episode ended within the step (at
+    the stream's cap, finished, or stalled), ``_PYTHON`` if the engine needs Python, else ``_PLAYED``
+    (the base plays on)."""
+    if at_cap == 1 or st == S.ST_FINISHED or (st == S.ST_ERROR and scratch.iv[S.I_ERR] == S.E_STALL):
+        return _ENDED
+    if st != S.ST_EVENT:
+        return _PYTHON
+    return _PLAYED
+
+
+@internal_jit
+def _apply_decision(plain, sized, size_aware, scratch, view, sizes, pdata, actions, a, words, offsets):
+    """Apply branch action ``a`` given as a decision: the base's own (``BASE_DECISION``) or, ``_WORDS - j``,
+    the engine words ``words[offsets[j]:offsets[j + 1]]`` (an advisor's); the env then advances as it
+    does after a decision. Returns whether the engine took it."""
+    if a == BASE_DECISION:
+        n = decide(plain, sized, size_aware, view, sizes, pdata, actions)
+        return not (n > 0 and apply(scratch, actions, n) != S.E_NONE)
+    j = _WORDS - a
+    lo, hi = offsets[j], offsets[j + 1]
+    return not (hi > lo and apply(scratch, words[lo:hi], hi - lo) != S.E_NONE)
+
+
+@internal_jit
+def _play_out(plain, sized, size_aware, every_event, scratch, view, sizes, pdata, actions, cap, finite):
+    """The base plays ``scratch`` out from a decision with the engine's own loop (asked at every event if
+    ``every_event``, else where it can act). Returns ``ST_FINISHED`` if the episode ended (or the run
+    stopped at the stream's cap: what it paid so far is the cost), else the status that needs Python."""
+    preemptive = scratch.iv[S.I_PREEMPTIVE] != 0
+    n = decide(plain, sized, size_aware, view, sizes, pdata, actions)
+    if n > 0 and apply(scratch, actions, n) != S.E_NONE:
+        return S.ST_ERROR
+    while True:
+        st = advance(scratch)
+        if st != S.ST_EVENT:
+            at_cap = _at_cap(scratch, st, cap, finite)
+            if at_cap == 2:
+                continue
+            if at_cap == 1:
+                st = S.ST_FINISHED
+            return st
+        if every_event or can_decide(scratch, preemptive):
+            n = decide(plain, sized, size_aware, view, sizes, pdata, actions)
+            if n > 0 and apply(scratch, actions, n) != S.E_NONE:
+                return S.ST_ERROR
 
 
 @functools.cache
@@ -127,25 +182,15 @@ def _player(step: Any) -> Any:
         natively. ``rewards[b]``: the steps' reward, ``areas[b]``: what the play-out pays (both
         unscaled); ``status[b]``: ``_PLAYED``, ``_ENDED`` (the episode ended within the step) or
         ``_PYTHON`` (the branch needs the Python path)."""
-        preemptive = sim.iv[S.I_PREEMPTIVE] != 0
         for b in range(branch_actions.size):
-            copy_state(scratch, sim)
-            copy1d(mask, mask0)
-            for i in range(out.size):
-                out[i] = 0.0
             a = branch_actions[b]
-            if own > 0 or a == BASE_DECISION:  # the base decides or keeps books within the branch's step
-                _fresh(pdata, template)  # its data at this decision (the advisor's, if it is followed)
-            if a == BASE_DECISION:
-                n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
-                if n > 0 and apply(scratch, actions, n) != S.E_NONE:
-                    status[b] = _PYTHON
-                    continue
-                a = -1
-            elif a <= _WORDS:  # a decision given as words: apply it, then advance as the env does
-                j = _WORDS - a
-                lo, hi = offsets[j], offsets[j + 1]
-                if hi > lo and apply(scratch, words[lo:hi], hi - lo) != S.E_NONE:
+            # the base decides or keeps books within the branch's step: its data as at this decision
+            _branch_start(scratch, sim, mask, mask0, out, pdata, template, own > 0 or a == BASE_DECISION)
+            if a == BASE_DECISION or a <= _WORDS:
+                ok = _apply_decision(
+                    plain, sized, size_aware, scratch, view, sizes, pdata, actions, a, words, offsets
+                )
+                if not ok:
                     status[b] = _PYTHON
                     continue
                 a = -1
@@ -157,7 +202,7 @@ def _player(step: Any) -> Any:
                 # nothing is to be decided, at which an advisor that follows every event is asked
                 while at_cap == 2 or (own > 0 and at_cap == 0 and st == S.ST_EVENT and not _due(mask, own)):
                     if at_cap == 0 and every_event:
-                        _decide(plain, sized, size_aware, view, sizes, pdata, actions)
+                        decide(plain, sized, size_aware, view, sizes, pdata, actions)
                     st = step(scratch, -1, ep, fpar, obs, mask, out, work)
                     at_cap = _at_cap(scratch, st, cap, finite)
                 taken += 1
@@ -165,34 +210,15 @@ def _player(step: Any) -> Any:
                     break
             rewards[b] = out[0]
             areas[b] = 0.0
-            status[b] = _PLAYED
-            if at_cap == 1 or st == S.ST_FINISHED or (st == S.ST_ERROR and scratch.iv[S.I_ERR] == S.E_STALL):
-                status[b] = _ENDED
-                continue
-            if st != S.ST_EVENT:
-                status[b] = _PYTHON
+            status[b] = _after_step(scratch, st, at_cap)
+            if status[b] != _PLAYED:
                 continue
             start = reward_paid(scratch.fv, ep)
             if own == 0:  # a base of its own starts afresh, as play_out prepares it
                 _fresh(pdata, template)
-            n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
-            if n > 0 and apply(scratch, actions, n) != S.E_NONE:
-                status[b] = _PYTHON
-                continue
-            while True:
-                st = advance(scratch)
-                if st != S.ST_EVENT:
-                    at_cap = _at_cap(scratch, st, cap, finite)
-                    if at_cap == 2:
-                        continue
-                    if at_cap == 1:
-                        st = S.ST_FINISHED  # the run stops at the cap: what it paid so far is the cost
-                    break
-                if every_event or can_decide(scratch, preemptive):
-                    n = _decide(plain, sized, size_aware, view, sizes, pdata, actions)
-                    if n > 0 and apply(scratch, actions, n) != S.E_NONE:
-                        st = S.ST_ERROR
-                        break
+            st = _play_out(
+                plain, sized, size_aware, every_event, scratch, view, sizes, pdata, actions, cap, finite
+            )
             if st == S.ST_FINISHED:
                 areas[b] = reward_paid(scratch.fv, ep) - start
             else:
@@ -214,10 +240,8 @@ def _compiled(args: tuple) -> Any:
     fn = _PLAYERS.get(key)
     if fn is None:
         _, _, view_t, sizes_t, _, pdata_t, actions_t = key[1:8]
-        int64 = numba.types.int64
         sig = (
-            numba.types.FunctionType(int64(view_t, pdata_t, actions_t)),
-            numba.types.FunctionType(int64(view_t, sizes_t, pdata_t, actions_t)),
+            *kernel_types(view_t, sizes_t, pdata_t, actions_t),
             numba.types.boolean,
             numba.types.boolean,
             *key[1:],

@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-__all__ = ["check_action", "check_episode", "check_reward", "encode_error", "positive_int"]
+__all__ = ["check_action", "check_episode", "check_reward", "check_seed", "encode_error", "positive_int"]
 
 
 def positive_int(name: str, value: Any, minimum: int = 1, maximum: int | None = None) -> int:
@@ -18,6 +18,12 @@ def positive_int(name: str, value: Any, minimum: int = 1, maximum: int | None = 
     if maximum is not None and value > maximum:
         raise ValueError(f"{name}: expected an integer in [{minimum}, {maximum}], got {value!r}")
     return int(value)
+
+
+def check_seed(seed: Any) -> None:
+    """A ``ValueError`` unless ``seed`` (what ``reset`` was given) is a non-negative integer or None."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0):
+        raise ValueError(f"seed: expected a non-negative integer or None, got {seed!r}")
 
 
 def check_episode(

@@ -39,9 +39,11 @@ import numpy as np
 from ..core import state as S
 from ..core.engine import _due, _heap_push, advance, apply, apply_one, can_decide
 from ..core.jit import announce, internal_jit, kernel_jit
+from ..core.kernels import decide, kernel_types
 from ..core.policy import Policy
 from ..native.copying import copy1d, copy2d
 from .act import _decode, can_wait
+from .branches import _fresh
 from .layout import EP_QWIN
 
 __all__ = ["FuturePlayer"]
@@ -122,21 +124,6 @@ def branch_rows(src, extra, rows):
 
 
 @internal_jit
-def _decide(plain, sized, size_aware, view, sizes, pdata, actions):
-    if size_aware:
-        return sized(view, sizes, pdata, actions)
-    return plain(view, pdata, actions)
-
-
-@internal_jit
-def _fresh(pdata, template):
-    """The base's data as ``prepare`` made it (its parameters and tables are only read)."""
-    copy1d(pdata.state, template.state)
-    copy1d(pdata.iwork, template.iwork)
-    copy1d(pdata.fwork, template.fwork)
-
-
-@internal_jit
 def _take(sim, ep, action):
     """Take env job ``action`` (a start of the oldest waiting job of a class) if it is valid now;
     returns whether it was."""
@@ -155,6 +142,72 @@ def _widest_waiting(sim):
         if ci[S.C_NWAIT, c] > 0 and (best == -1 or ci[S.C_NEED, c] > ci[S.C_NEED, best]):
             best = c
     return best
+
+
+@internal_jit
+def _load_future(scratch, narr, times, classes, sizes):
+    """Put a sampled future's arrivals (absolute times) in ``scratch``'s ring, from arrival ``narr``
+    on, and end the stream after them."""
+    mask = scratch.ring_t.size - 1
+    horizon = times.size
+    for i in range(horizon):
+        r = (narr + i) & mask
+        scratch.ring_t[r] = times[i]
+        scratch.ring_c[r] = classes[i]
+        scratch.ring_s[r] = sizes[i]
+        scratch.ring_n[r] = 0.0
+    scratch.ring_t[(narr + horizon) & mask] = np.inf  # never arrives: the stream has ended
+
+
+@internal_jit
+def _branch_state(scratch, src, rows, nrows, ngen):
+    """``scratch`` as a branch starts: ``src``'s state (the parts a branch touches), the stream fed up
+    to ``ngen`` arrivals and nothing measured."""
+    _restore(scratch, src, rows, nrows)
+    iv, fv = scratch.iv, scratch.fv
+    iv[S.I_NGEN] = ngen
+    iv[S.I_EXHAUSTED] = 0
+    iv[S.I_MEAS_LO] = -1  # nothing is measured: the branch pays by the time integral
+    iv[S.I_MEAS_HI] = -1
+    fv[S.F_HORIZON] = np.inf
+
+
+@internal_jit
+def _first_step(scratch, ep, action):
+    """Take the branch's ``action`` at the decision: a start of its class, or (0) a wait, which holds the
+    idle servers for the widest class waiting now if it does not fit yet (if it does, waiting only
+    waits: the hold is -1, and nothing starts while the wait is kept up). Returns (the branch's
+    status, the held class, the engine's status)."""
+    outcome = PLAYED
+    hold = -1
+    if action == 0:
+        hold = _widest_waiting(scratch)
+        if hold >= 0 and scratch.ci[S.C_NEED, hold] <= scratch.iv[S.I_FREE]:
+            hold = -1
+        st = advance(scratch)
+    else:
+        st = S.ST_EVENT
+        if not _take(scratch, ep, action):
+            outcome = FAILED
+    return outcome, hold, st
+
+
+@internal_jit
+def _keep_up(scratch, ep, action, hold, taken, persist, preemptive):
+    """The branch's action kept up at a decision epoch (the ``taken``-th that takes it): a start takes
+    as many of its class as fit; a wait starts the ``hold`` class's jobs once they fit (then the hold
+    has done its work) and until then nothing, if waiting leads somewhere. Returns (``taken``, whether
+    the base decides the rest of the epoch)."""
+    if action == 0:
+        started = False
+        while hold >= 0 and _take(scratch, ep, 1 + hold * ep[EP_QWIN]):
+            started = True
+        if started:
+            taken = persist
+        return taken, started or not can_wait(scratch)
+    while _take(scratch, ep, action):
+        pass
+    return taken, can_decide(scratch, preemptive)
 
 
 @functools.cache
@@ -199,63 +252,26 @@ def _player() -> Any:
         preemptive = src.iv[S.I_PREEMPTIVE] != 0
         narr = src.iv[S.I_NARR]
         horizon = arrival_t.shape[1]
-        mask = scratch.ring_t.size - 1
         for f in range(arrival_t.shape[0]):
-            for i in range(horizon):
-                r = (narr + i) & mask
-                scratch.ring_t[r] = arrival_t[f, i]
-                scratch.ring_c[r] = arrival_c[f, i]
-                scratch.ring_s[r] = arrival_s[f, i]
-                scratch.ring_n[r] = 0.0
-            scratch.ring_t[(narr + horizon) & mask] = np.inf  # never arrives: the stream has ended
+            _load_future(scratch, narr, arrival_t[f], arrival_c[f], arrival_s[f])
             for a in range(actions.size):
-                _restore(scratch, src, rows, nrows)
-                iv, fv = scratch.iv, scratch.fv
-                iv[S.I_NGEN] = narr + horizon + 1
-                iv[S.I_EXHAUSTED] = 0
-                iv[S.I_MEAS_LO] = -1  # nothing is measured: the branch pays by the time integral
-                iv[S.I_MEAS_HI] = -1
-                fv[S.F_HORIZON] = np.inf
+                _branch_state(scratch, src, rows, nrows, narr + horizon + 1)
                 _resize(scratch, present, remaining, f)
+                iv, fv = scratch.iv, scratch.fv
                 start = fv[S.F_RUN_AREA]
                 t0 = fv[S.F_NOW]
                 _fresh(pdata, template)
-                outcome = PLAYED
                 action = actions[a]
-                # waiting holds the idle servers for the widest class waiting now, if it does not fit
-                # yet; if it does, waiting only waits (-1): nothing starts while the wait is kept up
-                hold = -1
-                if action == 0:
-                    hold = _widest_waiting(scratch)
-                    if hold >= 0 and scratch.ci[S.C_NEED, hold] <= scratch.iv[S.I_FREE]:
-                        hold = -1
-                    st = advance(scratch)
-                else:
-                    st = S.ST_EVENT
-                    if not _take(scratch, ep, action):
-                        outcome = FAILED
+                outcome, hold, st = _first_step(scratch, ep, action)
                 taken = 1  # decision epochs that took the action
                 events = 0
                 while outcome == PLAYED and st == S.ST_EVENT:
                     if every_event or can_decide(scratch, preemptive):
                         ask = True
                         if taken < persist and can_decide(scratch, preemptive):
-                            taken += 1
-                            if action == 0:
-                                # start the held class's jobs once they fit (then the hold has done its
-                                # work); until then start nothing, if waiting leads somewhere
-                                started = False
-                                while hold >= 0 and _take(scratch, ep, 1 + hold * ep[EP_QWIN]):
-                                    started = True
-                                if started:
-                                    taken = persist
-                                ask = started or not can_wait(scratch)
-                            else:
-                                while _take(scratch, ep, action):
-                                    pass
-                                ask = can_decide(scratch, preemptive)
+                            taken, ask = _keep_up(scratch, ep, action, hold, taken + 1, persist, preemptive)
                         if ask:
-                            n = _decide(plain, sized, size_aware, view, sizes, pdata, words)
+                            n = decide(plain, sized, size_aware, view, sizes, pdata, words)
                             if n > 0 and apply(scratch, words, n) != S.E_NONE:
                                 outcome = FAILED
                                 break
@@ -288,10 +304,8 @@ def _compiled(args: tuple) -> Any:
     fn = _PLAYERS.get(key)
     if fn is None:
         view_t, sizes_t, _, pdata_t, actions_t = key[2:7]
-        int64 = numba.types.int64
         sig = (
-            numba.types.FunctionType(int64(view_t, pdata_t, actions_t)),
-            numba.types.FunctionType(int64(view_t, sizes_t, pdata_t, actions_t)),
+            *kernel_types(view_t, sizes_t, pdata_t, actions_t),
             numba.types.boolean,
             numba.types.boolean,
             *key,

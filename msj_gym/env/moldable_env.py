@@ -12,11 +12,11 @@ import numpy as np
 from gymnasium import spaces
 
 from ..core.jit import entry_point
-from ..moldable.loss import DONE, REFILL, LossSimulator, MoldableResult, overall_estimates
+from ..moldable.loss import DONE, REFILL, LossSimulator, MoldableResult, moldable_policy, overall_estimates
 from ..moldable.model import SUB_LINEAR, MoldableSystem
 from ..moldable.policy import MoldablePolicy, allocate
 from ..moldable.stepping import N_OUT, O_INVALID, env_step
-from ..registry import make_moldable_policy
+from .checks import check_seed
 
 __all__ = ["MSJMoldableEnv", "MoldablePolicyAgent"]
 
@@ -186,10 +186,7 @@ class MSJMoldableEnv(gym.Env):
     # ------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         """Start an episode; ``seed`` seeds the job stream as ``LossSimulator(seed=...)`` does."""
-        if seed is not None and (
-            isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0
-        ):
-            raise ValueError(f"seed: expected a non-negative integer or None, got {seed!r}")
+        check_seed(seed)
         super().reset(seed=seed)
         if options:
             raise ValueError(f"options: MSJMoldable-v0 takes no reset options, got {sorted(options)}")
@@ -318,12 +315,7 @@ class MoldablePolicyAgent:
     native run's with the same seed."""
 
     def __init__(self, policy: str | MoldablePolicy, env: Any, **params: Any) -> None:
-        if isinstance(policy, str):
-            scheme: MoldablePolicy = make_moldable_policy(policy, **params)
-        elif params:
-            raise ValueError("params only apply when policy is given by id")
-        else:
-            scheme = policy
+        scheme = moldable_policy(policy, **params)
         core = getattr(env, "unwrapped", env)
         if not isinstance(core, MSJMoldableEnv):
             raise TypeError(f"env: expected MSJMoldable-v0, got {type(core).__name__}")

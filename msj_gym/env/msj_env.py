@@ -27,7 +27,7 @@ from ..workloads.trace import TraceWorkload
 from ..workloads.workload import Workload
 from .act import encode_action
 from .advising import apply_words, baseline, run_warm_start
-from .checks import check_action, check_episode, check_reward, encode_error
+from .checks import check_action, check_episode, check_reward, check_seed, encode_error
 from .episode import DEFAULT_SCENARIO, REWARDS, AgentSlot, ended_result, heuristic_cap, resolve_workload
 from .layout import (
     EP_ADVISE,
@@ -182,10 +182,7 @@ class MSJEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         """Start an episode. ``seed`` seeds the job stream exactly as ``Simulator(seed=...)`` does;
         without it each episode draws a fresh seed from the environment's generator."""
-        if seed is not None and (
-            isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0
-        ):
-            raise ValueError(f"seed: expected a non-negative integer or None, got {seed!r}")
+        check_seed(seed)
         super().reset(seed=seed)
         if options:
             raise ValueError(f"options: MSJ environments take no reset options, got {sorted(options)}")

@@ -267,12 +267,33 @@ def waiting_jobs(sim: Any, limit: int) -> list[tuple[int, int, int]]:
     return out
 
 
-class FrameRenderer:
-    """Draws ``rgb_array`` frames of one workload's states (a fixed size per workload)."""
+class _LaneFrames:
+    """What the frames with a lane per server share (MSJ-v0's and MSJMoldable-v0's): the layout and
+    the background's lanes; a subclass sets ``k``, ``body`` (the lanes' height) and ``height``."""
 
     WIDTH = 800
     HEADER = 30
     LANE_X0, LANE_X1 = 62, 470  # server lanes
+    k: int
+    body: float
+    height: int
+
+    def _lane_canvas(self, caption: str) -> tuple[Any, Any]:
+        """A new background (and its drawing context) with the ``k`` idle lanes, numbered, and
+        ``caption`` under their right end."""
+        from PIL import Image, ImageDraw
+
+        img = Image.new("RGB", (self.WIDTH, self.height), _BG)
+        d = ImageDraw.Draw(img)
+        y0 = float(self.HEADER)
+        draw_idle_lanes(d, self.LANE_X0, self.LANE_X1, y0, self.body, self.k)
+        d.text((self.LANE_X1, y0 + self.body + 2), caption, fill=_INK, font=_font(10), anchor="ra")
+        return img, d
+
+
+class FrameRenderer(_LaneFrames):
+    """Draws ``rgb_array`` frames of one workload's states (a fixed size per workload)."""
+
     QUEUE_X0 = 490
     CELL = 24  # queue block (pixels, with its gap)
 
@@ -375,20 +396,9 @@ class FrameRenderer:
     def _background(self) -> Any:
         """What every frame shares: idle lanes, lane numbers, panel titles, legend swatches."""
         if self._bg is None:
-            from PIL import Image, ImageDraw
-
-            img = Image.new("RGB", (self.WIDTH, self.height), _BG)
-            d = ImageDraw.Draw(img)
+            img, d = self._lane_canvas("bar: service received (dark) and to come (light)")
             f10 = _font(10)
-            x0, x1, y0 = self.LANE_X0, self.LANE_X1, float(self.HEADER)
-            draw_idle_lanes(d, x0, x1, y0, self.body, self.k)
-            d.text(
-                (x1, y0 + self.body + 2),
-                "bar: service received (dark) and to come (light)",
-                fill=_INK,
-                font=f10,
-                anchor="ra",
-            )
+            y0 = float(self.HEADER)
             d.text((self.QUEUE_X0, y0 - 2), "queue", fill=_INK, font=_font(11))
             d.text(
                 (self.QUEUE_X0, y0 + self.body + 2),
@@ -423,7 +433,7 @@ def _rounded_height(height: float) -> int:
     return -(-int(height) // 16) * 16  # video encoders like multiples of 16
 
 
-class MoldableFrameRenderer:
+class MoldableFrameRenderer(_LaneFrames):
     """``rgb_array`` frames of ``MSJMoldable-v0``: the ``n`` servers as lanes (each running job holds as
     many as it was given, in its class colour, labelled with that number), the arriving job waiting for
     the decision, the clock and the admitted and lost counts, and a legend of the running jobs per class.
@@ -431,9 +441,6 @@ class MoldableFrameRenderer:
     The loss simulator keeps its running jobs as (completion time, class, servers) only: a job is known
     by its completion time, to keep its lanes from frame to frame."""
 
-    WIDTH = 800
-    HEADER = 30
-    LANE_X0, LANE_X1 = 62, 470
     PANEL_X0 = 490
     BLOCK = 40  # the arriving job's block
 
@@ -575,20 +582,9 @@ class MoldableFrameRenderer:
 
     def _background(self) -> Any:
         if self._bg is None:
-            from PIL import Image, ImageDraw
-
-            img = Image.new("RGB", (self.WIDTH, self.height), _BG)
-            d = ImageDraw.Draw(img)
+            img, d = self._lane_canvas("bar: a running job on its servers; number: servers it holds")
             f10 = _font(10)
-            x1, y0 = self.LANE_X1, float(self.HEADER)
-            draw_idle_lanes(d, self.LANE_X0, x1, y0, self.body, self.k)
-            d.text(
-                (x1, y0 + self.body + 2),
-                "bar: a running job on its servers; number: servers it holds",
-                fill=_INK,
-                font=f10,
-                anchor="ra",
-            )
+            y0 = float(self.HEADER)
             d.text(
                 (self.PANEL_X0, y0 - 2), "arriving job (no queue: a loss system)", fill=_INK, font=_font(11)
             )

@@ -13,8 +13,6 @@ environment in ``status``; the caller serves it and resumes those environments a
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from ..core.jit import inline_jit, kernel_jit
@@ -26,27 +24,11 @@ from .stepping import step
 __all__ = ["BatchLossState", "allocate_batch", "batch_reset", "batch_step", "batch_worker", "state_at"]
 
 
-class BatchLossState(NamedTuple):
+class BatchLossState(LossState):
     """The fields of :class:`~msj_gym.moldable.loss.LossState` for ``N`` environments (leading axis
-    ``N``; ``speed`` is shared)."""
+    ``N``; ``speed`` is shared): the same names, so that adding a field to the state adds it here."""
 
-    iv: np.ndarray
-    fv: np.ndarray
-    heap_t: np.ndarray
-    heap_c: np.ndarray
-    heap_k: np.ndarray
-    busy: np.ndarray
-    q: np.ndarray
-    q_area: np.ndarray
-    speed: np.ndarray
-    at: np.ndarray
-    ac: np.ndarray
-    ax: np.ndarray
-    au: np.ndarray
-    b_arr: np.ndarray
-    b_blk: np.ndarray
-    b_time: np.ndarray
-    alloc: np.ndarray
+    __slots__ = ()
 
 
 def allocate_batch(template: LossState, num_envs: int) -> BatchLossState:

@@ -27,12 +27,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..core.jit import inline_jit, kernel_jit
+from ..core.simulator import arrival_count
 from ..metrics.stats import Estimate, batch_ratio
 from ..registry import make_moldable_policy
 from .model import MoldableSystem
 from .policy import AllocationRule, MoldablePolicy, allocate
 
-__all__ = ["LossSimulator", "MoldableClassResult", "MoldableResult", "simulate_moldable"]
+__all__ = ["LossSimulator", "MoldableClassResult", "MoldableResult", "moldable_policy", "simulate_moldable"]
 
 # integer scalars
 I_N, I_IDLE, I_NRUN, I_POS, I_LEN, I_BASE, I_LO, I_HI, I_NB, I_PENDING, I_MEASURING = range(11)
@@ -360,17 +361,11 @@ class LossSimulator:
             raise TypeError(f"policy: expected a MoldablePolicy, got {type(policy).__name__}")
         if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
             raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
-        if isinstance(num_arrivals, bool) or int(num_arrivals) != num_arrivals or num_arrivals < 2:
-            raise ValueError(f"num_arrivals: expected an integer >= 2, got {num_arrivals!r}")
-        num_arrivals = int(num_arrivals)
-        if warmup is None:
-            warmup = num_arrivals // 10
-        if isinstance(warmup, bool) or int(warmup) != warmup or not 0 <= warmup < num_arrivals - 1:
-            raise ValueError(f"warmup: expected an integer in [0, {num_arrivals - 1}), got {warmup!r}")
+        num_arrivals, warmup = arrival_count(num_arrivals, warmup)
         if isinstance(num_batches, bool) or int(num_batches) < 2:
             raise ValueError(f"num_batches: expected an integer >= 2, got {num_batches!r}")
         self.system, self.policy = system, policy
-        self.seed, self.num_arrivals, self.warmup = int(seed), num_arrivals, int(warmup)
+        self.seed, self.num_arrivals, self.warmup = int(seed), num_arrivals, warmup
         self.num_batches = min(int(num_batches), num_arrivals - self.warmup)
         self.rule: AllocationRule | None = policy.prepare(system) if policy is not None else None
         self._setup()
@@ -521,6 +516,15 @@ def loss_result(st: LossState, system: MoldableSystem, provenance: dict[str, Any
     )
 
 
+def moldable_policy(policy: str | MoldablePolicy, **params: Any) -> MoldablePolicy:
+    """``policy`` itself, or (a scheme's id) the scheme made with ``params``, which only an id takes."""
+    if isinstance(policy, str):
+        return make_moldable_policy(policy, **params)
+    if params:
+        raise ValueError("params only apply when policy is given by id")
+    return policy
+
+
 def simulate_moldable(
     system: MoldableSystem,
     policy: str | MoldablePolicy,
@@ -531,10 +535,5 @@ def simulate_moldable(
     **params: Any,
 ) -> MoldableResult:
     """One batch run; ``policy`` an instance or a moldable scheme's id (``msj-gym list --model moldable``)."""
-    if isinstance(policy, str):
-        scheme: MoldablePolicy = make_moldable_policy(policy, **params)
-    elif params:
-        raise ValueError("params only apply when policy is given by id")
-    else:
-        scheme = policy
+    scheme = moldable_policy(policy, **params)
     return LossSimulator(system, scheme, seed=seed, num_arrivals=num_arrivals, warmup=warmup).run()

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from ..core.jit import kernel_jit
-from ..core.policy import Param
+from ..core.policy import Param, check_param_names
 from .model import MoldableSystem
 
 __all__ = ["AllocationRule", "MoldablePolicy", "allocate", "make_rule"]
@@ -90,12 +90,7 @@ class MoldablePolicy:
     params_spec: ClassVar[Mapping[str, Param]] = {}
 
     def __init__(self, **params: Any) -> None:
-        unknown = set(params) - set(self.params_spec)
-        if unknown:
-            known = ", ".join(sorted(self.params_spec)) or "none"
-            raise ValueError(
-                f"policy {self.policy_id!r}: unknown parameter(s) {sorted(unknown)}; known: {known}"
-            )
+        check_param_names(self.policy_id, self.params_spec, params)
         self.param_values = {
             n: spec.kind(params.get(n, spec.default)) for n, spec in self.params_spec.items()
         }

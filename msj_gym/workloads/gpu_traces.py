@@ -69,7 +69,7 @@ import numpy as np
 
 from .distributions import MAX_DURATION, MIN_DURATION
 from .swf import _is_number
-from .trace import TraceWorkload
+from .trace import ReplayScenario, TraceWorkload
 from .workload import MAX_SERVERS, check_integer, check_load
 
 __all__ = [
@@ -459,6 +459,17 @@ def _gpu_duration(gpus: float | None, duration: float | None) -> str | None:
     return None
 
 
+def _submitted(submit: float | None, gpus: float | None, duration: float | None) -> _Parsed:
+    """A row of a format with a submit_time column: (arrival, GPUs, duration), or why it is skipped."""
+    reason = _gpu_duration(gpus, duration)
+    if reason is not None:
+        return reason
+    if submit is None:
+        return "missing submit_time"
+    assert gpus is not None and duration is not None
+    return submit, gpus, duration
+
+
 def _parse_submit_duration(gpu_column: str) -> Callable[[Callable[[str], str], str], _Parsed]:
     """Helios and Acme: arrival submit_time, GPUs ``gpu_column``, service time ``duration``."""
 
@@ -470,13 +481,7 @@ def _parse_submit_duration(gpu_column: str) -> Callable[[Callable[[str], str], s
         if duration is not None:
             _nonnegative(duration, where, "duration")
         submit = _time(f("submit_time"), where, "submit_time")
-        reason = _gpu_duration(gpus, duration)
-        if reason is not None:
-            return reason
-        if submit is None:
-            return "missing submit_time"
-        assert gpus is not None and duration is not None
-        return submit, gpus, duration
+        return _submitted(submit, gpus, duration)
 
     return parse
 
@@ -539,13 +544,7 @@ def _parse_gfs(f: Callable[[str], str], where: str) -> _Parsed:
             _nonnegative(value, where, column)
     submit = _time(f("submit_time"), where, "submit_time")
     gpus = None if per_worker is None or workers is None else per_worker * workers
-    reason = _gpu_duration(gpus, duration)
-    if reason is not None:
-        return reason
-    if submit is None:
-        return "missing submit_time"
-    assert gpus is not None and duration is not None
-    return submit, gpus, duration
+    return _submitted(submit, gpus, duration)
 
 
 _ROW_PARSERS: dict[str, Callable[[Callable[[str], str], str], _Parsed]] = {
@@ -937,7 +936,7 @@ def _cached_trace(path: Path, fmt: str | None, class_by: Any) -> GPUTrace:
 
 
 @dataclass(frozen=True)
-class GPUTraceScenario:
+class GPUTraceScenario(ReplayScenario):
     """A GPU trace as a scenario: :meth:`build` gives its :class:`TraceWorkload` for a cluster size and
     load, like :meth:`msj_gym.workloads.scenarios.Scenario.build`. Made by :func:`gpu_trace_scenario`."""
 
@@ -958,19 +957,10 @@ class GPUTraceScenario:
         """The parsed trace (read once per process)."""
         return _cached_trace(Path(self.path), self.format, self.class_by)
 
-    def build(
-        self,
-        *,
-        num_servers: int | None = None,
-        load: float | None = None,
-        arrival_rate: float | None = None,
+    def replay(
+        self, num_servers: int | None, load: float | None, arrival_rate: float | None
     ) -> TraceWorkload:
-        """The workload; ``num_servers``, ``load`` or ``arrival_rate`` override the scenario's own (load
-        and arrival rate by time dilation); with neither, the spec's load or else the trace's timing."""
-        if load is not None and arrival_rate is not None:
-            raise ValueError("give at most one of load and arrival_rate")
-        if load is None and arrival_rate is None:
-            load = self.load
+        """The workload (see :meth:`ReplayScenario.build`)."""
         wl = gpu_trace_workload(
             self.trace(),
             num_servers=num_servers if num_servers is not None else self.num_servers,
@@ -984,7 +974,6 @@ class GPUTraceScenario:
             # after the dilation: a sequence keeps the whole trace's timing at that load, as the
             # sequences of the evaluation protocol (msj_gym.experiments.sequences) are cut from it
             wl = wl.jobs(self.start, self.length)
-        wl.meta["scenario"] = self.name
         return wl
 
 

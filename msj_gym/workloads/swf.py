@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .trace import TraceWorkload
+from .trace import ReplayScenario, TraceWorkload
 
 __all__ = [
     "BINNINGS",
@@ -592,7 +592,7 @@ def _cached_log(path: Path) -> SWFLog:
 
 
 @dataclass(frozen=True)
-class SWFScenario:
+class SWFScenario(ReplayScenario):
     """An SWF log as a scenario (made by :func:`swf_scenario`): :meth:`build` gives its replay for a
     machine size and load, like :meth:`msj_gym.workloads.scenarios.Scenario.build`."""
 
@@ -616,20 +616,11 @@ class SWFScenario:
         """The parsed log (read once per process)."""
         return _cached_log(Path(self.path))
 
-    def build(
-        self,
-        *,
-        num_servers: int | None = None,
-        load: float | None = None,
-        arrival_rate: float | None = None,
+    def replay(
+        self, num_servers: int | None, load: float | None, arrival_rate: float | None
     ) -> TraceWorkload:
-        """The replay; ``num_servers``, ``load`` or ``arrival_rate`` override the scenario's own (load and
-        arrival rate by time dilation: the gaps between submit times scaled, run and requested times
-        kept); with neither, the spec's load or else the log's own timing."""
-        if load is not None and arrival_rate is not None:
-            raise ValueError("give at most one of load and arrival_rate")
-        if load is None and arrival_rate is None:
-            load = self.load
+        """The replay (see :meth:`~msj_gym.workloads.trace.ReplayScenario.build`): the time dilation
+        scales the gaps between submit times and keeps the run and requested times."""
         k = num_servers if num_servers is not None else self.num_servers
         if self.binning is not None:  # Anselmi & Doncel's binned replay (a figure of paper 000)
             if k is None:
@@ -661,7 +652,6 @@ class SWFScenario:
             wl = wl.jobs(self.start, self.length)
         if self.tau is not None:
             wl.slowdown_tau = self.tau
-        wl.meta["scenario"] = self.name
         return wl
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from .distributions import MAX_DURATION, MIN_DURATION, Empirical
 from .workload import MAX_SERVERS, ArrivalChunk, ClassTable, JobClass, check_integer, check_load
 
-__all__ = ["REQUESTED_TIME", "TraceWorkload", "replay_length", "requested_time_attribute"]
+__all__ = ["REQUESTED_TIME", "ReplayScenario", "TraceWorkload", "replay_length", "requested_time_attribute"]
 
 #: The name of the per-job attribute that carries a job's requested time (its user's runtime estimate).
 REQUESTED_TIME = "requested_time"
@@ -186,6 +186,38 @@ class TraceWorkload(ClassTable):
             "arrival_rate": self.arrival_rate,
             "load": self.load,
         }
+
+
+class ReplayScenario:
+    """What the scenarios of a recorded trace (a GPU trace, an SWF log) share: :meth:`build` with the
+    arguments of :meth:`msj_gym.workloads.scenarios.Scenario.build`, the timing chosen as every such
+    scenario chooses it, and the replay itself left to :meth:`replay`."""
+
+    name: str
+    load: float | None
+
+    def build(
+        self,
+        *,
+        num_servers: int | None = None,
+        load: float | None = None,
+        arrival_rate: float | None = None,
+    ) -> TraceWorkload:
+        """The replay; ``num_servers``, ``load`` or ``arrival_rate`` override the scenario's own (load and
+        arrival rate by time dilation); with neither, the spec's load or else the trace's own timing."""
+        if load is not None and arrival_rate is not None:
+            raise ValueError("give at most one of load and arrival_rate")
+        if load is None and arrival_rate is None:
+            load = self.load
+        wl = self.replay(num_servers, load, arrival_rate)
+        wl.meta["scenario"] = self.name
+        return wl
+
+    def replay(
+        self, num_servers: int | None, load: float | None, arrival_rate: float | None
+    ) -> TraceWorkload:
+        """The replay at ``load`` or ``arrival_rate`` (at most one given; neither: the trace's timing)."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
