@@ -22,14 +22,18 @@ What it takes beyond CleanRL's PPO, and why:
    clones First-Fit's decisions (behaviour cloning), and PPO's first updates fit only the value
    function (``vf_warmup``), so that the clone is not moved by an untrained critic's advantages.
 6. **A learning curve**: every ``eval_every`` steps the greedy policy's mean response time on held-out
-   seeds (``msj_gym.agents.learning_curve``), written to ``curve`` as JSON lines.
+   seeds (``msj_gym.agents.learning_curve``), written to ``curve`` as JSON lines; the best point's
+   policy is kept and saved to ``save`` as msj_gym's data-only checkpoint, which ``msj-gym leaderboard
+   --agent PATH`` runs as it runs the recipe's.
 
-Run: ``python examples/cleanrl_ppo.py`` (needs ``pip install -e ".[rl]"`` for torch); the defaults are
-the recipe's.
+Run: ``python examples/cleanrl_ppo.py`` (needs ``pip install -e ".[rl]"`` for torch; writes
+``cleanrl-ppo-curve.jsonl`` and ``cleanrl-ppo.zip`` with its ``.json``); the defaults are the recipe's.
 """
 
 from __future__ import annotations
 
+import copy
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +88,7 @@ class Args:
     eval_seeds: list[int] = field(default_factory=lambda: list(range(5000, 5008)))
     eval_arrivals: int = 5000
     curve: Path | None = None  # JSON lines of the curve; None: kept in memory only
+    save: Path | None = None  # the best point's policy (the last one without a curve) as a checkpoint
 
 
 def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
@@ -191,6 +196,35 @@ def evaluate(agent: Agent, args: Args) -> float:
     return summarise_episodes(evaluate_greedy(agent.greedy, episodes))["mean_response_time"]
 
 
+def save_checkpoint(agent: Agent, args: Args, path: Path) -> None:
+    """``agent`` as msj_gym's data-only checkpoint (``msj_gym.agents.checkpoint``): its layers put into
+    stable-baselines3's MaskablePPO, whose default policy has the same two 64-unit tanh networks, with
+    the env's keywords beside it (``.json``), so that the project's tools load it as they load the
+    recipe's."""
+    from sb3_contrib import MaskablePPO
+
+    from msj_gym.agents.checkpoint import save_model
+
+    env = gym.make("MSJ-v0", **env_kwargs(args))
+    model = MaskablePPO("MlpPolicy", env, policy_kwargs={"net_arch": [64, 64], "activation_fn": nn.Tanh})
+    sb3_names = {
+        "actor.0": "mlp_extractor.policy_net.0",
+        "actor.2": "mlp_extractor.policy_net.2",
+        "actor.4": "action_net",
+        "critic.0": "mlp_extractor.value_net.0",
+        "critic.2": "mlp_extractor.value_net.2",
+        "critic.4": "value_net",
+    }
+    state = {}
+    for key, value in agent.state_dict().items():
+        layer, _, param = key.rpartition(".")
+        state[f"{sb3_names[layer]}.{param}"] = value
+    model.policy.load_state_dict(state)  # strict: every weight has its place, and every place a weight
+    save_model(model, path)
+    meta = {"command": "python examples/cleanrl_ppo.py", "algo": "maskable-ppo", "env_id": "MSJ-v0"}
+    Path(path).with_suffix(".json").write_text(json.dumps({**meta, "env_kwargs": env_kwargs(args)}, indent=2))
+
+
 def main(args: Args | None = None) -> dict[str, float]:
     args = args or Args()
     batch_size = args.num_envs * args.num_steps
@@ -219,6 +253,7 @@ def main(args: Args | None = None) -> dict[str, float]:
     global_step = 0
     start_time = time.time()
     curve: list[tuple[int, float]] = [(0, evaluate(agent, args))] if args.eval_every else []
+    best = copy.deepcopy(agent.state_dict())  # the policy of the curve's lowest point so far
     response_times: list[float] = []
     masked_taken = 0
     reward_sum = time_sum = 0.0  # the running reward rate g = reward_sum / time_sum
@@ -303,6 +338,8 @@ def main(args: Args | None = None) -> dict[str, float]:
 
         if args.eval_every and global_step // args.eval_every > (global_step - batch_size) // args.eval_every:
             curve.append((global_step, evaluate(agent, args)))
+            if curve[-1][1] < min(v for _, v in curve[:-1]):
+                best = copy.deepcopy(agent.state_dict())
             if args.curve is not None:
                 _write_curve(args.curve, curve)
         recent = response_times[-20:]
@@ -313,6 +350,10 @@ def main(args: Args | None = None) -> dict[str, float]:
             + (f", held-out {curve[-1][1]:.3f} (step {curve[-1][0]})" if curve else "")
         )
     envs.close()
+    if args.save is not None:
+        if curve:
+            agent.load_state_dict(best)
+        save_checkpoint(agent, args, args.save)
     return {
         "steps": float(global_step),
         "episodes": float(len(response_times)),
@@ -327,11 +368,9 @@ def main(args: Args | None = None) -> dict[str, float]:
 
 
 def _write_curve(path: Path, curve: list[tuple[int, float]]) -> None:
-    import json
-
     lines = [json.dumps({"steps": s, "mean_response_time": v if np.isfinite(v) else None}) for s, v in curve]
     Path(path).write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
-    main(Args(curve=Path("cleanrl-ppo-curve.jsonl")))
+    main(Args(curve=Path("cleanrl-ppo-curve.jsonl"), save=Path("cleanrl-ppo.zip")))

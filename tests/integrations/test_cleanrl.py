@@ -37,6 +37,62 @@ def test_cleanrl_ppo_on_the_native_vector_env(tmp_path) -> None:
     assert len(lines) == 3  # the start, and every 1024 steps
 
 
+def test_the_saved_policy_is_the_curves_best_point(tmp_path) -> None:
+    pytest.importorskip("sb3_contrib")
+    import json
+
+    from msj_gym.experiments.agents import load_agent
+
+    cleanrl_ppo = example("cleanrl_ppo")
+    # a learning rate high enough to move the policy away from its best point within 4,096 steps
+    args = _tiny(
+        cleanrl_ppo, total_timesteps=4096, vf_warmup=0, learning_rate=1e-2, curve=tmp_path / "curve.jsonl",
+        save=tmp_path / "agent.zip",
+    )  # fmt: skip
+    cleanrl_ppo.main(args)
+    rows = [json.loads(line)["mean_response_time"] for line in args.curve.read_text().splitlines()]
+    curve = [math.inf if v is None else v for v in rows]  # None: unstable
+    assert min(curve) < curve[-1]  # the last point is not the best one
+    model = load_agent(str(args.save)).model
+
+    class Saved:
+        def greedy(self, obs, masks):
+            return model.predict(obs, deterministic=True, action_masks=masks)[0]
+
+    assert cleanrl_ppo.evaluate(Saved(), args) == pytest.approx(min(curve), rel=1e-9)
+
+
+def test_the_saved_checkpoint_decides_as_the_policy(tmp_path) -> None:
+    """``save_checkpoint`` puts the policy into msj_gym's data-only form, with its env beside it: loaded
+    as ``msj-gym leaderboard --agent`` loads it, it makes the greedy policy's decisions."""
+    pytest.importorskip("sb3_contrib")
+    import gymnasium as gym
+    import torch
+
+    from msj_gym.experiments.agents import load_agent
+
+    cleanrl_ppo = example("cleanrl_ppo")
+    args = _tiny(cleanrl_ppo)
+    env = gym.make("MSJ-v0", **cleanrl_ppo.env_kwargs(args)).unwrapped
+    torch.manual_seed(3)
+    agent = cleanrl_ppo.Agent(env.observation_space.shape[0], env.action_space.n)
+    cleanrl_ppo.imitate(agent, args)  # First-Fit's decisions, roughly: starts as well as waits
+    cleanrl_ppo.save_checkpoint(agent, args, tmp_path / "agent.zip")
+    loaded = load_agent(str(tmp_path / "agent.zip"))
+    assert loaded.env_kwargs == cleanrl_ppo.env_kwargs(args)
+    obs, info = env.reset(seed=7)
+    decisions = set()
+    for _ in range(300):
+        mine = int(agent.greedy(obs[None], info["action_mask"][None])[0])
+        theirs, _ = loaded.model.predict(obs, deterministic=True, action_masks=info["action_mask"])
+        assert int(theirs) == mine
+        decisions.add(mine)
+        obs, _, _, truncated, info = env.step(mine)
+        if truncated:
+            obs, info = env.reset()
+    assert len(decisions) > 1  # not one action everywhere
+
+
 def test_truncation_adds_the_discounted_value_of_the_last_state() -> None:
     import gymnasium as gym
     import torch
