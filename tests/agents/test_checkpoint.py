@@ -58,7 +58,10 @@ def test_a_converted_shipped_agent_decides_as_the_pickled_one_did(name: str) -> 
     kwargs = {k: v for k, v in model.policy_kwargs.items() if k != "device"}
     assert json.dumps(kwargs, sort_keys=True) == str(golden["policy_kwargs"])
     probs, actions = decisions(model, golden["obs"], golden["masks"])
-    np.testing.assert_array_equal(probs, golden["probs"])  # bit for bit
+    # the weights are the same bit for bit (above); the probabilities are float32 sums whose order
+    # depends on the CPU's instruction set (torch picks AVX2 or AVX-512 kernels at run time), so they
+    # agree to a few units in the last place across machines, and the decisions exactly
+    np.testing.assert_allclose(probs, golden["probs"], rtol=1e-6, atol=0)
     np.testing.assert_array_equal(actions, golden["actions"])
     if getattr(model.policy.mlp_extractor, "simulated", None) is None and name.startswith("rollout"):
         # the agent itself (predict, masks given), not only its network
