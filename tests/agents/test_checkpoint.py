@@ -59,7 +59,7 @@ def test_a_converted_shipped_agent_decides_as_the_pickled_one_did(name: str) -> 
     assert json.dumps(kwargs, sort_keys=True) == str(golden["policy_kwargs"])
     probs, actions = decisions(model, golden["obs"], golden["masks"])
     # the weights are the same bit for bit (above); the probabilities are float32 sums whose order
-    # depends on the CPU's instruction set (torch picks AVX2 or AVX-512 kernels at run time), so they
+    # depends on the CPU's instruction set (torch picks its kernels by the CPU at run time), so they
     # agree to a few units in the last place across machines, and the decisions exactly
     np.testing.assert_allclose(probs, golden["probs"], rtol=1e-6, atol=0)
     np.testing.assert_array_equal(actions, golden["actions"])
