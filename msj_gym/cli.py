@@ -787,7 +787,6 @@ def _run_length(args: argparse.Namespace, jobs: int | None = None) -> dict[str, 
 
 
 def _simulate(args: argparse.Namespace) -> int:
-
     # the flags first (cheap, and each error names its flag), then the policy's model, then the scenario
     _check_system_flags(args)
     _positive_finite("--horizon", args.horizon)
