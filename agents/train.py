@@ -144,21 +144,31 @@ def build_model(algo: str, env: Any, seed: int, args: argparse.Namespace) -> Any
     )
 
 
-def checkpoint_callback(every: int, folder: Path, algo: str) -> Any:
+def write_agent(path: Path, model: Any, algo: str, meta: dict[str, Any] | None) -> None:
+    """Write ``model`` as the data-only checkpoint ``path`` and, with ``meta``, its ``.json``: the
+    checkpoint first, each whole or not at all, so a ``.json`` never describes a missing checkpoint."""
+    from msj_gym.agents.checkpoint import save_model
+    from msj_gym.atomic import atomic_path, atomic_write_text
+
+    with atomic_path(path) as tmp:
+        save_model(model, tmp, algo=algo)
+    if meta is not None:
+        atomic_write_text(path.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
+
+
+def checkpoint_callback(every: int, folder: Path, algo: str, meta: dict[str, Any] | None = None) -> Any:
     """An SB3 callback that writes the model every ``every`` calls to ``folder/model_N_steps.zip`` (N:
     the timesteps so far) in the data-only form (:mod:`msj_gym.agents.checkpoint`), each whole or not
-    at all."""
+    at all, with ``meta`` (the run's env keywords and settings) as the ``.json`` beside it, so that
+    each is an agent ``--agent`` loads."""
     from stable_baselines3.common.callbacks import BaseCallback
-
-    from msj_gym.agents.checkpoint import save_model
-    from msj_gym.atomic import atomic_path
 
     class DataOnlyCheckpoints(BaseCallback):
         def _on_step(self) -> bool:
             if self.n_calls % every == 0:
                 folder.mkdir(parents=True, exist_ok=True)
-                with atomic_path(folder / f"model_{self.num_timesteps}_steps.zip") as tmp:
-                    save_model(self.model, tmp, algo=algo)
+                path = folder / f"model_{self.num_timesteps}_steps.zip"
+                write_agent(path, self.model, algo, meta and {**meta, "steps": self.num_timesteps})
             return True
 
     return DataOnlyCheckpoints()
@@ -386,6 +396,9 @@ class CurveCallback:
         self.writer = CurveWriter(self.path, meta)
         self.best: dict[str, Any] | None = None
         self.best_params: Any = None
+        #: the run's .json as known before training; with ``--keep best`` each new best point is written
+        #: to ``--out`` with it at once, so that a run stopped early still has its kept point
+        self.meta: dict[str, Any] | None = None
         self.eval_seconds = 0.0
         self._next = 0
 
@@ -410,6 +423,11 @@ class CurveCallback:
         if self.best is None or value < self.best["mean_response_time"]:
             self.best = {**row, "mean_response_time": value}
             self.best_params = copy.deepcopy(model.policy.state_dict())
+            if self.args.keep == "best" and self.meta is not None:
+                kept = {"steps": steps, "curve_value": value}
+                write_agent(
+                    self.args.out, model, self.args.algo, {**self.meta, "kept": kept, "complete": False}
+                )
         return row
 
     def callback(self) -> Any:
@@ -919,23 +937,64 @@ def _training_envs(
 
 
 def _callbacks(
-    model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any], systems: int
+    model: Any, args: argparse.Namespace, env_kwargs: dict[str, Any], systems: int, meta: dict[str, Any]
 ) -> tuple[list[Any], CurveCallback | None]:
     """What runs beside the training: the progress bar, the value warm-up, the learning curve (also
-    returned, None without ``--eval-every``) and the intermediate checkpoints."""
+    returned, None without ``--eval-every``) and the intermediate checkpoints; ``meta`` is the run's
+    ``.json`` as far as it is known before training."""
     callbacks = [progress_callback(args.timesteps, args.progress)]
     if args.vf_warmup:
         callbacks.append(value_warmup_callback(model, args.vf_warmup))
     curve = None
     if args.eval_every:
         curve = CurveCallback(args, env_kwargs, training_systems=systems)
+        meta["learning_curve"] = curve.path.name
+        curve.meta = meta
         callbacks.append(curve.callback())
     if args.save_every:
         # long runs keep intermediate checkpoints, so that a killed run is not lost (data only, as every
-        # checkpoint msj_gym writes)
+        # checkpoint msj_gym writes), each an agent with its .json
         folder = Path(str(args.out.with_suffix("")) + "-steps")
-        callbacks.append(checkpoint_callback(max(1, args.save_every // args.n_envs), folder, args.algo))
+        every = max(1, args.save_every // args.n_envs)
+        callbacks.append(checkpoint_callback(every, folder, args.algo, {**meta, "kept": None}))
     return callbacks, curve
+
+
+def _run_meta(
+    args: argparse.Namespace,
+    argv: list[str] | None,
+    env_kwargs: dict[str, Any],
+    systems: list[dict[str, Any]],
+    accuracy: float | None,
+) -> dict[str, Any]:
+    """The run's ``.json`` (beside each checkpoint it writes) as far as it is known before training:
+    the command, the env it acts in and the settings; the learning curve's file, the kept point and
+    the wall time are filled in as they become known."""
+    import msj_gym
+
+    return {
+        "command": "python -m msj_gym.agents.train " + " ".join(sys.argv[1:] if argv is None else argv),
+        "algo": args.algo,
+        "env_id": args.env_id,
+        "env_kwargs": env_kwargs,
+        "vec_env": args.vec_env,
+        "policy": args.policy,
+        "training_systems": args.systems or (systems if len(systems) > 1 else None),
+        "average_reward": args.average_reward,
+        "timesteps": args.timesteps,
+        "seed": args.seed,
+        "imitated": args.imitate,
+        "imitation_accuracy": accuracy,
+        "recipe": args.recipe,
+        "lyapunov_weight": args.lyapunov_weight,
+        "lyapunov_power": args.lyapunov_power,
+        "lyapunov_of": args.lyapunov_of,
+        "cost_scale": args.cost_scale,
+        "learning_curve": None,
+        "kept": None,
+        "train_wall_seconds": None,
+        "msj_gym_version": msj_gym.__version__,
+    }
 
 
 def _list_recipes() -> None:
@@ -954,7 +1013,6 @@ def main(argv: list[str] | None = None) -> Path | None:
     import torch
 
     torch.set_num_threads(args.threads)
-    import msj_gym
 
     env_kwargs = make_env_kwargs(args)
     systems = training_systems(args)
@@ -969,47 +1027,26 @@ def main(argv: list[str] | None = None) -> Path | None:
     model.set_logger(Logger(None, []))
     t0 = time.perf_counter()
     accuracy = imitate(model, args, env_kwargs) if args.imitate else None
-    callbacks, curve = _callbacks(model, args, env_kwargs, len(systems))
+    from msj_gym.atomic import atomic_write_text
+
+    meta = _run_meta(args, argv, env_kwargs, systems, accuracy)
+    callbacks, curve = _callbacks(model, args, env_kwargs, len(systems), meta)
     model.learn(total_timesteps=args.timesteps, callback=callbacks)
     wall = time.perf_counter() - t0
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    from msj_gym.agents.checkpoint import save_model
-    from msj_gym.atomic import atomic_path, atomic_write_text
-
     if curve is not None:
         curve.final(model)
     last = args.out if args.keep == "last" else args.out.with_name(args.out.stem + "-last.zip")
-    with atomic_path(last) as tmp:  # a full disk leaves no truncated checkpoint
-        save_model(model, tmp, algo=args.algo)
-    kept = None
-    if args.keep == "best" and curve is not None:
-        kept = curve.save_best(args.out, model)
-    meta = {
-        "command": "python -m msj_gym.agents.train " + " ".join(sys.argv[1:] if argv is None else argv),
-        "algo": args.algo,
-        "env_id": args.env_id,
-        "env_kwargs": env_kwargs,
-        "vec_env": args.vec_env,
-        "policy": args.policy,
-        "training_systems": args.systems or (systems if len(systems) > 1 else None),
-        "average_reward": args.average_reward,
-        "timesteps": args.timesteps,
-        "seed": args.seed,
-        "imitated": args.imitate,
-        "imitation_accuracy": accuracy,
-        "recipe": args.recipe,
-        "lyapunov_weight": args.lyapunov_weight,
-        "lyapunov_power": args.lyapunov_power,
-        "lyapunov_of": args.lyapunov_of,
-        "cost_scale": args.cost_scale,
-        "learning_curve": None if curve is None else curve.path.name,
-        "kept": None if kept is None else {"steps": kept["steps"], "curve_value": kept["mean_response_time"]},
-        "train_wall_seconds": round(wall, 1),
-        "msj_gym_version": msj_gym.__version__,
-    }
-    atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
-    if last != args.out:  # the last checkpoint is an agent too
-        atomic_write_text(last.with_suffix(".json"), json.dumps({**meta, "kept": None}, indent=2) + "\n")
+    kept = curve.save_best(args.out, model) if args.keep == "best" and curve is not None else None
+    meta.update(
+        kept=None if kept is None else {"steps": kept["steps"], "curve_value": kept["mean_response_time"]},
+        train_wall_seconds=round(wall, 1),
+        complete=True,
+    )
+    # a full disk leaves no truncated checkpoint; the last checkpoint is an agent too
+    write_agent(last, model, args.algo, meta if last == args.out else {**meta, "kept": None})
+    if last != args.out:
+        atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
     print(f"trained {args.algo} for {args.timesteps} steps in {wall:.0f} s -> {args.out}")
     return args.out
 

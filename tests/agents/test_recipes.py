@@ -82,6 +82,7 @@ def test_a_run_writes_its_learning_curve_and_keeps_the_best_point(tmp_path):
             "--batch-size", "256", "--imitate-steps", "300", "--imitate-epochs", "1", "--vf-warmup", "1024",
             "--episode-arrivals", "100", "--eval-every", "1024", "--eval-seeds", "5000-5001",
             "--eval-arrivals", "200", "--keep", "best", "--out", str(out), "--no-progress",
+            "--save-every", "1024",
         ]
     )  # fmt: skip
     from msj_gym.agents.learning_curve import read_curve
@@ -100,3 +101,38 @@ def test_a_run_writes_its_learning_curve_and_keeps_the_best_point(tmp_path):
 
     loaded = load_agent(str(out))
     assert loaded.env_kwargs["obs_jobs"] == 0 and loaded.env_kwargs["load"] == 0.7
+    assert saved["complete"] is True and saved["train_wall_seconds"] > 0
+    # so is every intermediate checkpoint, with its steps
+    steps = sorted((tmp_path / "agent-steps").glob("*.zip"))
+    assert [p.name for p in steps] == ["model_1024_steps.zip", "model_2048_steps.zip"]
+    for path in steps:
+        sidecar = json.loads(path.with_suffix(".json").read_text())
+        assert sidecar["steps"] == int(path.stem.split("_")[1]) and sidecar["kept"] is None
+        assert load_agent(str(path)).env_kwargs["load"] == 0.7
+
+
+def test_a_run_stopped_early_has_written_its_best_point(tmp_path, monkeypatch):
+    out = tmp_path / "agent.zip"
+
+    def stopped(self, model):
+        raise KeyboardInterrupt  # as a run killed at its time limit, after its last curve point
+
+    monkeypatch.setattr(train.CurveCallback, "final", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        train.main(
+            [
+                "--recipe", "ppo-sf-fig2-0.7", "--timesteps", "1024", "--n-envs", "4", "--n-steps", "256",
+                "--batch-size", "256", "--imitate-steps", "300", "--imitate-epochs", "1",
+                "--episode-arrivals", "100", "--eval-every", "1024", "--eval-seeds", "5000",
+                "--eval-arrivals", "200", "--keep", "best", "--out", str(out), "--no-progress",
+            ]
+        )  # fmt: skip
+    from msj_gym.agents.learning_curve import read_curve
+    from msj_gym.experiments.agents import load_agent
+
+    _, points = read_curve(tmp_path / "agent-curve.jsonl")
+    saved = json.loads(out.with_suffix(".json").read_text())
+    assert saved["complete"] is False and saved["train_wall_seconds"] is None
+    best = min(p["mean_response_time"] for p in points)
+    assert saved["kept"]["curve_value"] == pytest.approx(best, rel=1e-5)
+    assert load_agent(str(out)).env_kwargs["load"] == 0.7
