@@ -367,9 +367,17 @@ def value_warmup_callback(model: Any, steps: int) -> Any:
 class CurveCallback:
     """The learning curve of a run (``--eval-every``): the greedy policy's mean response time on
     held-out episodes, appended to ``<out stem>-curve.jsonl`` at the start, every ``--eval-every``
-    steps and at the end; the parameters of its best point are kept for ``--keep best``."""
+    steps and at the end. With ``--keep best`` each new best point is written to ``--out`` at once,
+    with ``meta`` (the run's ``.json`` as known before training) marked incomplete, so that a run
+    stopped early still has its kept point."""
 
-    def __init__(self, args: argparse.Namespace, env_kwargs: dict[str, Any], training_systems: int) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        env_kwargs: dict[str, Any],
+        training_systems: int,
+        meta: dict[str, Any],
+    ) -> None:
         from msj_gym.agents.learning_curve import CurveWriter, Episodes
 
         self.args = args
@@ -385,7 +393,7 @@ class CurveCallback:
         self.episodes = Episodes(systems, args.eval_seed_list, args.eval_arrivals, env_kwargs)
         self.path = args.out.with_name(args.out.stem + "-curve.jsonl")
         described = [_describe(s) for s in systems]
-        meta = {
+        header = {
             "out": args.out.name,
             "recipe": args.recipe,
             "seed": args.seed,
@@ -393,18 +401,13 @@ class CurveCallback:
             "eval_seeds": args.eval_seed_list,
             "eval_arrivals": args.eval_arrivals,
         }
-        self.writer = CurveWriter(self.path, meta)
+        self.writer = CurveWriter(self.path, header)
         self.best: dict[str, Any] | None = None
-        self.best_params: Any = None
-        #: the run's .json as known before training; with ``--keep best`` each new best point is written
-        #: to ``--out`` with it at once, so that a run stopped early still has its kept point
-        self.meta: dict[str, Any] | None = None
+        self.meta = meta
         self.eval_seconds = 0.0
         self._next = 0
 
     def evaluate(self, model: Any, steps: int) -> dict[str, Any]:
-        import copy
-
         import torch
 
         from msj_gym.agents.learning_curve import evaluate_greedy, summarise_episodes
@@ -422,8 +425,7 @@ class CurveCallback:
         value = summarise_episodes(rows)["mean_response_time"]
         if self.best is None or value < self.best["mean_response_time"]:
             self.best = {**row, "mean_response_time": value}
-            self.best_params = copy.deepcopy(model.policy.state_dict())
-            if self.args.keep == "best" and self.meta is not None:
+            if self.args.keep == "best":
                 kept = {"steps": steps, "curve_value": value}
                 write_agent(
                     self.args.out, model, self.args.algo, {**self.meta, "kept": kept, "complete": False}
@@ -457,21 +459,6 @@ class CurveCallback:
         last = self.writer.last_steps
         if last is None or last < model.num_timesteps:
             self.evaluate(model, model.num_timesteps)
-
-    def save_best(self, path: Path, model: Any) -> dict[str, Any] | None:
-        """Save the policy of the curve's best point as ``path``; returns that point."""
-        from msj_gym.atomic import atomic_path
-
-        if self.best is None:
-            return None
-        from msj_gym.agents.checkpoint import save_model
-
-        current = {k: v.clone() for k, v in model.policy.state_dict().items()}
-        model.policy.load_state_dict(self.best_params)
-        with atomic_path(path) as tmp:
-            save_model(model, tmp, algo=self.args.algo)
-        model.policy.load_state_dict(current)
-        return self.best
 
 
 #: the root seed of the held-out generated systems of a learning curve (plus ``--seed``)
@@ -947,9 +934,8 @@ def _callbacks(
         callbacks.append(value_warmup_callback(model, args.vf_warmup))
     curve = None
     if args.eval_every:
-        curve = CurveCallback(args, env_kwargs, training_systems=systems)
+        curve = CurveCallback(args, env_kwargs, training_systems=systems, meta=meta)
         meta["learning_curve"] = curve.path.name
-        curve.meta = meta
         callbacks.append(curve.callback())
     if args.save_every:
         # long runs keep intermediate checkpoints, so that a killed run is not lost (data only, as every
@@ -1037,7 +1023,8 @@ def main(argv: list[str] | None = None) -> Path | None:
     if curve is not None:
         curve.final(model)
     last = args.out if args.keep == "last" else args.out.with_name(args.out.stem + "-last.zip")
-    kept = curve.save_best(args.out, model) if args.keep == "best" and curve is not None else None
+    # --keep best: the curve wrote the best point's checkpoint as it found it; its .json is completed here
+    kept = curve.best if args.keep == "best" and curve is not None else None
     meta.update(
         kept=None if kept is None else {"steps": kept["steps"], "curve_value": kept["mean_response_time"]},
         train_wall_seconds=round(wall, 1),
