@@ -144,31 +144,21 @@ def build_model(algo: str, env: Any, seed: int, args: argparse.Namespace) -> Any
     )
 
 
-def write_agent(path: Path, model: Any, algo: str, meta: dict[str, Any] | None) -> None:
-    """Write ``model`` as the data-only checkpoint ``path`` and, with ``meta``, its ``.json``: the
-    checkpoint first, each whole or not at all, so a ``.json`` never describes a missing checkpoint."""
-    from msj_gym.agents.checkpoint import save_model
-    from msj_gym.atomic import atomic_path, atomic_write_text
-
-    with atomic_path(path) as tmp:
-        save_model(model, tmp, algo=algo)
-    if meta is not None:
-        atomic_write_text(path.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
-
-
-def checkpoint_callback(every: int, folder: Path, algo: str, meta: dict[str, Any] | None = None) -> Any:
+def checkpoint_callback(every: int, folder: Path, algo: str, meta: dict[str, Any]) -> Any:
     """An SB3 callback that writes the model every ``every`` calls to ``folder/model_N_steps.zip`` (N:
     the timesteps so far) in the data-only form (:mod:`msj_gym.agents.checkpoint`), each whole or not
     at all, with ``meta`` (the run's env keywords and settings) as the ``.json`` beside it, so that
     each is an agent ``--agent`` loads."""
     from stable_baselines3.common.callbacks import BaseCallback
 
+    from msj_gym.agents.checkpoint import write_checkpoint
+
     class DataOnlyCheckpoints(BaseCallback):
         def _on_step(self) -> bool:
             if self.n_calls % every == 0:
                 folder.mkdir(parents=True, exist_ok=True)
                 path = folder / f"model_{self.num_timesteps}_steps.zip"
-                write_agent(path, self.model, algo, meta and {**meta, "steps": self.num_timesteps})
+                write_checkpoint(self.model, path, {**meta, "steps": self.num_timesteps}, algo)
             return True
 
     return DataOnlyCheckpoints()
@@ -426,10 +416,10 @@ class CurveCallback:
         if self.best is None or value < self.best["mean_response_time"]:
             self.best = {**row, "mean_response_time": value}
             if self.args.keep == "best":
-                kept = {"steps": steps, "curve_value": value}
-                write_agent(
-                    self.args.out, model, self.args.algo, {**self.meta, "kept": kept, "complete": False}
-                )
+                from msj_gym.agents.checkpoint import write_checkpoint
+
+                meta = {**self.meta, "kept": {"steps": steps, "curve_value": value}, "complete": False}
+                write_checkpoint(model, self.args.out, meta, self.args.algo)
         return row
 
     def callback(self) -> Any:
@@ -1013,6 +1003,7 @@ def main(argv: list[str] | None = None) -> Path | None:
     model.set_logger(Logger(None, []))
     t0 = time.perf_counter()
     accuracy = imitate(model, args, env_kwargs) if args.imitate else None
+    from msj_gym.agents.checkpoint import write_checkpoint
     from msj_gym.atomic import atomic_write_text
 
     meta = _run_meta(args, argv, env_kwargs, systems, accuracy)
@@ -1031,7 +1022,7 @@ def main(argv: list[str] | None = None) -> Path | None:
         complete=True,
     )
     # a full disk leaves no truncated checkpoint; the last checkpoint is an agent too
-    write_agent(last, model, args.algo, meta if last == args.out else {**meta, "kept": None})
+    write_checkpoint(model, last, meta if last == args.out else {**meta, "kept": None}, args.algo)
     if last != args.out:
         atomic_write_text(args.out.with_suffix(".json"), json.dumps(meta, indent=2) + "\n")
     print(f"trained {args.algo} for {args.timesteps} steps in {wall:.0f} s -> {args.out}")
