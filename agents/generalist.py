@@ -1087,7 +1087,7 @@ def _gated(
     import torch
     from sb3_contrib import MaskablePPO
 
-    from msj_gym.agents.set_policy import ClassSetMaskablePolicy, fit_gate
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy, fit_head
 
     policy_kwargs = _gate_policy_kwargs(old)
 
@@ -1101,7 +1101,7 @@ def _gated(
         )
         missing, unexpected = model.policy.load_state_dict(old.policy.state_dict(), strict=False)
         assert not unexpected and all(".gate" in k for k in missing), (missing, unexpected)
-        fit_gate(model.policy, obs[idx], excess[idx], epochs=200, lr=1e-3, temperature=0.1, seed=seed)
+        fit_head(model.policy, "gate", obs[idx], excess[idx], epochs=200, lr=1e-3, temperature=0.1, seed=seed)
         return model
 
     def logits_of(model: Any, idx: np.ndarray) -> np.ndarray:
@@ -1194,14 +1194,21 @@ def _selector(
     import torch
     from sb3_contrib import MaskablePPO
 
-    from msj_gym.agents.set_policy import ClassSetMaskablePolicy, fit_selector
+    from msj_gym.agents.set_policy import ClassSetMaskablePolicy, fit_head
 
     def fitted(idx: np.ndarray, fold: int) -> Any:
         model = MaskablePPO(
             ClassSetMaskablePolicy, env, seed=seed + fold, policy_kwargs=policy_kwargs, device="cpu"
         )
-        fit_selector(
-            model.policy, obs[idx], excess[idx], epochs=200, lr=1e-3, temperature=0.1, seed=seed + fold
+        fit_head(
+            model.policy,
+            "selector",
+            obs[idx],
+            excess[idx],
+            epochs=200,
+            lr=1e-3,
+            temperature=0.1,
+            seed=seed + fold,
         )
         return model
 

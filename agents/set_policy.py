@@ -47,8 +47,7 @@ __all__ = [
     "ClassSetMaskablePolicy",
     "ClassSetNetwork",
     "ClassSetPolicy",
-    "fit_gate",
-    "fit_selector",
+    "fit_head",
     "set_layout",
 ]
 
@@ -162,7 +161,7 @@ class ClassSetNetwork(nn.Module):
         """The selector and, with ``gate``, the gate."""
         # With advisors: which one to follow, from what does not change within an episode (the
         # system and its classes), so that the agent follows one heuristic throughout; trained apart
-        # (fit_selector), and ``follow_bias`` added to the followed advisor's logit (0: none).
+        # (fit_head), and ``follow_bias`` added to the followed advisor's logit (0: none).
         width = len(STATIC_SYSTEM) + len(STATIC_CLASS)
         if self.paired:
             self.select_encoder = _mlp([width, hidden, hidden], activation)
@@ -504,38 +503,37 @@ def _fit_static(
     return float(cost[th.arange(n), chosen].mean())
 
 
-def fit_selector(
+#: A static head of a class-set network: its logits' method, and the modules it trains.
+_HEADS = {
+    "selector": ("selector_logits", ("select_encoder", "select")),
+    "gate": ("gate_logits", ("gate_encoder", "gate")),
+}
+
+
+def fit_head(
     policy: Any,
+    head: str,
     obs: np.ndarray,
     excess: np.ndarray,
+    *,
     epochs: int = 300,
     lr: float = 3e-3,
     seed: int = 0,
     temperature: float = 0.05,
 ) -> float:
-    """Train the advisor selector of ``policy`` (a class-set policy with advisors): ``obs`` holds one
-    observation per system (only its static columns are read), ``excess[i, j]`` how much worse
-    following advisor ``j`` throughout is on system ``i`` than the best advisor there (``T_j / T_best -
-    1``, capped; an unstable advisor at the cap). Returns the mean excess of the chosen advisors on the
-    training systems."""
-    net = policy.mlp_extractor
-    params = [*net.select_encoder.parameters(), *net.select.parameters()]
-    return _fit_static(net.selector_logits, params, obs, excess, epochs, lr, seed, temperature)
+    """Train a static head of ``policy``, a class-set policy; ``obs`` holds one observation per system
+    (only its static columns are read). Returns the mean excess of the head's choices on the training
+    systems.
 
-
-def fit_gate(
-    policy: Any,
-    obs: np.ndarray,
-    excess: np.ndarray,
-    epochs: int = 300,
-    lr: float = 3e-3,
-    seed: int = 0,
-    temperature: float = 0.05,
-) -> float:
-    """Train the gate of ``policy`` (a class-set policy made with ``gate=True``): ``excess[i]`` is how
-    much worse, on system ``i``, the network's own choices (column 0) and following the selected
-    advisor throughout (column 1) are than the better of the two. Returns the mean excess of the
-    gate's choices on the training systems."""
+    ``head="selector"``: the advisor selector (a policy with advisors); ``excess[i, j]`` is how much
+    worse following advisor ``j`` throughout is on system ``i`` than the best advisor there (``T_j /
+    T_best - 1``, capped; an unstable advisor at the cap). ``head="gate"`` (a policy made with
+    ``gate=True``): ``excess[i]`` is how much worse, on system ``i``, the network's own choices
+    (column 0) and following the selected advisor throughout (column 1) are than the better of the
+    two."""
+    if head not in _HEADS:
+        raise ValueError(f"head: expected one of {sorted(_HEADS)}, got {head!r}")
     net = policy.mlp_extractor
-    params = [*net.gate_encoder.parameters(), *net.gate.parameters()]
-    return _fit_static(net.gate_logits, params, obs, excess, epochs, lr, seed, temperature)
+    logits, modules = _HEADS[head]
+    params = [p for m in modules for p in getattr(net, m).parameters()]
+    return _fit_static(getattr(net, logits), params, obs, excess, epochs, lr, seed, temperature)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from gymnasium.vector import AutoresetMode
 
 from ..core.jit import entry_point
 from ..moldable.batch import allocate_batch, batch_reset, batch_step, batch_worker, state_at
@@ -68,17 +67,7 @@ class MSJMoldableVectorEnv(NativeVectorEnv):
     final_info_keys: ClassVar[tuple[str, ...]] = ("blocking", "mean_execution_time")
     _o_invalid: ClassVar[int] = O_INVALID
 
-    def __init__(
-        self,
-        num_envs: int = 1,
-        *,
-        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
-        copy: bool = True,
-        threads: int = 1,
-        **env_kwargs: Any,
-    ) -> None:
-        # The single env checks the keywords and gives the spaces, parameters and episode setup.
-        proto = self._setup(num_envs, autoreset_mode, copy, threads, env_kwargs)
+    def _build(self, proto: Any) -> None:
         self.system = proto.system
         self.num_arrivals, self.warmup = proto.num_arrivals, proto.warmup
         self._max_par = proto._dc

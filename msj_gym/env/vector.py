@@ -109,6 +109,18 @@ class NativeVectorEnv(VectorEnv):
     _out: np.ndarray
     _b: Any  # the batched state, allocated by the subclass: each model has its own state tuple
 
+    def __init__(
+        self,
+        num_envs: int = 1,
+        *,
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        copy: bool = True,
+        threads: int = 1,
+        **env_kwargs: Any,
+    ) -> None:
+        # The single env checks the keywords and gives the spaces, parameters and episode setup.
+        self._build(self._setup(num_envs, autoreset_mode, copy, threads, env_kwargs))
+
     def _setup(
         self, num_envs: int, autoreset_mode: str | AutoresetMode, copy: bool, threads: int, env_kwargs: dict
     ) -> Any:
@@ -155,6 +167,10 @@ class NativeVectorEnv(VectorEnv):
         return proto
 
     # --- hooks ----------------------------------------------------------------------------------
+    def _build(self, proto: Any) -> None:
+        """The batched state and the compiled steps, from the single env ``proto`` of the keywords."""
+        raise NotImplementedError
+
     def _make_single(self, env_kwargs: dict[str, Any]) -> Any:
         """The single env of these keywords (it checks them)."""
         return self._single_cls(**env_kwargs)
@@ -483,32 +499,10 @@ class MSJVectorEnv(NativeVectorEnv):
     final_info_keys: ClassVar[tuple[str, ...]] = ("stalled", "mean_response_time", "stable", "measured_jobs")
     _o_invalid: ClassVar[int] = O_INVALID
 
-    def __init__(
-        self,
-        num_envs: int = 1,
-        *,
-        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
-        copy: bool = True,
-        threads: int = 1,
-        **env_kwargs: Any,
-    ) -> None:
-        n = _positive_int("num_envs", num_envs, maximum=MAX_ENVS)
-        load = env_kwargs.get("load")
-        loads, sampler = _per_env_loads(load, n)
-        if loads is not None or sampler is not None:
-            if env_kwargs.get("arrival_rate") is not None:
-                rate = env_kwargs["arrival_rate"]
-                raise ValueError(f"load: per-env loads exclude arrival_rate, got arrival_rate={rate!r}")
-            if sampler is not None:
-                # a throwaway generator: the envs' own generators are not drawn from before reset
-                first = _check_load(sampler(np.random.default_rng(0)), " from the load sampler")
-            # the prototype (spaces, template state) at one of the loads: nothing of it but the
-            # workload's arrival rate depends on the load, and that is per env below
-            env_kwargs["load"] = loads[0] if loads is not None else first
-        self._loads_given, self._sampler = loads, sampler
-        # The single env checks the keywords and gives the spaces, parameters and episode setup.
-        proto = self._setup(num_envs, autoreset_mode, copy, threads, env_kwargs)
-        self.env_kwargs["load"] = load
+    def _build(self, proto: Any) -> None:
+        n = self.num_envs
+        loads = self._loads_given
+        self.env_kwargs["load"] = self._load_arg
         self.workload = proto.workload
         self._ep = proto._ep
         self._worker_kernel = batch_worker(self._ep)  # the step of this env's modes
@@ -561,6 +555,19 @@ class MSJVectorEnv(NativeVectorEnv):
         self._bind()
 
     def _make_single(self, env_kwargs: dict[str, Any]) -> Any:
+        load = self._load_arg = env_kwargs.get("load")
+        loads, sampler = _per_env_loads(load, self.num_envs)
+        if loads is not None or sampler is not None:
+            if env_kwargs.get("arrival_rate") is not None:
+                rate = env_kwargs["arrival_rate"]
+                raise ValueError(f"load: per-env loads exclude arrival_rate, got arrival_rate={rate!r}")
+            if sampler is not None:
+                # a throwaway generator: the envs' own generators are not drawn from before reset
+                first = _check_load(sampler(np.random.default_rng(0)), " from the load sampler")
+            # the prototype (spaces, template state) at one of the loads: nothing of it but the
+            # workload's arrival rate depends on the load, and that is per env (_build)
+            env_kwargs["load"] = loads[0] if loads is not None else first
+        self._loads_given, self._sampler = loads, sampler
         # the registered ids' factory: it takes every flat keyword of gym.make (the options included)
         from .make import make_msj, make_msj_preemptive
 

@@ -766,26 +766,15 @@ class FormatLoader(Protocol):
 def _format_loader(fmt: str, doc: str, default_class_by: str | None = None) -> FormatLoader:
     """The loader of one format, named ``<fmt>_workload`` and documented by ``doc``."""
 
+    # the keywords are FormatLoader's, which states them for type checkers and the docs
     def loader(
         path: str | Path,
         num_servers: int | None = None,
         *,
-        load: float | None = None,
-        time_scale: float | None = None,
-        first: int | None = None,
         class_by: str | None = default_class_by,
-        name: str | None = None,
+        **kw: Any,
     ) -> TraceWorkload:
-        return gpu_trace_workload(
-            path,
-            fmt,
-            num_servers,
-            load=load,
-            time_scale=time_scale,
-            first=first,
-            class_by=class_by,
-            name=name,
-        )
+        return gpu_trace_workload(path, fmt, num_servers, class_by=class_by, **kw)
 
     loader.__name__ = loader.__qualname__ = f"{fmt}_workload"
     loader.__doc__ = doc

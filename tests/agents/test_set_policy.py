@@ -17,7 +17,7 @@ from msj_gym.agents.set_policy import (
     ClassSetMaskablePolicy,
     ClassSetPolicy,
     class_logits,
-    fit_gate,
+    fit_head,
     set_layout,
 )
 from msj_gym.env.layout import SET_SYSTEM_FEATURES
@@ -178,8 +178,10 @@ def test_the_gate_follows_the_selected_advisor_throughout_or_leaves_the_network_
     del net.gate_logits
     net._forced = None
     # the gate is a static head: it reads what the system is, so it decides once per system
-    fitted = fit_gate(gated.policy, obs[:1], np.array([[0.0, 0.5]]), epochs=50, seed=0)
+    fitted = fit_head(gated.policy, "gate", obs[:1], np.array([[0.0, 0.5]]), epochs=50, seed=0)
     assert fitted == 0.0  # the column with no excess is chosen on the system it was fitted on
+    with pytest.raises(ValueError, match="head: expected one of"):
+        fit_head(gated.policy, "gates", obs[:1], np.array([[0.0, 0.5]]))
     net.gate_bias.zero_()
     with th.no_grad():
         picks = net.gate_logits(th.as_tensor(obs)).argmax(dim=1).numpy()
