@@ -5,9 +5,10 @@
 Prints: lines of code outside the tests; functions longer than ``--long`` lines; pairs of places
 sharing ``--window`` or more consecutive lines (blank lines, comments and docstrings left out,
 whitespace normalised; a run of shared lines counts once per pair of places; ``--pairs`` lists
-them); comparisons with a model's name (``"msj"``, ``"moldable"``, ``"compatibility"``) and where
-they are (``--list``, with the long functions); the import circles between msj_gym's modules (the
-layering test's own count); ``MSJEnv``'s lines and keyword arguments.
+them); comparisons with a model's name (``"msj"``, ``"moldable"``, ``"compatibility"``, or the track
+registry's constants that hold one, ``DEFAULT_MODEL`` and ``HEADLINE_MODEL``) and where they are
+(``--list``, with the long functions); the import circles between msj_gym's modules (the layering
+test's own count); ``MSJEnv``'s lines and keyword arguments.
 """
 
 from __future__ import annotations
@@ -24,6 +25,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "msj_gym"
 MODEL_NAMES = frozenset({"msj", "moldable", "compatibility"})
+MODEL_CONSTANTS = frozenset({"DEFAULT_MODEL", "HEADLINE_MODEL"})
+
+
+def _names_a_model(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in MODEL_NAMES
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+    return name in MODEL_CONSTANTS
 
 
 def _sources() -> list[Path]:
@@ -112,7 +121,7 @@ def model_branches() -> list[str]:
             if not isinstance(node, ast.Compare):
                 continue
             for side in (node.left, *node.comparators):
-                if isinstance(side, ast.Constant) and side.value in MODEL_NAMES:
+                if _names_a_model(side):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
                     break
     return found

@@ -1082,13 +1082,13 @@ def _print_policy(pid: str, cls: type[Policy] | type[MoldablePolicy]) -> None:
 def _list(model: str | None = None) -> int:
     """Every model's scenarios, then its policies (``model``: one model's only). The MSJ part keeps the
     ``scenarios:`` / ``policies:`` sections other tooling parses."""
-    from .experiments.tracks import DEFAULT_MODEL, scenario_listing
+    from .experiments.tracks import is_headline, scenario_listing
     from .registry import MODELS, list_policies
 
     sections: list[tuple[str, str, list[tuple[str, str]]]] = []
     for m in MODELS:
         if model in (None, m):
-            prefix = "" if m == DEFAULT_MODEL else f"{m} "  # the queue's sections keep their bare names
+            prefix = "" if is_headline(m) else f"{m} "
             sections.append((m, prefix, scenario_listing(m)))
     for i, (m, prefix, scenarios) in enumerate(sections):
         if i:

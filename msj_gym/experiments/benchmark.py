@@ -56,7 +56,7 @@ from .benchmark_tables import (
 from .leaderboard import LeaderboardConfig, parse_seeds, plan, run_track_points
 from .report import config_difference
 from .runner import Point, check_backend, hold_folder, provenance, scenario_content
-from .tracks import DEFAULT_MODEL, MODELS, scenario_model, track
+from .tracks import HEADLINE_MODEL, MODELS, scenario_model, track
 from .tracks.queueing import METRICS, check_metric, exact_optima, metric_of
 
 if TYPE_CHECKING:
@@ -892,8 +892,8 @@ def score(
             "train_aggregates": _aggregate(train, rows, scales, outside) if train and aggregates else [],
             "outside": sorted(outside),
         }
-    # the default model's section (the queue's: v1's score) is the report's headline
-    msj = sections.get(DEFAULT_MODEL, {"aggregates": [], "train_aggregates": [], "outside": []})
+    # the headline model's section (the queue's: v1's score) is the report's headline
+    msj = sections.get(HEADLINE_MODEL, {"aggregates": [], "train_aggregates": [], "outside": []})
     return {
         "config": config,
         "scales": scales,

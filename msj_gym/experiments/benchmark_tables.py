@@ -17,7 +17,7 @@ from ..atomic import atomic_savefig, atomic_write_csv, atomic_write_text
 from .plotting import pyplot
 from .report import render_table
 from .runner import provenance
-from .tracks import DEFAULT_MODEL, track
+from .tracks import HEADLINE_MODEL, is_headline, track
 
 __all__ = ["DEFAULT_METRIC", "format_benchmark", "output_names", "score_matrix", "write_benchmark"]
 
@@ -117,10 +117,10 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
     head = _AGGREGATE_HEAD
     ranked = _ranked
     # the default model's points (the queue's) are the headline; every other model has a section
-    msj_points = [p for p in config.points if config.model_of(p) == DEFAULT_MODEL]
-    msj_test = config.section_points(DEFAULT_MODEL, "test")
-    msj_train = config.section_points(DEFAULT_MODEL, "train")
-    others = [m for m in config.models if m != DEFAULT_MODEL]
+    msj_points = [p for p in config.points if is_headline(config.model_of(p))]
+    msj_test = config.section_points(HEADLINE_MODEL, "test")
+    msj_train = config.section_points(HEADLINE_MODEL, "train")
+    others = [m for m in config.models if not is_headline(m)]
     what = f"{len(msj_points)} points" if not others else f"{len(msj_points)} MSJ points"
     title = (
         f"benchmark suite {config.suite}: {what} x {len(config.seeds)} seeds x "
@@ -147,7 +147,7 @@ def format_benchmark(report: dict[str, Any], markdown: bool = False) -> str:
         )
     if others:
         title += f"; the {' and '.join(others)} points are scored in sections of their own below"
-    msj = report["sections"].get(DEFAULT_MODEL)
+    msj = report["sections"].get(HEADLINE_MODEL)
     if msj_points:
         lines += render_table(title, head, ranked(report["aggregates"]), markdown)
         if msj_train:
@@ -290,7 +290,7 @@ def _intro(config: Any) -> str:
     intro = (
         f"# msj_gym benchmark{on} (suite {config.suite})\n\n"
         f"Seeds {', '.join(map(str, config.seeds))}; {config.arrivals} arrivals per run"
-        + "".join(f" ({m} runs: {config.model_arrivals(m)})" for m in config.models if m != DEFAULT_MODEL)
+        + "".join(f" ({m} runs: {config.model_arrivals(m)})" for m in config.models if not is_headline(m))
         + "; code "
         f"{provenance()['git_revision']}. IQM and P(improve) with stratified-bootstrap 95 % intervals "
         f"({BOOTSTRAP_REPS} resamples of the seeds within each point).\n\n"
@@ -399,8 +399,8 @@ def _plot(report: dict[str, Any], path: Path) -> Path | None:
     aggs = report["aggregates"]  # the MSJ section's: the other models' entrants have sections of their own
     if not aggs:
         return None
-    test = config.section_points(DEFAULT_MODEL, "test")
-    msj_count = sum(config.model_of(p) == DEFAULT_MODEL for p in config.points)
+    test = config.section_points(HEADLINE_MODEL, "test")
+    msj_count = sum(is_headline(config.model_of(p)) for p in config.points)
     mats: dict[str, np.ndarray] = {}
     for a in aggs:
         m = score_matrix(report["points"], a.entrant, test)

@@ -21,9 +21,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MODEL",
+    "HEADLINE_MODEL",
     "MODELS",
     "TRACKS",
     "TrackEntry",
+    "is_headline",
     "scenario_listing",
     "scenario_model",
     "track",
@@ -54,18 +56,21 @@ class TrackEntry:
     """One model's line: its ``track`` (``"module:attr"`` of a :class:`.base.Track`), the catalogue of
     the scenario names it owns (``"module:attr"`` of a mapping; None for the model of every other
     name, file and trace) and its ``listing``: its named scenarios with a line on each (cheap: the
-    track itself is not imported to list them)."""
+    track itself is not imported to list them). ``headline``: its points are a report's headline (the
+    benchmark's score, ``msj-gym list``'s sections under their bare names); every other model's have
+    a section of their own, titled by the model."""
 
     model: str
     track: str
     scenarios: str | None
     listing: Callable[[], list[tuple[str, str]]]
+    headline: bool = False
 
 
 #: Every model's track, the model of every name no catalogue owns last. Its order is the order in which
 #: reports list the models (the MSJ queue first).
 TRACKS: tuple[TrackEntry, ...] = (
-    TrackEntry("msj", "msj_gym.experiments.tracks.queueing:TRACK", None, _queue_listing),
+    TrackEntry("msj", "msj_gym.experiments.tracks.queueing:TRACK", None, _queue_listing, headline=True),
     TrackEntry(
         "moldable",
         "msj_gym.experiments.tracks.moldable:TRACK",
@@ -82,6 +87,8 @@ TRACKS: tuple[TrackEntry, ...] = (
 MODELS = tuple(e.model for e in TRACKS)
 #: The model of every scenario no catalogue owns (the MSJ queue): a report's first, headline section.
 DEFAULT_MODEL = next(e.model for e in TRACKS if e.scenarios is None)
+#: The model whose points are a report's headline (the one entry with ``headline``).
+HEADLINE_MODEL = next(e.model for e in TRACKS if e.headline)
 
 
 def _load(entry: str) -> Any:
@@ -108,6 +115,11 @@ def track(model: str) -> Track:
     """The track of ``model``."""
     found: Track = _load(_entry(model).track)
     return found
+
+
+def is_headline(model: str) -> bool:
+    """Whether ``model``'s points are a report's headline (:attr:`TrackEntry.headline`)."""
+    return _entry(model).headline
 
 
 def scenario_listing(model: str) -> list[tuple[str, str]]:
