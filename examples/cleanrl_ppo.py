@@ -26,8 +26,9 @@ What it takes beyond CleanRL's PPO, and why:
    policy is kept and saved to ``save`` as msj_gym's data-only checkpoint, which ``msj-gym leaderboard
    --agent PATH`` runs as it runs the recipe's.
 
-Run: ``python examples/cleanrl_ppo.py`` (needs ``pip install -e ".[rl]"`` for torch; writes
-``cleanrl-ppo-curve.jsonl`` and ``cleanrl-ppo.zip`` with its ``.json``); the defaults are the recipe's.
+Run: ``python examples/cleanrl_ppo.py [--seed N] [--total-timesteps N] [--curve FILE] [--save FILE]``
+(needs ``pip install -e ".[rl]"`` for torch; writes ``cleanrl-ppo-curve.jsonl`` and ``cleanrl-ppo.zip``
+with its ``.json``); the other settings are :class:`Args`', the recipe's.
 """
 
 from __future__ import annotations
@@ -373,4 +374,15 @@ def _write_curve(path: Path, curve: list[tuple[int, float]]) -> None:
 
 
 if __name__ == "__main__":
-    main(Args(curve=Path("cleanrl-ppo-curve.jsonl"), save=Path("cleanrl-ppo.zip")))
+    import argparse
+
+    cli = argparse.ArgumentParser(description="PPO for the long-run average cost on MSJ-v0, in one file.")
+    add = cli.add_argument
+    add("--seed", type=int, default=Args.seed, help="training seed (default %(default)s)")
+    add("--total-timesteps", type=int, default=Args.total_timesteps, help="env steps (default %(default)s)")
+    add("--curve", type=Path, default=Path("cleanrl-ppo-curve.jsonl"), help="the curve (default %(default)s)")
+    add("--save", type=Path, default=Path("cleanrl-ppo.zip"), help="the kept policy (default %(default)s)")
+    given = cli.parse_args()
+    if given.total_timesteps < 1:
+        cli.error(f"--total-timesteps: expected a positive integer, got {given.total_timesteps}")
+    main(Args(seed=given.seed, total_timesteps=given.total_timesteps, curve=given.curve, save=given.save))
