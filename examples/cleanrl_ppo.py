@@ -28,7 +28,7 @@ What it takes beyond CleanRL's PPO, and why:
 
 Run: ``python examples/cleanrl_ppo.py [--seed N] [--total-timesteps N] [--curve FILE] [--save FILE]``
 (needs ``pip install -e ".[rl]"`` for torch; writes ``cleanrl-ppo-curve.jsonl`` and ``cleanrl-ppo.zip``
-with its ``.json``); the other settings are :class:`Args`', the recipe's.
+with its ``.json``); its other settings, the fields of ``Args``, are the recipe's.
 """
 
 from __future__ import annotations
