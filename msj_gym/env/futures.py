@@ -235,6 +235,7 @@ def _player() -> Any:
         ep,
         actions,
         persist,
+        hold_wait,
         max_events,
         costs,
         status,
@@ -245,7 +246,9 @@ def _player() -> Any:
         epochs (a start: as many of its class as fit, then the base decides the rest of the epoch;
         wait: the servers held for the class with the widest need waiting at the decision if it does
         not fit yet, whose jobs start once they fit, which ends the hold; else nothing starts while
-        the wait is kept up); from then on the base decides at every
+        the wait is kept up); with ``hold_wait``, instead, a start is followed by the base at once and a
+        wait holds until the held class's jobs fit, however many epochs that takes (a plain wait where
+        nothing is held); from then on the base decides at every
         event (every one if ``every_event``, else where it can act) until the system is empty.
         ``costs[f, a]``: the time integral of the jobs in the system over the branch; ``status[f, a]``
         as the module's ``PLAYED`` ... ``OVERFLOW``."""
@@ -264,12 +267,15 @@ def _player() -> Any:
                 action = actions[a]
                 outcome, hold, st = _first_step(scratch, ep, action)
                 taken = 1  # decision epochs that took the action
+                keep = persist
+                if hold_wait:
+                    keep = 1 if action != 0 or hold < 0 else 2**62
                 events = 0
                 while outcome == PLAYED and st == S.ST_EVENT:
                     if every_event or can_decide(scratch, preemptive):
                         ask = True
-                        if taken < persist and can_decide(scratch, preemptive):
-                            taken, ask = _keep_up(scratch, ep, action, hold, taken + 1, persist, preemptive)
+                        if taken < keep and can_decide(scratch, preemptive):
+                            taken, ask = _keep_up(scratch, ep, action, hold, taken + 1, keep, preemptive)
                         if ask:
                             n = decide(plain, sized, size_aware, view, sizes, pdata, words)
                             if n > 0 and apply(scratch, words, n) != S.E_NONE:
@@ -355,6 +361,12 @@ class FuturePlayer:
     wide job once is nearly free when the base starts narrow jobs at the next event; holding them
     until the wide job fits is what helps, and only a persistent branch prices that. A base that
     keeps books at every event (the Quickswaps) takes over at once.
+
+    A start kept up is no longer the base, though, and neither is the branch of the base's own
+    action: a planner then compares commitments rather than one step and the base, and the rollout
+    argument (no worse than the base) is lost. With ``hold`` (``persist`` aside), a start is followed
+    by the base at once, and only the wait is kept up: held for the widest class waiting until its
+    jobs fit, however many epochs that takes; where nothing is held, it is a plain wait.
     """
 
     def __init__(
@@ -367,6 +379,7 @@ class FuturePlayer:
         seed: int | np.random.SeedSequence = 0,
         know_sizes: bool = False,
         persist: int = 1,
+        hold: bool = False,
         max_events: int | None = None,
     ) -> None:
         env = getattr(env, "unwrapped", env)
@@ -397,6 +410,7 @@ class FuturePlayer:
                 )
         self.futures, self.horizon, self.persist = int(futures), int(horizon), int(persist)
         self.know_sizes = bool(know_sizes)
+        self.hold = bool(hold)
         self.max_events = max_events
         self.seed = seed
         root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
@@ -457,16 +471,18 @@ class FuturePlayer:
                     rule.plain.compile((types[0], *types[2:]))
         self._shape = shape
 
-    def costs(self, actions: np.ndarray) -> np.ndarray | None:
+    def costs(self, actions: np.ndarray, futures: int | None = None) -> np.ndarray | None:
         """Costs ``(bases, futures, actions)`` of env job ``actions`` (valid ones) at the current
-        decision, in futures drawn now; ``None`` where the state has too few free job slots for the
-        branches (the caller then decides otherwise)."""
+        decision, in ``futures`` futures (default: the player's) drawn now, new ones at every call;
+        ``None`` where the state has too few free job slots for the branches (the caller then decides
+        otherwise)."""
         sim = self._live()
         if sim.iv[S.I_NFREE] < self.horizon + 1:
             return None
+        f = self.futures if futures is None else int(futures)
         now = float(sim.fv[S.F_NOW])
         present = self._present(sim)
-        return self.costs_in(actions, *self._arrivals(now), self._present_sizes(sim, present))
+        return self.costs_in(actions, *self._arrivals(now, f), self._present_sizes(sim, present, f))
 
     def costs_in(
         self,
@@ -529,6 +545,7 @@ class FuturePlayer:
                 acts,
                 # a base that keeps books at every event (the Quickswaps) is asked at every one
                 1 if base.rule.every_event else self.persist,
+                self.hold and not base.rule.every_event,
                 int(limit),
                 out[b],
                 status[b],
@@ -562,10 +579,10 @@ class FuturePlayer:
             s = int(sim.ji[s, S.SNEXT])
         return out
 
-    def _arrivals(self, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _arrivals(self, now: float, f: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``futures`` x ``horizon`` arrivals of the model after ``now``: consecutive stretches of the
         player's own stream, each moved to start at ``now`` (Poisson arrivals are memoryless)."""
-        f, h = self.futures, self.horizon
+        h = self.horizon
         prev = self._stream._time
         chunk = self._stream.next_chunk(f * h)
         t = chunk.arrival_time.reshape(f, h)
@@ -577,10 +594,9 @@ class FuturePlayer:
             chunk.service_time.reshape(f, h).copy(),
         )
 
-    def _present_sizes(self, sim: Any, present: np.ndarray) -> np.ndarray:
+    def _present_sizes(self, sim: Any, present: np.ndarray, f: int) -> np.ndarray:
         """``futures`` x ``present`` remaining service times of the jobs present (``-1``: keep the env's,
         for a size-aware player), drawn given what each job has been served."""
-        f = self.futures
         out = np.full((f, present.size), -1.0)
         if self.know_sizes or present.size == 0:
             return out

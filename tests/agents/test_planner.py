@@ -125,3 +125,61 @@ def test_expert_iteration_at_a_tiny_budget(tmp_path) -> None:
     first = NetworkWeights.load(out).digest()
     expert.main(argv)  # resumes from the kept decisions: the same network
     assert NetworkWeights.load(out).digest() == first
+
+
+def test_an_action_is_rated_by_its_best_base_on_average_not_in_hindsight() -> None:
+    """Two bases that each rate an action as the default, on average, but disagree future by future:
+    the planner keeps its default. Taking the least over the bases per future would rate the action
+    as better in every future and leave the default on that hindsight alone."""
+    env = _env()
+    while np.count_nonzero(env.action_masks()) < 2:
+        planning.step_policy(env, "first-fit")
+    mask = env.action_masks()
+    valid = np.flatnonzero(mask)
+    agent = Planner(env, PlannerConfig(futures=8, horizon=8, network=False, bases=("first-fit", "msf")))
+    default = agent._default(env.unwrapped._observation(), mask)
+    other = int(np.flatnonzero(valid != default)[0])
+    costs = np.full((2, 8, valid.size), 10.0)
+    costs[0, :, other] = np.tile([0.0, 20.0], 4)  # the same mean as the default's under each base
+    costs[1, :, other] = np.tile([20.0, 0.0], 4)
+    agent.player.costs = lambda actions: costs
+    assert int(agent.predict(env.unwrapped._observation(), action_masks=mask)[0]) == default
+    assert agent.deviations == 0
+    costs[1, :, other] = np.tile([8.0, 10.0], 4)  # one base rates it better on average: the planner takes it
+    assert int(agent.predict(env.unwrapped._observation(), action_masks=mask)[0]) == int(valid[other])
+
+
+def test_a_second_look_decides_on_its_own_futures() -> None:
+    """With ``more_futures``, a decision whose first look finds an action that may beat the default is
+    judged on the second look's new futures alone: the first look's were kept for looking good."""
+    env = _env()
+    while np.count_nonzero(env.action_masks()) < 2:
+        planning.step_policy(env, "first-fit")
+    mask = env.action_masks()
+    valid = np.flatnonzero(mask)
+    config = PlannerConfig(
+        futures=4, horizon=8, network=False, bases=("first-fit",), more_futures=6, screen=1.0
+    )
+    agent = Planner(env, config)
+    obs = env.unwrapped._observation()
+    default = agent._default(obs, mask)
+    other = int(np.flatnonzero(valid != default)[0])
+    looks: list[np.ndarray] = []
+    confirm = False
+
+    def costs(actions: np.ndarray, futures: int | None = None) -> np.ndarray:
+        looks.append(actions.copy())
+        n = futures or config.futures
+        out = np.tile(np.linspace(8.0, 12.0, n)[:, None], (1, 1, actions.size))
+        if futures is None:  # the first look: the other action cheaper in every future
+            out[0, :, other] -= np.array([8.0, 7.0, 8.0, 7.0])
+        elif confirm:  # the second look agrees
+            out[0, :, list(actions).index(valid[other])] -= 1.0
+        return out  # else the second look: every action costs the default's, future by future
+
+    agent.player.costs = costs
+    assert int(agent.predict(obs, action_masks=mask)[0]) == default
+    assert agent.deviations == 0
+    assert sorted(looks[1].tolist()) == sorted([default, int(valid[other])])  # only those two again
+    confirm = True
+    assert int(agent.predict(obs, action_masks=mask)[0]) == int(valid[other])

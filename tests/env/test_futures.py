@@ -171,3 +171,31 @@ def test_the_generic_residual_is_rejection_from_the_law() -> None:
     x = wl.classes[0].service_time.sample(rng, 1_000_000)
     ref = x[x > 1.0] - 1.0
     assert abs(r.mean() - ref.mean()) < 0.02
+
+
+def test_with_hold_a_start_is_followed_by_the_base_and_a_wait_holds_until_the_wide_class_fits() -> None:
+    """``hold``: a start's branch is the start and then the base (as with ``persist`` 1: the branch of
+    the base's own action is the base, so a one-step planner is never worse than its base for want
+    of it); a wait holds the servers for the widest class waiting until its jobs fit, however long
+    that takes (as a ``persist`` without end), and where nothing is held it is a plain wait."""
+    env = _env(load=0.9, steps=400)
+    seen = set()
+    for _ in range(4000):
+        mask = env.action_masks()
+        valid = np.flatnonzero(mask)
+        ci, free = env.core.sim.ci, int(env.core.sim.iv[S.I_FREE])
+        waiting = np.flatnonzero(ci[S.C_NWAIT] > 0)
+        held = waiting.size > 0 and ci[S.C_NEED, waiting].max() > free
+        if mask[0] and valid.size >= 2 and held not in seen:
+            seen.add(held)
+            kw = {"futures": 5, "horizon": 24, "seed": 9}
+            plain = FuturePlayer(env, ["first-fit"], **kw).costs(valid)
+            endless = FuturePlayer(env, ["first-fit"], persist=10**9, **kw).costs(valid)
+            hold = FuturePlayer(env, ["first-fit"], hold=True, **kw).costs(valid)
+            assert np.array_equal(hold[..., 1:], plain[..., 1:])
+            assert np.array_equal(hold[..., 0], (endless if held else plain)[..., 0])
+            assert not np.array_equal(plain[..., 1:], endless[..., 1:])  # a persistent start is no base
+        if len(seen) == 2:
+            break
+        planning.step_policy(env, "first-fit")
+    assert seen == {True, False}
