@@ -169,7 +169,7 @@ class ClassSetNetwork(nn.Module):
             self.select.append(nn.Linear(hidden, self.paired))
         # The gate (with advisors, optional): whether on this system the network's own choices are
         # worth more than following the selected advisor throughout, from the same static features
-        # as the selector; trained apart (fit_gate) on what each did on generated systems.
+        # as the selector; trained apart (fit_head) on what each did on generated systems.
         self.gated = bool(gate and self.paired)
         if self.gated:
             self.gate_encoder = _mlp([width, hidden, hidden], activation)
