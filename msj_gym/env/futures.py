@@ -173,11 +173,12 @@ def _branch_state(scratch, src, rows, nrows, ngen):
 
 
 @internal_jit
-def _first_step(scratch, ep, action):
+def _first_step(scratch, ep, action, persist, hold_wait):
     """Take the branch's ``action`` at the decision: a start of its class, or (0) a wait, which holds the
     idle servers for the widest class waiting now if it does not fit yet (if it does, waiting only
     waits: the hold is -1, and nothing starts while the wait is kept up). Returns (the branch's
-    status, the held class, the engine's status)."""
+    status, the held class, the engine's status, the decision epochs that keep the action up:
+    ``persist``, or with ``hold_wait`` one for a start or a plain wait and every one for a hold)."""
     outcome = PLAYED
     hold = -1
     if action == 0:
@@ -189,7 +190,10 @@ def _first_step(scratch, ep, action):
         st = S.ST_EVENT
         if not _take(scratch, ep, action):
             outcome = FAILED
-    return outcome, hold, st
+    keep = persist
+    if hold_wait:
+        keep = 1 if action != 0 or hold < 0 else 2**62
+    return outcome, hold, st, keep
 
 
 @internal_jit
@@ -242,14 +246,10 @@ def _player() -> Any:
     ):
         """For each future ``f`` (its arrivals ``arrival_*[f]``, absolute times) and each env job action
         ``actions[a]`` (0: wait; a start): restore ``scratch`` from ``src``, give the jobs present
-        future ``f``'s sizes, take the action, and keep it up at the next ``persist - 1`` decision
-        epochs (a start: as many of its class as fit, then the base decides the rest of the epoch;
-        wait: the servers held for the class with the widest need waiting at the decision if it does
-        not fit yet, whose jobs start once they fit, which ends the hold; else nothing starts while
-        the wait is kept up); with ``hold_wait``, instead, a start is followed by the base at once and a
-        wait holds until the held class's jobs fit, however many epochs that takes (a plain wait where
-        nothing is held); from then on the base decides at every
-        event (every one if ``every_event``, else where it can act) until the system is empty.
+        future ``f``'s sizes, take the action (:func:`_first_step`) and keep it up (:func:`_keep_up`)
+        at the next decision epochs (``persist - 1`` of them; with ``hold_wait``, none after a start,
+        and a hold until the held class's jobs fit); from then on the base decides at every event
+        (every one if ``every_event``, else where it can act) until the system is empty.
         ``costs[f, a]``: the time integral of the jobs in the system over the branch; ``status[f, a]``
         as the module's ``PLAYED`` ... ``OVERFLOW``."""
         preemptive = src.iv[S.I_PREEMPTIVE] != 0
@@ -265,11 +265,8 @@ def _player() -> Any:
                 t0 = fv[S.F_NOW]
                 _fresh(pdata, template)
                 action = actions[a]
-                outcome, hold, st = _first_step(scratch, ep, action)
+                outcome, hold, st, keep = _first_step(scratch, ep, action, persist, hold_wait)
                 taken = 1  # decision epochs that took the action
-                keep = persist
-                if hold_wait:
-                    keep = 1 if action != 0 or hold < 0 else 2**62
                 events = 0
                 while outcome == PLAYED and st == S.ST_EVENT:
                     if every_event or can_decide(scratch, preemptive):
