@@ -502,7 +502,6 @@ class MSJVectorEnv(NativeVectorEnv):
     def _build(self, proto: Any) -> None:
         n = self.num_envs
         loads = self._loads_given
-        self.env_kwargs["load"] = self._load_arg
         self.workload = proto.workload
         self._ep = proto._ep
         self._worker_kernel = batch_worker(self._ep)  # the step of this env's modes
@@ -555,8 +554,7 @@ class MSJVectorEnv(NativeVectorEnv):
         self._bind()
 
     def _make_single(self, env_kwargs: dict[str, Any]) -> Any:
-        load = self._load_arg = env_kwargs.get("load")
-        loads, sampler = _per_env_loads(load, self.num_envs)
+        loads, sampler = _per_env_loads(env_kwargs.get("load"), self.num_envs)
         if loads is not None or sampler is not None:
             if env_kwargs.get("arrival_rate") is not None:
                 rate = env_kwargs["arrival_rate"]
@@ -565,8 +563,9 @@ class MSJVectorEnv(NativeVectorEnv):
                 # a throwaway generator: the envs' own generators are not drawn from before reset
                 first = _check_load(sampler(np.random.default_rng(0)), " from the load sampler")
             # the prototype (spaces, template state) at one of the loads: nothing of it but the
-            # workload's arrival rate depends on the load, and that is per env (_build)
-            env_kwargs["load"] = loads[0] if loads is not None else first
+            # workload's arrival rate depends on the load, and that is per env (_build); the
+            # keywords the vector env keeps hold the loads as given
+            env_kwargs = {**env_kwargs, "load": loads[0] if loads is not None else first}
         self._loads_given, self._sampler = loads, sampler
         # the registered ids' factory: it takes every flat keyword of gym.make (the options included)
         from .make import make_msj, make_msj_preemptive
